@@ -1,0 +1,176 @@
+//! The crate's one error type.
+//!
+//! Byte-level readers report *where* (file and byte offset) and *what* went wrong,
+//! so a user can tell a truncated recording from an unsupported feature. The
+//! engine converts [`Error`] to `DataFusionError` at the DataFusion boundary.
+
+/// Result alias used throughout logsql.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while reading a log file.
+///
+/// Cloneable (I/O errors are shared behind an `Arc`) so that a damage report found
+/// while reading a file's summary can be raised again after the readable
+/// messages have been returned.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// An operating-system I/O error while reading `file`.
+    #[error("{file}: I/O error: {source}")]
+    Io {
+        /// The file being read.
+        file: String,
+        /// The underlying error.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The file is damaged or does not follow its format at `offset`.
+    #[error("{file}: corrupt {format} data at byte {offset}: {message}")]
+    Corrupt {
+        /// The file being read.
+        file: String,
+        /// Format name (`mcap`, `bag`, ...).
+        format: &'static str,
+        /// Byte offset in the file where the problem was found.
+        offset: u64,
+        /// What was wrong.
+        message: String,
+    },
+    /// The file ends before a record that starts at `offset` is complete.
+    #[error("{file}: truncated {format} file: {message} at byte {offset} (file is {file_size} bytes)")]
+    Truncated {
+        /// The file being read.
+        file: String,
+        /// Format name.
+        format: &'static str,
+        /// Byte offset of the incomplete record.
+        offset: u64,
+        /// Size of the file.
+        file_size: u64,
+        /// What was being read.
+        message: String,
+    },
+    /// A checksum stored in the file does not match its content.
+    #[error("{file}: {format} checksum mismatch at byte {offset}: {what} (stored {stored:#010x}, computed {computed:#010x})")]
+    Checksum {
+        /// The file being read.
+        file: String,
+        /// Format name.
+        format: &'static str,
+        /// Byte offset of the checksummed record.
+        offset: u64,
+        /// Which checksum.
+        what: String,
+        /// The value stored in the file.
+        stored: u64,
+        /// The value computed from the bytes.
+        computed: u64,
+    },
+    /// The file uses a feature logsql does not implement (e.g. an unknown compression).
+    #[error("{file}: unsupported {format} feature at byte {offset}: {message}")]
+    Unsupported {
+        /// The file being read.
+        file: String,
+        /// Format name.
+        format: &'static str,
+        /// Byte offset where it was found.
+        offset: u64,
+        /// What is unsupported.
+        message: String,
+    },
+    /// No known format recognises the file's first bytes.
+    #[error("{file}: not a recognised log file (known formats: {known}); first bytes: {head}")]
+    UnknownFormat {
+        /// The file being read.
+        file: String,
+        /// Comma-separated list of the formats that were tried.
+        known: String,
+        /// Hex dump of the first bytes.
+        head: String,
+    },
+    /// A problem with what the user asked for (bad argument, bad option).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the file name.
+    pub fn io(file: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { file: file.into(), source: std::sync::Arc::new(source) }
+    }
+
+    /// The byte offset this error points at, where it names one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Corrupt { offset, .. }
+            | Error::Truncated { offset, .. }
+            | Error::Checksum { offset, .. }
+            | Error::Unsupported { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+}
+
+/// Convenience for building errors that name a file, a format and an offset.
+///
+/// Readers keep one `ErrorContext` per file and call its constructors, so every
+/// error carries the same file name and format without repeating them.
+#[derive(Debug, Clone)]
+pub struct ErrorContext {
+    /// Display name of the file (path or URL).
+    pub file: String,
+    /// Format name.
+    pub format: &'static str,
+    /// File size in bytes.
+    pub file_size: u64,
+}
+
+impl ErrorContext {
+    /// A context for `file` of `format` with `file_size` bytes.
+    pub fn new(file: impl Into<String>, format: &'static str, file_size: u64) -> Self {
+        Self { file: file.into(), format, file_size }
+    }
+
+    /// A [`Error::Corrupt`] at `offset`.
+    pub fn corrupt(&self, offset: u64, message: impl Into<String>) -> Error {
+        Error::Corrupt { file: self.file.clone(), format: self.format, offset, message: message.into() }
+    }
+
+    /// A [`Error::Truncated`] at `offset`.
+    pub fn truncated(&self, offset: u64, message: impl Into<String>) -> Error {
+        Error::Truncated {
+            file: self.file.clone(),
+            format: self.format,
+            offset,
+            file_size: self.file_size,
+            message: message.into(),
+        }
+    }
+
+    /// A [`Error::Checksum`] at `offset`.
+    pub fn checksum(&self, offset: u64, what: impl Into<String>, stored: u64, computed: u64) -> Error {
+        Error::Checksum {
+            file: self.file.clone(),
+            format: self.format,
+            offset,
+            what: what.into(),
+            stored,
+            computed,
+        }
+    }
+
+    /// A [`Error::Unsupported`] at `offset`.
+    pub fn unsupported(&self, offset: u64, message: impl Into<String>) -> Error {
+        Error::Unsupported { file: self.file.clone(), format: self.format, offset, message: message.into() }
+    }
+
+    /// A [`Error::Io`] for this file.
+    pub fn io(&self, source: std::io::Error) -> Error {
+        Error::io(self.file.clone(), source)
+    }
+}
+
+/// Display helper used by `UnknownFormat`: a short hex dump.
+pub fn hex_head(bytes: &[u8]) -> String {
+    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+}
+

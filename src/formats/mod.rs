@@ -1,0 +1,74 @@
+//! The byte-level format readers and the [`LogFormat`] trait they implement.
+//!
+//! A format reader knows nothing of DataFusion or Arrow: it turns bytes read
+//! through a [`ReadAt`] into a [`Summary`] and, chunk by chunk, into
+//! [`Message`](crate::model::Message)s handed to a [`MessageSink`].
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use crate::error::{Error, Result, hex_head};
+use crate::io::ReadAt;
+use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+
+pub mod mcap;
+
+/// How many leading bytes [`LogFormat::sniff`] is given.
+pub const SNIFF_LEN: usize = 64;
+
+/// What the scan engine needs from a format. Implemented once per format.
+pub trait LogFormat: Send + Sync + Debug + 'static {
+    /// Short lower-case name, used in `STORED AS` and in errors (`mcap`, `bag`, ...).
+    fn name(&self) -> &'static str;
+
+    /// File-name extensions that usually hold this format, without the dot.
+    fn extensions(&self) -> &'static [&'static str];
+
+    /// Whether the file's first bytes (up to [`SNIFF_LEN`]) look like this format.
+    fn sniff(&self, head: &[u8]) -> bool;
+
+    /// Reads what describes the file: channels, chunk list, statistics.
+    ///
+    /// Reads only the file's index when it has a usable one; otherwise walks the
+    /// file to rebuild the chunk list (a recovery scan). Damage that still leaves
+    /// a readable prefix is reported in [`Summary::damage`], not as an error.
+    fn summary(&self, file: &dyn ReadAt) -> Result<Summary>;
+
+    /// Delivers the messages of one chunk of `summary` to `sink`, restricted (as
+    /// far as is cheap) to `sel`. On damage inside the chunk, the messages before
+    /// it are delivered, then the error is returned.
+    fn read_chunk(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        sel: &Selection,
+        sink: &mut dyn MessageSink,
+    ) -> Result<ChunkRead>;
+}
+
+/// Every format logsql reads, in sniffing order.
+pub fn all() -> Vec<Arc<dyn LogFormat>> {
+    vec![Arc::new(mcap::McapFormat)]
+}
+
+/// The format with this name (case-insensitive), or one of its extensions.
+pub fn by_name(name: &str) -> Option<Arc<dyn LogFormat>> {
+    let name = name.to_ascii_lowercase();
+    all().into_iter().find(|f| f.name() == name || f.extensions().contains(&name.as_str()))
+}
+
+/// The format whose magic bytes match `head`.
+pub fn sniff(head: &[u8]) -> Option<Arc<dyn LogFormat>> {
+    all().into_iter().find(|f| f.sniff(head))
+}
+
+/// Detects the format of `file` from its content.
+pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
+    let head = file.read_upto(0, SNIFF_LEN).map_err(|e| Error::io(file.name(), e))?;
+    sniff(&head).ok_or_else(|| Error::UnknownFormat {
+        file: file.name().to_string(),
+        known: all().iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
+        head: if head.is_empty() { "(empty file)".into() } else { hex_head(&head) },
+    })
+}

@@ -1,0 +1,29 @@
+//! # logsql
+//!
+//! SQL over robot and simulator log files with Apache DataFusion.
+//!
+//! Each log format is a DataFusion file format whose `messages` table streams
+//! `RecordBatch`es, with projection, time and topic pushdown into the file's
+//! own chunk index. One call registers everything on a `SessionContext`:
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! use datafusion::prelude::SessionContext;
+//! let ctx = logsql::session_context();
+//! let df = ctx.sql("SELECT topic, count(*) FROM 'run.mcap' GROUP BY topic").await?;
+//! df.show().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Layers, bottom up:
+//! - [`formats`]: byte-level readers (no DataFusion), one module per format;
+//! - [`model`] and [`io`]: the plain data and random-access reads they share;
+//! - `engine` (feature `datafusion`): the one scan engine and the DataFusion glue.
+
+pub mod compression;
+pub mod error;
+pub mod formats;
+pub mod io;
+pub mod model;
+
+pub use error::{Error, Result};
