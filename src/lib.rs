@@ -27,3 +27,9 @@ pub mod io;
 pub mod model;
 
 pub use error::{Error, Result};
+
+#[cfg(feature = "datafusion")]
+pub mod engine;
+
+#[cfg(feature = "datafusion")]
+pub use engine::{SessionContextExt, register, session_context, session_context_with_config};

@@ -1,0 +1,132 @@
+//! Building `messages` record batches from delivered messages.
+//!
+//! Only the columns a query needs are built; the others are never touched, so a
+//! scan without `data` copies no payload bytes. Batches are bounded in rows and
+//! in payload bytes, which keeps memory flat whatever the file size.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, BinaryBuilder, StringBuilder, TimestampNanosecondBuilder, UInt32Builder,
+};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::error::Result;
+
+use super::schema::col;
+use crate::model::Message;
+
+/// Appends messages to Arrow builders for a fixed set of `messages` columns.
+pub struct BatchBuilder {
+    schema: SchemaRef,
+    columns: Vec<ColumnBuilder>,
+    file: Arc<str>,
+    rows: usize,
+    bytes: usize,
+    max_rows: usize,
+    max_bytes: usize,
+}
+
+enum ColumnBuilder {
+    Topic(StringBuilder),
+    LogTime(TimestampNanosecondBuilder),
+    PublishTime(TimestampNanosecondBuilder),
+    Sequence(UInt32Builder),
+    MessageType(StringBuilder),
+    MessageEncoding(StringBuilder),
+    Data(BinaryBuilder),
+    File(StringBuilder),
+}
+
+fn ts(v: u64) -> i64 {
+    // Nanoseconds past year 2262 do not fit Arrow's i64 timestamps; saturate.
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl ColumnBuilder {
+    fn new(name: &str) -> Option<Self> {
+        Some(match name {
+            col::TOPIC => Self::Topic(StringBuilder::new()),
+            col::LOG_TIME => Self::LogTime(TimestampNanosecondBuilder::new()),
+            col::PUBLISH_TIME => Self::PublishTime(TimestampNanosecondBuilder::new()),
+            col::SEQUENCE => Self::Sequence(UInt32Builder::new()),
+            col::MESSAGE_TYPE => Self::MessageType(StringBuilder::new()),
+            col::MESSAGE_ENCODING => Self::MessageEncoding(StringBuilder::new()),
+            col::DATA => Self::Data(BinaryBuilder::new()),
+            col::FILE => Self::File(StringBuilder::new()),
+            _ => return None,
+        })
+    }
+
+    fn append(&mut self, m: &Message<'_>, file: &str) {
+        match self {
+            Self::Topic(b) => b.append_value(&m.channel.topic),
+            Self::LogTime(b) => b.append_value(ts(m.log_time)),
+            Self::PublishTime(b) => b.append_option(m.publish_time.map(ts)),
+            Self::Sequence(b) => b.append_option(m.sequence),
+            Self::MessageType(b) => b.append_option(m.channel.message_type.as_deref()),
+            Self::MessageEncoding(b) => b.append_value(&m.channel.message_encoding),
+            Self::Data(b) => b.append_value(m.data),
+            Self::File(b) => b.append_value(file),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Topic(b) | Self::MessageType(b) | Self::MessageEncoding(b) | Self::File(b) => Arc::new(b.finish()),
+            Self::LogTime(b) | Self::PublishTime(b) => Arc::new(b.finish().with_timezone("UTC")),
+            Self::Sequence(b) => Arc::new(b.finish()),
+            Self::Data(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+impl BatchBuilder {
+    /// A builder for the columns of `schema` (a projection of the messages schema),
+    /// naming `file` in the `file` column.
+    pub fn new(schema: SchemaRef, file: Arc<str>, max_rows: usize, max_bytes: usize) -> Result<Self> {
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                ColumnBuilder::new(f.name()).ok_or_else(|| {
+                    datafusion::error::DataFusionError::Internal(format!("unknown messages column {}", f.name()))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { schema, columns, file, rows: 0, bytes: 0, max_rows: max_rows.max(1), max_bytes })
+    }
+
+    /// Appends one message.
+    pub fn append(&mut self, m: &Message<'_>) {
+        for c in &mut self.columns {
+            c.append(m, &self.file);
+        }
+        self.rows += 1;
+        self.bytes += m.data.len();
+    }
+
+    /// Whether the batch reached its row or byte bound.
+    pub fn is_full(&self) -> bool {
+        self.rows >= self.max_rows || self.bytes >= self.max_bytes
+    }
+
+    /// Rows buffered so far.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether nothing is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// Takes the buffered rows as a batch (also for zero-column schemas, e.g. `count(*)`).
+    pub fn finish(&mut self) -> Result<RecordBatch> {
+        let arrays = self.columns.iter_mut().map(ColumnBuilder::finish).collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(self.rows));
+        self.rows = 0;
+        self.bytes = 0;
+        Ok(RecordBatch::try_new_with_options(Arc::clone(&self.schema), arrays, &options)?)
+    }
+}

@@ -1,0 +1,160 @@
+//! The DataFusion `FileFormat` / `FileFormatFactory` of every log format.
+//!
+//! With these registered, DataFusion's listing tables give logsql directories,
+//! globs, object stores, `CREATE EXTERNAL TABLE ... STORED AS <FORMAT>`, parallel
+//! file groups and statistics-based answers (`count(*)`, `min(log_time)`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::{GetExt, ScalarValue, Statistics};
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSource};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::object_store::{ObjectMeta, ObjectStore};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::object_io::FileLocation;
+use super::options::LogsqlOptions;
+use super::scan::df_err;
+use super::schema::{col, messages_schema};
+use super::source::LogSource;
+use crate::formats::LogFormat;
+use crate::model::Summary;
+
+/// Name under which the auto-detecting format is registered (`STORED AS LOG`).
+pub const AUTO_FORMAT: &str = "log";
+
+/// A log format as a DataFusion file format. `None` detects the format of each
+/// file from its first bytes (so one table may mix formats).
+#[derive(Debug, Clone)]
+pub struct LogFileFormat {
+    format: Option<Arc<dyn LogFormat>>,
+}
+
+impl LogFileFormat {
+    /// The file format for `format`, or auto-detection when `None`.
+    pub fn new(format: Option<Arc<dyn LogFormat>>) -> Self {
+        Self { format }
+    }
+
+    fn name(&self) -> &'static str {
+        self.format.as_ref().map_or(AUTO_FORMAT, |f| f.name())
+    }
+}
+
+/// Exact statistics from a file's summary, where the file states them.
+pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
+    let mut stats = Statistics::new_unknown(schema);
+    stats.total_byte_size = Precision::Inexact(summary.file_size as usize);
+    let exact = summary.damage.is_none();
+    if let (Some(n), true) = (summary.message_count, exact) {
+        stats.num_rows = Precision::Exact(n as usize);
+        if let (Some(lo), Some(hi), true, Ok(i)) =
+            (summary.start_time, summary.end_time, n > 0, schema.index_of(col::LOG_TIME))
+        {
+            let ts = |v: u64| ScalarValue::TimestampNanosecond(i64::try_from(v).ok(), Some("UTC".into()));
+            stats.column_statistics[i].min_value = Precision::Exact(ts(lo));
+            stats.column_statistics[i].max_value = Precision::Exact(ts(hi));
+            stats.column_statistics[i].null_count = Precision::Exact(0);
+        }
+    }
+    stats
+}
+
+#[async_trait]
+impl FileFormat for LogFileFormat {
+    fn get_ext(&self) -> String {
+        self.format.as_ref().and_then(|f| f.extensions().first()).map_or(String::new(), |e| format!(".{e}"))
+    }
+
+    fn get_ext_with_compression(&self, c: &FileCompressionType) -> Result<String> {
+        if c.is_compressed() {
+            return Err(DataFusionError::NotImplemented(format!(
+                "{} files compressed as a whole are not supported",
+                self.name()
+            )));
+        }
+        Ok(self.get_ext())
+    }
+
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        None
+    }
+
+    async fn infer_schema(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        Ok(messages_schema())
+    }
+
+    async fn infer_stats(
+        &self,
+        _state: &dyn Session,
+        store: &Arc<dyn ObjectStore>,
+        table_schema: SchemaRef,
+        object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        let loc = FileLocation::from_store(Arc::clone(store), object.clone());
+        let cached = loc.summary(self.format.clone()).await.map_err(df_err)?;
+        Ok(summary_statistics(&cached.summary, &table_schema))
+    }
+
+    async fn create_physical_plan(&self, state: &dyn Session, mut conf: FileScanConfig) -> Result<Arc<dyn ExecutionPlan>> {
+        let options = state.config_options().extensions.get::<LogsqlOptions>().cloned().unwrap_or_default();
+        options.on_error()?;
+        if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
+            conf.file_source = Arc::new(source.with_options(options));
+        }
+        Ok(DataSourceExec::from_data_source(conf))
+    }
+
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(LogSource::new(self.format.clone(), table_schema))
+    }
+}
+
+/// Creates [`LogFileFormat`]s for `STORED AS <NAME>`.
+#[derive(Debug, Clone)]
+pub struct LogFormatFactory {
+    format: Option<Arc<dyn LogFormat>>,
+}
+
+impl LogFormatFactory {
+    /// The factory for `format`, or for auto-detection when `None`.
+    pub fn new(format: Option<Arc<dyn LogFormat>>) -> Self {
+        Self { format }
+    }
+}
+
+impl GetExt for LogFormatFactory {
+    fn get_ext(&self) -> String {
+        self.format.as_ref().map_or(AUTO_FORMAT, |f| f.name()).to_string()
+    }
+}
+
+impl FileFormatFactory for LogFormatFactory {
+    fn create(&self, _state: &dyn Session, options: &HashMap<String, String>) -> Result<Arc<dyn FileFormat>> {
+        if let Some(key) = options.keys().find(|k| k.starts_with("format.")) {
+            return Err(DataFusionError::Configuration(format!(
+                "unknown option '{key}' for {} tables (logsql options are session settings: SET logsql.on_error = 'warn')",
+                self.get_ext()
+            )));
+        }
+        Ok(self.default())
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(LogFileFormat::new(self.format.clone()))
+    }
+}

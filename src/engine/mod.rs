@@ -1,0 +1,81 @@
+//! The scan engine and the DataFusion glue, shared by every format.
+//!
+//! - [`schema`]: the `messages` table schema;
+//! - [`predicate`], [`scan`], [`batch`]: pruning, the scan loop, batch building;
+//! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
+//! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
+//! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`.
+
+pub mod batch;
+pub mod file_format;
+pub mod object_io;
+pub mod options;
+pub mod predicate;
+pub mod scan;
+pub mod schema;
+pub mod source;
+pub mod summary_cache;
+pub mod table_functions;
+pub mod url_table;
+
+use std::sync::Arc;
+
+use datafusion::datasource::provider::DefaultTableFactory;
+use datafusion::error::Result;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+pub use file_format::{LogFileFormat, LogFormatFactory};
+pub use options::LogsqlOptions;
+
+use crate::formats;
+
+/// Registers everything logsql offers on an existing `SessionContext`:
+/// - a file format per log format (`CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION 'dir/'`,
+///   and `STORED AS LOG` to detect each file's format),
+/// - `SELECT ... FROM 'run.mcap'` (a file, directory or glob; format detected from content),
+/// - the table functions `topics`, `chunks`, `attachments`, `metadata`,
+/// - the `logsql.*` session options.
+pub fn register(ctx: &SessionContext) -> Result<()> {
+    {
+        let state_ref = ctx.state_ref();
+        let mut state = state_ref.write();
+        let mut factories: Vec<LogFormatFactory> =
+            formats::all().into_iter().map(|f| LogFormatFactory::new(Some(f))).collect();
+        factories.push(LogFormatFactory::new(None));
+        for factory in factories {
+            let name = datafusion::common::GetExt::get_ext(&factory).to_uppercase();
+            state.register_file_format(Arc::new(factory), true)?;
+            state.table_factories_mut().insert(name, Arc::new(DefaultTableFactory::new()));
+        }
+        if state.config().options().extensions.get::<LogsqlOptions>().is_none() {
+            state.config_mut().options_mut().extensions.insert(LogsqlOptions::default());
+        }
+    }
+    table_functions::register(ctx);
+    url_table::install(ctx)?;
+    Ok(())
+}
+
+/// A new `SessionContext` with logsql registered (see [`register`]).
+pub fn session_context() -> SessionContext {
+    session_context_with_config(SessionConfig::new())
+}
+
+/// A new `SessionContext` from `config`, with logsql registered.
+pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
+    let ctx = SessionContext::new_with_config(config.with_option_extension(LogsqlOptions::default()));
+    register(&ctx).expect("registering logsql on a fresh context cannot fail");
+    ctx
+}
+
+/// `ctx.register_logsql()` as an extension method.
+pub trait SessionContextExt {
+    /// Registers logsql on this context (see [`register`]).
+    fn register_logsql(&self) -> Result<()>;
+}
+
+impl SessionContextExt for SessionContext {
+    fn register_logsql(&self) -> Result<()> {
+        register(self)
+    }
+}

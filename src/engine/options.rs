@@ -1,0 +1,45 @@
+//! Session options under the `logsql.` prefix (`SET logsql.on_error = 'warn'`).
+
+use datafusion::common::config::ConfigExtension;
+use datafusion::common::extensions_options;
+
+extensions_options! {
+    /// logsql's options, settable with SQL `SET logsql.<name> = <value>`.
+    pub struct LogsqlOptions {
+        /// What a scan does when a file is damaged (truncated, corrupt, bad checksum):
+        /// `error` returns every readable message and then fails the query with an
+        /// error naming the file, the byte offset and the cause; `warn` returns every
+        /// readable message, logs the error as a warning and lets the query succeed.
+        pub on_error: String, default = "error".to_string()
+        /// Upper bound on the payload bytes of one record batch (the row bound is
+        /// DataFusion's `datafusion.execution.batch_size`).
+        pub batch_bytes: usize, default = 32 * 1024 * 1024
+    }
+}
+
+impl ConfigExtension for LogsqlOptions {
+    const PREFIX: &'static str = "logsql";
+}
+
+/// What to do with a damaged file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// Return what is readable, then fail the query.
+    #[default]
+    Error,
+    /// Return what is readable and log a warning.
+    Warn,
+}
+
+impl LogsqlOptions {
+    /// The parsed `on_error` policy.
+    pub fn on_error(&self) -> datafusion::error::Result<OnError> {
+        match self.on_error.to_ascii_lowercase().as_str() {
+            "error" | "fail" => Ok(OnError::Error),
+            "warn" | "skip" => Ok(OnError::Warn),
+            other => Err(datafusion::error::DataFusionError::Configuration(format!(
+                "logsql.on_error must be 'error' or 'warn', not '{other}'"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The scan loop shared by every format: one file (or one byte range of it),
+//! chunk selection, reading, exact filtering, batching and metrics.
+//!
+//! It runs on a blocking thread and hands batches to the async side through a
+//! bounded channel, so at most a couple of batches per partition are in memory,
+//! and a consumer that stops (a satisfied `LIMIT`) stops the reading.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::cast::as_boolean_array;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::Column as ColumnExpr;
+use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_optimizer::pruning::PruningPredicate;
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
+use tokio::sync::mpsc::Sender;
+
+use super::batch::BatchBuilder;
+use super::object_io::{CountingReader, FileLocation};
+use super::options::OnError;
+use super::predicate::{self, ChunkStatistics};
+use super::summary_cache;
+use crate::formats::LogFormat;
+use crate::model::{ChunkMeta, Flow, Message, Selection};
+
+/// The scan metrics, as `EXPLAIN ANALYZE` shows them on the scan node.
+#[derive(Debug, Clone)]
+pub struct ScanMetrics {
+    /// Chunks in the scanned byte ranges, before pruning.
+    pub chunks_total: Count,
+    /// Chunks actually read.
+    pub chunks_read: Count,
+    /// Bytes read from storage (indexes, chunks, record headers).
+    pub bytes_read: Count,
+    /// Bytes produced by decompression.
+    pub bytes_decompressed: Count,
+    /// Messages parsed from the chunks read.
+    pub messages_read: Count,
+}
+
+impl ScanMetrics {
+    /// Registers the metrics of `partition` in `set`.
+    pub fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        let counter = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
+        Self {
+            chunks_total: counter("chunks_total"),
+            chunks_read: counter("chunks_read"),
+            bytes_read: counter("bytes_read"),
+            bytes_decompressed: counter("bytes_decompressed"),
+            messages_read: counter("messages_read"),
+        }
+    }
+}
+
+/// Everything a scan of one table needs, derived once from projection and filters.
+#[derive(Debug)]
+pub struct ScanPlan {
+    /// The format, or `None` to detect it per file from its magic bytes.
+    pub format: Option<Arc<dyn LogFormat>>,
+    /// Schema of the batches the reader builds: the needed columns, in schema order.
+    pub read_schema: SchemaRef,
+    /// Positions in `read_schema` of the output columns, in output order.
+    pub output: Vec<usize>,
+    /// Exact predicate over `read_schema`, applied to every batch.
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// Chunk pruning, over the full file schema.
+    pub pruning: Option<Arc<PruningPredicate>>,
+    /// What readers may skip.
+    pub selection: Selection,
+    /// Row bound of a batch.
+    pub batch_rows: usize,
+    /// Payload-byte bound of a batch.
+    pub batch_bytes: usize,
+    /// What to do with damaged files.
+    pub on_error: OnError,
+    /// Stop after this many rows (after filtering).
+    pub limit: Option<usize>,
+}
+
+impl ScanPlan {
+    /// Plans a scan of `file_schema` producing the columns `output` (indices into
+    /// `file_schema`) under the exact `predicate` (in `file_schema` terms).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        format: Option<Arc<dyn LogFormat>>,
+        file_schema: &SchemaRef,
+        output: &[usize],
+        predicate: Option<Arc<dyn PhysicalExpr>>,
+        batch_rows: usize,
+        batch_bytes: usize,
+        on_error: OnError,
+        limit: Option<usize>,
+    ) -> Result<Self> {
+        let mut needed: Vec<usize> = output.to_vec();
+        if let Some(p) = &predicate {
+            for c in collect_columns(p) {
+                needed.push(file_schema.index_of(c.name())?);
+            }
+        }
+        needed.sort_unstable();
+        needed.dedup();
+        let read_schema = Arc::new(file_schema.project(&needed)?);
+        let names: HashSet<String> = read_schema.fields().iter().map(|f| f.name().clone()).collect();
+        let selection = predicate::selection(predicate.as_ref(), &names);
+        let pruning = predicate.as_ref().and_then(|p| predicate::pruning_predicate(p, file_schema));
+        let predicate = predicate.map(|p| remap_columns(p, &read_schema)).transpose()?;
+        let output = output.iter().map(|i| needed.binary_search(i).unwrap_or_default()).collect();
+        Ok(Self {
+            format,
+            read_schema,
+            output,
+            predicate,
+            pruning,
+            selection,
+            batch_rows,
+            batch_bytes,
+            on_error,
+            limit,
+        })
+    }
+}
+
+/// Rewrites column references to their positions in `schema`.
+fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<dyn PhysicalExpr>> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    expr.transform(|e| {
+        if let Some(c) = e.downcast_ref::<ColumnExpr>() {
+            let idx = schema.index_of(c.name())?;
+            return Ok(Transformed::yes(Arc::new(ColumnExpr::new(c.name(), idx)) as Arc<dyn PhysicalExpr>));
+        }
+        Ok(Transformed::no(e))
+    })
+    .map(|t| t.data)
+}
+
+/// Turns a logsql error into DataFusion's.
+pub fn df_err(e: crate::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}
+
+/// Scans one file (or the chunks of it that start inside `range`), sending
+/// batches to `tx`. Runs on a blocking thread.
+pub fn scan_file(plan: &ScanPlan, loc: &FileLocation, range: Option<Range<u64>>, metrics: &ScanMetrics, tx: &Sender<Result<RecordBatch>>) {
+    let result = scan_file_inner(plan, loc, range, metrics, tx);
+    if let Err(e) = result {
+        let _ = tx.blocking_send(Err(e));
+    }
+}
+
+fn scan_file_inner(
+    plan: &ScanPlan,
+    loc: &FileLocation,
+    range: Option<Range<u64>>,
+    metrics: &ScanMetrics,
+    tx: &Sender<Result<RecordBatch>>,
+) -> Result<()> {
+    let name = loc.display_name();
+    let raw = loc.open().map_err(df_err)?;
+    let file = CountingReader::new(raw.as_ref());
+    let cached = summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file).map_err(df_err)?;
+    let summary = &cached.summary;
+    let owns_start = range.as_ref().is_none_or(|r| r.start == 0);
+    let in_range: Vec<&ChunkMeta> = summary
+        .chunks
+        .iter()
+        .filter(|c| range.as_ref().is_none_or(|r| r.contains(&c.offset)))
+        .collect();
+    metrics.chunks_total.add(in_range.len());
+
+    let keep: Vec<bool> = match &plan.pruning {
+        Some(p) => p
+            .prune(&ChunkStatistics::new(in_range.clone(), &summary.channels, &name))
+            .unwrap_or_else(|_| vec![true; in_range.len()]),
+        None => vec![true; in_range.len()],
+    };
+
+    let mut sink = BatchSink {
+        plan,
+        builder: BatchBuilder::new(Arc::clone(&plan.read_schema), name.as_str().into(), plan.batch_rows, plan.batch_bytes)?,
+        tx,
+        remaining: plan.limit,
+        error: None,
+    };
+    let mut outcome = Ok(());
+    for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
+        metrics.chunks_read.add(1);
+        let read = cached.format.read_chunk(&file, summary, chunk, &plan.selection, &mut sink);
+        metrics.bytes_read.add(file.take_count() as usize);
+        if let Some(e) = sink.error.take() {
+            return Err(e);
+        }
+        match read {
+            Ok(r) => {
+                metrics.bytes_decompressed.add(r.bytes_decompressed as usize);
+                metrics.messages_read.add(r.messages as usize);
+                if r.stopped || sink.done() {
+                    break;
+                }
+            }
+            Err(e) => {
+                if let Err(e) = report(plan.on_error, e) {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+    }
+    metrics.bytes_read.add(file.take_count() as usize);
+    sink.flush()?;
+    outcome?;
+    if owns_start && !sink.done() {
+        if let Some(damage) = &summary.damage {
+            report(plan.on_error, damage.clone())?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies the `on_error` policy to a damage report.
+fn report(policy: OnError, e: crate::Error) -> Result<()> {
+    match policy {
+        OnError::Error => Err(DataFusionError::External(Box::new(e)).context(
+            "reading stopped at damaged data; every message before it was returned \
+             (SET logsql.on_error = 'warn' to read past damage and only log it)",
+        )),
+        OnError::Warn => {
+            log::warn!("{e}");
+            Ok(())
+        }
+    }
+}
+
+/// The message sink of a scan: builds, filters and sends batches.
+struct BatchSink<'a> {
+    plan: &'a ScanPlan,
+    builder: BatchBuilder,
+    tx: &'a Sender<Result<RecordBatch>>,
+    remaining: Option<usize>,
+    error: Option<DataFusionError>,
+}
+
+impl BatchSink<'_> {
+    fn done(&self) -> bool {
+        self.remaining == Some(0) || self.tx.is_closed()
+    }
+
+    /// Filters and projects the buffered rows and sends them. Returns false when
+    /// the consumer is gone or the limit is reached.
+    fn flush(&mut self) -> Result<bool> {
+        if self.builder.is_empty() {
+            return Ok(!self.done());
+        }
+        let batch = self.builder.finish()?;
+        let batch = match &self.plan.predicate {
+            Some(p) => {
+                let mask = p.evaluate(&batch)?.into_array(batch.num_rows())?;
+                filter_record_batch(&batch, as_boolean_array(&mask)?)?
+            }
+            None => batch,
+        };
+        let mut batch = batch.project(&self.plan.output)?;
+        if let Some(rem) = self.remaining.as_mut() {
+            if batch.num_rows() > *rem {
+                batch = batch.slice(0, *rem);
+            }
+            *rem -= batch.num_rows();
+        }
+        if batch.num_rows() > 0 && self.tx.blocking_send(Ok(batch)).is_err() {
+            return Ok(false);
+        }
+        Ok(!self.done())
+    }
+}
+
+impl crate::model::MessageSink for BatchSink<'_> {
+    fn message(&mut self, msg: Message<'_>) -> Flow {
+        self.builder.append(&msg);
+        if self.builder.is_full() {
+            match self.flush() {
+                Ok(true) => {}
+                Ok(false) => return Flow::Stop,
+                Err(e) => {
+                    self.error = Some(e);
+                    return Flow::Stop;
+                }
+            }
+        }
+        Flow::Continue
+    }
+}

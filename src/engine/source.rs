@@ -1,0 +1,204 @@
+//! The DataFusion `FileSource` and `FileOpener` of every log format.
+//!
+//! DataFusion gives the source its projection and, through the physical filter
+//! pushdown rule, the query's filters. Filters over file columns are evaluated
+//! exactly by the scan (and so reported as pushed down, which lets `LIMIT` reach
+//! the scan); all of them also prune chunks through the file's index.
+
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener, FileScanConfig, FileSource};
+use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::object_store::ObjectStore;
+use datafusion::physical_expr::projection::ProjectionExprs;
+use datafusion::physical_expr::{PhysicalExpr, conjunction};
+use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
+use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
+use futures::StreamExt;
+
+use super::object_io::FileLocation;
+use super::options::LogsqlOptions;
+use super::predicate::is_exact_pushable;
+use super::scan::{ScanMetrics, ScanPlan, scan_file};
+use crate::formats::LogFormat;
+
+/// The file source of a log-file table (one format, or auto-detection per file).
+#[derive(Clone)]
+pub struct LogSource {
+    format: Option<Arc<dyn LogFormat>>,
+    table_schema: TableSchema,
+    projection: SplitProjection,
+    predicate: Option<Arc<dyn PhysicalExpr>>,
+    metrics: ExecutionPlanMetricsSet,
+    batch_size: usize,
+    options: LogsqlOptions,
+}
+
+impl LogSource {
+    /// A source reading `format` (or detecting it per file when `None`).
+    pub fn new(format: Option<Arc<dyn LogFormat>>, table_schema: TableSchema) -> Self {
+        Self {
+            format,
+            projection: SplitProjection::unprojected(&table_schema),
+            table_schema,
+            predicate: None,
+            metrics: ExecutionPlanMetricsSet::new(),
+            batch_size: 8192,
+            options: LogsqlOptions::default(),
+        }
+    }
+
+    /// The same source with session options applied.
+    pub fn with_options(&self, options: LogsqlOptions) -> Self {
+        Self { options, ..self.clone() }
+    }
+}
+
+impl FileSource for LogSource {
+    fn create_file_opener(
+        &self,
+        store: Arc<dyn ObjectStore>,
+        config: &FileScanConfig,
+        partition: usize,
+    ) -> Result<Arc<dyn FileOpener>> {
+        let file_schema = self.table_schema.file_schema();
+        let plan = ScanPlan::new(
+            self.format.clone(),
+            file_schema,
+            &self.projection.file_indices,
+            self.predicate.clone(),
+            self.batch_size,
+            self.options.batch_bytes,
+            self.options.on_error()?,
+            config.limit,
+        )?;
+        let opener = LogOpener {
+            plan: Arc::new(plan),
+            store,
+            store_url: config.object_store_url.clone(),
+            metrics: ScanMetrics::new(&self.metrics, partition),
+        };
+        ProjectionOpener::try_new(self.projection.clone(), Arc::new(opener), file_schema)
+    }
+
+    fn table_schema(&self) -> &TableSchema {
+        &self.table_schema
+    }
+
+    fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
+        Arc::new(Self { batch_size, ..self.clone() })
+    }
+
+    fn filter(&self) -> Option<Arc<dyn PhysicalExpr>> {
+        self.predicate.clone()
+    }
+
+    fn projection(&self) -> Option<&ProjectionExprs> {
+        Some(&self.projection.source)
+    }
+
+    fn metrics(&self) -> &ExecutionPlanMetricsSet {
+        &self.metrics
+    }
+
+    fn file_type(&self) -> &str {
+        self.format.as_ref().map_or("log", |f| f.name())
+    }
+
+    fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        match (t, &self.predicate) {
+            (DisplayFormatType::Default | DisplayFormatType::Verbose, Some(p)) => write!(f, ", predicate={p}"),
+            _ => Ok(()),
+        }
+    }
+
+    fn try_pushdown_filters(
+        &self,
+        filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn FileSource>>> {
+        let file_schema = self.table_schema.file_schema();
+        let verdicts: Vec<PushedDown> = filters
+            .iter()
+            .map(|f| if is_exact_pushable(f, file_schema) { PushedDown::Yes } else { PushedDown::No })
+            .collect();
+        let accepted: Vec<Arc<dyn PhysicalExpr>> = filters
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| matches!(v, PushedDown::Yes))
+            .map(|(f, _)| Arc::clone(f))
+            .collect();
+        if accepted.is_empty() {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(verdicts));
+        }
+        let mut source = self.clone();
+        source.predicate = Some(conjunction(self.predicate.iter().cloned().chain(accepted)));
+        Ok(FilterPushdownPropagation::with_parent_pushdown_result(verdicts)
+            .with_updated_node(Arc::new(source) as Arc<dyn FileSource>))
+    }
+
+    fn try_pushdown_projection(&self, projection: &ProjectionExprs) -> Result<Option<Arc<dyn FileSource>>> {
+        let mut source = self.clone();
+        source.projection =
+            SplitProjection::new(self.table_schema.file_schema(), &source.projection.source.try_merge(projection)?);
+        Ok(Some(Arc::new(source)))
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        if apply_expression_roots(self.projection.source.iter(), &mut *f)? == TreeNodeRecursion::Stop {
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        match &self.predicate {
+            Some(p) => f(p),
+            None => Ok(TreeNodeRecursion::Continue),
+        }
+    }
+}
+
+/// Opens one file (or byte range) of a scan: runs [`scan_file`] on a blocking thread.
+struct LogOpener {
+    plan: Arc<ScanPlan>,
+    store: Arc<dyn ObjectStore>,
+    store_url: ObjectStoreUrl,
+    metrics: ScanMetrics,
+}
+
+impl FileOpener for LogOpener {
+    fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        let plan = Arc::clone(&self.plan);
+        let loc = FileLocation::new(self.store_url.clone(), Arc::clone(&self.store), &file);
+        let range = file.range.as_ref().map(|r| r.start.max(0) as u64..r.end.max(0) as u64);
+        let metrics = self.metrics.clone();
+        Ok(Box::pin(async move {
+            let (tx, rx) = tokio::sync::mpsc::channel(2);
+            tokio::task::spawn_blocking(move || {
+                let run = std::panic::catch_unwind(AssertUnwindSafe(|| scan_file(&plan, &loc, range, &metrics, &tx)));
+                if let Err(panic) = run {
+                    let msg = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    let _ = tx.blocking_send(Err(DataFusionError::Internal(format!(
+                        "logsql reader panicked on {}: {msg}",
+                        loc.display_name()
+                    ))));
+                }
+            });
+            let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+            Ok(stream.boxed())
+        }))
+    }
+}

@@ -1,0 +1,365 @@
+//! Table functions answered from file summaries: `topics`, `chunks`,
+//! `attachments` and `metadata`. Each takes a file, directory or glob.
+//!
+//! `topics` reads no chunk when the file states per-channel message counts;
+//! otherwise it counts by reading message headers only (indexes where the
+//! format has them), never payloads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    ArrayRef, ListBuilder, MapBuilder, RecordBatch, StringBuilder, TimestampNanosecondArray, UInt64Array,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::datasource::TableType;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::prelude::SessionContext;
+
+use super::scan::df_err;
+use super::schema::timestamp_type;
+use super::url_table::resolve;
+use crate::formats::LogFormat;
+use crate::io::ReadAt;
+use crate::model::{Flow, Message, Selection, Summary};
+
+/// Which summary view a table function shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryView {
+    /// One row per topic.
+    Topics,
+    /// One row per chunk.
+    Chunks,
+    /// One row per attachment.
+    Attachments,
+    /// One row per metadata record.
+    Metadata,
+}
+
+impl SummaryView {
+    /// The SQL name of the function.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Topics => "topics",
+            Self::Chunks => "chunks",
+            Self::Attachments => "attachments",
+            Self::Metadata => "metadata",
+        }
+    }
+
+    /// The table's schema.
+    pub fn schema(self) -> SchemaRef {
+        let s = |n: &str| Field::new(n, DataType::Utf8, false);
+        let u = |n: &str, null| Field::new(n, DataType::UInt64, null);
+        let t = |n: &str| Field::new(n, timestamp_type(), true);
+        Arc::new(Schema::new(match self {
+            Self::Topics => vec![
+                s("topic"),
+                Field::new("message_type", DataType::Utf8, true),
+                s("message_encoding"),
+                u("message_count", false),
+                t("start_time"),
+                t("end_time"),
+            ],
+            Self::Chunks => vec![
+                s("file"),
+                u("chunk_index", false),
+                u("offset", false),
+                u("length", false),
+                s("compression"),
+                u("compressed_size", false),
+                u("uncompressed_size", true),
+                t("start_time"),
+                t("end_time"),
+                u("message_count", true),
+                Field::new("topics", DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true),
+            ],
+            Self::Attachments => vec![
+                s("file"),
+                s("name"),
+                s("media_type"),
+                t("log_time"),
+                t("create_time"),
+                u("data_size", false),
+                u("offset", false),
+                u("length", false),
+            ],
+            Self::Metadata => vec![
+                s("file"),
+                s("name"),
+                Field::new(
+                    "metadata",
+                    DataType::Map(
+                        Arc::new(Field::new(
+                            "entries",
+                            DataType::Struct(vec![s("keys"), Field::new("values", DataType::Utf8, true)].into()),
+                            false,
+                        )),
+                        false,
+                    ),
+                    false,
+                ),
+            ],
+        }))
+    }
+}
+
+/// Registers the summary table functions on `ctx`.
+pub fn register(ctx: &SessionContext) {
+    for view in [SummaryView::Topics, SummaryView::Chunks, SummaryView::Attachments, SummaryView::Metadata] {
+        ctx.register_udtf(view.name(), Arc::new(SummaryFunction { view }));
+    }
+}
+
+#[derive(Debug)]
+struct SummaryFunction {
+    view: SummaryView,
+}
+
+impl TableFunctionImpl for SummaryFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let path = match args.exprs() {
+            [Expr::Literal(ScalarValue::Utf8(Some(p)) | ScalarValue::Utf8View(Some(p)) | ScalarValue::LargeUtf8(Some(p)), _)] => {
+                p.clone()
+            }
+            _ => {
+                return Err(DataFusionError::Plan(format!(
+                    "{}() takes one string argument: a file, directory or glob, e.g. {}('run.mcap')",
+                    self.view.name(),
+                    self.view.name()
+                )));
+            }
+        };
+        Ok(Arc::new(SummaryTable { view: self.view, path }))
+    }
+}
+
+/// The table a summary function returns; computed when scanned.
+#[derive(Debug)]
+struct SummaryTable {
+    view: SummaryView,
+    path: String,
+}
+
+#[async_trait]
+impl TableProvider for SummaryTable {
+    fn schema(&self) -> SchemaRef {
+        self.view.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let state = state
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .ok_or_else(|| DataFusionError::Internal("logsql table functions need a SessionState".into()))?;
+        let resolved = resolve(state, &self.path).await?;
+        let mut files = Vec::new();
+        for (loc, format) in resolved.log_files() {
+            let cached = loc.summary(format.clone()).await.map_err(df_err)?;
+            files.push((loc.clone(), cached));
+        }
+        if files.is_empty() {
+            return Err(DataFusionError::Plan(format!("{}('{}'): no log file found there", self.view.name(), self.path)));
+        }
+        let view = self.view;
+        let batch = tokio::task::spawn_blocking(move || build(view, &files))
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))??;
+        Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema(), projection.cloned())?)
+    }
+}
+
+type Files = [(super::object_io::FileLocation, super::summary_cache::CachedSummary)];
+
+fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    let a: TimestampNanosecondArray = values.into_iter().map(|v| v.and_then(|v| i64::try_from(v).ok())).collect();
+    Arc::new(a.with_timezone("UTC"))
+}
+
+fn str_array<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut b = StringBuilder::new();
+    values.into_iter().for_each(|v| b.append_option(v));
+    Arc::new(b.finish())
+}
+
+fn u64_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    Arc::new(values.into_iter().collect::<UInt64Array>())
+}
+
+fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = match view {
+        SummaryView::Topics => topics_columns(files)?,
+        SummaryView::Chunks => {
+            let rows: Vec<(&str, &Summary, &crate::model::ChunkMeta)> = files
+                .iter()
+                .flat_map(|(loc, c)| c.summary.chunks.iter().map(move |ch| (loc.name.as_str(), c.summary.as_ref(), ch)))
+                .collect();
+            let mut topics = ListBuilder::new(StringBuilder::new());
+            for (_, s, c) in &rows {
+                match &c.channels {
+                    Some(ids) => {
+                        let mut names: Vec<&str> =
+                            ids.iter().filter_map(|id| s.channels.get(id)).map(|ch| ch.topic.as_str()).collect();
+                        names.sort_unstable();
+                        names.dedup();
+                        names.into_iter().for_each(|n| topics.values().append_value(n));
+                        topics.append(true);
+                    }
+                    None => topics.append(false),
+                }
+            }
+            vec![
+                str_array(rows.iter().map(|r| Some(r.0))),
+                u64_array(rows.iter().map(|r| Some(r.2.index as u64))),
+                u64_array(rows.iter().map(|r| Some(r.2.offset))),
+                u64_array(rows.iter().map(|r| Some(r.2.length))),
+                str_array(rows.iter().map(|r| Some(if r.2.compression.is_empty() { "none" } else { r.2.compression.as_str() }))),
+                u64_array(rows.iter().map(|r| Some(r.2.compressed_size))),
+                u64_array(rows.iter().map(|r| r.2.uncompressed_size)),
+                ts_array(rows.iter().map(|r| r.2.start_time)),
+                ts_array(rows.iter().map(|r| r.2.end_time)),
+                u64_array(rows.iter().map(|r| r.2.message_count)),
+                Arc::new(topics.finish()),
+            ]
+        }
+        SummaryView::Attachments => {
+            let rows: Vec<_> = files
+                .iter()
+                .flat_map(|(loc, c)| c.summary.attachments.iter().map(move |a| (loc.name.as_str(), a)))
+                .collect();
+            vec![
+                str_array(rows.iter().map(|r| Some(r.0))),
+                str_array(rows.iter().map(|r| Some(r.1.name.as_str()))),
+                str_array(rows.iter().map(|r| Some(r.1.media_type.as_str()))),
+                ts_array(rows.iter().map(|r| Some(r.1.log_time))),
+                ts_array(rows.iter().map(|r| Some(r.1.create_time))),
+                u64_array(rows.iter().map(|r| Some(r.1.data_size))),
+                u64_array(rows.iter().map(|r| Some(r.1.offset))),
+                u64_array(rows.iter().map(|r| Some(r.1.length))),
+            ]
+        }
+        SummaryView::Metadata => {
+            let rows: Vec<_> = files
+                .iter()
+                .flat_map(|(loc, c)| c.summary.metadata.iter().map(move |m| (loc.name.as_str(), m)))
+                .collect();
+            let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+            for (_, m) in &rows {
+                for (k, v) in &m.metadata {
+                    map.keys().append_value(k);
+                    map.values().append_value(v);
+                }
+                map.append(true)?;
+            }
+            vec![
+                str_array(rows.iter().map(|r| Some(r.0))),
+                str_array(rows.iter().map(|r| Some(r.1.name.as_str()))),
+                Arc::new(map.finish()),
+            ]
+        }
+    };
+    Ok(RecordBatch::try_new(view.schema(), columns)?)
+}
+
+/// Per-topic facts of one file: (type, encoding, count, start, end).
+type TopicRow = (Option<String>, String, u64, Option<u64>, Option<u64>);
+
+fn topics_columns(files: &Files) -> Result<Vec<ArrayRef>> {
+    let mut all: BTreeMap<String, TopicRow> = BTreeMap::new();
+    for (loc, cached) in files {
+        for (topic, row) in file_topics(loc, cached.format.as_ref(), &cached.summary)? {
+            let e = all.entry(topic).or_insert((row.0.clone(), row.1.clone(), 0, None, None));
+            e.2 += row.2;
+            e.3 = min_opt(e.3, row.3);
+            e.4 = e.4.max(row.4);
+        }
+    }
+    Ok(vec![
+        str_array(all.keys().map(|k| Some(k.as_str()))),
+        str_array(all.values().map(|r| r.0.as_deref())),
+        str_array(all.values().map(|r| Some(r.1.as_str()))),
+        u64_array(all.values().map(|r| Some(r.2))),
+        ts_array(all.values().map(|r| r.3)),
+        ts_array(all.values().map(|r| r.4)),
+    ])
+}
+
+fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The topics of one file: counts from the summary when it states them (times
+/// are then the bounds of the chunks holding each topic), else from a scan of
+/// message headers (exact times).
+fn file_topics(
+    loc: &super::object_io::FileLocation,
+    format: &dyn LogFormat,
+    summary: &Summary,
+) -> Result<BTreeMap<String, TopicRow>> {
+    let mut out: BTreeMap<String, TopicRow> = BTreeMap::new();
+    let row_of = |out: &mut BTreeMap<String, TopicRow>, ch: &crate::model::Channel| {
+        out.entry(ch.topic.clone())
+            .or_insert_with(|| (ch.message_type.clone(), ch.message_encoding.clone(), 0, None, None))
+            .clone()
+    };
+    if let Some(counts) = &summary.channel_message_counts {
+        for ch in summary.channels.values() {
+            row_of(&mut out, ch);
+            let bounds = summary
+                .chunks
+                .iter()
+                .filter(|c| c.channels.as_ref().is_none_or(|ids| ids.contains(&ch.id)))
+                .fold((None, None), |(lo, hi), c| (min_opt(lo, c.start_time), hi.max(c.end_time)));
+            let n = counts.get(&ch.id).copied().unwrap_or(0);
+            let e = out.get_mut(&ch.topic).expect("inserted above");
+            e.2 += n;
+            if n > 0 {
+                e.3 = min_opt(e.3, bounds.0.or(summary.start_time));
+                e.4 = e.4.max(bounds.1.or(summary.end_time));
+            }
+        }
+        return Ok(out);
+    }
+    for ch in summary.channels.values() {
+        row_of(&mut out, ch);
+    }
+    let file = loc.open().map_err(df_err)?;
+    let sel = Selection { time: None, topics: None, payload: false, full_header: false };
+    let mut sink = |m: Message<'_>| {
+        let e = out
+            .entry(m.channel.topic.clone())
+            .or_insert_with(|| (m.channel.message_type.clone(), m.channel.message_encoding.clone(), 0, None, None));
+        e.2 += 1;
+        e.3 = min_opt(e.3, Some(m.log_time));
+        e.4 = e.4.max(Some(m.log_time));
+        Flow::Continue
+    };
+    let reader: &dyn ReadAt = file.as_ref();
+    for chunk in &summary.chunks {
+        format.read_chunk(reader, summary, chunk, &sel, &mut sink).map_err(df_err)?;
+    }
+    if let Some(d) = &summary.damage {
+        return Err(df_err(d.clone()));
+    }
+    Ok(out)
+}

@@ -1,0 +1,151 @@
+//! `SELECT ... FROM 'path'`: a file, directory or glob becomes a table, with each
+//! file's format detected from its content (magic bytes), not its name.
+//!
+//! Installed by wrapping the session's default schema, so it works on any
+//! existing `SessionContext`. Paths that hold no log file fall through to
+//! DataFusion's own url tables (Parquet, CSV, JSON, ...).
+
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use datafusion::catalog::{DynamicFileSchemaProvider, TableProvider, UrlTableFactory};
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableConfigExt, ListingTableUrl,
+};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::object_store::{ObjectMeta, ObjectStoreExt};
+use datafusion::prelude::SessionContext;
+use futures::TryStreamExt;
+use parking_lot::RwLock;
+
+use super::file_format::LogFileFormat;
+use super::object_io::FileLocation;
+use super::scan::df_err;
+use super::schema::messages_schema;
+use crate::formats::{self, LogFormat, SNIFF_LEN};
+
+/// Extensions DataFusion's own url tables read; such files are left to it.
+const DATAFUSION_EXTENSIONS: &[&str] = &["parquet", "csv", "tsv", "json", "ndjson", "avro", "arrow", "ipc"];
+
+/// The files a path names, each with its detected log format (`None`: not a log file).
+pub struct ResolvedPath {
+    /// The parsed path.
+    pub url: ListingTableUrl,
+    /// Every file the path names, in listing order, with its detected format.
+    pub files: Vec<(FileLocation, Option<Arc<dyn LogFormat>>)>,
+}
+
+impl ResolvedPath {
+    /// The log files only.
+    pub fn log_files(&self) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn LogFormat>>)> {
+        self.files.iter().filter(|(_, f)| f.is_some())
+    }
+}
+
+/// Lists the files `path` names (file, directory or glob; local or object store)
+/// and sniffs each one's format.
+pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
+    let url = ListingTableUrl::parse(path)?;
+    let store_url = url.object_store();
+    let store = state.runtime_env().object_store(&store_url)?;
+    let metas: Vec<ObjectMeta> = url.list_all_files(state, store.as_ref(), "").await?.try_collect().await?;
+    let mut files = Vec::with_capacity(metas.len());
+    for meta in metas {
+        let head_len = meta.size.min(SNIFF_LEN as u64);
+        let head = if head_len == 0 { Default::default() } else { store.get_range(&meta.location, 0..head_len).await? };
+        let format = formats::sniff(&head);
+        let loc = FileLocation::from_store(Arc::clone(&store), meta);
+        files.push((loc, format));
+    }
+    files.sort_by(|a, b| a.0.meta.location.cmp(&b.0.meta.location));
+    Ok(ResolvedPath { url, files })
+}
+
+/// The url-table factory that recognises log files.
+#[derive(Debug)]
+pub struct LogUrlTableFactory {
+    state: Weak<RwLock<SessionState>>,
+}
+
+/// DataFusion's own url table for `path` (Parquet, CSV, ...), as `enable_url_table` would build it.
+async fn datafusion_url_table(state: &SessionState, path: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+    let Ok(url) = ListingTableUrl::parse(path) else {
+        return Ok(None);
+    };
+    let Ok(config) = ListingTableConfig::new(url).infer_options(state).await else {
+        return Ok(None);
+    };
+    let config = config.infer_partitions_from_path(state).await?.infer_schema(state).await?;
+    Ok(Some(Arc::new(ListingTable::try_new(config)?)))
+}
+
+#[async_trait]
+impl UrlTableFactory for LogUrlTableFactory {
+    async fn try_new(&self, path: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let Some(state) = self.state.upgrade().map(|s| s.read().clone()) else {
+            return Ok(None);
+        };
+        if ListingTableUrl::parse(path).is_err() {
+            return Ok(None);
+        }
+        let resolved = match resolve(&state, path).await {
+            Ok(r) => r,
+            Err(_) => return datafusion_url_table(&state, path).await,
+        };
+        let logs: Vec<_> = resolved.log_files().collect();
+        if logs.is_empty() {
+            let ext = path.rsplit('.').next().unwrap_or_default().to_ascii_lowercase();
+            // One explicit file of unknown content: say so, rather than "table not found".
+            if let [(loc, None)] = resolved.files.as_slice()
+                && !DATAFUSION_EXTENSIONS.contains(&ext.as_str())
+            {
+                let loc = loc.clone();
+                let err = tokio::task::spawn_blocking(move || {
+                    let file = loc.open()?;
+                    formats::detect(file.as_ref()).map(|_| ())
+                })
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                err.map_err(df_err)?;
+            }
+            return datafusion_url_table(&state, path).await;
+        }
+        let first = logs[0].1.clone();
+        let same_format = logs.iter().all(|(_, f)| f.as_ref().map(|f| f.name()) == first.as_ref().map(|f| f.name()));
+        let format = if same_format { first } else { None };
+        // Name the files one by one only when the path also holds files that are not logs.
+        let urls = if logs.len() == resolved.files.len() {
+            vec![resolved.url.clone()]
+        } else {
+            let store_url = resolved.url.object_store();
+            logs.iter()
+                .map(|(loc, _)| ListingTableUrl::parse(format!("{}{}", store_url.as_str(), loc.meta.location)))
+                .collect::<Result<_>>()?
+        };
+        let options = ListingOptions::new(Arc::new(LogFileFormat::new(format))).with_file_extension("");
+        let config = ListingTableConfig::new_with_multi_paths(urls)
+            .with_listing_options(options)
+            .with_schema(messages_schema());
+        Ok(Some(Arc::new(ListingTable::try_new(config)?)))
+    }
+}
+
+/// Wraps the session's default schema so that unknown table names that are paths
+/// become log tables.
+pub fn install(ctx: &SessionContext) -> Result<()> {
+    let (catalog_name, schema_name) = {
+        let state = ctx.state();
+        let opts = &state.config_options().catalog;
+        (opts.default_catalog.clone(), opts.default_schema.clone())
+    };
+    let catalog = ctx
+        .catalog(&catalog_name)
+        .ok_or_else(|| DataFusionError::Plan(format!("no default catalog '{catalog_name}'")))?;
+    let inner = catalog
+        .schema(&schema_name)
+        .ok_or_else(|| DataFusionError::Plan(format!("no default schema '{schema_name}'")))?;
+    let factory = Arc::new(LogUrlTableFactory { state: ctx.state_weak_ref() });
+    catalog.register_schema(&schema_name, Arc::new(DynamicFileSchemaProvider::new(inner, factory)))?;
+    Ok(())
+}
