@@ -36,18 +36,33 @@ impl Codec {
 ///
 /// `expected` is the size the file declares; the output is capped at it (and
 /// at [`MAX_CHUNK_SIZE`]), and a different actual size is an error message.
-pub fn decompress(codec: Codec, src: &[u8], expected: u64, dst: &mut Vec<u8>) -> Result<(), String> {
+pub fn decompress(
+    codec: Codec,
+    src: &[u8],
+    expected: u64,
+    dst: &mut Vec<u8>,
+) -> Result<(), String> {
     dst.clear();
     if expected > MAX_CHUNK_SIZE {
-        return Err(format!("declared uncompressed size {expected} exceeds the {MAX_CHUNK_SIZE}-byte limit"));
+        return Err(format!(
+            "declared uncompressed size {expected} exceeds the {MAX_CHUNK_SIZE}-byte limit"
+        ));
     }
     match codec {
         Codec::None => dst.extend_from_slice(src),
-        Codec::Zstd => read_capped(zstd_reader(src)?, expected, dst)?,
-        Codec::Lz4 => read_capped(lz4_flex::frame::FrameDecoder::new(src), expected, dst)?,
+        Codec::Zstd => read_capped(zstd_reader(src)?, src.len(), expected, dst)?,
+        Codec::Lz4 => read_capped(
+            lz4_flex::frame::FrameDecoder::new(src),
+            src.len(),
+            expected,
+            dst,
+        )?,
     }
     if dst.len() as u64 != expected {
-        return Err(format!("decompressed {} bytes, expected {expected}", dst.len()));
+        return Err(format!(
+            "decompressed {} bytes, expected {expected}",
+            dst.len()
+        ));
     }
     Ok(())
 }
@@ -57,14 +72,28 @@ fn zstd_reader(src: &[u8]) -> Result<impl Read + '_, String> {
     zstd::stream::read::Decoder::with_buffer(src).map_err(|e| format!("zstd: {e}"))
 }
 
-fn read_capped(reader: impl Read, expected: u64, dst: &mut Vec<u8>) -> Result<(), String> {
-    dst.reserve(expected as usize);
+fn read_capped(
+    reader: impl Read,
+    src_len: usize,
+    expected: u64,
+    dst: &mut Vec<u8>,
+) -> Result<(), String> {
+    // Reserve what the file declares, but no more than a generous multiple of the
+    // compressed size: a corrupt size field must not make us allocate up front
+    // what the data cannot produce (the buffer still grows if the data does).
+    let plausible = (src_len as u64)
+        .saturating_mul(1024)
+        .saturating_add(1 << 20);
+    dst.reserve(usize::try_from(expected.min(plausible)).unwrap_or(0));
     // One byte more than expected, to detect oversize output without unbounded reads.
     let mut limited = reader.take(expected + 1);
     match limited.read_to_end(dst) {
         Ok(_) => Ok(()),
         // Trailing padding after the last zstd frame: keep what was decoded.
         Err(_) if dst.len() as u64 == expected => Ok(()),
-        Err(e) => Err(format!("decompression failed after {} bytes: {e}", dst.len())),
+        Err(e) => Err(format!(
+            "decompression failed after {} bytes: {e}",
+            dst.len()
+        )),
     }
 }

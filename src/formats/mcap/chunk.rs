@@ -1,0 +1,630 @@
+//! Reading one Chunk record: load, decompress, check, and deliver its messages.
+//!
+//! This module owns everything between "here is a chunk's byte range" and
+//! messages handed to a [`MessageSink`]: reading the record, decompressing into
+//! a buffer bounded by the declared size, the `uncompressed_crc` check, walking
+//! the inner records with a per-read channel map ([`Resolver`]), and the
+//! header-only fast path over the MessageIndex records that follow a chunk.
+
+use std::cell::Cell;
+use std::collections::{BTreeSet, HashMap};
+
+use super::index::{ChannelDef, SchemaInfo, synthetic_channel};
+use super::records::{self, FieldError, RECORD_PREFIX_LEN, SliceRecords, op};
+use crate::compression::{self, Codec};
+use crate::error::{ErrorContext, Result};
+use crate::io::ReadAt;
+use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+
+/// Buffers larger than this are freed after use instead of being kept for the next chunk.
+const KEEP_BUFFER_LIMIT: usize = 64 << 20;
+
+thread_local! {
+    /// Reusable (raw, decompressed) buffers, taken out while in use so re-entrant
+    /// calls simply allocate fresh ones.
+    static BUFFERS: Cell<(Vec<u8>, Vec<u8>)> = const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `f` with the thread's two reusable byte buffers.
+pub(crate) fn with_buffers<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
+    let (mut raw, mut out) = BUFFERS.with(|b| b.take());
+    let result = f(&mut raw, &mut out);
+    for buf in [&mut raw, &mut out] {
+        if buf.capacity() > KEEP_BUFFER_LIMIT {
+            *buf = Vec::new();
+        }
+    }
+    BUFFERS.with(|b| b.set((raw, out)));
+    result
+}
+
+/// Reads `len` bytes at `offset` into `buf` (replacing its content), after checking
+/// that the range lies inside the file, so a corrupt length never allocates more
+/// than the file holds.
+pub(crate) fn read_range_into(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    offset: u64,
+    len: u64,
+    buf: &mut Vec<u8>,
+    what: &str,
+) -> Result<()> {
+    let fits = offset
+        .checked_add(len)
+        .is_some_and(|end| end <= file.size());
+    let n = match usize::try_from(len) {
+        Ok(n) if fits => n,
+        _ => {
+            return Err(ctx.truncated(
+                offset,
+                format!(
+                    "{what} of {len} bytes extends past the end of the file ({} bytes left)",
+                    file.size().saturating_sub(offset)
+                ),
+            ));
+        }
+    };
+    buf.clear();
+    buf.resize(n, 0);
+    file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
+}
+
+/// A chunk read from the file and decompressed.
+#[derive(Debug)]
+pub(crate) struct LoadedChunk<'b> {
+    /// File offset of the Chunk record.
+    pub offset: u64,
+    /// The decompressed records.
+    pub records: &'b [u8],
+    /// File offset of the records when they are stored uncompressed.
+    pub records_file_offset: Option<u64>,
+    /// Compression name.
+    pub compression: &'b str,
+    /// Bytes produced by decompression (0 when stored uncompressed).
+    pub bytes_decompressed: u64,
+}
+
+impl LoadedChunk<'_> {
+    /// An error about the inner records at `pos` (a position in the decompressed records).
+    pub fn error(
+        &self,
+        ctx: &ErrorContext,
+        pos: usize,
+        message: impl std::fmt::Display,
+    ) -> crate::Error {
+        match self.records_file_offset {
+            Some(base) => ctx.corrupt(base + pos as u64, format!("inside the chunk at byte {}: {message}", self.offset)),
+            None => ctx.corrupt(
+                self.offset,
+                format!("in the {} chunk at this offset, at byte {pos} of its decompressed records: {message}", self.compression),
+            ),
+        }
+    }
+
+    /// An error for a record at `record_pos` whose field parse failed.
+    pub fn field_error(
+        &self,
+        ctx: &ErrorContext,
+        record_pos: usize,
+        opcode: u8,
+        e: &FieldError,
+    ) -> crate::Error {
+        let pos = record_pos + RECORD_PREFIX_LEN as usize + e.pos;
+        self.error(
+            ctx,
+            pos,
+            format!("bad {} record: {}", op::name(opcode), e.message),
+        )
+    }
+}
+
+/// Decompresses a chunk's records into `out` and checks the size and (when
+/// `verify_crc`) the CRC.
+///
+/// `chunk_offset` is the file offset of the Chunk record and `records_offset` the
+/// file offset of its compressed records (both for error messages).
+pub(crate) fn decompress_records(
+    ctx: &ErrorContext,
+    chunk_offset: u64,
+    header: &records::ChunkHeader<'_>,
+    compressed: &[u8],
+    records_offset: u64,
+    out: &mut Vec<u8>,
+    verify_crc: bool,
+) -> Result<()> {
+    let codec = Codec::from_name(header.compression).ok_or_else(|| {
+        ctx.unsupported(
+            chunk_offset,
+            format!(
+                "chunk compression {:?} (supported: none, zstd, lz4)",
+                header.compression
+            ),
+        )
+    })?;
+    compression::decompress(codec, compressed, header.uncompressed_size, out).map_err(|e| {
+        ctx.corrupt(
+            records_offset,
+            format!(
+                "cannot decompress the {:?} chunk at byte {chunk_offset}: {e}",
+                header.compression
+            ),
+        )
+    })?;
+    if verify_crc {
+        check_crc(ctx, chunk_offset, header, out)
+    } else {
+        Ok(())
+    }
+}
+
+fn check_crc(
+    ctx: &ErrorContext,
+    chunk_offset: u64,
+    header: &records::ChunkHeader<'_>,
+    records: &[u8],
+) -> Result<()> {
+    if header.uncompressed_crc != 0 {
+        let computed = crc32fast::hash(records);
+        if computed != header.uncompressed_crc {
+            return Err(ctx.checksum(
+                chunk_offset,
+                "chunk uncompressed_crc",
+                u64::from(header.uncompressed_crc),
+                u64::from(computed),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the Chunk record at `offset` (`length` bytes, prefix included) into `raw`,
+/// decompresses it into `out` when compressed, and checks it.
+pub(crate) fn load_chunk<'b>(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    offset: u64,
+    length: u64,
+    raw: &'b mut Vec<u8>,
+    out: &'b mut Vec<u8>,
+) -> Result<LoadedChunk<'b>> {
+    if length < RECORD_PREFIX_LEN {
+        return Err(ctx.corrupt(
+            offset,
+            format!("chunk length {length} is shorter than a record prefix"),
+        ));
+    }
+    read_range_into(file, ctx, offset, length, raw, "chunk record")?;
+    let raw: &'b Vec<u8> = raw;
+    let (opcode, content) = split_record(raw);
+    if opcode != op::CHUNK {
+        return Err(ctx.corrupt(
+            offset,
+            format!(
+                "expected a Chunk record (opcode 0x06), found opcode {opcode:#04x} ({})",
+                op::name(opcode)
+            ),
+        ));
+    }
+    let declared = record_len(raw);
+    let content = match usize::try_from(declared)
+        .ok()
+        .and_then(|n| content.get(..n))
+    {
+        Some(c) => c,
+        None => {
+            return Err(ctx.corrupt(
+                offset,
+                format!(
+                    "chunk record declares {declared} bytes of content but its index gives it {}",
+                    length - RECORD_PREFIX_LEN
+                ),
+            ));
+        }
+    };
+    let chunk = records::parse_chunk(content).map_err(|e| {
+        ctx.corrupt(
+            offset + RECORD_PREFIX_LEN + e.pos as u64,
+            format!("bad Chunk record: {}", e.message),
+        )
+    })?;
+    let records_offset = offset + RECORD_PREFIX_LEN + chunk.records_pos as u64;
+    let header = chunk.header;
+    if matches!(Codec::from_name(header.compression), Some(Codec::None)) {
+        if chunk.records.len() as u64 != header.uncompressed_size {
+            return Err(ctx.corrupt(
+                offset,
+                format!(
+                    "uncompressed chunk holds {} bytes of records but declares uncompressed_size {}",
+                    chunk.records.len(),
+                    header.uncompressed_size
+                ),
+            ));
+        }
+        check_crc(ctx, offset, &header, chunk.records)?;
+        return Ok(LoadedChunk {
+            offset,
+            records: chunk.records,
+            records_file_offset: Some(records_offset),
+            compression: header.compression,
+            bytes_decompressed: 0,
+        });
+    }
+    decompress_records(
+        ctx,
+        offset,
+        &header,
+        chunk.records,
+        records_offset,
+        out,
+        true,
+    )?;
+    let out: &'b Vec<u8> = out;
+    Ok(LoadedChunk {
+        offset,
+        records: out,
+        records_file_offset: None,
+        compression: header.compression,
+        bytes_decompressed: out.len() as u64,
+    })
+}
+
+/// Splits a complete record (prefix + content) into opcode and content.
+fn split_record(raw: &[u8]) -> (u8, &[u8]) {
+    let opcode = raw.first().copied().unwrap_or(0);
+    (opcode, raw.get(RECORD_PREFIX_LEN as usize..).unwrap_or(&[]))
+}
+
+/// The length field of a record prefix at the start of `raw` (0 if too short).
+fn record_len(raw: &[u8]) -> u64 {
+    let mut len = [0u8; 8];
+    if let Some(b) = raw.get(1..9) {
+        len.copy_from_slice(b);
+    }
+    u64::from_le_bytes(len)
+}
+
+/// Where a resolved channel lives.
+#[derive(Debug, Clone, Copy)]
+enum ChanRef<'s> {
+    Summary(&'s model::Channel),
+    Local(usize),
+}
+
+/// A resolved channel id with its selection verdict.
+#[derive(Debug, Clone, Copy)]
+struct Slot<'s> {
+    chan: ChanRef<'s>,
+    wanted: bool,
+}
+
+/// Maps channel ids to channels while one chunk (or pseudo-chunk) is read.
+///
+/// The summary's channels come first; Schema and Channel records met while
+/// reading add local ones; an id defined nowhere gets a synthetic channel. The
+/// selection's topic verdict is cached per id.
+pub(crate) struct Resolver<'s> {
+    summary: &'s Summary,
+    schemas: Option<&'s std::collections::BTreeMap<u16, SchemaInfo>>,
+    sel: &'s Selection,
+    local_schemas: HashMap<u16, SchemaInfo>,
+    local: Vec<model::Channel>,
+    slots: HashMap<u16, Slot<'s>>,
+}
+
+impl<'s> Resolver<'s> {
+    /// A resolver over `summary`'s channels and schemas.
+    pub fn new(summary: &'s Summary, sel: &'s Selection) -> Self {
+        let schemas = summary
+            .private::<super::index::McapIndex>()
+            .map(|i| &i.schemas);
+        Self {
+            summary,
+            schemas,
+            sel,
+            local_schemas: HashMap::new(),
+            local: Vec::new(),
+            slots: HashMap::new(),
+        }
+    }
+
+    /// A Schema record was read.
+    pub fn on_schema(&mut self, s: &records::Schema<'_>) {
+        let known = self.schemas.is_some_and(|m| m.contains_key(&s.id));
+        if s.id != 0 && !known && !self.local_schemas.contains_key(&s.id) {
+            self.local_schemas.insert(s.id, SchemaInfo::from_record(s));
+        }
+    }
+
+    /// A Channel record was read.
+    pub fn on_channel(&mut self, c: &records::Channel<'_>) {
+        if self.summary.channels.contains_key(&u64::from(c.id)) {
+            return;
+        }
+        // The first definition wins, except that a real definition replaces the
+        // synthetic channel made when a message came before its Channel record.
+        if let Some(Slot {
+            chan: ChanRef::Local(i),
+            ..
+        }) = self.slots.get(&c.id)
+        {
+            if !self.local.get(*i).is_some_and(is_synthetic) {
+                return;
+            }
+        }
+        let def = ChannelDef::from_record(c);
+        let schema = self
+            .local_schemas
+            .get(&c.schema_id)
+            .or_else(|| self.schemas.and_then(|m| m.get(&c.schema_id)));
+        let channel = def.to_channel(schema);
+        let wanted = self.sel.wants_topic(&channel.topic);
+        self.local.push(channel);
+        self.slots.insert(
+            c.id,
+            Slot {
+                chan: ChanRef::Local(self.local.len() - 1),
+                wanted,
+            },
+        );
+    }
+
+    fn slot(&mut self, id: u16) -> Slot<'s> {
+        if let Some(s) = self.slots.get(&id) {
+            return *s;
+        }
+        let slot = match self.summary.channels.get(&u64::from(id)) {
+            Some(ch) => Slot {
+                chan: ChanRef::Summary(ch),
+                wanted: self.sel.wants_topic(&ch.topic),
+            },
+            None => {
+                let ch = synthetic_channel(id);
+                let wanted = self.sel.wants_topic(&ch.topic);
+                self.local.push(ch);
+                Slot {
+                    chan: ChanRef::Local(self.local.len() - 1),
+                    wanted,
+                }
+            }
+        };
+        self.slots.insert(id, slot);
+        slot
+    }
+
+    /// Whether messages of channel `id` pass the selection's topic filter.
+    pub fn wants(&mut self, id: u16) -> bool {
+        self.slot(id).wanted
+    }
+
+    /// The channel for `id` (resolving it if needed).
+    pub fn channel(&mut self, id: u16) -> &model::Channel {
+        let slot = self.slot(id);
+        self.get(slot.chan)
+    }
+
+    fn get(&self, chan: ChanRef<'s>) -> &model::Channel {
+        match chan {
+            ChanRef::Summary(ch) => ch,
+            ChanRef::Local(i) => match self.local.get(i) {
+                Some(ch) => ch,
+                // Unreachable: local indexes are only created by pushes.
+                None => &EMPTY_CHANNEL,
+            },
+        }
+    }
+
+    /// Delivers one message to `sink` if it passes the selection.
+    pub fn deliver(
+        &mut self,
+        h: &records::MessageHeader,
+        data: &[u8],
+        sink: &mut dyn MessageSink,
+    ) -> Flow {
+        if !self.sel.wants_time(h.log_time) {
+            return Flow::Continue;
+        }
+        let slot = self.slot(h.channel_id);
+        if !slot.wanted {
+            return Flow::Continue;
+        }
+        let payload = self.sel.payload;
+        let channel = self.get(slot.chan);
+        sink.message(Message {
+            channel,
+            log_time: h.log_time,
+            publish_time: Some(h.publish_time),
+            sequence: Some(h.sequence),
+            data: if payload { data } else { &[] },
+        })
+    }
+}
+
+fn is_synthetic(ch: &model::Channel) -> bool {
+    ch.topic.is_empty()
+        && ch.message_encoding.is_empty()
+        && ch.message_type.is_none()
+        && ch.metadata.is_empty()
+}
+
+static EMPTY_CHANNEL: model::Channel = model::Channel {
+    id: 0,
+    topic: String::new(),
+    message_type: None,
+    message_encoding: String::new(),
+    schema_encoding: None,
+    schema: None,
+    metadata: std::collections::BTreeMap::new(),
+};
+
+/// Reads a real Chunk record and delivers its messages in file order.
+pub(crate) fn read_chunk_records(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    summary: &Summary,
+    offset: u64,
+    length: u64,
+    sel: &Selection,
+    sink: &mut dyn MessageSink,
+) -> Result<ChunkRead> {
+    with_buffers(|raw, out| {
+        let loaded = load_chunk(file, ctx, offset, length, raw, out)?;
+        let mut stats = ChunkRead {
+            bytes_decompressed: loaded.bytes_decompressed,
+            messages: 0,
+            stopped: false,
+        };
+        let mut resolver = Resolver::new(summary, sel);
+        for rec in SliceRecords::new(loaded.records) {
+            let rec = rec.map_err(|e| loaded.error(ctx, e.pos, &e.message))?;
+            match rec.opcode {
+                op::MESSAGE => {
+                    let m = records::parse_message(rec.content)
+                        .map_err(|e| loaded.field_error(ctx, rec.pos, rec.opcode, &e))?;
+                    stats.messages += 1;
+                    if resolver.deliver(&m.header, m.data, sink) == Flow::Stop {
+                        stats.stopped = true;
+                        break;
+                    }
+                }
+                op::SCHEMA => {
+                    let s = records::parse_schema(rec.content)
+                        .map_err(|e| loaded.field_error(ctx, rec.pos, rec.opcode, &e))?;
+                    resolver.on_schema(&s);
+                }
+                op::CHANNEL => {
+                    let c = records::parse_channel(rec.content)
+                        .map_err(|e| loaded.field_error(ctx, rec.pos, rec.opcode, &e))?;
+                    resolver.on_channel(&c);
+                }
+                _ => {}
+            }
+        }
+        Ok(stats)
+    })
+}
+
+/// The header-only fast path: delivers `(channel, log_time)` for every message of
+/// a chunk from its MessageIndex records, in file order (by offset in the chunk),
+/// without reading or decompressing the chunk itself.
+///
+/// Returns `Ok(None)` when the message indexes cannot answer (damaged, or naming a
+/// channel the summary does not know); the caller then reads the chunk instead.
+pub(crate) fn read_message_indexes(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    summary: &Summary,
+    mi_offset: u64,
+    mi_length: u64,
+    sel: &Selection,
+    sink: &mut dyn MessageSink,
+) -> Result<Option<ChunkRead>> {
+    let mut raw = Vec::new();
+    if read_range_into(
+        file,
+        ctx,
+        mi_offset,
+        mi_length,
+        &mut raw,
+        "message index records",
+    )
+    .is_err()
+    {
+        return Ok(None);
+    }
+    // (offset in chunk, log_time, channel id) of every indexed message.
+    let mut entries: Vec<(u64, u64, u16)> = Vec::new();
+    for rec in SliceRecords::new(&raw) {
+        let Ok(rec) = rec else { return Ok(None) };
+        if rec.opcode != op::MESSAGE_INDEX {
+            continue;
+        }
+        let Ok(mi) = records::parse_message_index(rec.content) else {
+            return Ok(None);
+        };
+        if mi.is_empty() {
+            continue;
+        }
+        if !summary.channels.contains_key(&u64::from(mi.channel_id)) {
+            return Ok(None);
+        }
+        entries.extend(mi.entries().map(|(t, o)| (o, t, mi.channel_id)));
+    }
+    entries.sort_by_key(|e| e.0);
+    // A message has one offset: duplicated index records must not duplicate it.
+    entries.dedup_by_key(|e| e.0);
+    let total = entries.len() as u64;
+    let mut resolver = Resolver::new(summary, sel);
+    let mut stats = ChunkRead {
+        bytes_decompressed: 0,
+        messages: total,
+        stopped: false,
+    };
+    for (_, log_time, channel_id) in entries {
+        if !sel.wants_time(log_time) || !resolver.wants(channel_id) {
+            continue;
+        }
+        let channel = resolver.channel(channel_id);
+        let flow = sink.message(Message {
+            channel,
+            log_time,
+            publish_time: None,
+            sequence: None,
+            data: &[],
+        });
+        if flow == Flow::Stop {
+            stats.stopped = true;
+            break;
+        }
+    }
+    Ok(Some(stats))
+}
+
+/// What [`scan_chunk`] learned about a chunk's content.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkScan {
+    /// Channel ids of the chunk's messages.
+    pub channels: BTreeSet<u16>,
+    /// Number of messages.
+    pub messages: u64,
+    /// Schema records inside.
+    pub schemas: Vec<SchemaInfo>,
+    /// Channel records inside.
+    pub channel_defs: Vec<ChannelDef>,
+}
+
+/// Opens a chunk to learn its Schema/Channel records and its messages' channel ids
+/// (used when the summary lacks Channel records the chunks need).
+pub(crate) fn scan_chunk(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    offset: u64,
+    length: u64,
+) -> Result<ChunkScan> {
+    with_buffers(|raw, out| {
+        let loaded = load_chunk(file, ctx, offset, length, raw, out)?;
+        let mut scan = ChunkScan::default();
+        for rec in SliceRecords::new(loaded.records) {
+            let rec = rec.map_err(|e| loaded.error(ctx, e.pos, &e.message))?;
+            let field_err = |e: FieldError| loaded.field_error(ctx, rec.pos, rec.opcode, &e);
+            match rec.opcode {
+                op::MESSAGE => {
+                    let h = records::parse_message_header(rec.content).map_err(field_err)?;
+                    scan.messages += 1;
+                    scan.channels.insert(h.channel_id);
+                }
+                op::SCHEMA => {
+                    let s = records::parse_schema(rec.content).map_err(field_err)?;
+                    if s.id != 0 {
+                        scan.schemas.push(SchemaInfo::from_record(&s));
+                    }
+                }
+                op::CHANNEL => {
+                    let c = records::parse_channel(rec.content).map_err(field_err)?;
+                    scan.channel_defs.push(ChannelDef::from_record(&c));
+                }
+                _ => {}
+            }
+        }
+        Ok(scan)
+    })
+}
