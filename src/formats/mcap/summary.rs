@@ -40,6 +40,19 @@ use crate::model::{AttachmentInfo, ChunkMeta, MetadataInfo, Summary};
 struct Fallback {
     reason: String,
     error: Option<Error>,
+    /// The summary section, when it was read and checked but cannot index the
+    /// chunks (it has no ChunkIndex): its statistics, channels and indexes are
+    /// still trustworthy and complete the walk.
+    section: Option<Section>,
+}
+
+/// The trustworthy content of a summary section that has no chunk index.
+#[derive(Debug)]
+struct Section {
+    schemas: BTreeMap<u16, SchemaInfo>,
+    channels: BTreeMap<u16, ChannelDef>,
+    extras: Extras,
+    metadata_indexes: Vec<(u64, u64, String)>,
 }
 
 impl Fallback {
@@ -47,6 +60,7 @@ impl Fallback {
         Self {
             reason: reason.into(),
             error: None,
+            section: None,
         }
     }
 
@@ -54,6 +68,7 @@ impl Fallback {
         Self {
             reason: reason.into(),
             error: Some(error),
+            section: None,
         }
     }
 }
@@ -76,6 +91,9 @@ struct Extras {
     metadata: Vec<MetadataInfo>,
     indexed: bool,
     index_note: String,
+    /// Whether Channel records came from a checked summary section (so a chunk
+    /// without message indexes may be assumed to use only those channels).
+    summary_channels: bool,
 }
 
 /// Builds the summary of an MCAP file (see the module documentation).
@@ -122,9 +140,30 @@ fn walked(file: &dyn ReadAt, ctx: &ErrorContext, fallback: Fallback) -> Result<S
         Some(e) => format!("rebuilt by walking the file ({}: {e})", fallback.reason),
         None => format!("rebuilt by walking the file ({})", fallback.reason),
     };
-    let extras = Extras {
-        index_note,
-        ..Extras::default()
+    let extras = match fallback.section {
+        Some(section) => {
+            // A checked summary without chunk indexes: keep what it says.
+            for (id, s) in section.schemas {
+                w.schemas.entry(id).or_insert(s);
+            }
+            for (id, c) in section.channels {
+                w.channels.entry(id).or_insert(c);
+            }
+            let mut extras = section.extras;
+            read_indexed_metadata(file, ctx, &w, &mut extras, section.metadata_indexes);
+            if damage.is_some() {
+                // The statistics describe the whole file, not the readable part.
+                extras.stats = None;
+            }
+            Extras {
+                index_note,
+                ..extras
+            }
+        }
+        None => Extras {
+            index_note,
+            ..Extras::default()
+        },
     };
     let mut summary = finish(file, ctx, w, extras);
     // A damaged summary (e.g. a checksum mismatch) is not itself reported as
@@ -274,8 +313,17 @@ fn indexed(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Summary, Fallback> {
             _ => {}
         }
     }
+    extras.summary_channels = !channels.is_empty();
     if chunks.is_empty() {
-        return Err(Fallback::new("the summary has no chunk index"));
+        let mut fallback = Fallback::new("the summary has no chunk index");
+        extras.indexed = false;
+        fallback.section = Some(Section {
+            schemas,
+            channels,
+            extras,
+            metadata_indexes,
+        });
+        return Err(fallback);
     }
     chunks.sort_by_key(|(m, _)| m.offset);
     // The indexed chunks (with their message indexes) must lie in the data section without overlapping.
@@ -351,17 +399,7 @@ fn indexed(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Summary, Fallback> {
     for (id, c) in channels {
         w.channels.entry(id).or_insert(c);
     }
-    for (offset, length, name) in metadata_indexes {
-        if w.metadata.iter().any(|m| m.offset == Some(offset)) {
-            continue;
-        }
-        let map = read_metadata(file, ctx, offset, length).unwrap_or_default();
-        extras.metadata.push(MetadataInfo {
-            offset: Some(offset),
-            name,
-            metadata: map,
-        });
-    }
+    read_indexed_metadata(file, ctx, &w, &mut extras, metadata_indexes);
     Ok(finish(file, ctx, w, extras))
 }
 
@@ -369,8 +407,19 @@ fn indexed(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Summary, Fallback> {
 fn chunk_from_index(ci: &records::ChunkIndex<'_>) -> (ChunkMeta, ChunkDetail) {
     let mut offsets: Vec<(u16, u64)> = ci.message_index_offsets.iter().collect();
     offsets.sort_by_key(|&(_, o)| o);
+    let counts = message_index_counts(ci, &offsets);
     let channels = if offsets.is_empty() {
         None
+    } else if let Some(counts) = &counts {
+        // Writers (the Go library among them) emit an empty MessageIndex for every
+        // channel they know; only the non-empty ones say the channel is in the chunk.
+        Some(
+            counts
+                .iter()
+                .filter(|&&(_, n)| n > 0)
+                .map(|&(c, _)| u64::from(c))
+                .collect(),
+        )
     } else {
         let ids: BTreeSet<u64> = offsets.iter().map(|&(c, _)| u64::from(c)).collect();
         Some(ids.into_iter().collect())
@@ -381,7 +430,7 @@ fn chunk_from_index(ci: &records::ChunkIndex<'_>) -> (ChunkMeta, ChunkDetail) {
         length: ci.chunk_length,
         start_time: Some(ci.message_start_time),
         end_time: Some(ci.message_end_time),
-        message_count: None,
+        message_count: counts.as_ref().map(|c| c.iter().map(|&(_, n)| n).sum()),
         channels,
         compression: ci.compression.to_string(),
         compressed_size: ci.compressed_size,
@@ -398,6 +447,58 @@ fn chunk_from_index(ci: &records::ChunkIndex<'_>) -> (ChunkMeta, ChunkDetail) {
         message_index_length,
     };
     (meta, detail)
+}
+
+/// Entries per channel of a chunk's MessageIndex records, derived from the
+/// records' lengths alone: the index records are contiguous after the chunk, so
+/// each one's length is the distance to the next offset (the last one ends at
+/// `message_index_length`). A record is 15 bytes (opcode, length, channel id,
+/// array length) plus 16 per entry, plus any padding shorter than an entry.
+/// `None` when the offsets are not laid out that way.
+fn message_index_counts(
+    ci: &records::ChunkIndex<'_>,
+    offsets: &[(u16, u64)],
+) -> Option<Vec<(u16, u64)>> {
+    let end = ci
+        .chunk_start_offset
+        .checked_add(ci.chunk_length)?
+        .checked_add(ci.message_index_length)?;
+    if offsets.first().map(|&(_, o)| o) != ci.chunk_start_offset.checked_add(ci.chunk_length) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(offsets.len());
+    for (i, &(channel, start)) in offsets.iter().enumerate() {
+        let next = offsets.get(i + 1).map_or(end, |&(_, o)| o);
+        let len = next.checked_sub(start)?;
+        if len < 15 {
+            return None;
+        }
+        out.push((channel, (len - 15) / 16));
+    }
+    Some(out)
+}
+
+/// Adds the metadata records named by MetadataIndex records (those the walk did
+/// not already find), reading each record for its key/value pairs. A record that
+/// cannot be read is still listed, with no pairs.
+fn read_indexed_metadata(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    w: &Walker<'_>,
+    extras: &mut Extras,
+    indexes: Vec<(u64, u64, String)>,
+) {
+    for (offset, length, name) in indexes {
+        if w.metadata.iter().any(|m| m.offset == Some(offset)) {
+            continue;
+        }
+        let metadata = read_metadata(file, ctx, offset, length).unwrap_or_default();
+        extras.metadata.push(MetadataInfo {
+            offset: Some(offset),
+            name,
+            metadata,
+        });
+    }
 }
 
 /// The key/value pairs of the Metadata record at `offset`.
@@ -541,7 +642,7 @@ fn finish(file: &dyn ReadAt, ctx: &ErrorContext, mut w: Walker<'_>, mut extras: 
 fn discover_channels(file: &dyn ReadAt, ctx: &ErrorContext, w: &mut Walker<'_>, extras: &Extras) {
     // With a summary that lists channels (and, if it has statistics, all of them),
     // a chunk without message indexes is trusted to use only those channels.
-    let trust_listed = extras.indexed
+    let trust_listed = extras.summary_channels
         && !w.channels.is_empty()
         && extras
             .stats
@@ -554,11 +655,20 @@ fn discover_channels(file: &dyn ReadAt, ctx: &ErrorContext, w: &mut Walker<'_>, 
         if detail.kind != ChunkKind::Chunk {
             continue;
         }
+        // A channel is unresolved when no Channel record defines it, or when the
+        // Schema record it names has not been seen.
+        let unresolved = |id: u64| {
+            let Ok(id) = u16::try_from(id) else {
+                return false;
+            };
+            match w.channels.get(&id) {
+                None => true,
+                Some(c) => c.schema_id != 0 && !w.schemas.contains_key(&c.schema_id),
+            }
+        };
         let needed = match &meta.channels {
-            Some(ids) => ids
-                .iter()
-                .any(|id| u16::try_from(*id).is_ok_and(|id| !w.channels.contains_key(&id))),
-            None => !trust_listed,
+            Some(ids) => ids.iter().any(|&id| unresolved(id)),
+            None => !trust_listed || w.channels.keys().any(|&id| unresolved(u64::from(id))),
         };
         if !needed {
             continue;
