@@ -4,10 +4,12 @@
 //! - [`predicate`], [`scan`], [`batch`]: pruning, the scan loop, batch building;
 //! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
 //! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
-//! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`.
+//! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
+//! - [`functions`]: scalar functions (`length` over binary payloads).
 
 pub mod batch;
 pub mod file_format;
+pub mod functions;
 pub mod object_io;
 pub mod options;
 pub mod predicate;
@@ -34,6 +36,7 @@ use crate::formats;
 ///   and `STORED AS LOG` to detect each file's format),
 /// - `SELECT ... FROM 'run.mcap'` (a file, directory or glob; format detected from content),
 /// - the table functions `topics`, `chunks`, `attachments`, `metadata`,
+/// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
 /// - the `logsql.*` session options.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     {
@@ -52,6 +55,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
         }
     }
     table_functions::register(ctx);
+    functions::register(ctx);
     url_table::install(ctx)?;
     Ok(())
 }

@@ -199,7 +199,8 @@ fn scan_file_inner(
             Ok(r) => {
                 metrics.bytes_decompressed.add(r.bytes_decompressed as usize);
                 metrics.messages_read.add(r.messages as usize);
-                if r.stopped || sink.done() {
+                // Under a LIMIT, check after every chunk whether enough rows passed.
+                if r.stopped || (plan.limit.is_some() && !sink.flush()?) || sink.done() {
                     break;
                 }
             }

@@ -1,0 +1,302 @@
+//! The scan engine over real MCAP files: SQL results, pushdown (by the scan
+//! metrics), statistics, table functions, multi-file tables and damaged files.
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Int64Type, UInt64Type};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::fixtures;
+
+fn ctx() -> SessionContext {
+    logsql::session_context()
+}
+
+async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")).collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+async fn text(ctx: &SessionContext, sql: &str) -> String {
+    pretty_format_batches(&query(ctx, sql).await).unwrap().to_string()
+}
+
+/// The rendered plan of `EXPLAIN ANALYZE <sql>` (metrics included).
+async fn analyze(ctx: &SessionContext, sql: &str) -> String {
+    text(ctx, &format!("EXPLAIN ANALYZE {sql}")).await
+}
+
+/// A metric of the scan node, summed over partitions, from an EXPLAIN ANALYZE plan.
+fn metric(plan: &str, name: &str) -> u64 {
+    let key = format!("{name}=");
+    let line = plan.lines().find(|l| l.contains("DataSourceExec") && l.contains(&key)).unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
+    let rest = &line[line.find(&key).unwrap() + key.len()..];
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().unwrap_or_else(|_| panic!("bad {name} in {line}"))
+}
+
+/// Single-column i64/u64 values of a query, in row order.
+async fn ints(ctx: &SessionContext, sql: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for b in query(ctx, sql).await {
+        let c = b.column(0);
+        for i in 0..c.len() {
+            out.push(match c.data_type() {
+                datafusion::arrow::datatypes::DataType::Int64 => c.as_primitive::<Int64Type>().value(i),
+                datafusion::arrow::datatypes::DataType::UInt64 => c.as_primitive::<UInt64Type>().value(i) as i64,
+                t => panic!("unexpected type {t}"),
+            });
+        }
+    }
+    out
+}
+
+fn sample(name: &str) -> Option<String> {
+    fixtures::file("mcap", &format!("samples/{name}")).map(|p| p.display().to_string())
+}
+
+#[tokio::test]
+async fn group_by_topic_counts_every_message() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    let out = text(&ctx, &format!("SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic")).await;
+    assert_eq!(
+        out,
+        "+--------------+-----+\n| topic        | n   |\n+--------------+-----+\n| /diagnostics | 52  |\n| /tf          | 774 |\n+--------------+-----+"
+    );
+}
+
+#[tokio::test]
+async fn compressed_and_uncompressed_files_hold_the_same_messages() {
+    let (Some(a), Some(b)) = (sample("compressed.mcap"), sample("uncompressed.mcap")) else { return };
+    let ctx = ctx();
+    let sql = |f: &str| {
+        format!(
+            "SELECT topic, log_time, publish_time, sequence, message_type, message_encoding, md5(data) AS h \
+             FROM '{f}' ORDER BY log_time, topic, sequence, h"
+        )
+    };
+    let x = text(&ctx, &sql(&a)).await;
+    let y = text(&ctx, &sql(&b)).await;
+    assert_eq!(x.lines().count(), 826 + 4);
+    assert_eq!(x, y);
+    // Payload bytes survive untouched: total size and a digest over all of them.
+    let total = ints(&ctx, &format!("SELECT sum(length(data)) FROM '{a}'")).await;
+    assert_eq!(total, ints(&ctx, &format!("SELECT sum(length(data)) FROM '{b}'")).await);
+    assert!(total[0] > 0);
+}
+
+#[tokio::test]
+async fn count_and_time_bounds_come_from_statistics_without_a_scan() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    let plan = text(&ctx, &format!("EXPLAIN SELECT count(*) FROM '{f}'")).await;
+    assert!(!plan.contains("DataSourceExec"), "count(*) should be answered from the summary:\n{plan}");
+    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{f}'")).await, vec![826]);
+    let plan = text(&ctx, &format!("EXPLAIN SELECT min(log_time), max(log_time) FROM '{f}'")).await;
+    assert!(!plan.contains("DataSourceExec"), "min/max(log_time) should come from the summary:\n{plan}");
+    // ... and agree with a real scan.
+    let stats = text(&ctx, &format!("SELECT min(log_time), max(log_time) FROM '{f}'")).await;
+    let scanned = text(&ctx, &format!("SELECT min(log_time), max(log_time) FROM '{f}' WHERE length(data) >= 0")).await;
+    assert_eq!(stats, scanned);
+}
+
+#[tokio::test]
+async fn time_window_reads_only_the_chunks_it_needs() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    let bounds = ints(
+        &ctx,
+        &format!("SELECT CAST(min(log_time) AS BIGINT) FROM '{f}' UNION ALL SELECT CAST(max(log_time) AS BIGINT) FROM '{f}'"),
+    )
+    .await;
+    let (lo, hi) = (bounds[0].min(bounds[1]), bounds[0].max(bounds[1]));
+    let t0 = lo + (hi - lo) / 2;
+    let t1 = t0 + (hi - lo) / 10;
+    // Reference: all rows materialised in memory, filtered there.
+    let all = query(&ctx, &format!("SELECT topic, log_time FROM '{f}'")).await;
+    let mem = datafusion::datasource::MemTable::try_new(all[0].schema(), vec![all]).unwrap();
+    ctx.register_table("mem", std::sync::Arc::new(mem)).unwrap();
+    let window = format!("CAST(log_time AS BIGINT) BETWEEN {t0} AND {t1}");
+    let expected = ints(&ctx, &format!("SELECT count(*) FROM mem WHERE {window}")).await;
+    let got = ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE {window}")).await;
+    assert_eq!(got, expected);
+    assert!(expected[0] > 0);
+    // Same window written with timestamps.
+    let ts = |n: i64| format!("to_timestamp_nanos({n})");
+    let got2 = ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE log_time >= {} AND log_time <= {}", ts(t0), ts(t1))).await;
+    assert_eq!(got2, expected);
+    let plan = analyze(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE {window}")).await;
+    let (total, read) = (metric(&plan, "chunks_total"), metric(&plan, "chunks_read"));
+    assert_eq!(total, 413, "{plan}");
+    assert!(read * 100 <= total * 15, "a 10% window read {read} of {total} chunks:\n{plan}");
+    assert!(read > 0);
+}
+
+#[tokio::test]
+async fn topic_filter_prunes_chunks_and_is_exact() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    for (pred, n) in [
+        ("topic = '/diagnostics'", 52),
+        ("topic IN ('/diagnostics')", 52),
+        ("topic = '/diagnostics' OR topic = '/nope'", 52),
+        ("topic IN ('/tf', '/diagnostics', '/a', '/b')", 826),
+        ("topic <> '/tf'", 52),
+    ] {
+        assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE {pred}")).await, vec![n], "{pred}");
+    }
+    let plan = analyze(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE topic = '/diagnostics'")).await;
+    let (total, read) = (metric(&plan, "chunks_total"), metric(&plan, "chunks_read"));
+    assert!(read < total / 4, "topic pruning read {read} of {total} chunks:\n{plan}");
+    assert!(!plan.contains("FilterExec"), "the filter should be exact in the scan:\n{plan}");
+}
+
+#[tokio::test]
+async fn limit_reaches_the_scan_and_stops_reading() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    let batches = query(&ctx, &format!("SELECT log_time FROM '{f}' WHERE topic = '/tf' LIMIT 3")).await;
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
+    let plan = analyze(&ctx, &format!("SELECT * FROM '{f}' WHERE topic = '/tf' LIMIT 3")).await;
+    assert!(plan.contains("limit=3"), "{plan}");
+    assert!(metric(&plan, "chunks_read") < 20, "{plan}");
+}
+
+#[tokio::test]
+async fn header_only_queries_decompress_nothing() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    let plan = analyze(&ctx, &format!("SELECT topic, count(*) FROM '{f}' GROUP BY topic")).await;
+    assert_eq!(metric(&plan, "bytes_decompressed"), 0, "{plan}");
+    assert_eq!(metric(&plan, "messages_read"), 826, "{plan}");
+    let plan = analyze(&ctx, &format!("SELECT sum(length(data)) FROM '{f}'")).await;
+    assert!(metric(&plan, "bytes_decompressed") > 0, "{plan}");
+}
+
+#[tokio::test]
+async fn one_file_split_across_partitions_reads_each_message_once() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let config = SessionConfig::new()
+        .with_target_partitions(4)
+        .set_usize("datafusion.optimizer.repartition_file_min_size", 1);
+    let ctx = logsql::session_context_with_config(config);
+    let sql = format!("SELECT count(*), count(DISTINCT log_time), sum(length(data)) FROM '{f}' WHERE length(data) >= 0");
+    let plan = analyze(&ctx, &sql).await;
+    assert!(plan.contains("file_groups={4 groups"), "expected a split scan:\n{plan}");
+    assert_eq!(metric(&plan, "chunks_total"), 413, "{plan}");
+    let split = text(&ctx, &sql).await;
+    assert_eq!(split, text(&self::ctx(), &sql).await);
+    assert!(split.contains("| 826 "), "{split}");
+}
+
+#[tokio::test]
+async fn summary_table_functions() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let ctx = ctx();
+    let out = text(&ctx, &format!("SELECT topic, message_type, message_encoding, message_count FROM topics('{f}') ORDER BY topic")).await;
+    assert!(out.contains("| /diagnostics | diagnostic_msgs/DiagnosticArray | ros1             | 52            |"), "{out}");
+    assert!(out.contains("| /tf          | tf2_msgs/TFMessage              | ros1             | 774           |"), "{out}");
+    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM chunks('{f}')")).await, vec![413]);
+    assert_eq!(ints(&ctx, &format!("SELECT CAST(sum(message_count) AS BIGINT) FROM chunks('{f}')")).await, vec![826]);
+    let comp = text(&ctx, &format!("SELECT DISTINCT compression FROM chunks('{f}')")).await;
+    assert!(comp.contains("zstd"), "{comp}");
+    // topics() times bound the real ones.
+    let t = text(&ctx, &format!(
+        "SELECT t.topic FROM topics('{f}') t JOIN (SELECT topic, min(log_time) lo, max(log_time) hi FROM '{f}' GROUP BY topic) m \
+         ON t.topic = m.topic WHERE t.start_time <= m.lo AND t.end_time >= m.hi ORDER BY 1"
+    )).await;
+    assert!(t.contains("/diagnostics") && t.contains("/tf"), "{t}");
+}
+
+#[tokio::test]
+async fn attachments_and_metadata_functions() {
+    let Some(dir) = fixtures::dir("mcap") else { return };
+    let ctx = ctx();
+    let a = dir.join("conformance/OneAttachment/OneAttachment-ax.mcap").display().to_string();
+    let out = text(&ctx, &format!("SELECT name, media_type, CAST(log_time AS BIGINT) AS t, data_size FROM attachments('{a}')")).await;
+    assert!(out.contains("| myFile | application/octet-stream | 2 | 3         |"), "{out}");
+    let m = dir.join("conformance/OneMetadata/OneMetadata-mdx.mcap").display().to_string();
+    let out = text(&ctx, &format!("SELECT name, metadata['foo'] AS foo FROM metadata('{m}')")).await;
+    assert!(out.contains("| myMetadata | bar |"), "{out}");
+}
+
+#[tokio::test]
+async fn directories_globs_and_external_tables() {
+    let Some(dir) = fixtures::dir("mcap") else { return };
+    let ten = dir.join("conformance/TenMessages");
+    let ctx = ctx();
+    // A glob over 154 files, each with 10 messages.
+    let glob = format!("{}/*.mcap", ten.display());
+    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{glob}'")).await, vec![1540]);
+    assert_eq!(ints(&ctx, &format!("SELECT count(DISTINCT file) FROM '{glob}'")).await, vec![154]);
+    // A directory that also holds .json files: only the log files are read.
+    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{}/'", ten.display())).await, vec![1540]);
+    // CREATE EXTERNAL TABLE over a glob, and over one file.
+    query(&ctx, &format!("CREATE EXTERNAL TABLE ten STORED AS MCAP LOCATION '{glob}'")).await;
+    assert_eq!(ints(&ctx, "SELECT count(*) FROM ten WHERE sequence >= 5").await, vec![770]);
+    let one = ten.join("TenMessages-ch-chx-mx-rch-rsh-st-sum.mcap").display().to_string();
+    query(&ctx, &format!("CREATE EXTERNAL TABLE one STORED AS MCAP LOCATION '{one}'")).await;
+    let out = text(&ctx, "SELECT CAST(log_time AS BIGINT) AS t, sequence FROM one ORDER BY t, sequence").await;
+    let times: Vec<&str> = out.lines().skip(3).filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(times.len(), 10, "{out}");
+    assert_eq!(ints(&ctx, "SELECT CAST(sum(sequence) AS BIGINT) FROM one").await, vec![45]);
+}
+
+#[tokio::test]
+async fn every_conformance_file_with_messages_reads_through_sql() {
+    let Some(dir) = fixtures::dir("mcap") else { return };
+    let ctx = ctx();
+    let mut checked = 0;
+    for base in ["OneMessage", "OneSchemalessMessage", "TenMessages"] {
+        let want = if base == "TenMessages" { 10 } else { 1 };
+        for entry in std::fs::read_dir(dir.join("conformance").join(base)).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_none_or(|e| e != "mcap") {
+                continue;
+            }
+            let f = p.display().to_string();
+            let n = ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE length(data) = 3")).await;
+            assert_eq!(n, vec![want], "{f}");
+            let s = text(&ctx, &format!("SELECT DISTINCT topic, message_encoding FROM '{f}'")).await;
+            assert!(s.contains("example"), "{f}: {s}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 154 + 74 + 154);
+}
+
+#[tokio::test]
+async fn unknown_and_damaged_files_give_clear_errors() {
+    let Some(f) = sample("compressed.mcap") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let junk = tmp.path().join("junk.mcap");
+    std::fs::write(&junk, b"this is not a log file at all").unwrap();
+    let ctx = ctx();
+    let err = ctx.sql(&format!("SELECT * FROM '{}'", junk.display())).await.err().map(|e| e.to_string()).unwrap_or_default();
+    let err = if err.is_empty() {
+        ctx.sql(&format!("SELECT * FROM '{}'", junk.display())).await.unwrap().collect().await.unwrap_err().to_string()
+    } else {
+        err
+    };
+    assert!(err.contains("junk.mcap"), "{err}");
+
+    // Truncated in the middle of the data section: the readable prefix, then an error naming file and offset.
+    let bytes = std::fs::read(&f).unwrap();
+    let cut = tmp.path().join("cut.mcap");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let c = cut.display().to_string();
+    let err = ctx.sql(&format!("SELECT count(*) FROM '{c}'")).await.unwrap().collect().await.unwrap_err().to_string();
+    assert!(err.contains("cut.mcap") && err.contains("byte"), "{err}");
+    query(&ctx, "SET logsql.on_error = 'warn'").await;
+    let n = ints(&ctx, &format!("SELECT count(*) FROM '{c}'")).await[0];
+    assert!(n > 300 && n < 826, "read {n} messages from half a file");
+    // Nothing invented: every message read from the cut file is in the full file.
+    let missing = ints(
+        &ctx,
+        &format!(
+            "SELECT count(*) FROM (SELECT topic, log_time, md5(data) FROM '{c}' EXCEPT SELECT topic, log_time, md5(data) FROM '{f}')"
+        ),
+    )
+    .await;
+    assert_eq!(missing, vec![0]);
+}
