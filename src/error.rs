@@ -36,7 +36,9 @@ pub enum Error {
         message: String,
     },
     /// The file ends before a record that starts at `offset` is complete.
-    #[error("{file}: truncated {format} file: {message} at byte {offset} (file is {file_size} bytes)")]
+    #[error(
+        "{file}: truncated {format} file: {message} at byte {offset} (file is {file_size} bytes)"
+    )]
     Truncated {
         /// The file being read.
         file: String,
@@ -50,7 +52,9 @@ pub enum Error {
         message: String,
     },
     /// A checksum stored in the file does not match its content.
-    #[error("{file}: {format} checksum mismatch at byte {offset}: {what} (stored {stored:#010x}, computed {computed:#010x})")]
+    #[error(
+        "{file}: {format} checksum mismatch at byte {offset}: {what} (stored {stored:#010x}, computed {computed:#010x})"
+    )]
     Checksum {
         /// The file being read.
         file: String,
@@ -95,7 +99,10 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with the file name.
     pub fn io(file: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { file: file.into(), source: std::sync::Arc::new(source) }
+        Error::Io {
+            file: file.into(),
+            source: std::sync::Arc::new(source),
+        }
     }
 
     /// The byte offset this error points at, where it names one.
@@ -127,12 +134,21 @@ pub struct ErrorContext {
 impl ErrorContext {
     /// A context for `file` of `format` with `file_size` bytes.
     pub fn new(file: impl Into<String>, format: &'static str, file_size: u64) -> Self {
-        Self { file: file.into(), format, file_size }
+        Self {
+            file: file.into(),
+            format,
+            file_size,
+        }
     }
 
     /// A [`Error::Corrupt`] at `offset`.
     pub fn corrupt(&self, offset: u64, message: impl Into<String>) -> Error {
-        Error::Corrupt { file: self.file.clone(), format: self.format, offset, message: message.into() }
+        Error::Corrupt {
+            file: self.file.clone(),
+            format: self.format,
+            offset,
+            message: message.into(),
+        }
     }
 
     /// A [`Error::Truncated`] at `offset`.
@@ -147,7 +163,13 @@ impl ErrorContext {
     }
 
     /// A [`Error::Checksum`] at `offset`.
-    pub fn checksum(&self, offset: u64, what: impl Into<String>, stored: u64, computed: u64) -> Error {
+    pub fn checksum(
+        &self,
+        offset: u64,
+        what: impl Into<String>,
+        stored: u64,
+        computed: u64,
+    ) -> Error {
         Error::Checksum {
             file: self.file.clone(),
             format: self.format,
@@ -160,7 +182,12 @@ impl ErrorContext {
 
     /// A [`Error::Unsupported`] at `offset`.
     pub fn unsupported(&self, offset: u64, message: impl Into<String>) -> Error {
-        Error::Unsupported { file: self.file.clone(), format: self.format, offset, message: message.into() }
+        Error::Unsupported {
+            file: self.file.clone(),
+            format: self.format,
+            offset,
+            message: message.into(),
+        }
     }
 
     /// A [`Error::Io`] for this file.
@@ -171,6 +198,10 @@ impl ErrorContext {
 
 /// Display helper used by `UnknownFormat`: a short hex dump.
 pub fn hex_head(bytes: &[u8]) -> String {
-    bytes.iter().take(16).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+    bytes
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
-

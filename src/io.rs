@@ -29,7 +29,13 @@ impl dyn ReadAt + '_ {
     /// The range is checked against the file size *before* allocating, so a
     /// corrupt length field can never make the reader allocate more than the
     /// file holds; such a request is a [`Error::Truncated`] naming `offset`.
-    pub fn read_vec(&self, ctx: &ErrorContext, offset: u64, len: u64, what: &str) -> Result<Vec<u8>> {
+    pub fn read_vec(
+        &self,
+        ctx: &ErrorContext,
+        offset: u64,
+        len: u64,
+        what: &str,
+    ) -> Result<Vec<u8>> {
         let end = offset.checked_add(len);
         match end {
             Some(end) if end <= self.size() => {}
@@ -41,7 +47,8 @@ impl dyn ReadAt + '_ {
             }
         }
         let mut buf = vec![0u8; len as usize];
-        self.read_exact_at(offset, &mut buf).map_err(|e| ctx.io(e))?;
+        self.read_exact_at(offset, &mut buf)
+            .map_err(|e| ctx.io(e))?;
         Ok(buf)
     }
 
@@ -88,7 +95,11 @@ impl ReadAt for FileReader {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let mut done = 0;
         while done < buf.len() {
-            let n = std::os::windows::fs::FileExt::seek_read(&self.file, &mut buf[done..], offset + done as u64)?;
+            let n = std::os::windows::fs::FileExt::seek_read(
+                &self.file,
+                &mut buf[done..],
+                offset + done as u64,
+            )?;
             if n == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
@@ -108,7 +119,10 @@ pub struct BytesReader {
 impl BytesReader {
     /// Wraps `bytes` under the display name `name`.
     pub fn new(name: impl Into<String>, bytes: impl Into<Arc<[u8]>>) -> Self {
-        Self { name: name.into(), bytes: bytes.into() }
+        Self {
+            name: name.into(),
+            bytes: bytes.into(),
+        }
     }
 }
 
@@ -120,7 +134,8 @@ impl ReadAt for BytesReader {
         self.bytes.len() as u64
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        let start =
+            usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
         let src = start
             .checked_add(buf.len())
             .and_then(|end| self.bytes.get(start..end))
@@ -151,7 +166,13 @@ impl<'a> SequentialReader<'a> {
 
     /// Starts reading `file` at `pos`.
     pub fn new(file: &'a dyn ReadAt, pos: u64) -> Self {
-        Self { file, buf: Vec::new(), buf_start: pos, pos, block: Self::DEFAULT_BLOCK }
+        Self {
+            file,
+            buf: Vec::new(),
+            buf_start: pos,
+            pos,
+            block: Self::DEFAULT_BLOCK,
+        }
     }
 
     /// Absolute offset of the next unread byte.
@@ -171,7 +192,8 @@ impl<'a> SequentialReader<'a> {
 
     /// Returns the next `n` bytes without consuming them, or fewer at the end of the file.
     pub fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
-        let in_buf = self.pos >= self.buf_start && self.pos + n as u64 <= self.buf_start + self.buf.len() as u64;
+        let in_buf = self.pos >= self.buf_start
+            && self.pos + n as u64 <= self.buf_start + self.buf.len() as u64;
         if !in_buf {
             let want = n.max(self.block) as u64;
             let len = want.min(self.file.size().saturating_sub(self.pos)) as usize;

@@ -182,12 +182,18 @@ pub struct Selection {
 impl Selection {
     /// A selection of everything, payloads included.
     pub fn all() -> Self {
-        Self { time: None, topics: None, payload: true, full_header: true }
+        Self {
+            time: None,
+            topics: None,
+            payload: true,
+            full_header: true,
+        }
     }
 
     /// Whether a message at `log_time` may be wanted.
     pub fn wants_time(&self, log_time: Nanos) -> bool {
-        self.time.is_none_or(|(lo, hi)| lo <= log_time && log_time <= hi)
+        self.time
+            .is_none_or(|(lo, hi)| lo <= log_time && log_time <= hi)
     }
 
     /// Whether messages of `topic` may be wanted.

@@ -73,7 +73,9 @@ impl ColumnBuilder {
 
     fn finish(&mut self) -> ArrayRef {
         match self {
-            Self::Topic(b) | Self::MessageType(b) | Self::MessageEncoding(b) | Self::File(b) => Arc::new(b.finish()),
+            Self::Topic(b) | Self::MessageType(b) | Self::MessageEncoding(b) | Self::File(b) => {
+                Arc::new(b.finish())
+            }
             Self::LogTime(b) | Self::PublishTime(b) => Arc::new(b.finish().with_timezone("UTC")),
             Self::Sequence(b) => Arc::new(b.finish()),
             Self::Data(b) => Arc::new(b.finish()),
@@ -84,17 +86,33 @@ impl ColumnBuilder {
 impl BatchBuilder {
     /// A builder for the columns of `schema` (a projection of the messages schema),
     /// naming `file` in the `file` column.
-    pub fn new(schema: SchemaRef, file: Arc<str>, max_rows: usize, max_bytes: usize) -> Result<Self> {
+    pub fn new(
+        schema: SchemaRef,
+        file: Arc<str>,
+        max_rows: usize,
+        max_bytes: usize,
+    ) -> Result<Self> {
         let columns = schema
             .fields()
             .iter()
             .map(|f| {
                 ColumnBuilder::new(f.name()).ok_or_else(|| {
-                    datafusion::error::DataFusionError::Internal(format!("unknown messages column {}", f.name()))
+                    datafusion::error::DataFusionError::Internal(format!(
+                        "unknown messages column {}",
+                        f.name()
+                    ))
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Self { schema, columns, file, rows: 0, bytes: 0, max_rows: max_rows.max(1), max_bytes })
+        Ok(Self {
+            schema,
+            columns,
+            file,
+            rows: 0,
+            bytes: 0,
+            max_rows: max_rows.max(1),
+            max_bytes,
+        })
     }
 
     /// Appends one message.
@@ -127,6 +145,10 @@ impl BatchBuilder {
         let options = RecordBatchOptions::new().with_row_count(Some(self.rows));
         self.rows = 0;
         self.bytes = 0;
-        Ok(RecordBatch::try_new_with_options(Arc::clone(&self.schema), arrays, &options)?)
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.schema),
+            arrays,
+            &options,
+        )?)
     }
 }

@@ -57,10 +57,15 @@ pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
     let exact = summary.damage.is_none();
     if let (Some(n), true) = (summary.message_count, exact) {
         stats.num_rows = Precision::Exact(n as usize);
-        if let (Some(lo), Some(hi), true, Ok(i)) =
-            (summary.start_time, summary.end_time, n > 0, schema.index_of(col::LOG_TIME))
-        {
-            let ts = |v: u64| ScalarValue::TimestampNanosecond(i64::try_from(v).ok(), Some("UTC".into()));
+        if let (Some(lo), Some(hi), true, Ok(i)) = (
+            summary.start_time,
+            summary.end_time,
+            n > 0,
+            schema.index_of(col::LOG_TIME),
+        ) {
+            let ts = |v: u64| {
+                ScalarValue::TimestampNanosecond(i64::try_from(v).ok(), Some("UTC".into()))
+            };
             stats.column_statistics[i].min_value = Precision::Exact(ts(lo));
             stats.column_statistics[i].max_value = Precision::Exact(ts(hi));
             stats.column_statistics[i].null_count = Precision::Exact(0);
@@ -72,7 +77,10 @@ pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
 #[async_trait]
 impl FileFormat for LogFileFormat {
     fn get_ext(&self) -> String {
-        self.format.as_ref().and_then(|f| f.extensions().first()).map_or(String::new(), |e| format!(".{e}"))
+        self.format
+            .as_ref()
+            .and_then(|f| f.extensions().first())
+            .map_or(String::new(), |e| format!(".{e}"))
     }
 
     fn get_ext_with_compression(&self, c: &FileCompressionType) -> Result<String> {
@@ -110,8 +118,17 @@ impl FileFormat for LogFileFormat {
         Ok(summary_statistics(&cached.summary, &table_schema))
     }
 
-    async fn create_physical_plan(&self, state: &dyn Session, mut conf: FileScanConfig) -> Result<Arc<dyn ExecutionPlan>> {
-        let options = state.config_options().extensions.get::<LogsqlOptions>().cloned().unwrap_or_default();
+    async fn create_physical_plan(
+        &self,
+        state: &dyn Session,
+        mut conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let options = state
+            .config_options()
+            .extensions
+            .get::<LogsqlOptions>()
+            .cloned()
+            .unwrap_or_default();
         options.on_error()?;
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(source.with_options(options));
@@ -139,12 +156,19 @@ impl LogFormatFactory {
 
 impl GetExt for LogFormatFactory {
     fn get_ext(&self) -> String {
-        self.format.as_ref().map_or(AUTO_FORMAT, |f| f.name()).to_string()
+        self.format
+            .as_ref()
+            .map_or(AUTO_FORMAT, |f| f.name())
+            .to_string()
     }
 }
 
 impl FileFormatFactory for LogFormatFactory {
-    fn create(&self, _state: &dyn Session, options: &HashMap<String, String>) -> Result<Arc<dyn FileFormat>> {
+    fn create(
+        &self,
+        _state: &dyn Session,
+        options: &HashMap<String, String>,
+    ) -> Result<Arc<dyn FileFormat>> {
         if let Some(key) = options.keys().find(|k| k.starts_with("format.")) {
             return Err(DataFusionError::Configuration(format!(
                 "unknown option '{key}' for {} tables (logsql options are session settings: SET logsql.on_error = 'warn')",

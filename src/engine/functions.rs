@@ -8,13 +8,14 @@
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::FieldRef;
 use datafusion::error::Result;
 use datafusion::functions::string::octet_length;
 use datafusion::functions::unicode::character_length;
 use datafusion::logical_expr::{
-    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
+    Volatility,
 };
-use datafusion::arrow::datatypes::FieldRef;
 use datafusion::prelude::SessionContext;
 
 /// `length(x)`: bytes of a binary value, characters of a string.
@@ -27,14 +28,21 @@ pub struct Length {
 
 impl Default for Length {
     fn default() -> Self {
-        Self { signature: Signature::any(1, Volatility::Immutable), chars: character_length(), bytes: octet_length() }
+        Self {
+            signature: Signature::any(1, Volatility::Immutable),
+            chars: character_length(),
+            bytes: octet_length(),
+        }
     }
 }
 
 impl Length {
     fn pick(&self, t: &DataType) -> &ScalarUDF {
         match t {
-            DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => &self.bytes,
+            DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => &self.bytes,
             _ => &self.chars,
         }
     }
@@ -65,12 +73,20 @@ impl ScalarUDFImpl for Length {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        let t = args.arg_fields.first().map(|f| f.data_type().clone()).unwrap_or(DataType::Utf8);
+        let t = args
+            .arg_fields
+            .first()
+            .map(|f| f.data_type().clone())
+            .unwrap_or(DataType::Utf8);
         self.pick(&t).return_field_from_args(args)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let t = args.arg_fields.first().map(|f| f.data_type().clone()).unwrap_or(DataType::Utf8);
+        let t = args
+            .arg_fields
+            .first()
+            .map(|f| f.data_type().clone())
+            .unwrap_or(DataType::Utf8);
         self.pick(&t).invoke_with_args(args)
     }
 

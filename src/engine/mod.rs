@@ -42,16 +42,30 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     {
         let state_ref = ctx.state_ref();
         let mut state = state_ref.write();
-        let mut factories: Vec<LogFormatFactory> =
-            formats::all().into_iter().map(|f| LogFormatFactory::new(Some(f))).collect();
+        let mut factories: Vec<LogFormatFactory> = formats::all()
+            .into_iter()
+            .map(|f| LogFormatFactory::new(Some(f)))
+            .collect();
         factories.push(LogFormatFactory::new(None));
         for factory in factories {
             let name = datafusion::common::GetExt::get_ext(&factory).to_uppercase();
             state.register_file_format(Arc::new(factory), true)?;
-            state.table_factories_mut().insert(name, Arc::new(DefaultTableFactory::new()));
+            state
+                .table_factories_mut()
+                .insert(name, Arc::new(DefaultTableFactory::new()));
         }
-        if state.config().options().extensions.get::<LogsqlOptions>().is_none() {
-            state.config_mut().options_mut().extensions.insert(LogsqlOptions::default());
+        if state
+            .config()
+            .options()
+            .extensions
+            .get::<LogsqlOptions>()
+            .is_none()
+        {
+            state
+                .config_mut()
+                .options_mut()
+                .extensions
+                .insert(LogsqlOptions::default());
         }
     }
     table_functions::register(ctx);
@@ -67,7 +81,8 @@ pub fn session_context() -> SessionContext {
 
 /// A new `SessionContext` from `config`, with logsql registered.
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
-    let ctx = SessionContext::new_with_config(config.with_option_extension(LogsqlOptions::default()));
+    let ctx =
+        SessionContext::new_with_config(config.with_option_extension(LogsqlOptions::default()));
     register(&ctx).expect("registering logsql on a fresh context cannot fail");
     ctx
 }

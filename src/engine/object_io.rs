@@ -67,7 +67,11 @@ pub struct FileLocation {
 
 impl FileLocation {
     /// The location of a file DataFusion handed to a scan.
-    pub fn new(store_url: ObjectStoreUrl, store: Arc<dyn ObjectStore>, file: &PartitionedFile) -> Self {
+    pub fn new(
+        store_url: ObjectStoreUrl,
+        store: Arc<dyn ObjectStore>,
+        file: &PartitionedFile,
+    ) -> Self {
         let local = store_url.as_str().starts_with("file://");
         let meta = file.object_meta.clone();
         let name = if local {
@@ -75,14 +79,28 @@ impl FileLocation {
         } else {
             format!("{}{}", store_url.as_str(), meta.location)
         };
-        Self { store, meta, local, name }
+        Self {
+            store,
+            meta,
+            local,
+            name,
+        }
     }
 
     /// The location of `meta` in `store` when the store's URL is not at hand.
     pub fn from_store(store: Arc<dyn ObjectStore>, meta: ObjectMeta) -> Self {
         let local = store.to_string().starts_with("LocalFileSystem");
-        let name = if local { format!("/{}", meta.location) } else { format!("{store}/{}", meta.location) };
-        Self { store, meta, local, name }
+        let name = if local {
+            format!("/{}", meta.location)
+        } else {
+            format!("{store}/{}", meta.location)
+        };
+        Self {
+            store,
+            meta,
+            local,
+            name,
+        }
     }
 
     /// The name shown to users: the local path, or the object URL.
@@ -95,8 +113,9 @@ impl FileLocation {
         if self.local {
             return Ok(Box::new(FileReader::open(&self.name)?));
         }
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|e| Error::Invalid(format!("object store read outside a tokio runtime: {e}")))?;
+        let handle = tokio::runtime::Handle::try_current().map_err(|e| {
+            Error::Invalid(format!("object store read outside a tokio runtime: {e}"))
+        })?;
         Ok(Box::new(ObjectStoreReader {
             store: Arc::clone(&self.store),
             location: self.meta.location.clone(),
@@ -112,7 +131,10 @@ impl FileLocation {
             "{}|{}|{}",
             self.meta.location,
             self.meta.size,
-            self.meta.last_modified.timestamp_nanos_opt().unwrap_or_default()
+            self.meta
+                .last_modified
+                .timestamp_nanos_opt()
+                .unwrap_or_default()
         )
     }
 
@@ -140,7 +162,10 @@ pub struct CountingReader<'a> {
 impl<'a> CountingReader<'a> {
     /// Counts reads of `inner`.
     pub fn new(inner: &'a dyn ReadAt) -> Self {
-        Self { inner, bytes: AtomicU64::new(0) }
+        Self {
+            inner,
+            bytes: AtomicU64::new(0),
+        }
     }
 
     /// Bytes read since the last call.

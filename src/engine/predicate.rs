@@ -33,12 +33,19 @@ use crate::model::{Channel, ChunkMeta, Nanos, Selection};
 pub fn is_exact_pushable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
     !is_volatile(filter)
         && !DynamicFilterTracking::classify(filter).contains_dynamic_filter()
-        && collect_columns(filter).iter().all(|c| file_schema.index_of(c.name()).is_ok())
+        && collect_columns(filter)
+            .iter()
+            .all(|c| file_schema.index_of(c.name()).is_ok())
 }
 
 /// Builds a pruning predicate over chunk statistics, if the filter allows any pruning.
-pub fn pruning_predicate(filter: &Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Option<Arc<PruningPredicate>> {
-    PruningPredicateBuilder::new().with_file_schema(Arc::clone(schema)).build(Arc::clone(filter))
+pub fn pruning_predicate(
+    filter: &Arc<dyn PhysicalExpr>,
+    schema: &SchemaRef,
+) -> Option<Arc<PruningPredicate>> {
+    PruningPredicateBuilder::new()
+        .with_file_schema(Arc::clone(schema))
+        .build(Arc::clone(filter))
 }
 
 /// The selection a reader gets for `filter` (if any) and the columns the scan needs.
@@ -62,9 +69,9 @@ fn topic_set(filter: &Arc<dyn PhysicalExpr>) -> Option<HashSet<String>> {
             .literals
             .iter()
             .filter_map(|v| match v {
-                ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                    Some(s.clone())
-                }
+                ScalarValue::Utf8(Some(s))
+                | ScalarValue::LargeUtf8(Some(s))
+                | ScalarValue::Utf8View(Some(s)) => Some(s.clone()),
                 _ => None,
             })
             .collect();
@@ -94,7 +101,11 @@ pub fn time_envelope(filter: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
 fn disjunction_envelope(expr: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
     let mut env: Option<(Nanos, Nanos)> = None;
     for d in split_disjunction(expr) {
-        let e = if split_conjunction(d).len() > 1 { time_envelope(d)? } else { comparison_envelope(d)? };
+        let e = if split_conjunction(d).len() > 1 {
+            time_envelope(d)?
+        } else {
+            comparison_envelope(d)?
+        };
         env = Some(match env {
             Some((lo, hi)) => (lo.min(e.0), hi.max(e.1)),
             None => e,
@@ -128,7 +139,11 @@ fn comparison_envelope(expr: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
     };
     let (lo, hi) = (lo.max(0), hi.min(max));
     // An empty range is (MAX, 0): no log_time satisfies it.
-    Some(if lo > hi { (u64::MAX, 0) } else { (lo as u64, hi as u64) })
+    Some(if lo > hi {
+        (u64::MAX, 0)
+    } else {
+        (lo as u64, hi as u64)
+    })
 }
 
 /// A timestamp literal as nanoseconds.
@@ -151,13 +166,24 @@ pub struct ChunkStatistics<'a> {
 
 impl<'a> ChunkStatistics<'a> {
     /// Statistics of `chunks`, whose channel ids refer to `channels`, in `file`.
-    pub fn new(chunks: Vec<&'a ChunkMeta>, channels: &'a BTreeMap<u64, Channel>, file: &'a str) -> Self {
-        Self { chunks, channels, file }
+    pub fn new(
+        chunks: Vec<&'a ChunkMeta>,
+        channels: &'a BTreeMap<u64, Channel>,
+        file: &'a str,
+    ) -> Self {
+        Self {
+            chunks,
+            channels,
+            file,
+        }
     }
 
     fn times(&self, f: impl Fn(&ChunkMeta) -> Option<Nanos>) -> ArrayRef {
-        let values: TimestampNanosecondArray =
-            self.chunks.iter().map(|c| f(c).and_then(|t| i64::try_from(t).ok())).collect();
+        let values: TimestampNanosecondArray = self
+            .chunks
+            .iter()
+            .map(|c| f(c).and_then(|t| i64::try_from(t).ok()))
+            .collect();
         Arc::new(values.with_timezone("UTC"))
     }
 }
@@ -182,7 +208,12 @@ impl PruningStatistics for ChunkStatistics<'_> {
     }
 
     fn row_counts(&self) -> Option<ArrayRef> {
-        Some(Arc::new(self.chunks.iter().map(|c| c.message_count).collect::<UInt64Array>()))
+        Some(Arc::new(
+            self.chunks
+                .iter()
+                .map(|c| c.message_count)
+                .collect::<UInt64Array>(),
+        ))
     }
 
     #[allow(clippy::mutable_key_type)]
@@ -190,9 +221,9 @@ impl PruningStatistics for ChunkStatistics<'_> {
         let wanted: HashSet<&str> = values
             .iter()
             .filter_map(|v| match v {
-                ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-                    Some(s.as_str())
-                }
+                ScalarValue::Utf8(Some(s))
+                | ScalarValue::LargeUtf8(Some(s))
+                | ScalarValue::Utf8View(Some(s)) => Some(s.as_str()),
                 _ => None,
             })
             .collect();
@@ -209,8 +240,11 @@ impl PruningStatistics for ChunkStatistics<'_> {
                     .iter()
                     .map(|c| {
                         let ids = c.channels.as_ref()?;
-                        let topics: Vec<&str> =
-                            ids.iter().filter_map(|id| self.channels.get(id)).map(|ch| ch.topic.as_str()).collect();
+                        let topics: Vec<&str> = ids
+                            .iter()
+                            .filter_map(|id| self.channels.get(id))
+                            .map(|ch| ch.topic.as_str())
+                            .collect();
                         if topics.len() != ids.len() {
                             return None; // a channel the summary does not describe: unknown
                         }

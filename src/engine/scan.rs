@@ -106,11 +106,22 @@ impl ScanPlan {
         needed.sort_unstable();
         needed.dedup();
         let read_schema = Arc::new(file_schema.project(&needed)?);
-        let names: HashSet<String> = read_schema.fields().iter().map(|f| f.name().clone()).collect();
+        let names: HashSet<String> = read_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
         let selection = predicate::selection(predicate.as_ref(), &names);
-        let pruning = predicate.as_ref().and_then(|p| predicate::pruning_predicate(p, file_schema));
-        let predicate = predicate.map(|p| remap_columns(p, &read_schema)).transpose()?;
-        let output = output.iter().map(|i| needed.binary_search(i).unwrap_or_default()).collect();
+        let pruning = predicate
+            .as_ref()
+            .and_then(|p| predicate::pruning_predicate(p, file_schema));
+        let predicate = predicate
+            .map(|p| remap_columns(p, &read_schema))
+            .transpose()?;
+        let output = output
+            .iter()
+            .map(|i| needed.binary_search(i).unwrap_or_default())
+            .collect();
         Ok(Self {
             format,
             read_schema,
@@ -132,7 +143,9 @@ fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<
     expr.transform(|e| {
         if let Some(c) = e.downcast_ref::<ColumnExpr>() {
             let idx = schema.index_of(c.name())?;
-            return Ok(Transformed::yes(Arc::new(ColumnExpr::new(c.name(), idx)) as Arc<dyn PhysicalExpr>));
+            return Ok(Transformed::yes(
+                Arc::new(ColumnExpr::new(c.name(), idx)) as Arc<dyn PhysicalExpr>
+            ));
         }
         Ok(Transformed::no(e))
     })
@@ -146,7 +159,13 @@ pub fn df_err(e: crate::Error) -> DataFusionError {
 
 /// Scans one file (or the chunks of it that start inside `range`), sending
 /// batches to `tx`. Runs on a blocking thread.
-pub fn scan_file(plan: &ScanPlan, loc: &FileLocation, range: Option<Range<u64>>, metrics: &ScanMetrics, tx: &Sender<Result<RecordBatch>>) {
+pub fn scan_file(
+    plan: &ScanPlan,
+    loc: &FileLocation,
+    range: Option<Range<u64>>,
+    metrics: &ScanMetrics,
+    tx: &Sender<Result<RecordBatch>>,
+) {
     let result = scan_file_inner(plan, loc, range, metrics, tx);
     if let Err(e) = result {
         let _ = tx.blocking_send(Err(e));
@@ -163,7 +182,8 @@ fn scan_file_inner(
     let name = loc.display_name();
     let raw = loc.open().map_err(df_err)?;
     let file = CountingReader::new(raw.as_ref());
-    let cached = summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file).map_err(df_err)?;
+    let cached = summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file)
+        .map_err(df_err)?;
     let summary = &cached.summary;
     let owns_start = range.as_ref().is_none_or(|r| r.start == 0);
     let in_range: Vec<&ChunkMeta> = summary
@@ -175,14 +195,23 @@ fn scan_file_inner(
 
     let keep: Vec<bool> = match &plan.pruning {
         Some(p) => p
-            .prune(&ChunkStatistics::new(in_range.clone(), &summary.channels, &name))
+            .prune(&ChunkStatistics::new(
+                in_range.clone(),
+                &summary.channels,
+                &name,
+            ))
             .unwrap_or_else(|_| vec![true; in_range.len()]),
         None => vec![true; in_range.len()],
     };
 
     let mut sink = BatchSink {
         plan,
-        builder: BatchBuilder::new(Arc::clone(&plan.read_schema), name.as_str().into(), plan.batch_rows, plan.batch_bytes)?,
+        builder: BatchBuilder::new(
+            Arc::clone(&plan.read_schema),
+            name.as_str().into(),
+            plan.batch_rows,
+            plan.batch_bytes,
+        )?,
         tx,
         remaining: plan.limit,
         error: None,
@@ -190,14 +219,18 @@ fn scan_file_inner(
     let mut outcome = Ok(());
     for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
         metrics.chunks_read.add(1);
-        let read = cached.format.read_chunk(&file, summary, chunk, &plan.selection, &mut sink);
+        let read = cached
+            .format
+            .read_chunk(&file, summary, chunk, &plan.selection, &mut sink);
         metrics.bytes_read.add(file.take_count() as usize);
         if let Some(e) = sink.error.take() {
             return Err(e);
         }
         match read {
             Ok(r) => {
-                metrics.bytes_decompressed.add(r.bytes_decompressed as usize);
+                metrics
+                    .bytes_decompressed
+                    .add(r.bytes_decompressed as usize);
                 metrics.messages_read.add(r.messages as usize);
                 // Under a LIMIT, check after every chunk whether enough rows passed.
                 if r.stopped || (plan.limit.is_some() && !sink.flush()?) || sink.done() {

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
-use datafusion::datasource::physical_plan::{FileOpenFuture, FileOpener, FileScanConfig, FileSource};
+use datafusion::datasource::physical_plan::{
+    FileOpenFuture, FileOpener, FileScanConfig, FileSource,
+};
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
@@ -59,7 +61,10 @@ impl LogSource {
 
     /// The same source with session options applied.
     pub fn with_options(&self, options: LogsqlOptions) -> Self {
-        Self { options, ..self.clone() }
+        Self {
+            options,
+            ..self.clone()
+        }
     }
 }
 
@@ -95,7 +100,10 @@ impl FileSource for LogSource {
     }
 
     fn with_batch_size(&self, batch_size: usize) -> Arc<dyn FileSource> {
-        Arc::new(Self { batch_size, ..self.clone() })
+        Arc::new(Self {
+            batch_size,
+            ..self.clone()
+        })
     }
 
     fn filter(&self) -> Option<Arc<dyn PhysicalExpr>> {
@@ -116,7 +124,9 @@ impl FileSource for LogSource {
 
     fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         match (t, &self.predicate) {
-            (DisplayFormatType::Default | DisplayFormatType::Verbose, Some(p)) => write!(f, ", predicate={p}"),
+            (DisplayFormatType::Default | DisplayFormatType::Verbose, Some(p)) => {
+                write!(f, ", predicate={p}")
+            }
             _ => Ok(()),
         }
     }
@@ -129,7 +139,13 @@ impl FileSource for LogSource {
         let file_schema = self.table_schema.file_schema();
         let verdicts: Vec<PushedDown> = filters
             .iter()
-            .map(|f| if is_exact_pushable(f, file_schema) { PushedDown::Yes } else { PushedDown::No })
+            .map(|f| {
+                if is_exact_pushable(f, file_schema) {
+                    PushedDown::Yes
+                } else {
+                    PushedDown::No
+                }
+            })
             .collect();
         let accepted: Vec<Arc<dyn PhysicalExpr>> = filters
             .iter()
@@ -138,18 +154,27 @@ impl FileSource for LogSource {
             .map(|(f, _)| Arc::clone(f))
             .collect();
         if accepted.is_empty() {
-            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(verdicts));
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
+                verdicts,
+            ));
         }
         let mut source = self.clone();
         source.predicate = Some(conjunction(self.predicate.iter().cloned().chain(accepted)));
-        Ok(FilterPushdownPropagation::with_parent_pushdown_result(verdicts)
-            .with_updated_node(Arc::new(source) as Arc<dyn FileSource>))
+        Ok(
+            FilterPushdownPropagation::with_parent_pushdown_result(verdicts)
+                .with_updated_node(Arc::new(source) as Arc<dyn FileSource>),
+        )
     }
 
-    fn try_pushdown_projection(&self, projection: &ProjectionExprs) -> Result<Option<Arc<dyn FileSource>>> {
+    fn try_pushdown_projection(
+        &self,
+        projection: &ProjectionExprs,
+    ) -> Result<Option<Arc<dyn FileSource>>> {
         let mut source = self.clone();
-        source.projection =
-            SplitProjection::new(self.table_schema.file_schema(), &source.projection.source.try_merge(projection)?);
+        source.projection = SplitProjection::new(
+            self.table_schema.file_schema(),
+            &source.projection.source.try_merge(projection)?,
+        );
         Ok(Some(Arc::new(source)))
     }
 
@@ -157,7 +182,9 @@ impl FileSource for LogSource {
         &self,
         f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        if apply_expression_roots(self.projection.source.iter(), &mut *f)? == TreeNodeRecursion::Stop {
+        if apply_expression_roots(self.projection.source.iter(), &mut *f)?
+            == TreeNodeRecursion::Stop
+        {
             return Ok(TreeNodeRecursion::Stop);
         }
         match &self.predicate {
@@ -179,12 +206,17 @@ impl FileOpener for LogOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
         let plan = Arc::clone(&self.plan);
         let loc = FileLocation::new(self.store_url.clone(), Arc::clone(&self.store), &file);
-        let range = file.range.as_ref().map(|r| r.start.max(0) as u64..r.end.max(0) as u64);
+        let range = file
+            .range
+            .as_ref()
+            .map(|r| r.start.max(0) as u64..r.end.max(0) as u64);
         let metrics = self.metrics.clone();
         Ok(Box::pin(async move {
             let (tx, rx) = tokio::sync::mpsc::channel(2);
             tokio::task::spawn_blocking(move || {
-                let run = std::panic::catch_unwind(AssertUnwindSafe(|| scan_file(&plan, &loc, range, &metrics, &tx)));
+                let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    scan_file(&plan, &loc, range, &metrics, &tx)
+                }));
                 if let Err(panic) = run {
                     let msg = panic
                         .downcast_ref::<String>()
@@ -197,7 +229,11 @@ impl FileOpener for LogOpener {
                     ))));
                 }
             });
-            let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) });
+            let stream =
+                futures::stream::unfold(
+                    rx,
+                    |mut rx| async move { rx.recv().await.map(|b| (b, rx)) },
+                );
             Ok(stream.boxed())
         }))
     }

@@ -26,7 +26,11 @@ pub struct CachedSummary {
 static CACHE: LazyLock<Mutex<HashMap<String, CachedSummary>>> = LazyLock::new(Default::default);
 
 /// The summary of `file` (cached under `key`), detecting the format when `format` is `None`.
-pub fn get_or_load(key: &str, format: Option<&Arc<dyn LogFormat>>, file: &dyn ReadAt) -> Result<CachedSummary> {
+pub fn get_or_load(
+    key: &str,
+    format: Option<&Arc<dyn LogFormat>>,
+    file: &dyn ReadAt,
+) -> Result<CachedSummary> {
     if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(key)
         && format.is_none_or(|f| f.name() == hit.format.name())
     {
@@ -35,13 +39,19 @@ pub fn get_or_load(key: &str, format: Option<&Arc<dyn LogFormat>>, file: &dyn Re
     let format = match format {
         Some(f) => {
             // A file given as one format must carry its magic: a clear error beats a parse failure.
-            let head = file.read_upto(0, formats::SNIFF_LEN).map_err(|e| crate::Error::io(file.name(), e))?;
+            let head = file
+                .read_upto(0, formats::SNIFF_LEN)
+                .map_err(|e| crate::Error::io(file.name(), e))?;
             if !f.sniff(&head) {
                 return Err(crate::Error::Corrupt {
                     file: file.name().to_string(),
                     format: f.name(),
                     offset: 0,
-                    message: format!("not a {} file (bad magic: {})", f.name(), crate::error::hex_head(&head)),
+                    message: format!(
+                        "not a {} file (bad magic: {})",
+                        f.name(),
+                        crate::error::hex_head(&head)
+                    ),
                 });
             }
             Arc::clone(f)

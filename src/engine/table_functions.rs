@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{
-    ArrayRef, ListBuilder, MapBuilder, RecordBatch, StringBuilder, TimestampNanosecondArray, UInt64Array,
+    ArrayRef, ListBuilder, MapBuilder, RecordBatch, StringBuilder, TimestampNanosecondArray,
+    UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -79,7 +80,11 @@ impl SummaryView {
                 t("start_time"),
                 t("end_time"),
                 u("message_count", true),
-                Field::new("topics", DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))), true),
+                Field::new(
+                    "topics",
+                    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+                    true,
+                ),
             ],
             Self::Attachments => vec![
                 s("file"),
@@ -99,7 +104,9 @@ impl SummaryView {
                     DataType::Map(
                         Arc::new(Field::new(
                             "entries",
-                            DataType::Struct(vec![s("keys"), Field::new("values", DataType::Utf8, true)].into()),
+                            DataType::Struct(
+                                vec![s("keys"), Field::new("values", DataType::Utf8, true)].into(),
+                            ),
                             false,
                         )),
                         false,
@@ -113,7 +120,12 @@ impl SummaryView {
 
 /// Registers the summary table functions on `ctx`.
 pub fn register(ctx: &SessionContext) {
-    for view in [SummaryView::Topics, SummaryView::Chunks, SummaryView::Attachments, SummaryView::Metadata] {
+    for view in [
+        SummaryView::Topics,
+        SummaryView::Chunks,
+        SummaryView::Attachments,
+        SummaryView::Metadata,
+    ] {
         ctx.register_udtf(view.name(), Arc::new(SummaryFunction { view }));
     }
 }
@@ -126,9 +138,14 @@ struct SummaryFunction {
 impl TableFunctionImpl for SummaryFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let path = match args.exprs() {
-            [Expr::Literal(ScalarValue::Utf8(Some(p)) | ScalarValue::Utf8View(Some(p)) | ScalarValue::LargeUtf8(Some(p)), _)] => {
-                p.clone()
-            }
+            [
+                Expr::Literal(
+                    ScalarValue::Utf8(Some(p))
+                    | ScalarValue::Utf8View(Some(p))
+                    | ScalarValue::LargeUtf8(Some(p)),
+                    _,
+                ),
+            ] => p.clone(),
             _ => {
                 return Err(DataFusionError::Plan(format!(
                     "{}() takes one string argument: a file, directory or glob, e.g. {}('run.mcap')",
@@ -137,7 +154,10 @@ impl TableFunctionImpl for SummaryFunction {
                 )));
             }
         };
-        Ok(Arc::new(SummaryTable { view: self.view, path }))
+        Ok(Arc::new(SummaryTable {
+            view: self.view,
+            path,
+        }))
     }
 }
 
@@ -168,7 +188,9 @@ impl TableProvider for SummaryTable {
         let state = state
             .as_any()
             .downcast_ref::<SessionState>()
-            .ok_or_else(|| DataFusionError::Internal("logsql table functions need a SessionState".into()))?;
+            .ok_or_else(|| {
+                DataFusionError::Internal("logsql table functions need a SessionState".into())
+            })?;
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {
@@ -176,20 +198,34 @@ impl TableProvider for SummaryTable {
             files.push((loc.clone(), cached));
         }
         if files.is_empty() {
-            return Err(DataFusionError::Plan(format!("{}('{}'): no log file found there", self.view.name(), self.path)));
+            return Err(DataFusionError::Plan(format!(
+                "{}('{}'): no log file found there",
+                self.view.name(),
+                self.path
+            )));
         }
         let view = self.view;
         let batch = tokio::task::spawn_blocking(move || build(view, &files))
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))??;
-        Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema(), projection.cloned())?)
+        Ok(MemorySourceConfig::try_new_exec(
+            &[vec![batch]],
+            self.schema(),
+            projection.cloned(),
+        )?)
     }
 }
 
-type Files = [(super::object_io::FileLocation, super::summary_cache::CachedSummary)];
+type Files = [(
+    super::object_io::FileLocation,
+    super::summary_cache::CachedSummary,
+)];
 
 fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
-    let a: TimestampNanosecondArray = values.into_iter().map(|v| v.and_then(|v| i64::try_from(v).ok())).collect();
+    let a: TimestampNanosecondArray = values
+        .into_iter()
+        .map(|v| v.and_then(|v| i64::try_from(v).ok()))
+        .collect();
     Arc::new(a.with_timezone("UTC"))
 }
 
@@ -209,17 +245,27 @@ fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
         SummaryView::Chunks => {
             let rows: Vec<(&str, &Summary, &crate::model::ChunkMeta)> = files
                 .iter()
-                .flat_map(|(loc, c)| c.summary.chunks.iter().map(move |ch| (loc.name.as_str(), c.summary.as_ref(), ch)))
+                .flat_map(|(loc, c)| {
+                    c.summary
+                        .chunks
+                        .iter()
+                        .map(move |ch| (loc.name.as_str(), c.summary.as_ref(), ch))
+                })
                 .collect();
             let mut topics = ListBuilder::new(StringBuilder::new());
             for (_, s, c) in &rows {
                 match &c.channels {
                     Some(ids) => {
-                        let mut names: Vec<&str> =
-                            ids.iter().filter_map(|id| s.channels.get(id)).map(|ch| ch.topic.as_str()).collect();
+                        let mut names: Vec<&str> = ids
+                            .iter()
+                            .filter_map(|id| s.channels.get(id))
+                            .map(|ch| ch.topic.as_str())
+                            .collect();
                         names.sort_unstable();
                         names.dedup();
-                        names.into_iter().for_each(|n| topics.values().append_value(n));
+                        names
+                            .into_iter()
+                            .for_each(|n| topics.values().append_value(n));
                         topics.append(true);
                     }
                     None => topics.append(false),
@@ -230,7 +276,13 @@ fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
                 u64_array(rows.iter().map(|r| Some(r.2.index as u64))),
                 u64_array(rows.iter().map(|r| Some(r.2.offset))),
                 u64_array(rows.iter().map(|r| Some(r.2.length))),
-                str_array(rows.iter().map(|r| Some(if r.2.compression.is_empty() { "none" } else { r.2.compression.as_str() }))),
+                str_array(rows.iter().map(|r| {
+                    Some(if r.2.compression.is_empty() {
+                        "none"
+                    } else {
+                        r.2.compression.as_str()
+                    })
+                })),
                 u64_array(rows.iter().map(|r| Some(r.2.compressed_size))),
                 u64_array(rows.iter().map(|r| r.2.uncompressed_size)),
                 ts_array(rows.iter().map(|r| r.2.start_time)),
@@ -242,7 +294,12 @@ fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
         SummaryView::Attachments => {
             let rows: Vec<_> = files
                 .iter()
-                .flat_map(|(loc, c)| c.summary.attachments.iter().map(move |a| (loc.name.as_str(), a)))
+                .flat_map(|(loc, c)| {
+                    c.summary
+                        .attachments
+                        .iter()
+                        .map(move |a| (loc.name.as_str(), a))
+                })
                 .collect();
             vec![
                 str_array(rows.iter().map(|r| Some(r.0))),
@@ -258,7 +315,12 @@ fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
         SummaryView::Metadata => {
             let rows: Vec<_> = files
                 .iter()
-                .flat_map(|(loc, c)| c.summary.metadata.iter().map(move |m| (loc.name.as_str(), m)))
+                .flat_map(|(loc, c)| {
+                    c.summary
+                        .metadata
+                        .iter()
+                        .map(move |m| (loc.name.as_str(), m))
+                })
                 .collect();
             let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
             for (_, m) in &rows {
@@ -285,7 +347,9 @@ fn topics_columns(files: &Files) -> Result<Vec<ArrayRef>> {
     let mut all: BTreeMap<String, TopicRow> = BTreeMap::new();
     for (loc, cached) in files {
         for (topic, row) in file_topics(loc, cached.format.as_ref(), &cached.summary)? {
-            let e = all.entry(topic).or_insert((row.0.clone(), row.1.clone(), 0, None, None));
+            let e = all
+                .entry(topic)
+                .or_insert((row.0.clone(), row.1.clone(), 0, None, None));
             e.2 += row.2;
             e.3 = min_opt(e.3, row.3);
             e.4 = e.4.max(row.4);
@@ -319,7 +383,15 @@ fn file_topics(
     let mut out: BTreeMap<String, TopicRow> = BTreeMap::new();
     let row_of = |out: &mut BTreeMap<String, TopicRow>, ch: &crate::model::Channel| {
         out.entry(ch.topic.clone())
-            .or_insert_with(|| (ch.message_type.clone(), ch.message_encoding.clone(), 0, None, None))
+            .or_insert_with(|| {
+                (
+                    ch.message_type.clone(),
+                    ch.message_encoding.clone(),
+                    0,
+                    None,
+                    None,
+                )
+            })
             .clone()
     };
     if let Some(counts) = &summary.channel_message_counts {
@@ -329,7 +401,9 @@ fn file_topics(
                 .chunks
                 .iter()
                 .filter(|c| c.channels.as_ref().is_none_or(|ids| ids.contains(&ch.id)))
-                .fold((None, None), |(lo, hi), c| (min_opt(lo, c.start_time), hi.max(c.end_time)));
+                .fold((None, None), |(lo, hi), c| {
+                    (min_opt(lo, c.start_time), hi.max(c.end_time))
+                });
             let n = counts.get(&ch.id).copied().unwrap_or(0);
             let e = out.get_mut(&ch.topic).expect("inserted above");
             e.2 += n;
@@ -344,11 +418,22 @@ fn file_topics(
         row_of(&mut out, ch);
     }
     let file = loc.open().map_err(df_err)?;
-    let sel = Selection { time: None, topics: None, payload: false, full_header: false };
+    let sel = Selection {
+        time: None,
+        topics: None,
+        payload: false,
+        full_header: false,
+    };
     let mut sink = |m: Message<'_>| {
-        let e = out
-            .entry(m.channel.topic.clone())
-            .or_insert_with(|| (m.channel.message_type.clone(), m.channel.message_encoding.clone(), 0, None, None));
+        let e = out.entry(m.channel.topic.clone()).or_insert_with(|| {
+            (
+                m.channel.message_type.clone(),
+                m.channel.message_encoding.clone(),
+                0,
+                None,
+                None,
+            )
+        });
         e.2 += 1;
         e.3 = min_opt(e.3, Some(m.log_time));
         e.4 = e.4.max(Some(m.log_time));
@@ -356,7 +441,9 @@ fn file_topics(
     };
     let reader: &dyn ReadAt = file.as_ref();
     for chunk in &summary.chunks {
-        format.read_chunk(reader, summary, chunk, &sel, &mut sink).map_err(df_err)?;
+        format
+            .read_chunk(reader, summary, chunk, &sel, &mut sink)
+            .map_err(df_err)?;
     }
     if let Some(d) = &summary.damage {
         return Err(df_err(d.clone()));

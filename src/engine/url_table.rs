@@ -26,7 +26,9 @@ use super::schema::messages_schema;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
 
 /// Extensions DataFusion's own url tables read; such files are left to it.
-const DATAFUSION_EXTENSIONS: &[&str] = &["parquet", "csv", "tsv", "json", "ndjson", "avro", "arrow", "ipc"];
+const DATAFUSION_EXTENSIONS: &[&str] = &[
+    "parquet", "csv", "tsv", "json", "ndjson", "avro", "arrow", "ipc",
+];
 
 /// The files a path names, each with its detected log format (`None`: not a log file).
 pub struct ResolvedPath {
@@ -49,11 +51,19 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
     let store = state.runtime_env().object_store(&store_url)?;
-    let metas: Vec<ObjectMeta> = url.list_all_files(state, store.as_ref(), "").await?.try_collect().await?;
+    let metas: Vec<ObjectMeta> = url
+        .list_all_files(state, store.as_ref(), "")
+        .await?
+        .try_collect()
+        .await?;
     let mut files = Vec::with_capacity(metas.len());
     for meta in metas {
         let head_len = meta.size.min(SNIFF_LEN as u64);
-        let head = if head_len == 0 { Default::default() } else { store.get_range(&meta.location, 0..head_len).await? };
+        let head = if head_len == 0 {
+            Default::default()
+        } else {
+            store.get_range(&meta.location, 0..head_len).await?
+        };
         let format = formats::sniff(&head);
         let loc = FileLocation::from_store(Arc::clone(&store), meta);
         files.push((loc, format));
@@ -69,14 +79,21 @@ pub struct LogUrlTableFactory {
 }
 
 /// DataFusion's own url table for `path` (Parquet, CSV, ...), as `enable_url_table` would build it.
-async fn datafusion_url_table(state: &SessionState, path: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+async fn datafusion_url_table(
+    state: &SessionState,
+    path: &str,
+) -> Result<Option<Arc<dyn TableProvider>>> {
     let Ok(url) = ListingTableUrl::parse(path) else {
         return Ok(None);
     };
     let Ok(config) = ListingTableConfig::new(url).infer_options(state).await else {
         return Ok(None);
     };
-    let config = config.infer_partitions_from_path(state).await?.infer_schema(state).await?;
+    let config = config
+        .infer_partitions_from_path(state)
+        .await?
+        .infer_schema(state)
+        .await?;
     Ok(Some(Arc::new(ListingTable::try_new(config)?)))
 }
 
@@ -95,7 +112,11 @@ impl UrlTableFactory for LogUrlTableFactory {
         };
         let logs: Vec<_> = resolved.log_files().collect();
         if logs.is_empty() {
-            let ext = path.rsplit('.').next().unwrap_or_default().to_ascii_lowercase();
+            let ext = path
+                .rsplit('.')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
             // One explicit file of unknown content: say so, rather than "table not found".
             if let [(loc, None)] = resolved.files.as_slice()
                 && !DATAFUSION_EXTENSIONS.contains(&ext.as_str())
@@ -112,7 +133,9 @@ impl UrlTableFactory for LogUrlTableFactory {
             return datafusion_url_table(&state, path).await;
         }
         let first = logs[0].1.clone();
-        let same_format = logs.iter().all(|(_, f)| f.as_ref().map(|f| f.name()) == first.as_ref().map(|f| f.name()));
+        let same_format = logs
+            .iter()
+            .all(|(_, f)| f.as_ref().map(|f| f.name()) == first.as_ref().map(|f| f.name()));
         let format = if same_format { first } else { None };
         // Name the files one by one only when the path also holds files that are not logs.
         let urls = if logs.len() == resolved.files.len() {
@@ -120,10 +143,13 @@ impl UrlTableFactory for LogUrlTableFactory {
         } else {
             let store_url = resolved.url.object_store();
             logs.iter()
-                .map(|(loc, _)| ListingTableUrl::parse(format!("{}{}", store_url.as_str(), loc.meta.location)))
+                .map(|(loc, _)| {
+                    ListingTableUrl::parse(format!("{}{}", store_url.as_str(), loc.meta.location))
+                })
                 .collect::<Result<_>>()?
         };
-        let options = ListingOptions::new(Arc::new(LogFileFormat::new(format))).with_file_extension("");
+        let options =
+            ListingOptions::new(Arc::new(LogFileFormat::new(format))).with_file_extension("");
         let config = ListingTableConfig::new_with_multi_paths(urls)
             .with_listing_options(options)
             .with_schema(messages_schema());
@@ -145,7 +171,12 @@ pub fn install(ctx: &SessionContext) -> Result<()> {
     let inner = catalog
         .schema(&schema_name)
         .ok_or_else(|| DataFusionError::Plan(format!("no default schema '{schema_name}'")))?;
-    let factory = Arc::new(LogUrlTableFactory { state: ctx.state_weak_ref() });
-    catalog.register_schema(&schema_name, Arc::new(DynamicFileSchemaProvider::new(inner, factory)))?;
+    let factory = Arc::new(LogUrlTableFactory {
+        state: ctx.state_weak_ref(),
+    });
+    catalog.register_schema(
+        &schema_name,
+        Arc::new(DynamicFileSchemaProvider::new(inner, factory)),
+    )?;
     Ok(())
 }

@@ -55,7 +55,9 @@ pub fn all() -> Vec<Arc<dyn LogFormat>> {
 /// The format with this name (case-insensitive), or one of its extensions.
 pub fn by_name(name: &str) -> Option<Arc<dyn LogFormat>> {
     let name = name.to_ascii_lowercase();
-    all().into_iter().find(|f| f.name() == name || f.extensions().contains(&name.as_str()))
+    all()
+        .into_iter()
+        .find(|f| f.name() == name || f.extensions().contains(&name.as_str()))
 }
 
 /// The format whose magic bytes match `head`.
@@ -65,10 +67,20 @@ pub fn sniff(head: &[u8]) -> Option<Arc<dyn LogFormat>> {
 
 /// Detects the format of `file` from its content.
 pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
-    let head = file.read_upto(0, SNIFF_LEN).map_err(|e| Error::io(file.name(), e))?;
+    let head = file
+        .read_upto(0, SNIFF_LEN)
+        .map_err(|e| Error::io(file.name(), e))?;
     sniff(&head).ok_or_else(|| Error::UnknownFormat {
         file: file.name().to_string(),
-        known: all().iter().map(|f| f.name()).collect::<Vec<_>>().join(", "),
-        head: if head.is_empty() { "(empty file)".into() } else { hex_head(&head) },
+        known: all()
+            .iter()
+            .map(|f| f.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        head: if head.is_empty() {
+            "(empty file)".into()
+        } else {
+            hex_head(&head)
+        },
     })
 }

@@ -13,11 +13,18 @@ fn ctx() -> SessionContext {
 }
 
 async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
-    ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")).collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    ctx.sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 async fn text(ctx: &SessionContext, sql: &str) -> String {
-    pretty_format_batches(&query(ctx, sql).await).unwrap().to_string()
+    pretty_format_batches(&query(ctx, sql).await)
+        .unwrap()
+        .to_string()
 }
 
 /// The rendered plan of `EXPLAIN ANALYZE <sql>` (metrics included).
@@ -28,10 +35,15 @@ async fn analyze(ctx: &SessionContext, sql: &str) -> String {
 /// A metric of the scan node, summed over partitions, from an EXPLAIN ANALYZE plan.
 fn metric(plan: &str, name: &str) -> u64 {
     let key = format!("{name}=");
-    let line = plan.lines().find(|l| l.contains("DataSourceExec") && l.contains(&key)).unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
+    let line = plan
+        .lines()
+        .find(|l| l.contains("DataSourceExec") && l.contains(&key))
+        .unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
     let rest = &line[line.find(&key).unwrap() + key.len()..];
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().unwrap_or_else(|_| panic!("bad {name} in {line}"))
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("bad {name} in {line}"))
 }
 
 /// Single-column i64/u64 values of a query, in row order.
@@ -41,8 +53,12 @@ async fn ints(ctx: &SessionContext, sql: &str) -> Vec<i64> {
         let c = b.column(0);
         for i in 0..c.len() {
             out.push(match c.data_type() {
-                datafusion::arrow::datatypes::DataType::Int64 => c.as_primitive::<Int64Type>().value(i),
-                datafusion::arrow::datatypes::DataType::UInt64 => c.as_primitive::<UInt64Type>().value(i) as i64,
+                datafusion::arrow::datatypes::DataType::Int64 => {
+                    c.as_primitive::<Int64Type>().value(i)
+                }
+                datafusion::arrow::datatypes::DataType::UInt64 => {
+                    c.as_primitive::<UInt64Type>().value(i) as i64
+                }
                 t => panic!("unexpected type {t}"),
             });
         }
@@ -56,9 +72,15 @@ fn sample(name: &str) -> Option<String> {
 
 #[tokio::test]
 async fn group_by_topic_counts_every_message() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
-    let out = text(&ctx, &format!("SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic")).await;
+    let out = text(
+        &ctx,
+        &format!("SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic"),
+    )
+    .await;
     assert_eq!(
         out,
         "+--------------+-----+\n| topic        | n   |\n+--------------+-----+\n| /diagnostics | 52  |\n| /tf          | 774 |\n+--------------+-----+"
@@ -67,7 +89,9 @@ async fn group_by_topic_counts_every_message() {
 
 #[tokio::test]
 async fn compressed_and_uncompressed_files_hold_the_same_messages() {
-    let (Some(a), Some(b)) = (sample("compressed.mcap"), sample("uncompressed.mcap")) else { return };
+    let (Some(a), Some(b)) = (sample("compressed.mcap"), sample("uncompressed.mcap")) else {
+        return;
+    };
     let ctx = ctx();
     let sql = |f: &str| {
         format!(
@@ -81,28 +105,56 @@ async fn compressed_and_uncompressed_files_hold_the_same_messages() {
     assert_eq!(x, y);
     // Payload bytes survive untouched: total size and a digest over all of them.
     let total = ints(&ctx, &format!("SELECT sum(length(data)) FROM '{a}'")).await;
-    assert_eq!(total, ints(&ctx, &format!("SELECT sum(length(data)) FROM '{b}'")).await);
+    assert_eq!(
+        total,
+        ints(&ctx, &format!("SELECT sum(length(data)) FROM '{b}'")).await
+    );
     assert!(total[0] > 0);
 }
 
 #[tokio::test]
 async fn count_and_time_bounds_come_from_statistics_without_a_scan() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
     let plan = text(&ctx, &format!("EXPLAIN SELECT count(*) FROM '{f}'")).await;
-    assert!(!plan.contains("DataSourceExec"), "count(*) should be answered from the summary:\n{plan}");
-    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{f}'")).await, vec![826]);
-    let plan = text(&ctx, &format!("EXPLAIN SELECT min(log_time), max(log_time) FROM '{f}'")).await;
-    assert!(!plan.contains("DataSourceExec"), "min/max(log_time) should come from the summary:\n{plan}");
+    assert!(
+        !plan.contains("DataSourceExec"),
+        "count(*) should be answered from the summary:\n{plan}"
+    );
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(*) FROM '{f}'")).await,
+        vec![826]
+    );
+    let plan = text(
+        &ctx,
+        &format!("EXPLAIN SELECT min(log_time), max(log_time) FROM '{f}'"),
+    )
+    .await;
+    assert!(
+        !plan.contains("DataSourceExec"),
+        "min/max(log_time) should come from the summary:\n{plan}"
+    );
     // ... and agree with a real scan.
-    let stats = text(&ctx, &format!("SELECT min(log_time), max(log_time) FROM '{f}'")).await;
-    let scanned = text(&ctx, &format!("SELECT min(log_time), max(log_time) FROM '{f}' WHERE length(data) >= 0")).await;
+    let stats = text(
+        &ctx,
+        &format!("SELECT min(log_time), max(log_time) FROM '{f}'"),
+    )
+    .await;
+    let scanned = text(
+        &ctx,
+        &format!("SELECT min(log_time), max(log_time) FROM '{f}' WHERE length(data) >= 0"),
+    )
+    .await;
     assert_eq!(stats, scanned);
 }
 
 #[tokio::test]
 async fn time_window_reads_only_the_chunks_it_needs() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
     let bounds = ints(
         &ctx,
@@ -123,18 +175,31 @@ async fn time_window_reads_only_the_chunks_it_needs() {
     assert!(expected[0] > 0);
     // Same window written with timestamps.
     let ts = |n: i64| format!("to_timestamp_nanos({n})");
-    let got2 = ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE log_time >= {} AND log_time <= {}", ts(t0), ts(t1))).await;
+    let got2 = ints(
+        &ctx,
+        &format!(
+            "SELECT count(*) FROM '{f}' WHERE log_time >= {} AND log_time <= {}",
+            ts(t0),
+            ts(t1)
+        ),
+    )
+    .await;
     assert_eq!(got2, expected);
     let plan = analyze(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE {window}")).await;
     let (total, read) = (metric(&plan, "chunks_total"), metric(&plan, "chunks_read"));
     assert_eq!(total, 413, "{plan}");
-    assert!(read * 100 <= total * 15, "a 10% window read {read} of {total} chunks:\n{plan}");
+    assert!(
+        read * 100 <= total * 15,
+        "a 10% window read {read} of {total} chunks:\n{plan}"
+    );
     assert!(read > 0);
 }
 
 #[tokio::test]
 async fn topic_filter_prunes_chunks_and_is_exact() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
     for (pred, n) in [
         ("topic = '/diagnostics'", 52),
@@ -143,30 +208,60 @@ async fn topic_filter_prunes_chunks_and_is_exact() {
         ("topic IN ('/tf', '/diagnostics', '/a', '/b')", 826),
         ("topic <> '/tf'", 52),
     ] {
-        assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE {pred}")).await, vec![n], "{pred}");
+        assert_eq!(
+            ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE {pred}")).await,
+            vec![n],
+            "{pred}"
+        );
     }
-    let plan = analyze(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE topic = '/diagnostics'")).await;
+    let plan = analyze(
+        &ctx,
+        &format!("SELECT count(*) FROM '{f}' WHERE topic = '/diagnostics'"),
+    )
+    .await;
     let (total, read) = (metric(&plan, "chunks_total"), metric(&plan, "chunks_read"));
-    assert!(read < total / 4, "topic pruning read {read} of {total} chunks:\n{plan}");
-    assert!(!plan.contains("FilterExec"), "the filter should be exact in the scan:\n{plan}");
+    assert!(
+        read < total / 4,
+        "topic pruning read {read} of {total} chunks:\n{plan}"
+    );
+    assert!(
+        !plan.contains("FilterExec"),
+        "the filter should be exact in the scan:\n{plan}"
+    );
 }
 
 #[tokio::test]
 async fn limit_reaches_the_scan_and_stops_reading() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
-    let batches = query(&ctx, &format!("SELECT log_time FROM '{f}' WHERE topic = '/tf' LIMIT 3")).await;
+    let batches = query(
+        &ctx,
+        &format!("SELECT log_time FROM '{f}' WHERE topic = '/tf' LIMIT 3"),
+    )
+    .await;
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
-    let plan = analyze(&ctx, &format!("SELECT * FROM '{f}' WHERE topic = '/tf' LIMIT 3")).await;
+    let plan = analyze(
+        &ctx,
+        &format!("SELECT * FROM '{f}' WHERE topic = '/tf' LIMIT 3"),
+    )
+    .await;
     assert!(plan.contains("limit=3"), "{plan}");
     assert!(metric(&plan, "chunks_read") < 20, "{plan}");
 }
 
 #[tokio::test]
 async fn header_only_queries_decompress_nothing() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
-    let plan = analyze(&ctx, &format!("SELECT topic, count(*) FROM '{f}' GROUP BY topic")).await;
+    let plan = analyze(
+        &ctx,
+        &format!("SELECT topic, count(*) FROM '{f}' GROUP BY topic"),
+    )
+    .await;
     assert_eq!(metric(&plan, "bytes_decompressed"), 0, "{plan}");
     assert_eq!(metric(&plan, "messages_read"), 826, "{plan}");
     let plan = analyze(&ctx, &format!("SELECT sum(length(data)) FROM '{f}'")).await;
@@ -175,14 +270,21 @@ async fn header_only_queries_decompress_nothing() {
 
 #[tokio::test]
 async fn one_file_split_across_partitions_reads_each_message_once() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let config = SessionConfig::new()
         .with_target_partitions(4)
         .set_usize("datafusion.optimizer.repartition_file_min_size", 1);
     let ctx = logsql::session_context_with_config(config);
-    let sql = format!("SELECT count(*), count(DISTINCT log_time), sum(length(data)) FROM '{f}' WHERE length(data) >= 0");
+    let sql = format!(
+        "SELECT count(*), count(DISTINCT log_time), sum(length(data)) FROM '{f}' WHERE length(data) >= 0"
+    );
     let plan = analyze(&ctx, &sql).await;
-    assert!(plan.contains("file_groups={4 groups"), "expected a split scan:\n{plan}");
+    assert!(
+        plan.contains("file_groups={4 groups"),
+        "expected a split scan:\n{plan}"
+    );
     assert_eq!(metric(&plan, "chunks_total"), 413, "{plan}");
     let split = text(&ctx, &sql).await;
     assert_eq!(split, text(&self::ctx(), &sql).await);
@@ -191,14 +293,40 @@ async fn one_file_split_across_partitions_reads_each_message_once() {
 
 #[tokio::test]
 async fn summary_table_functions() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let ctx = ctx();
     let out = text(&ctx, &format!("SELECT topic, message_type, message_encoding, message_count FROM topics('{f}') ORDER BY topic")).await;
-    assert!(out.contains("| /diagnostics | diagnostic_msgs/DiagnosticArray | ros1             | 52            |"), "{out}");
-    assert!(out.contains("| /tf          | tf2_msgs/TFMessage              | ros1             | 774           |"), "{out}");
-    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM chunks('{f}')")).await, vec![413]);
-    assert_eq!(ints(&ctx, &format!("SELECT CAST(sum(message_count) AS BIGINT) FROM chunks('{f}')")).await, vec![826]);
-    let comp = text(&ctx, &format!("SELECT DISTINCT compression FROM chunks('{f}')")).await;
+    assert!(
+        out.contains(
+            "| /diagnostics | diagnostic_msgs/DiagnosticArray | ros1             | 52            |"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "| /tf          | tf2_msgs/TFMessage              | ros1             | 774           |"
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(*) FROM chunks('{f}')")).await,
+        vec![413]
+    );
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!("SELECT CAST(sum(message_count) AS BIGINT) FROM chunks('{f}')")
+        )
+        .await,
+        vec![826]
+    );
+    let comp = text(
+        &ctx,
+        &format!("SELECT DISTINCT compression FROM chunks('{f}')"),
+    )
+    .await;
     assert!(comp.contains("zstd"), "{comp}");
     // topics() times bound the real ones.
     let t = text(&ctx, &format!(
@@ -210,41 +338,94 @@ async fn summary_table_functions() {
 
 #[tokio::test]
 async fn attachments_and_metadata_functions() {
-    let Some(dir) = fixtures::dir("mcap") else { return };
+    let Some(dir) = fixtures::dir("mcap") else {
+        return;
+    };
     let ctx = ctx();
-    let a = dir.join("conformance/OneAttachment/OneAttachment-ax.mcap").display().to_string();
+    let a = dir
+        .join("conformance/OneAttachment/OneAttachment-ax.mcap")
+        .display()
+        .to_string();
     let out = text(&ctx, &format!("SELECT name, media_type, CAST(log_time AS BIGINT) AS t, data_size FROM attachments('{a}')")).await;
-    assert!(out.contains("| myFile | application/octet-stream | 2 | 3         |"), "{out}");
-    let m = dir.join("conformance/OneMetadata/OneMetadata-mdx.mcap").display().to_string();
-    let out = text(&ctx, &format!("SELECT name, metadata['foo'] AS foo FROM metadata('{m}')")).await;
+    assert!(
+        out.contains("| myFile | application/octet-stream | 2 | 3         |"),
+        "{out}"
+    );
+    let m = dir
+        .join("conformance/OneMetadata/OneMetadata-mdx.mcap")
+        .display()
+        .to_string();
+    let out = text(
+        &ctx,
+        &format!("SELECT name, metadata['foo'] AS foo FROM metadata('{m}')"),
+    )
+    .await;
     assert!(out.contains("| myMetadata | bar |"), "{out}");
 }
 
 #[tokio::test]
 async fn directories_globs_and_external_tables() {
-    let Some(dir) = fixtures::dir("mcap") else { return };
+    let Some(dir) = fixtures::dir("mcap") else {
+        return;
+    };
     let ten = dir.join("conformance/TenMessages");
     let ctx = ctx();
     // A glob over 154 files, each with 10 messages.
     let glob = format!("{}/*.mcap", ten.display());
-    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{glob}'")).await, vec![1540]);
-    assert_eq!(ints(&ctx, &format!("SELECT count(DISTINCT file) FROM '{glob}'")).await, vec![154]);
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(*) FROM '{glob}'")).await,
+        vec![1540]
+    );
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(DISTINCT file) FROM '{glob}'")).await,
+        vec![154]
+    );
     // A directory that also holds .json files: only the log files are read.
-    assert_eq!(ints(&ctx, &format!("SELECT count(*) FROM '{}/'", ten.display())).await, vec![1540]);
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(*) FROM '{}/'", ten.display())).await,
+        vec![1540]
+    );
     // CREATE EXTERNAL TABLE over a glob, and over one file.
-    query(&ctx, &format!("CREATE EXTERNAL TABLE ten STORED AS MCAP LOCATION '{glob}'")).await;
-    assert_eq!(ints(&ctx, "SELECT count(*) FROM ten WHERE sequence >= 5").await, vec![770]);
-    let one = ten.join("TenMessages-ch-chx-mx-rch-rsh-st-sum.mcap").display().to_string();
-    query(&ctx, &format!("CREATE EXTERNAL TABLE one STORED AS MCAP LOCATION '{one}'")).await;
-    let out = text(&ctx, "SELECT CAST(log_time AS BIGINT) AS t, sequence FROM one ORDER BY t, sequence").await;
-    let times: Vec<&str> = out.lines().skip(3).filter(|l| l.starts_with("| ")).collect();
+    query(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE ten STORED AS MCAP LOCATION '{glob}'"),
+    )
+    .await;
+    assert_eq!(
+        ints(&ctx, "SELECT count(*) FROM ten WHERE sequence >= 5").await,
+        vec![770]
+    );
+    let one = ten
+        .join("TenMessages-ch-chx-mx-rch-rsh-st-sum.mcap")
+        .display()
+        .to_string();
+    query(
+        &ctx,
+        &format!("CREATE EXTERNAL TABLE one STORED AS MCAP LOCATION '{one}'"),
+    )
+    .await;
+    let out = text(
+        &ctx,
+        "SELECT CAST(log_time AS BIGINT) AS t, sequence FROM one ORDER BY t, sequence",
+    )
+    .await;
+    let times: Vec<&str> = out
+        .lines()
+        .skip(3)
+        .filter(|l| l.starts_with("| "))
+        .collect();
     assert_eq!(times.len(), 10, "{out}");
-    assert_eq!(ints(&ctx, "SELECT CAST(sum(sequence) AS BIGINT) FROM one").await, vec![45]);
+    assert_eq!(
+        ints(&ctx, "SELECT CAST(sum(sequence) AS BIGINT) FROM one").await,
+        vec![45]
+    );
 }
 
 #[tokio::test]
 async fn every_conformance_file_with_messages_reads_through_sql() {
-    let Some(dir) = fixtures::dir("mcap") else { return };
+    let Some(dir) = fixtures::dir("mcap") else {
+        return;
+    };
     let ctx = ctx();
     let mut checked = 0;
     for base in ["OneMessage", "OneSchemalessMessage", "TenMessages"] {
@@ -255,9 +436,17 @@ async fn every_conformance_file_with_messages_reads_through_sql() {
                 continue;
             }
             let f = p.display().to_string();
-            let n = ints(&ctx, &format!("SELECT count(*) FROM '{f}' WHERE length(data) = 3")).await;
+            let n = ints(
+                &ctx,
+                &format!("SELECT count(*) FROM '{f}' WHERE length(data) = 3"),
+            )
+            .await;
             assert_eq!(n, vec![want], "{f}");
-            let s = text(&ctx, &format!("SELECT DISTINCT topic, message_encoding FROM '{f}'")).await;
+            let s = text(
+                &ctx,
+                &format!("SELECT DISTINCT topic, message_encoding FROM '{f}'"),
+            )
+            .await;
             assert!(s.contains("example"), "{f}: {s}");
             checked += 1;
         }
@@ -267,14 +456,27 @@ async fn every_conformance_file_with_messages_reads_through_sql() {
 
 #[tokio::test]
 async fn unknown_and_damaged_files_give_clear_errors() {
-    let Some(f) = sample("compressed.mcap") else { return };
+    let Some(f) = sample("compressed.mcap") else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let junk = tmp.path().join("junk.mcap");
     std::fs::write(&junk, b"this is not a log file at all").unwrap();
     let ctx = ctx();
-    let err = ctx.sql(&format!("SELECT * FROM '{}'", junk.display())).await.err().map(|e| e.to_string()).unwrap_or_default();
+    let err = ctx
+        .sql(&format!("SELECT * FROM '{}'", junk.display()))
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
     let err = if err.is_empty() {
-        ctx.sql(&format!("SELECT * FROM '{}'", junk.display())).await.unwrap().collect().await.unwrap_err().to_string()
+        ctx.sql(&format!("SELECT * FROM '{}'", junk.display()))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap_err()
+            .to_string()
     } else {
         err
     };
@@ -285,7 +487,14 @@ async fn unknown_and_damaged_files_give_clear_errors() {
     let cut = tmp.path().join("cut.mcap");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let c = cut.display().to_string();
-    let err = ctx.sql(&format!("SELECT count(*) FROM '{c}'")).await.unwrap().collect().await.unwrap_err().to_string();
+    let err = ctx
+        .sql(&format!("SELECT count(*) FROM '{c}'"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("cut.mcap") && err.contains("byte"), "{err}");
     query(&ctx, "SET logsql.on_error = 'warn'").await;
     let n = ints(&ctx, &format!("SELECT count(*) FROM '{c}'")).await[0];

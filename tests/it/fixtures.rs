@@ -16,15 +16,25 @@ pub fn dir(format: &str) -> Option<PathBuf> {
         return Some(dir);
     }
     if std::env::var("LOGSQL_REQUIRE_FIXTURES").as_deref() == Ok("1") {
-        panic!("fixtures required (LOGSQL_REQUIRE_FIXTURES=1) but {} is missing", dir.display());
+        panic!(
+            "fixtures required (LOGSQL_REQUIRE_FIXTURES=1) but {} is missing",
+            dir.display()
+        );
     }
-    eprintln!("SKIPPED: fixture folder {} not found (set LOGSQL_FIXTURES or check out ../shared)", dir.display());
+    eprintln!(
+        "SKIPPED: fixture folder {} not found (set LOGSQL_FIXTURES or check out ../shared)",
+        dir.display()
+    );
     None
 }
 
 /// Path of one fixture file, or `None` (test skipped) when the folder is absent.
 pub fn file(format: &str, relative: &str) -> Option<PathBuf> {
     let path = dir(format)?.join(relative);
-    assert!(path.is_file(), "fixture {} is missing from the fixture folder", path.display());
+    assert!(
+        path.is_file(),
+        "fixture {} is missing from the fixture folder",
+        path.display()
+    );
     Some(path)
 }
