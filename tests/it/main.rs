@@ -4,3 +4,4 @@
 mod engine_mcap;
 mod fixtures;
 mod mcap_conformance;
+mod mcap_samples;

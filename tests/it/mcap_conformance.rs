@@ -397,6 +397,35 @@ fn check_indexed(file: &BytesReader, expected: &Value) -> Result<(), String> {
         }
     }
 
+    // The header-only selection (message indexes when the file has them) gives
+    // the same (channel, log_time) multiset.
+    let sel = Selection {
+        payload: false,
+        full_header: false,
+        ..Selection::all()
+    };
+    let mut light = Vec::new();
+    for chunk in &summary.chunks {
+        let mut sink = |m: Message<'_>| {
+            light.push((m.channel.id, m.log_time));
+            Flow::Continue
+        };
+        McapFormat
+            .read_chunk(file, &summary, chunk, &sel, &mut sink)
+            .map_err(|e| format!("header-only read: {e}"))?;
+    }
+    light.sort();
+    let mut full: Vec<(u64, u64)> = ours
+        .iter()
+        .map(|(t, v)| (num(&v["channel_id"]), *t))
+        .collect();
+    full.sort();
+    if light != full {
+        return Err(format!(
+            "header-only read gave {light:?}, full read {full:?}"
+        ));
+    }
+
     // Schemas.
     let schemas = dedup_by_id(expected, "Schema");
     let index = summary

@@ -346,10 +346,9 @@ impl<'s> Resolver<'s> {
             chan: ChanRef::Local(i),
             ..
         }) = self.slots.get(&c.id)
+            && !self.local.get(*i).is_some_and(is_synthetic)
         {
-            if !self.local.get(*i).is_some_and(is_synthetic) {
-                return;
-            }
+            return;
         }
         let def = ChannelDef::from_record(c);
         let schema = self

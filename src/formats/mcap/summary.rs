@@ -43,7 +43,7 @@ struct Fallback {
     /// The summary section, when it was read and checked but cannot index the
     /// chunks (it has no ChunkIndex): its statistics, channels and indexes are
     /// still trustworthy and complete the walk.
-    section: Option<Section>,
+    section: Option<Box<Section>>,
 }
 
 /// The trustworthy content of a summary section that has no chunk index.
@@ -143,6 +143,7 @@ fn walked(file: &dyn ReadAt, ctx: &ErrorContext, fallback: Fallback) -> Result<S
     let extras = match fallback.section {
         Some(section) => {
             // A checked summary without chunk indexes: keep what it says.
+            let section = *section;
             for (id, s) in section.schemas {
                 w.schemas.entry(id).or_insert(s);
             }
@@ -317,12 +318,12 @@ fn indexed(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Summary, Fallback> {
     if chunks.is_empty() {
         let mut fallback = Fallback::new("the summary has no chunk index");
         extras.indexed = false;
-        fallback.section = Some(Section {
+        fallback.section = Some(Box::new(Section {
             schemas,
             channels,
             extras,
             metadata_indexes,
-        });
+        }));
         return Err(fallback);
     }
     chunks.sort_by_key(|(m, _)| m.offset);
@@ -575,7 +576,9 @@ fn finish(file: &dyn ReadAt, ctx: &ErrorContext, mut w: Walker<'_>, mut extras: 
             (Some(s.message_count), counts, start, end)
         }
         None => {
-            let known: Option<u64> = chunks.iter().map(|c| c.message_count).sum();
+            let known = chunks
+                .iter()
+                .try_fold(0u64, |acc, c| acc.checked_add(c.message_count?));
             let with_messages = || chunks.iter().filter(|c| c.message_count != Some(0));
             let start = with_messages().filter_map(|c| c.start_time).min();
             let end = with_messages().filter_map(|c| c.end_time).max();

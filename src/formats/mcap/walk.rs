@@ -108,9 +108,22 @@ impl<'f> Walker<'f> {
 
     /// Walks the records in `[start, end)`. Everything before an error stays recorded
     /// (an unfinished pseudo-chunk is closed after its last complete message).
+    ///
+    /// When damage cuts the MessageIndex records after a chunk short, what they
+    /// said about that chunk (channels, count, index location) is dropped: a
+    /// partial list would under-count and could prune the chunk on a topic it holds.
     pub fn walk(&mut self, start: u64, end: u64) -> Result<Stop> {
         let result = self.walk_inner(start, end, false);
         self.close_run();
+        if result.is_err()
+            && let Some((meta, detail)) = self.mi_target.and_then(|t| self.chunks.get_mut(t.chunk))
+            && !detail.message_index_offsets.is_empty()
+        {
+            meta.channels = None;
+            meta.message_count = None;
+            detail.message_index_offsets.clear();
+            detail.message_index_length = 0;
+        }
         result
     }
 
