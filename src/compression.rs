@@ -97,3 +97,63 @@ fn read_capped(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data() -> Vec<u8> {
+        (0..50_000u32).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn zstd_tolerates_trailing_padding_and_several_frames() {
+        let d = data();
+        let mut src = zstd::encode_all(&d[..25_000], 3).unwrap();
+        src.extend(zstd::encode_all(&d[25_000..], 3).unwrap());
+        src.extend([0u8; 13]);
+        let mut out = Vec::new();
+        decompress(Codec::Zstd, &src, d.len() as u64, &mut out).unwrap();
+        assert_eq!(out, d);
+    }
+
+    #[test]
+    fn wrong_declared_sizes_are_errors() {
+        let d = data();
+        let src = zstd::encode_all(&d[..], 3).unwrap();
+        let mut out = Vec::new();
+        let e = decompress(Codec::Zstd, &src, d.len() as u64 - 1, &mut out).unwrap_err();
+        assert!(e.contains("expected"), "{e}");
+        assert!(out.len() <= d.len());
+        let e = decompress(Codec::Zstd, &src, d.len() as u64 + 1, &mut out).unwrap_err();
+        assert!(e.contains("expected"), "{e}");
+        let e = decompress(Codec::Zstd, &src, MAX_CHUNK_SIZE + 1, &mut out).unwrap_err();
+        assert!(e.contains("limit"), "{e}");
+        let e = decompress(Codec::None, &d, 3, &mut out).unwrap_err();
+        assert!(e.contains("expected 3"), "{e}");
+        // A huge (but allowed) declared size over tiny input fails without reserving it.
+        let e = decompress(Codec::Zstd, &src[..10], MAX_CHUNK_SIZE, &mut out).unwrap_err();
+        assert!(e.contains("failed") || e.contains("expected"), "{e}");
+        assert!(out.capacity() < 64 << 20, "{}", out.capacity());
+    }
+
+    #[test]
+    fn lz4_frames_round_trip() {
+        let d = data();
+        let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        std::io::Write::write_all(&mut enc, &d).unwrap();
+        let src = enc.finish().unwrap();
+        let mut out = Vec::new();
+        decompress(Codec::Lz4, &src, d.len() as u64, &mut out).unwrap();
+        assert_eq!(out, d);
+        assert!(decompress(Codec::Lz4, &src[..src.len() / 2], d.len() as u64, &mut out).is_err());
+    }
+
+    #[test]
+    fn codec_names() {
+        assert_eq!(Codec::from_name(""), Some(Codec::None));
+        assert_eq!(Codec::from_name("zstd"), Some(Codec::Zstd));
+        assert_eq!(Codec::from_name("lz4"), Some(Codec::Lz4));
+        assert_eq!(Codec::from_name("bz2"), None);
+    }
+}

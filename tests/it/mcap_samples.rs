@@ -1019,3 +1019,67 @@ fn mutated_files_never_panic() {
         }
     }
 }
+
+/// A file that counts the bytes read from it.
+struct Counting {
+    inner: BytesReader,
+    read: std::sync::atomic::AtomicU64,
+}
+
+impl logsql::io::ReadAt for Counting {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.read
+            .fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_exact_at(offset, buf)
+    }
+}
+
+#[test]
+fn indexed_summary_and_header_only_reads_are_cheap() {
+    use logsql::io::ReadAt;
+    let Some((_, bytes)) = sample("compressed.mcap") else {
+        return;
+    };
+    let file = Counting {
+        inner: reader("compressed.mcap", &bytes),
+        read: 0.into(),
+    };
+    let summary = McapFormat.summary(&file).unwrap();
+    let summary_section = file.size() - summary_start(&bytes) as u64;
+    let read = file.read.swap(0, std::sync::atomic::Ordering::Relaxed);
+    // Footer, summary section, the Header and the DataEnd in the gaps: nothing else.
+    assert!(
+        read < summary_section + 37 + 200,
+        "summary read {read} bytes (summary section is {summary_section})"
+    );
+
+    let index = summary.private::<McapIndex>().unwrap();
+    let mi_bytes: u64 = index.chunks.iter().map(|c| c.message_index_length).sum();
+    let sel = Selection {
+        payload: false,
+        full_header: false,
+        ..Selection::all()
+    };
+    let mut n = 0u64;
+    for chunk in &summary.chunks {
+        let mut sink = |_: Message<'_>| {
+            n += 1;
+            Flow::Continue
+        };
+        McapFormat
+            .read_chunk(&file, &summary, chunk, &sel, &mut sink)
+            .unwrap();
+    }
+    assert_eq!(n, 826);
+    let read = file.read.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        read, mi_bytes,
+        "header-only scan should read only the message indexes"
+    );
+}

@@ -137,7 +137,8 @@ impl<'f> Walker<'f> {
         let file = self.file;
         let ctx = self.ctx;
         let end = end.min(file.size());
-        let mut sr = SequentialReader::new(file, start);
+        let window = Window { inner: file, end };
+        let mut sr = SequentialReader::new(&window, start);
         loop {
             let pos = sr.position();
             if pos >= end {
@@ -363,6 +364,31 @@ impl<'f> Walker<'f> {
     }
 }
 
+/// The first `end` bytes of a file, so that a [`SequentialReader`] walking a
+/// byte range never reads ahead past it (a gap of a few bytes costs a read of a
+/// few bytes, not a whole read-ahead block).
+struct Window<'a> {
+    inner: &'a dyn ReadAt,
+    end: u64,
+}
+
+impl ReadAt for Window<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn size(&self) -> u64 {
+        self.end
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        match offset.checked_add(buf.len() as u64) {
+            Some(e) if e <= self.end => self.inner.read_exact_at(offset, buf),
+            _ => Err(std::io::ErrorKind::UnexpectedEof.into()),
+        }
+    }
+}
+
 /// Opcode and length of a record prefix (zeros if `prefix` is short).
 pub(crate) fn prefix_fields(prefix: &[u8]) -> (u8, u64) {
     let opcode = prefix.first().copied().unwrap_or(0);
@@ -438,7 +464,8 @@ pub(crate) fn read_loose(
     };
     let mut stats = ChunkRead::default();
     let mut resolver = Resolver::new(summary, sel);
-    let mut sr = SequentialReader::new(file, offset);
+    let window = Window { inner: file, end };
+    let mut sr = SequentialReader::new(&window, offset);
     loop {
         let pos = sr.position();
         if pos >= end {
