@@ -50,7 +50,11 @@ pub fn decompress(
     }
     match codec {
         Codec::None => dst.extend_from_slice(src),
-        Codec::Zstd => read_capped(zstd_reader(src)?, src.len(), expected, dst)?,
+        Codec::Zstd => {
+            if !zstd_bulk(src, expected, dst) {
+                read_capped(zstd_reader(src)?, src.len(), expected, dst)?;
+            }
+        }
         Codec::Lz4 => read_capped(
             lz4_flex::frame::FrameDecoder::new(src),
             src.len(),
@@ -67,6 +71,53 @@ pub fn decompress(
     Ok(())
 }
 
+thread_local! {
+    /// One reusable zstd decompression context per thread.
+    static ZSTD: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// One-shot zstd decompression into `dst` (with exactly `expected` bytes of
+/// room), the fast path for well-formed chunks. Returns `false` (with `dst`
+/// cleared) when it cannot be used or fails, e.g. on trailing padding after the
+/// last frame; the streaming decoder then takes over.
+fn zstd_bulk(src: &[u8], expected: u64, dst: &mut Vec<u8>) -> bool {
+    if expected > plausible_size(src.len()) {
+        return false;
+    }
+    let Ok(expected) = usize::try_from(expected) else {
+        return false;
+    };
+    dst.reserve(expected);
+    let ok = ZSTD
+        .try_with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return false;
+            };
+            if slot.is_none() {
+                *slot = zstd::bulk::Decompressor::new().ok();
+            }
+            let Some(d) = slot.as_mut() else {
+                return false;
+            };
+            // Writes into the spare capacity; output larger than it is an error.
+            matches!(d.decompress_to_buffer(src, dst), Ok(n) if n == expected)
+        })
+        .unwrap_or(false);
+    if !ok {
+        dst.clear();
+    }
+    ok
+}
+
+/// The most a compressed payload of `src_len` bytes is assumed to expand to when
+/// reserving memory up front.
+fn plausible_size(src_len: usize) -> u64 {
+    (src_len as u64)
+        .saturating_mul(1024)
+        .saturating_add(1 << 20)
+}
+
 fn zstd_reader(src: &[u8]) -> Result<impl Read + '_, String> {
     // Accepts concatenated frames; stops at trailing zero padding after the last frame.
     zstd::stream::read::Decoder::with_buffer(src).map_err(|e| format!("zstd: {e}"))
@@ -81,10 +132,7 @@ fn read_capped(
     // Reserve what the file declares, but no more than a generous multiple of the
     // compressed size: a corrupt size field must not make us allocate up front
     // what the data cannot produce (the buffer still grows if the data does).
-    let plausible = (src_len as u64)
-        .saturating_mul(1024)
-        .saturating_add(1 << 20);
-    dst.reserve(usize::try_from(expected.min(plausible)).unwrap_or(0));
+    dst.reserve(usize::try_from(expected.min(plausible_size(src_len))).unwrap_or(0));
     // One byte more than expected, to detect oversize output without unbounded reads.
     let mut limited = reader.take(expected + 1);
     match limited.read_to_end(dst) {
