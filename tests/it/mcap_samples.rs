@@ -1083,3 +1083,51 @@ fn indexed_summary_and_header_only_reads_are_cheap() {
         "header-only scan should read only the message indexes"
     );
 }
+
+#[test]
+fn record_reader_options() {
+    use logsql::formats::mcap::RecordReaderOptions;
+    let Some((_, bytes)) = sample("compressed.mcap") else {
+        return;
+    };
+    let file = reader("compressed.mcap", &bytes);
+    let count = |opts: RecordReaderOptions| {
+        let mut r = RecordReader::with_options(&file, opts).unwrap();
+        let mut by_type: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut in_chunk = 0;
+        while let Some(item) = r.next_record().unwrap() {
+            *by_type.entry(item.record.type_name()).or_default() += 1;
+            in_chunk += usize::from(item.in_chunk.is_some());
+        }
+        (by_type, in_chunk)
+    };
+    // Raw top level: chunks stay closed, message indexes are there.
+    let (raw, in_chunk) = count(RecordReaderOptions {
+        flatten_chunks: false,
+        message_indexes: true,
+        verify_crcs: true,
+    });
+    assert_eq!(in_chunk, 0);
+    assert_eq!(
+        (raw["Chunk"], raw["MessageIndex"], raw["ChunkIndex"]),
+        (413, 826, 413)
+    );
+    assert!(!raw.contains_key("Message"));
+    // Default: flattened, no message indexes; every message comes from inside a chunk.
+    let (flat, in_chunk) = count(RecordReaderOptions::default());
+    assert_eq!(flat["Message"], 826);
+    assert!(!flat.contains_key("Chunk") && !flat.contains_key("MessageIndex"));
+    assert_eq!(
+        in_chunk,
+        flat["Message"] + flat["Schema"] + flat["Channel"] - 4
+    );
+    assert_eq!(
+        (
+            flat["Header"],
+            flat["DataEnd"],
+            flat["Footer"],
+            flat["Statistics"]
+        ),
+        (1, 1, 1, 1)
+    );
+}
