@@ -16,11 +16,21 @@
 //!    data: one bounded-memory pass over the top-level records (see [`super::walk`]).
 //!    Damage ends the walk; everything before it is listed and the error goes in
 //!    [`Summary::damage`].
+//!    A summary section that checks out but has no ChunkIndex (unchunked
+//!    writers) still supplies its statistics, channels and attachment/metadata
+//!    indexes to the walk. The `index` property says which path was taken and why.
 //! 3. **Channel discovery.** When chunks use channel ids that no Channel record
 //!    outside the chunks defines (or when the walk cannot tell which channels an
 //!    unindexed chunk uses and no summary vouches for the channel list), the
 //!    chunks concerned are opened, in file order, to read their Schema and Channel
-//!    records. Ids defined nowhere get a synthetic channel (empty topic).
+//!    records. Ids defined nowhere get a synthetic channel (empty topic). For a
+//!    summary-less file whose chunks have no message indexes this is one extra
+//!    decompression pass, the price of knowing every topic before reading.
+//!
+//! Per-chunk message counts and channel ids of indexed chunks are derived from
+//! the layout of their MessageIndex records (see `message_index_counts`) without
+//! reading them; the walk reads them (they are small) and drops what they said
+//! about a chunk whose index records were cut short by damage.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
