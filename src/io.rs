@@ -149,6 +149,11 @@ impl ReadAt for BytesReader {
 ///
 /// Memory stays at one buffer (plus the largest single record asked for), however
 /// large the file. `pos` is always the absolute file offset of the next unread byte.
+///
+/// Read-ahead adapts to the access pattern: it starts small and doubles (up to
+/// [`Self::DEFAULT_BLOCK`]) while reads are contiguous, and falls back to
+/// [`Self::MIN_BLOCK`] after a skip, so walking record headers and skipping
+/// large record bodies reads little more than the headers.
 pub struct SequentialReader<'a> {
     file: &'a dyn ReadAt,
     buf: Vec<u8>,
@@ -156,13 +161,18 @@ pub struct SequentialReader<'a> {
     buf_start: u64,
     /// Offset of the next unread byte.
     pos: u64,
-    /// Bytes to read ahead at a time.
+    /// Bytes to read ahead at the next refill: grows while reading contiguously,
+    /// shrinks back after a skip (like an OS read-ahead window).
     block: usize,
+    /// Largest read-ahead.
+    max_block: usize,
 }
 
 impl<'a> SequentialReader<'a> {
-    /// Default read-ahead size: 1 MiB.
+    /// Largest read-ahead: 1 MiB.
     pub const DEFAULT_BLOCK: usize = 1 << 20;
+    /// Read-ahead after a skip: 4 KiB.
+    pub const MIN_BLOCK: usize = 4 << 10;
 
     /// Starts reading `file` at `pos`.
     pub fn new(file: &'a dyn ReadAt, pos: u64) -> Self {
@@ -171,7 +181,8 @@ impl<'a> SequentialReader<'a> {
             buf: Vec::new(),
             buf_start: pos,
             pos,
-            block: Self::DEFAULT_BLOCK,
+            block: Self::MIN_BLOCK,
+            max_block: Self::DEFAULT_BLOCK,
         }
     }
 
@@ -195,6 +206,14 @@ impl<'a> SequentialReader<'a> {
         let in_buf = self.pos >= self.buf_start
             && self.pos + n as u64 <= self.buf_start + self.buf.len() as u64;
         if !in_buf {
+            let buf_end = self.buf_start + self.buf.len() as u64;
+            let contiguous =
+                !self.buf.is_empty() && self.pos >= self.buf_start && self.pos <= buf_end;
+            self.block = if contiguous {
+                (self.block * 2).min(self.max_block)
+            } else {
+                Self::MIN_BLOCK.min(self.max_block)
+            };
             let want = n.max(self.block) as u64;
             let len = want.min(self.file.size().saturating_sub(self.pos)) as usize;
             self.buf.resize(len, 0);
@@ -243,7 +262,7 @@ mod tests {
         let data: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
         let r = BytesReader::new("mem", data.clone());
         let mut s = SequentialReader::new(&r, 0);
-        s.block = 7;
+        s.max_block = 7;
         let mut out = Vec::new();
         while let Some(b) = s.take(13).unwrap() {
             out.extend_from_slice(b);
@@ -251,5 +270,50 @@ mod tests {
         assert_eq!(&out[..], &data[..out.len()]);
         assert_eq!(out.len(), 10_000 / 13 * 13);
         assert_eq!(s.peek(100).unwrap(), &data[out.len()..]);
+    }
+
+    /// Counts the bytes read through it.
+    struct Counting<'a>(&'a BytesReader, std::sync::atomic::AtomicU64);
+
+    impl ReadAt for Counting<'_> {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn size(&self) -> u64 {
+            self.0.size()
+        }
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+            self.1
+                .fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            self.0.read_exact_at(offset, buf)
+        }
+    }
+
+    #[test]
+    fn read_ahead_shrinks_after_skips_and_grows_when_contiguous() {
+        let r = BytesReader::new("mem", vec![7u8; 64 << 20]);
+        // Skipping 1 MiB bodies after 16-byte headers reads a few KiB per header.
+        let c = Counting(&r, Default::default());
+        let mut s = SequentialReader::new(&c, 0);
+        for _ in 0..32 {
+            s.take(16).unwrap().unwrap();
+            s.advance(1 << 20);
+        }
+        let skipped = c.1.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            skipped <= 32 * SequentialReader::MIN_BLOCK as u64,
+            "read {skipped} bytes"
+        );
+        // Reading contiguously grows the window: few refills for 16 MiB.
+        let mut s = SequentialReader::new(&r, 0);
+        let (mut refills, mut last_start) = (0, u64::MAX);
+        while s.position() < 16 << 20 {
+            s.take(100).unwrap().unwrap();
+            if s.buf_start != last_start {
+                refills += 1;
+                last_start = s.buf_start;
+            }
+        }
+        assert!(refills < 40, "{refills} refills for 16 MiB");
     }
 }

@@ -5,3 +5,5 @@ mod engine_mcap;
 mod fixtures;
 mod mcap_conformance;
 mod mcap_samples;
+#[cfg(feature = "datafusion")]
+mod queries;
