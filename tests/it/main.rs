@@ -1,5 +1,7 @@
 //! logsql's integration tests: one test crate (one link of DataFusion), one module per area.
 
+#[cfg(feature = "cli")]
+mod cli;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
 mod fixtures;

@@ -1,0 +1,193 @@
+//! Command-line arguments (clap derive).
+//!
+//! `logsql [OPTIONS] [SQL]` runs statements (or opens the shell when there are
+//! none); subcommands cover what is not a query: `info`, `export`, and shortcuts
+//! for the summary table functions.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Tables:
+  SELECT ... FROM 'run.mcap'              a file, directory or glob ('logs/*.mcap'); format from content
+  CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION 'logs/'
+  topics('p'), chunks('p'), attachments('p'), metadata('p')   summary table functions
+  Columns: topic, log_time, publish_time, sequence, message_type, message_encoding, data, file
+
+Examples:
+  logsql \"SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic\"
+  logsql --format csv \"SELECT topic, log_time FROM 'logs/' WHERE topic = '/tf' LIMIT 10\"
+  logsql -f queries/rates.sql
+  logsql info run.mcap
+  logsql export run.mcap tf.parquet --topic /tf --start 2022-11-08T04:07:03Z
+  logsql \"COPY (SELECT * FROM 'run.mcap' WHERE topic = '/tf') TO 'tf.parquet'\"
+  logsql                                    (interactive shell; \\q to quit)
+
+Timestamps print as RFC 3339 UTC. Damaged files fail the query after returning every
+readable message; --on-error warn (or SET logsql.on_error = 'warn') logs them instead.";
+
+/// `logsql`: SQL over robot log files.
+#[derive(Debug, Parser)]
+#[command(
+    name = "logsql",
+    version,
+    about = "SQL over robot log files (MCAP, ...) with Apache DataFusion"
+)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// SQL to run: one or more statements separated by `;`. Without SQL and
+    /// without -f, opens an interactive shell (or reads statements from stdin
+    /// when it is not a terminal).
+    #[arg(value_name = "SQL")]
+    pub sql: Option<String>,
+
+    /// Runs the statements in FILE (repeatable; files run before SQL).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// Output format of query results.
+    #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
+    pub format: Format,
+
+    /// What a damaged file does to a query: `error` fails it (after every
+    /// readable message), `warn` logs a warning and succeeds.
+    #[arg(long, value_enum, value_name = "POLICY", global = true)]
+    pub on_error: Option<OnErrorPolicy>,
+
+    /// Number of partitions DataFusion scans and executes in parallel
+    /// (default: the number of CPU cores).
+    #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub target_partitions: Option<u64>,
+
+    /// In `table` output, cut cells longer than N characters (0: never).
+    #[arg(long, value_name = "N", default_value_t = 64, global = true)]
+    pub max_width: usize,
+
+    /// What to do instead of running SQL.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Result output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// An aligned text table.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// One JSON array of objects per result.
+    Json,
+    /// One JSON object per line.
+    Ndjson,
+}
+
+/// Values of `--on-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnErrorPolicy {
+    /// Fail the query after returning every readable message.
+    Error,
+    /// Log a warning and let the query succeed.
+    Warn,
+}
+
+impl OnErrorPolicy {
+    /// The value of the `logsql.on_error` session option.
+    pub fn as_option(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warn => "warn",
+        }
+    }
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Summarises log files: format, size, time range, chunks and compression, topics.
+    Info {
+        /// Log files (a directory stands for the log files under it).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Writes the messages of a log (optionally filtered) to a Parquet file (zstd).
+    ///
+    /// Runs `SELECT * FROM '<INPUT>' WHERE ...` through the engine, so topic and
+    /// time filters skip whole chunks. SQL can do the same with
+    /// `COPY (SELECT ...) TO 'out.parquet'`.
+    Export(ExportArgs),
+    /// Lists the topics of a log: `SELECT * FROM topics('PATH')`.
+    Topics {
+        /// A log file, directory or glob.
+        path: String,
+    },
+    /// Lists the chunks of a log: `SELECT * FROM chunks('PATH')`.
+    Chunks {
+        /// A log file, directory or glob.
+        path: String,
+    },
+    /// Lists the attachments of a log: `SELECT * FROM attachments('PATH')`.
+    Attachments {
+        /// A log file, directory or glob.
+        path: String,
+    },
+    /// Lists the metadata records of a log: `SELECT * FROM metadata('PATH')`.
+    Metadata {
+        /// A log file, directory or glob.
+        path: String,
+    },
+}
+
+/// Arguments of `logsql export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The log to read: a file, directory or glob.
+    pub input: String,
+    /// The Parquet file to write (replaced if it exists).
+    pub output: PathBuf,
+    /// Keeps only this topic (repeatable).
+    #[arg(long = "topic", short = 't', value_name = "TOPIC")]
+    pub topics: Vec<String>,
+    /// Keeps messages with log_time >= TIME: RFC 3339 (`2022-11-08T04:07:03Z`),
+    /// integer nanoseconds or decimal seconds since the epoch.
+    #[arg(long, value_name = "TIME")]
+    pub start: Option<String>,
+    /// Keeps messages with log_time < TIME (same forms as --start).
+    #[arg(long, value_name = "TIME")]
+    pub end: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn sql_and_subcommands_parse() {
+        let a = Args::try_parse_from(["logsql", "SELECT 1", "--format", "csv"]).unwrap();
+        assert_eq!(a.sql.as_deref(), Some("SELECT 1"));
+        assert_eq!(a.format, Format::Csv);
+        let a = Args::try_parse_from([
+            "logsql",
+            "export",
+            "in.mcap",
+            "out.parquet",
+            "-t",
+            "/a",
+            "--topic",
+            "/b",
+        ])
+        .unwrap();
+        match a.command {
+            Some(Command::Export(e)) => assert_eq!(e.topics, ["/a", "/b"]),
+            other => panic!("{other:?}"),
+        }
+        let a = Args::try_parse_from(["logsql", "info", "a.mcap", "--on-error", "warn"]).unwrap();
+        assert_eq!(a.on_error, Some(OnErrorPolicy::Warn));
+    }
+}

@@ -1,0 +1,246 @@
+//! `logsql export`: the (filtered) `messages` of a log written to Parquet.
+//!
+//! The filter is SQL over the engine (`SELECT * FROM '<input>' WHERE topic IN
+//! (...) AND log_time >= ... AND log_time < ...`), so topic and time pushdown
+//! skip whole chunks. Batches stream from `execute_stream()` into an
+//! `ArrowWriter` (zstd), one row group per ~128 MiB of encoded data, into
+//! `<OUTPUT>.partial`, renamed to OUTPUT once complete. On a terminal, a
+//! progress bar counts messages against the total the file summaries state.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::args::ExportArgs;
+use super::error::{CliError, CliResult};
+use super::units::{bytes, parse_time, rfc3339};
+use super::{App, logger, quote};
+
+/// Encoded bytes buffered before a row group is flushed.
+const ROW_GROUP_BYTES: usize = 128 * 1024 * 1024;
+
+/// Runs `logsql export` and prints a one-line result to `out`.
+pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
+    let started = Instant::now();
+    let time = |s: &Option<String>, flag: &str| {
+        s.as_deref()
+            .map(parse_time)
+            .transpose()
+            .map_err(|e| CliError::msg(format!("{flag}: {e}")))
+    };
+    let (start, end) = (time(&a.start, "--start")?, time(&a.end, "--end")?);
+    if let (Some(s), Some(e)) = (start, end)
+        && s >= e
+    {
+        return Err(CliError::msg(format!(
+            "--start ({}) must be before --end ({})",
+            rfc3339(s),
+            rfc3339(e)
+        )));
+    }
+    let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
+    let sql = export_sql(&a.input, &topics, start, end);
+    log::debug!("export: {sql}");
+
+    // The expected row count, when the summaries state it exactly.
+    let total = if start.is_none() && end.is_none() {
+        app.rt.block_on(expected_rows(&app.ctx, &a.input, &topics))
+    } else {
+        None
+    };
+    let df = app.rt.block_on(app.ctx.sql(&sql))?;
+    let mut stream = app.rt.block_on(df.execute_stream())?;
+
+    let partial = partial_path(&a.output);
+    let file =
+        File::create(&partial).map_err(|e| CliError::io(partial.display().to_string(), e))?;
+    let mut cleanup = RemoveOnDrop(Some(partial.clone()));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_created_by(format!("logsql {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut writer = ArrowWriter::try_new(BufWriter::new(file), stream.schema(), Some(props))?;
+    let progress = Progress::new(total);
+    let mut rows = 0u64;
+    while let Some(batch) = app.rt.block_on(stream.next()).transpose()? {
+        writer.write(&batch)?;
+        rows += batch.num_rows() as u64;
+        progress.set(rows);
+        if writer.in_progress_size() >= ROW_GROUP_BYTES {
+            writer.flush()?;
+        }
+    }
+    // Writes the footer.
+    let mut buf = writer.into_inner()?;
+    buf.flush()
+        .map_err(|e| CliError::io(partial.display().to_string(), e))?;
+    drop(buf);
+    drop(progress);
+    std::fs::rename(&partial, &a.output)
+        .map_err(|e| CliError::io(a.output.display().to_string(), e))?;
+    cleanup.0 = None;
+    let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    writeln!(
+        out,
+        "exported {rows} rows to {} ({}) in {:.2} s",
+        a.output.display(),
+        bytes(size),
+        started.elapsed().as_secs_f64()
+    )
+    .and_then(|_| out.flush())
+    .map_err(|e| CliError::io("writing output", e))
+}
+
+/// The query behind an export.
+pub fn export_sql(
+    input: &str,
+    topics: &BTreeSet<&str>,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> String {
+    let mut filters = Vec::new();
+    if !topics.is_empty() {
+        let list: Vec<String> = topics.iter().map(|t| quote(t)).collect();
+        filters.push(format!("topic IN ({})", list.join(", ")));
+    }
+    if let Some(s) = start {
+        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
+    }
+    if let Some(e) = end {
+        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
+    }
+    let mut sql = format!("SELECT * FROM {}", quote(input));
+    if !filters.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&filters.join(" AND "));
+    }
+    sql
+}
+
+/// The number of messages the export will write, from the file summaries, when
+/// every file states its counts (per topic, when topics are chosen).
+async fn expected_rows(ctx: &SessionContext, input: &str, topics: &BTreeSet<&str>) -> Option<u64> {
+    let state = ctx.state();
+    let resolved = logsql::engine::url_table::resolve(&state, input)
+        .await
+        .ok()?;
+    let mut total = 0;
+    for (loc, format) in resolved.log_files() {
+        let cached = loc.summary(format.clone()).await.ok()?;
+        let summary = &cached.summary;
+        total += if topics.is_empty() {
+            summary.message_count?
+        } else {
+            let counts = summary.topic_message_counts()?;
+            topics
+                .iter()
+                .map(|t| counts.get(t).copied().unwrap_or(0))
+                .sum()
+        };
+    }
+    Some(total)
+}
+
+/// `<output>.partial`, next to the output.
+fn partial_path(output: &Path) -> PathBuf {
+    let mut name = output
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| "export".into());
+    name.push(".partial");
+    output.with_file_name(name)
+}
+
+/// Removes an unfinished output file when the export fails.
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A progress bar (known total) or spinner on stderr, only when stderr is a terminal.
+struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    fn new(total: Option<u64>) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self(None);
+        }
+        let (bar, template) = match total {
+            Some(n) => (
+                ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+                "{bar:40.cyan/blue} {human_pos}/{human_len} messages ({per_sec}, eta {eta})",
+            ),
+            None => (
+                ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+                "{spinner} {human_pos} messages ({per_sec}, {elapsed})",
+            ),
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(120));
+        logger::set_progress(Some(bar.clone()));
+        Self(Some(bar))
+    }
+
+    fn set(&self, rows: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(rows);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.take() {
+            logger::set_progress(None);
+            bar.finish_and_clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_sql_quotes_and_filters() {
+        let topics: BTreeSet<&str> = ["/tf", "/it's"].into_iter().collect();
+        assert_eq!(
+            export_sql(
+                "logs/*.mcap",
+                &topics,
+                Some(1_000_000_000),
+                Some(2_500_000_000)
+            ),
+            "SELECT * FROM 'logs/*.mcap' WHERE topic IN ('/it''s', '/tf') \
+             AND log_time >= '1970-01-01T00:00:01Z' AND log_time < '1970-01-01T00:00:02.500Z'"
+        );
+        assert_eq!(
+            export_sql("a.mcap", &BTreeSet::new(), None, None),
+            "SELECT * FROM 'a.mcap'"
+        );
+    }
+
+    #[test]
+    fn partial_file_sits_next_to_the_output() {
+        assert_eq!(
+            partial_path(Path::new("/x/out.parquet")),
+            PathBuf::from("/x/out.parquet.partial")
+        );
+    }
+}

@@ -1,0 +1,425 @@
+//! The `logsql` binary, run as a user would: every output format, `info`,
+//! `export`, `COPY`, `-f` scripts, stdin scripts, and error exits.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+
+use crate::fixtures;
+
+const COUNTS_SQL: &str = "SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic";
+
+fn compressed() -> Option<PathBuf> {
+    fixtures::file("mcap", "samples/compressed.mcap")
+}
+
+fn logsql(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run logsql")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs logsql and asserts success, returning stdout.
+fn ok(args: &[&str]) -> String {
+    let out = logsql(args);
+    assert!(
+        out.status.success(),
+        "logsql {args:?} failed ({:?}):\n{}",
+        out.status,
+        stderr(&out)
+    );
+    stdout(&out)
+}
+
+fn sql_for(template: &str, file: &Path) -> String {
+    template.replace("{f}", &file.display().to_string())
+}
+
+fn parquet_rows(path: &Path) -> i64 {
+    let file = std::fs::File::open(path).expect("open parquet");
+    SerializedFileReader::new(file)
+        .expect("read parquet")
+        .metadata()
+        .file_metadata()
+        .num_rows()
+}
+
+#[test]
+fn table_output() {
+    let Some(f) = compressed() else { return };
+    let out = ok(&[&sql_for(COUNTS_SQL, &f)]);
+    assert!(out.contains("| topic        | n   |"), "{out}");
+    assert!(out.contains("| /diagnostics | 52  |"), "{out}");
+    assert!(out.contains("| /tf          | 774 |"), "{out}");
+}
+
+#[test]
+fn csv_output() {
+    let Some(f) = compressed() else { return };
+    let out = ok(&["--format", "csv", &sql_for(COUNTS_SQL, &f)]);
+    assert_eq!(out, "topic,n\n/diagnostics,52\n/tf,774\n");
+}
+
+#[test]
+fn json_output_is_one_array() {
+    let Some(f) = compressed() else { return };
+    // Many small batches (413 chunks, 1-row batches) still make one array.
+    let out = ok(&["--format", "json", &sql_for(COUNTS_SQL, &f)]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(
+        v,
+        serde_json::json!([{"topic": "/diagnostics", "n": 52}, {"topic": "/tf", "n": 774}])
+    );
+
+    let out = ok(&[
+        "--format",
+        "json",
+        "--target-partitions",
+        "4",
+        &sql_for("SELECT topic FROM '{f}'", &f),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(v.as_array().map(Vec::len), Some(826));
+}
+
+#[test]
+fn ndjson_output() {
+    let Some(f) = compressed() else { return };
+    let out = ok(&["--format", "ndjson", &sql_for(COUNTS_SQL, &f)]);
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            serde_json::json!({"topic": "/diagnostics", "n": 52}),
+            serde_json::json!({"topic": "/tf", "n": 774})
+        ]
+    );
+}
+
+#[test]
+fn timestamps_print_as_rfc3339_utc() {
+    let Some(f) = compressed() else { return };
+    let sql = sql_for(
+        "SELECT min(log_time) AS first, max(log_time) AS last FROM '{f}'",
+        &f,
+    );
+    let out = ok(&["--format", "csv", &sql]);
+    assert_eq!(
+        out,
+        "first,last\n2017-03-22T02:26:20.103843113Z,2017-03-22T02:26:27.884601617Z\n"
+    );
+    let out = ok(&["--format", "json", &sql]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["first"], "2017-03-22T02:26:20.103843113Z");
+}
+
+#[test]
+fn several_statements_print_each_result() {
+    let Some(f) = compressed() else { return };
+    let sql = sql_for(
+        "CREATE EXTERNAL TABLE m STORED AS MCAP LOCATION '{f}'; \
+         SELECT count(*) AS n FROM m WHERE topic = '/tf'; SELECT 'a;b' AS s",
+        &f,
+    );
+    assert_eq!(ok(&["--format", "csv", &sql]), "n\n774\ns\na;b\n");
+}
+
+#[test]
+fn sql_file_runs_every_statement() {
+    let Some(f) = compressed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("counts.sql");
+    let text = sql_for(
+        "-- Messages per topic; a ';' in a comment does not end the statement.\n\
+         SET logsql.on_error = 'warn';\n\
+         SELECT topic, count(*) AS n\nFROM '{f}'\nGROUP BY topic\nORDER BY topic;\n\n\
+         SELECT count(*) AS chunks FROM chunks('{f}')\n",
+        &f,
+    );
+    std::fs::write(&script, text).unwrap();
+    let out = ok(&["--format", "csv", "-f", script.to_str().unwrap()]);
+    assert_eq!(out, "topic,n\n/diagnostics,52\n/tf,774\nchunks\n413\n");
+}
+
+#[test]
+fn stdin_script_when_not_a_terminal() {
+    let Some(f) = compressed() else { return };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--format", "csv"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sql = sql_for(
+        "SELECT count(*) AS n FROM '{f}' WHERE topic = '/diagnostics';\n",
+        &f,
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sql.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "n\n52\n");
+}
+
+#[test]
+fn info_summarises_the_file() {
+    let Some(f) = compressed() else { return };
+    let out = ok(&["info", f.to_str().unwrap()]);
+    for expected in [
+        "format:       mcap",
+        "profile:      ros1",
+        "messages:     826",
+        "start:        2017-03-22T02:26:20.103843113Z (1490149580103843113 ns)",
+        "end:          2017-03-22T02:26:27.884601617Z (1490149587884601617 ns)",
+        "chunks:       413",
+        "zstd: 413 chunks",
+        "attachments:  0",
+        "metadata:     0",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in:\n{out}");
+    }
+    let topic_line = |topic: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(topic))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let diag = topic_line("/diagnostics");
+    assert!(
+        diag.contains("diagnostic_msgs/DiagnosticArray") && diag.contains(" 52 "),
+        "{out}"
+    );
+    let tf = topic_line("/tf");
+    assert!(
+        tf.contains("tf2_msgs/TFMessage") && tf.contains(" 774 ") && tf.contains("Hz"),
+        "{out}"
+    );
+}
+
+#[test]
+fn info_reports_recovery_and_damage() {
+    let Some(f) = fixtures::file("mcap", "samples/chunk_not_closed.mcap") else {
+        return;
+    };
+    let out = ok(&["info", f.to_str().unwrap()]);
+    assert!(
+        out.contains("index:        none usable; summary rebuilt by walking the file"),
+        "{out}"
+    );
+    assert!(
+        out.contains("damage:") && out.contains("at byte 39"),
+        "{out}"
+    );
+}
+
+#[test]
+fn export_writes_parquet_for_one_topic() {
+    let Some(f) = compressed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("tf.parquet");
+    let out = ok(&[
+        "export",
+        f.to_str().unwrap(),
+        parquet.to_str().unwrap(),
+        "--topic",
+        "/tf",
+    ]);
+    assert!(out.starts_with("exported 774 rows to "), "{out}");
+    assert_eq!(parquet_rows(&parquet), 774);
+    assert!(!dir.path().join("tf.parquet.partial").exists());
+
+    // Read back through the CLI: the messages columns, topic /tf only.
+    let sql = format!(
+        "SELECT topic, count(*) AS n, count(DISTINCT file) AS files FROM '{}' GROUP BY topic",
+        parquet.display()
+    );
+    assert_eq!(ok(&["--format", "csv", &sql]), "topic,n,files\n/tf,774,1\n");
+}
+
+#[test]
+fn export_filters_time_in_every_notation() {
+    let Some(f) = compressed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let expected = {
+        let sql = sql_for(
+            "SELECT count(*) AS n FROM '{f}' WHERE log_time >= '2017-03-22T02:26:21Z' \
+             AND log_time < '2017-03-22T02:26:22.5Z'",
+            &f,
+        );
+        ok(&["--format", "csv", &sql])
+            .trim_start_matches("n\n")
+            .trim()
+            .parse::<i64>()
+            .unwrap()
+    };
+    assert!(expected > 0 && expected < 826, "{expected}");
+    for (i, (start, end)) in [
+        ("2017-03-22T02:26:21Z", "2017-03-22T02:26:22.500Z"),
+        ("1490149581000000000", "1490149582500000000"),
+        ("1490149581.0", "1490149582.5"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let parquet = dir.path().join(format!("w{i}.parquet"));
+        ok(&[
+            "export",
+            f.to_str().unwrap(),
+            parquet.to_str().unwrap(),
+            "--start",
+            start,
+            "--end",
+            end,
+        ]);
+        assert_eq!(
+            parquet_rows(&parquet),
+            expected,
+            "--start {start} --end {end}"
+        );
+    }
+    let out = logsql(&[
+        "export",
+        f.to_str().unwrap(),
+        "x.parquet",
+        "--start",
+        "yesterday",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("--start: cannot read time 'yesterday'"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn copy_to_parquet_through_the_cli() {
+    let Some(f) = compressed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("diag.parquet");
+    let sql = format!(
+        "COPY (SELECT * FROM '{}' WHERE topic = '/diagnostics') TO '{}'",
+        f.display(),
+        parquet.display()
+    );
+    assert_eq!(ok(&["--format", "csv", &sql]), "count\n52\n");
+    assert_eq!(parquet_rows(&parquet), 52);
+}
+
+#[test]
+fn bad_file_exits_1_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.mcap");
+    std::fs::write(
+        &junk,
+        b"this is not a log file at all, just some junk bytes",
+    )
+    .unwrap();
+    let name = junk.display().to_string();
+    for args in [
+        vec![format!("SELECT count(*) FROM '{name}'")],
+        vec!["info".to_string(), name.clone()],
+        vec![
+            "export".to_string(),
+            name.clone(),
+            dir.path().join("o.parquet").display().to_string(),
+        ],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = logsql(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.starts_with("error: ") && err.contains(&name),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("not a recognised log file") && !err.contains("External error"),
+            "{err}"
+        );
+        assert!(stdout(&out).is_empty());
+    }
+    assert!(
+        !dir.path().join("o.parquet").exists() && !dir.path().join("o.parquet.partial").exists()
+    );
+}
+
+#[test]
+fn damaged_file_fails_unless_on_error_warn() {
+    let Some(f) = fixtures::file("mcap", "samples/chunk_not_closed.mcap") else {
+        return;
+    };
+    let sql = sql_for("SELECT count(*) AS n FROM '{f}'", &f);
+    let out = logsql(&["--format", "csv", &sql]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    // The engine names the file by its normalised absolute path.
+    assert!(
+        err.starts_with("error: ") && err.contains("/chunk_not_closed.mcap: truncated mcap file"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at byte 39") && !err.contains("External error"),
+        "{err}"
+    );
+
+    let out = logsql(&["--format", "csv", "--on-error", "warn", &sql]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "n\n0\n");
+    assert!(
+        stderr(&out).starts_with("warning: ") && stderr(&out).contains("at byte 39"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn sql_errors_exit_1() {
+    let out = logsql(&["SELEC 1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("error: sql parser error"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn summary_shortcuts() {
+    let Some(f) = compressed() else { return };
+    let out = ok(&["topics", f.to_str().unwrap(), "--format", "csv"]);
+    assert!(
+        out.starts_with("topic,message_type,message_encoding,message_count,start_time,end_time\n"),
+        "{out}"
+    );
+    assert!(out.contains("/tf,tf2_msgs/TFMessage,ros1,774,"), "{out}");
+    let out = ok(&["chunks", f.to_str().unwrap(), "--format", "ndjson"]);
+    assert_eq!(out.lines().count(), 413);
+}
+
+#[test]
+fn help_mentions_copy() {
+    let out = ok(&["--help"]);
+    assert!(out.contains("COPY (SELECT"), "{out}");
+    assert!(ok(&["export", "--help"]).contains("COPY (SELECT ...) TO"));
+}
