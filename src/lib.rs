@@ -7,8 +7,8 @@
 //! own chunk index. One call registers everything on a `SessionContext`:
 //!
 //! ```no_run
+//! # #[cfg(feature = "datafusion")]
 //! # async fn demo() -> datafusion::error::Result<()> {
-//! use datafusion::prelude::SessionContext;
 //! let ctx = logsql::session_context();
 //! let df = ctx.sql("SELECT topic, count(*) FROM 'run.mcap' GROUP BY topic").await?;
 //! df.show().await?;

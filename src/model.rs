@@ -247,4 +247,7 @@ pub struct ChunkRead {
     pub messages: u64,
     /// Whether the sink asked to stop.
     pub stopped: bool,
+    /// Whether the chunk was not read after all: the format's own finer index
+    /// (e.g. MCAP message indexes) showed that nothing in it is selected.
+    pub skipped: bool,
 }

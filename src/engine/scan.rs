@@ -218,7 +218,6 @@ fn scan_file_inner(
     };
     let mut outcome = Ok(());
     for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
-        metrics.chunks_read.add(1);
         let read = cached
             .format
             .read_chunk(&file, summary, chunk, &plan.selection, &mut sink);
@@ -228,6 +227,7 @@ fn scan_file_inner(
         }
         match read {
             Ok(r) => {
+                metrics.chunks_read.add(usize::from(!r.skipped));
                 metrics
                     .bytes_decompressed
                     .add(r.bytes_decompressed as usize);
@@ -238,6 +238,7 @@ fn scan_file_inner(
                 }
             }
             Err(e) => {
+                metrics.chunks_read.add(1);
                 if let Err(e) = report(plan.on_error, e) {
                     outcome = Err(e);
                     break;

@@ -509,3 +509,49 @@ async fn unknown_and_damaged_files_give_clear_errors() {
     .await;
     assert_eq!(missing, vec![0]);
 }
+
+/// The demo recording the repo carries (no fixtures needed).
+const DEMO: &str = "tests/data/demo.mcap";
+
+#[tokio::test]
+async fn message_indexes_skip_chunks_with_nothing_in_the_window() {
+    let ctx = ctx();
+    // /diagnostics is at 1 Hz (x.003 s). The window (2.003 s, 2.9 s) overlaps the chunk
+    // holding the 2.003 s message, but holds no /diagnostics message at all.
+    let t = |ms: i64| format!("to_timestamp_millis({})", 1_700_000_000_000 + ms);
+    let sql = |lo: i64, hi: i64| {
+        format!(
+            "SELECT count(*) AS n, sum(length(data)) AS b FROM '{DEMO}' \
+             WHERE topic = '/diagnostics' AND log_time > {} AND log_time < {}",
+            t(lo),
+            t(hi)
+        )
+    };
+    let plan = analyze(&ctx, &sql(2003, 2900)).await;
+    assert_eq!(metric(&plan, "chunks_read"), 0, "{plan}");
+    assert_eq!(metric(&plan, "bytes_decompressed"), 0, "{plan}");
+    assert_eq!(ints(&ctx, &sql(2003, 2900)).await, vec![0]);
+    // One millisecond earlier, the 2.003 s message is in: its chunk is read.
+    let plan = analyze(&ctx, &sql(2002, 2900)).await;
+    assert_eq!(metric(&plan, "chunks_read"), 1, "{plan}");
+    assert_eq!(ints(&ctx, &sql(2002, 2900)).await, vec![1]);
+}
+
+#[tokio::test]
+async fn demo_file_full_scan_matches_its_summary() {
+    let ctx = ctx();
+    let counts = text(
+        &ctx,
+        &format!("SELECT topic, count(*) AS n FROM '{DEMO}' WHERE length(data) > 0 GROUP BY topic ORDER BY topic"),
+    )
+    .await;
+    let summary = text(
+        &ctx,
+        &format!(
+            "SELECT topic, CAST(message_count AS BIGINT) AS n FROM topics('{DEMO}') ORDER BY topic"
+        ),
+    )
+    .await;
+    assert_eq!(counts, summary);
+    assert!(counts.contains("| /imu               | 2000 |"), "{counts}");
+}

@@ -471,6 +471,7 @@ pub(crate) fn read_chunk_records(
             bytes_decompressed: loaded.bytes_decompressed,
             messages: 0,
             stopped: false,
+            skipped: false,
         };
         let mut resolver = Resolver::new(summary, sel);
         for rec in SliceRecords::new(loaded.records) {
@@ -502,21 +503,19 @@ pub(crate) fn read_chunk_records(
     })
 }
 
-/// The header-only fast path: delivers `(channel, log_time)` for every message of
-/// a chunk from its MessageIndex records, in file order (by offset in the chunk),
-/// without reading or decompressing the chunk itself.
+/// `(offset in chunk, log_time, channel id)` of every message of a chunk, in file
+/// order, from its MessageIndex records alone (read at `mi_offset`, `mi_length`
+/// bytes, never decompressed).
 ///
-/// Returns `Ok(None)` when the message indexes cannot answer (damaged, or naming a
-/// channel the summary does not know); the caller then reads the chunk instead.
-pub(crate) fn read_message_indexes(
+/// `Ok(None)` when the indexes cannot answer (damaged, or naming a channel the
+/// summary does not know); callers then read the chunk itself.
+pub(crate) fn message_index_entries(
     file: &dyn ReadAt,
     ctx: &ErrorContext,
     summary: &Summary,
     mi_offset: u64,
     mi_length: u64,
-    sel: &Selection,
-    sink: &mut dyn MessageSink,
-) -> Result<Option<ChunkRead>> {
+) -> Result<Option<Vec<(u64, u64, u16)>>> {
     let mut raw = Vec::new();
     if read_range_into(
         file,
@@ -530,7 +529,6 @@ pub(crate) fn read_message_indexes(
     {
         return Ok(None);
     }
-    // (offset in chunk, log_time, channel id) of every indexed message.
     let mut entries: Vec<(u64, u64, u16)> = Vec::new();
     for rec in SliceRecords::new(&raw) {
         let Ok(rec) = rec else { return Ok(None) };
@@ -551,12 +549,54 @@ pub(crate) fn read_message_indexes(
     entries.sort_by_key(|e| e.0);
     // A message has one offset: duplicated index records must not duplicate it.
     entries.dedup_by_key(|e| e.0);
+    Ok(Some(entries))
+}
+
+/// Whether a chunk's message indexes prove that none of its messages is selected
+/// (by time and channel), so the chunk need not be read or decompressed.
+/// `Ok(false)` when the indexes cannot tell.
+pub(crate) fn indexes_exclude_chunk(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    summary: &Summary,
+    mi_offset: u64,
+    mi_length: u64,
+    sel: &Selection,
+) -> Result<bool> {
+    let Some(entries) = message_index_entries(file, ctx, summary, mi_offset, mi_length)? else {
+        return Ok(false);
+    };
+    let mut resolver = Resolver::new(summary, sel);
+    Ok(!entries
+        .iter()
+        .any(|&(_, t, c)| sel.wants_time(t) && resolver.wants(c)))
+}
+
+/// The header-only fast path: delivers `(channel, log_time)` for every message of
+/// a chunk from its MessageIndex records, in file order (by offset in the chunk),
+/// without reading or decompressing the chunk itself.
+///
+/// Returns `Ok(None)` when the message indexes cannot answer (damaged, or naming a
+/// channel the summary does not know); the caller then reads the chunk instead.
+pub(crate) fn read_message_indexes(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    summary: &Summary,
+    mi_offset: u64,
+    mi_length: u64,
+    sel: &Selection,
+    sink: &mut dyn MessageSink,
+) -> Result<Option<ChunkRead>> {
+    let Some(entries) = message_index_entries(file, ctx, summary, mi_offset, mi_length)? else {
+        return Ok(None);
+    };
     let total = entries.len() as u64;
     let mut resolver = Resolver::new(summary, sel);
     let mut stats = ChunkRead {
         bytes_decompressed: 0,
         messages: total,
         stopped: false,
+        skipped: false,
     };
     for (_, log_time, channel_id) in entries {
         if !sel.wants_time(log_time) || !resolver.wants(channel_id) {

@@ -91,10 +91,32 @@ impl LogFormat for McapFormat {
         match kind {
             ChunkKind::Chunk => {
                 let header_only = !sel.payload && !sel.full_header;
-                if let Some(d) = detail.filter(|d| {
-                    header_only && !d.message_index_offsets.is_empty() && d.message_index_length > 0
-                }) {
-                    let mi_offset = chunk.offset.saturating_add(chunk.length);
+                let indexed = detail
+                    .filter(|d| !d.message_index_offsets.is_empty() && d.message_index_length > 0);
+                let mi_offset = chunk.offset.saturating_add(chunk.length);
+                // A chunk that only partly overlaps the wanted time: its message
+                // indexes may show that none of its wanted messages is in the
+                // window, which saves reading and decompressing it.
+                let partial = |lo: u64, hi: u64| {
+                    chunk.start_time.is_none_or(|s| s < lo) || chunk.end_time.is_none_or(|e| e > hi)
+                };
+                if let (Some(d), false) = (indexed, header_only)
+                    && sel.time.is_some_and(|(lo, hi)| partial(lo, hi))
+                    && chunk::indexes_exclude_chunk(
+                        file,
+                        &ctx,
+                        summary,
+                        mi_offset,
+                        d.message_index_length,
+                        sel,
+                    )?
+                {
+                    return Ok(ChunkRead {
+                        skipped: true,
+                        ..ChunkRead::default()
+                    });
+                }
+                if let Some(d) = indexed.filter(|_| header_only) {
                     let fast = chunk::read_message_indexes(
                         file,
                         &ctx,
