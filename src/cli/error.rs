@@ -124,8 +124,25 @@ pub fn render(e: &DataFusionError) -> String {
         // Its own Display already says "Parquet error: ".
         DataFusionError::ParquetError(inner) => inner.to_string(),
         DataFusionError::ExecutionJoin(inner) => format!("query task failed: {inner}"),
+        DataFusionError::Plan(msg) => missing_path(msg).unwrap_or_else(|| e.strip_backtrace()),
         _ => e.strip_backtrace(),
     }
+}
+
+/// `table 'datafusion.public./x/run.mcap' not found` is how DataFusion reports
+/// `FROM '/x/run.mcap'` when nothing is there: say that instead.
+fn missing_path(msg: &str) -> Option<String> {
+    let name = msg.strip_prefix("table '")?.strip_suffix("' not found")?;
+    let name = name.strip_prefix("datafusion.public.").unwrap_or(name);
+    let looks_like_path = name.contains('/') || name.contains('.') || name.contains('*');
+    if !looks_like_path || std::path::Path::new(name).exists() {
+        return None;
+    }
+    Some(if name.contains(['*', '?', '[']) {
+        format!("{name}: no file matches this pattern")
+    } else {
+        format!("{name}: no such file or directory")
+    })
 }
 
 fn render_arrow(e: &ArrowError) -> String {
@@ -183,6 +200,19 @@ mod tests {
         assert_eq!(
             render(&e),
             "/x/run.mcap: corrupt mcap data at byte 42: bad opcode\n  note: reading stopped"
+        );
+    }
+
+    #[test]
+    fn missing_paths_are_named() {
+        let e = DataFusionError::Plan("table 'datafusion.public./no/such.mcap' not found".into());
+        assert_eq!(render(&e), "/no/such.mcap: no such file or directory");
+        let e = DataFusionError::Plan("table 'datafusion.public./no/*.mcap' not found".into());
+        assert_eq!(render(&e), "/no/*.mcap: no file matches this pattern");
+        let e = DataFusionError::Plan("table 'datafusion.public.t' not found".into());
+        assert_eq!(
+            render(&e),
+            "Error during planning: table 'datafusion.public.t' not found"
         );
     }
 

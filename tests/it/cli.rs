@@ -402,6 +402,15 @@ fn sql_errors_exit_1() {
         "{}",
         stderr(&out)
     );
+
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.mcap").display().to_string();
+    let out = logsql(&[&format!("SELECT * FROM '{missing}'")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!("error: {missing}: no such file or directory\n")
+    );
 }
 
 #[test]
