@@ -10,7 +10,9 @@ use datafusion::prelude::SessionContext;
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "tests/data/demo.mcap".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "tests/data/demo.mcap".into());
 
     // Your context, your configuration; logsql adds to it.
     let ctx = SessionContext::new();
@@ -26,8 +28,10 @@ async fn main() -> Result<()> {
     .await?;
 
     // Or a named table over many files, joinable with anything else DataFusion reads.
-    ctx.sql(&format!("CREATE EXTERNAL TABLE runs STORED AS MCAP LOCATION '{path}'"))
-        .await?;
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE runs STORED AS MCAP LOCATION '{path}'"
+    ))
+    .await?;
     let df = ctx
         .sql("SELECT topic, count(*) AS n FROM runs WHERE topic = '/imu' GROUP BY topic")
         .await?;

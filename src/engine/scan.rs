@@ -249,10 +249,11 @@ fn scan_file_inner(
     metrics.bytes_read.add(file.take_count() as usize);
     sink.flush()?;
     outcome?;
-    if owns_start && !sink.done() {
-        if let Some(damage) = &summary.damage {
-            report(plan.on_error, damage.clone())?;
-        }
+    if owns_start
+        && !sink.done()
+        && let Some(damage) = &summary.damage
+    {
+        report(plan.on_error, damage.clone())?;
     }
     Ok(())
 }

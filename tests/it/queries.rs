@@ -58,7 +58,11 @@ async fn example_queries_give_their_recorded_output() {
         .filter(|p| p.extension().is_some_and(|e| e == "sql"))
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "expected the example queries in {}", dir.display());
+    assert!(
+        files.len() >= 5,
+        "expected the example queries in {}",
+        dir.display()
+    );
     let bless = std::env::var("LOGSQL_BLESS").as_deref() == Ok("1");
     let mut failed = Vec::new();
     for sql in &files {
@@ -70,9 +74,15 @@ async fn example_queries_give_their_recorded_output() {
         }
         let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
         if got != expected {
-            eprintln!("--- {} expected:\n{expected}\n--- got:\n{got}", expected_path.display());
+            eprintln!(
+                "--- {} expected:\n{expected}\n--- got:\n{got}",
+                expected_path.display()
+            );
             failed.push(sql.display().to_string());
         }
     }
-    assert!(failed.is_empty(), "queries with different output: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "queries with different output: {failed:?}"
+    );
 }
