@@ -18,7 +18,7 @@ Tables:
 Examples:
   logsql \"SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic\"
   logsql --format csv \"SELECT topic, log_time FROM 'logs/' WHERE topic = '/tf' LIMIT 10\"
-  logsql -f queries/rates.sql
+  logsql -f queries/04_rates.sql
   logsql info run.mcap
   logsql export run.mcap tf.parquet --topic /tf --start 2022-11-08T04:07:03Z
   logsql \"COPY (SELECT * FROM 'run.mcap' WHERE topic = '/tf') TO 'tf.parquet'\"
@@ -149,7 +149,8 @@ pub struct ExportArgs {
     #[arg(long = "topic", short = 't', value_name = "TOPIC")]
     pub topics: Vec<String>,
     /// Keeps messages with log_time >= TIME: RFC 3339 (`2022-11-08T04:07:03Z`),
-    /// integer nanoseconds or decimal seconds since the epoch.
+    /// integer nanoseconds (`1667880423000000000`) or seconds with a decimal
+    /// point (`1667880423.0`) since the epoch.
     #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
     /// Keeps messages with log_time < TIME (same forms as --start).
