@@ -259,11 +259,12 @@ fn scan_file_inner(
 }
 
 /// Applies the `on_error` policy to a damage report.
-fn report(policy: OnError, e: crate::Error) -> Result<()> {
+pub fn report(policy: OnError, e: crate::Error) -> Result<()> {
     match policy {
         OnError::Error => Err(DataFusionError::External(Box::new(e)).context(
             "reading stopped at damaged data; every message before it was returned \
-             (SET logsql.on_error = 'warn' to read past damage and only log it)",
+             (SET logsql.on_error = 'warn', or the CLI's --on-error warn, to read past \
+             damage and only log it)",
         )),
         OnError::Warn => {
             log::warn!("{e}");

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{
-    ArrayRef, ListBuilder, MapBuilder, RecordBatch, StringBuilder, TimestampNanosecondArray,
-    UInt64Array,
+    ArrayRef, BinaryArray, BooleanArray, ListBuilder, MapBuilder, RecordBatch, StringBuilder,
+    TimestampNanosecondArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -24,7 +24,8 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use super::scan::df_err;
+use super::options::{LogsqlOptions, OnError};
+use super::scan::{df_err, report};
 use super::schema::timestamp_type;
 use super::url_table::resolve;
 use crate::formats::LogFormat;
@@ -42,6 +43,10 @@ pub enum SummaryView {
     Attachments,
     /// One row per metadata record.
     Metadata,
+    /// One row per channel (every format): id, topic, types, schema, metadata.
+    Channels,
+    /// One row per ROS connection: the channel view with ROS1 field names.
+    Connections,
 }
 
 impl SummaryView {
@@ -52,8 +57,20 @@ impl SummaryView {
             Self::Chunks => "chunks",
             Self::Attachments => "attachments",
             Self::Metadata => "metadata",
+            Self::Channels => "channels",
+            Self::Connections => "connections",
         }
     }
+
+    /// Every view, in registration order.
+    pub const ALL: [SummaryView; 6] = [
+        Self::Topics,
+        Self::Chunks,
+        Self::Attachments,
+        Self::Metadata,
+        Self::Channels,
+        Self::Connections,
+    ];
 
     /// The table's schema.
     pub fn schema(self) -> SchemaRef {
@@ -96,23 +113,26 @@ impl SummaryView {
                 u("offset", false),
                 u("length", false),
             ],
-            Self::Metadata => vec![
+            Self::Metadata => vec![s("file"), s("name"), map_field("metadata")],
+            Self::Channels => vec![
                 s("file"),
-                s("name"),
-                Field::new(
-                    "metadata",
-                    DataType::Map(
-                        Arc::new(Field::new(
-                            "entries",
-                            DataType::Struct(
-                                vec![s("keys"), Field::new("values", DataType::Utf8, true)].into(),
-                            ),
-                            false,
-                        )),
-                        false,
-                    ),
-                    false,
-                ),
+                u("channel_id", false),
+                s("topic"),
+                Field::new("message_type", DataType::Utf8, true),
+                s("message_encoding"),
+                Field::new("schema_encoding", DataType::Utf8, true),
+                Field::new("schema", DataType::Binary, true),
+                map_field("metadata"),
+            ],
+            Self::Connections => vec![
+                s("file"),
+                u("connection_id", false),
+                s("topic"),
+                Field::new("message_type", DataType::Utf8, true),
+                Field::new("md5sum", DataType::Utf8, true),
+                Field::new("callerid", DataType::Utf8, true),
+                Field::new("latching", DataType::Boolean, true),
+                Field::new("message_definition", DataType::Utf8, true),
             ],
         }))
     }
@@ -120,12 +140,7 @@ impl SummaryView {
 
 /// Registers the summary table functions on `ctx`.
 pub fn register(ctx: &SessionContext) {
-    for view in [
-        SummaryView::Topics,
-        SummaryView::Chunks,
-        SummaryView::Attachments,
-        SummaryView::Metadata,
-    ] {
+    for view in SummaryView::ALL {
         ctx.register_udtf(view.name(), Arc::new(SummaryFunction { view }));
     }
 }
@@ -191,6 +206,13 @@ impl TableProvider for SummaryTable {
             .ok_or_else(|| {
                 DataFusionError::Internal("logsql table functions need a SessionState".into())
             })?;
+        let on_error = state
+            .config_options()
+            .extensions
+            .get::<LogsqlOptions>()
+            .cloned()
+            .unwrap_or_default()
+            .on_error()?;
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {
@@ -205,7 +227,7 @@ impl TableProvider for SummaryTable {
             )));
         }
         let view = self.view;
-        let batch = tokio::task::spawn_blocking(move || build(view, &files))
+        let batch = tokio::task::spawn_blocking(move || build(view, &files, on_error))
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))??;
         Ok(MemorySourceConfig::try_new_exec(
@@ -235,13 +257,42 @@ fn str_array<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef 
     Arc::new(b.finish())
 }
 
+/// The type of a string-to-string map column.
+fn map_field(name: &str) -> Field {
+    let entries = DataType::Struct(
+        vec![
+            Field::new("keys", DataType::Utf8, false),
+            Field::new("values", DataType::Utf8, true),
+        ]
+        .into(),
+    );
+    Field::new(
+        name,
+        DataType::Map(Arc::new(Field::new("entries", entries, false)), false),
+        false,
+    )
+}
+
+/// A map column with one map per item of `maps`.
+fn map_array<'a>(maps: impl IntoIterator<Item = &'a BTreeMap<String, String>>) -> Result<ArrayRef> {
+    let mut b = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    for m in maps {
+        for (k, v) in m {
+            b.keys().append_value(k);
+            b.values().append_value(v);
+        }
+        b.append(true)?;
+    }
+    Ok(Arc::new(b.finish()))
+}
+
 fn u64_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
     Arc::new(values.into_iter().collect::<UInt64Array>())
 }
 
-fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
+fn build(view: SummaryView, files: &Files, on_error: OnError) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = match view {
-        SummaryView::Topics => topics_columns(files)?,
+        SummaryView::Topics => topics_columns(files, on_error)?,
         SummaryView::Chunks => {
             let rows: Vec<(&str, &Summary, &crate::model::ChunkMeta)> = files
                 .iter()
@@ -322,19 +373,58 @@ fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
                         .map(move |m| (loc.name.as_str(), m))
                 })
                 .collect();
-            let mut map = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
-            for (_, m) in &rows {
-                for (k, v) in &m.metadata {
-                    map.keys().append_value(k);
-                    map.values().append_value(v);
-                }
-                map.append(true)?;
-            }
             vec![
                 str_array(rows.iter().map(|r| Some(r.0))),
                 str_array(rows.iter().map(|r| Some(r.1.name.as_str()))),
-                Arc::new(map.finish()),
+                map_array(rows.iter().map(|r| &r.1.metadata))?,
             ]
+        }
+        SummaryView::Channels | SummaryView::Connections => {
+            let rows: Vec<(&str, &crate::model::Channel)> = files
+                .iter()
+                .flat_map(|(loc, c)| {
+                    c.summary
+                        .channels
+                        .values()
+                        .map(move |ch| (loc.name.as_str(), ch))
+                })
+                .collect();
+            let meta = |key: &'static str| {
+                rows.iter()
+                    .map(move |r| r.1.metadata.get(key).map(String::as_str))
+            };
+            let mut columns = vec![
+                str_array(rows.iter().map(|r| Some(r.0))),
+                u64_array(rows.iter().map(|r| Some(r.1.id))),
+                str_array(rows.iter().map(|r| Some(r.1.topic.as_str()))),
+                str_array(rows.iter().map(|r| r.1.message_type.as_deref())),
+            ];
+            if view == SummaryView::Channels {
+                columns.extend([
+                    str_array(rows.iter().map(|r| Some(r.1.message_encoding.as_str()))),
+                    str_array(rows.iter().map(|r| r.1.schema_encoding.as_deref())),
+                    Arc::new(
+                        rows.iter()
+                            .map(|r| r.1.schema.as_deref())
+                            .collect::<BinaryArray>(),
+                    ) as ArrayRef,
+                    map_array(rows.iter().map(|r| &r.1.metadata))?,
+                ]);
+            } else {
+                let latching =
+                    meta("latching").map(|v| v.map(|v| v == "1" || v.eq_ignore_ascii_case("true")));
+                columns.extend([
+                    str_array(meta("md5sum")),
+                    str_array(meta("callerid")),
+                    Arc::new(latching.collect::<BooleanArray>()) as ArrayRef,
+                    str_array(rows.iter().map(|r| {
+                        r.1.schema
+                            .as_deref()
+                            .and_then(|s| std::str::from_utf8(s).ok())
+                    })),
+                ]);
+            }
+            columns
         }
     };
     Ok(RecordBatch::try_new(view.schema(), columns)?)
@@ -343,10 +433,10 @@ fn build(view: SummaryView, files: &Files) -> Result<RecordBatch> {
 /// Per-topic facts of one file: (type, encoding, count, start, end).
 type TopicRow = (Option<String>, String, u64, Option<u64>, Option<u64>);
 
-fn topics_columns(files: &Files) -> Result<Vec<ArrayRef>> {
+fn topics_columns(files: &Files, on_error: OnError) -> Result<Vec<ArrayRef>> {
     let mut all: BTreeMap<String, TopicRow> = BTreeMap::new();
     for (loc, cached) in files {
-        for (topic, row) in file_topics(loc, cached.format.as_ref(), &cached.summary)? {
+        for (topic, row) in file_topics(loc, cached.format.as_ref(), &cached.summary, on_error)? {
             let e = all
                 .entry(topic)
                 .or_insert((row.0.clone(), row.1.clone(), 0, None, None));
@@ -379,6 +469,7 @@ fn file_topics(
     loc: &super::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
+    on_error: OnError,
 ) -> Result<BTreeMap<String, TopicRow>> {
     let mut out: BTreeMap<String, TopicRow> = BTreeMap::new();
     let row_of = |out: &mut BTreeMap<String, TopicRow>, ch: &crate::model::Channel| {
@@ -441,12 +532,12 @@ fn file_topics(
     };
     let reader: &dyn ReadAt = file.as_ref();
     for chunk in &summary.chunks {
-        format
-            .read_chunk(reader, summary, chunk, &sel, &mut sink)
-            .map_err(df_err)?;
+        if let Err(e) = format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
+            report(on_error, e)?;
+        }
     }
     if let Some(d) = &summary.damage {
-        return Err(df_err(d.clone()));
+        report(on_error, d.clone())?;
     }
     Ok(out)
 }

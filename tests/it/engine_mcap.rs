@@ -555,3 +555,63 @@ async fn demo_file_full_scan_matches_its_summary() {
     assert_eq!(counts, summary);
     assert!(counts.contains("| /imu               | 2000 |"), "{counts}");
 }
+
+#[tokio::test]
+async fn channels_and_connections_functions() {
+    let ctx = ctx();
+    let out = text(
+        &ctx,
+        &format!(
+            "SELECT topic, message_type, message_encoding, schema_encoding, length(schema) > 0 AS has_schema \
+             FROM channels('{DEMO}') ORDER BY topic"
+        ),
+    )
+    .await;
+    assert!(
+        out.contains("| /imu               | sensor_msgs/Imu             | ros1             | ros1msg         | true       |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| /diagnostics       | logsql_demo/Diagnostics     | json             | jsonschema      | true       |"),
+        "{out}"
+    );
+    // The ROS view: the full message definition as text.
+    let def = text(
+        &ctx,
+        &format!(
+            "SELECT topic, strpos(message_definition, 'geometry_msgs/Vector3 linear_acceleration') > 0 AS ok \
+             FROM connections('{DEMO}') WHERE topic = '/imu'"
+        ),
+    )
+    .await;
+    assert!(def.contains("| /imu  | true |"), "{def}");
+}
+
+#[tokio::test]
+async fn topics_of_a_damaged_file_follow_on_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(DEMO).unwrap();
+    let cut = tmp.path().join("cut.mcap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let c = cut.display().to_string();
+    let ctx = ctx();
+    let sql = format!("SELECT topic, message_count FROM topics('{c}') ORDER BY topic");
+    let err = ctx
+        .sql(&sql)
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cut.mcap") && err.contains("byte"), "{err}");
+    query(&ctx, "SET logsql.on_error = 'warn'").await;
+    let n: i64 = ints(
+        &ctx,
+        &format!("SELECT CAST(sum(message_count) AS BIGINT) FROM topics('{c}')"),
+    )
+    .await[0];
+    let scanned = ints(&ctx, &format!("SELECT count(*) FROM '{c}'")).await[0];
+    assert_eq!(n, scanned);
+    assert!(n > 1000 && n < 2610, "{n}");
+}
