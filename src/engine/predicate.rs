@@ -68,12 +68,7 @@ fn topic_set(filter: &Arc<dyn PhysicalExpr>) -> Option<HashSet<String>> {
         let set: HashSet<String> = g
             .literals
             .iter()
-            .filter_map(|v| match v {
-                ScalarValue::Utf8(Some(s))
-                | ScalarValue::LargeUtf8(Some(s))
-                | ScalarValue::Utf8View(Some(s)) => Some(s.clone()),
-                _ => None,
-            })
+            .filter_map(|v| scalar_str(v).map(str::to_string))
             .collect();
         out = Some(match out {
             Some(prev) => prev.intersection(&set).cloned().collect(),
@@ -144,6 +139,16 @@ fn comparison_envelope(expr: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
     } else {
         (lo as u64, hi as u64)
     })
+}
+
+/// The text of a non-null string literal.
+pub fn scalar_str(v: &ScalarValue) -> Option<&str> {
+    match v {
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => Some(s.as_str()),
+        _ => None,
+    }
 }
 
 /// A timestamp literal as nanoseconds.
@@ -218,15 +223,7 @@ impl PruningStatistics for ChunkStatistics<'_> {
 
     #[allow(clippy::mutable_key_type)]
     fn contained(&self, column: &Column, values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
-        let wanted: HashSet<&str> = values
-            .iter()
-            .filter_map(|v| match v {
-                ScalarValue::Utf8(Some(s))
-                | ScalarValue::LargeUtf8(Some(s))
-                | ScalarValue::Utf8View(Some(s)) => Some(s.as_str()),
-                _ => None,
-            })
-            .collect();
+        let wanted: HashSet<&str> = values.iter().filter_map(scalar_str).collect();
         if wanted.len() != values.len() {
             return None;
         }

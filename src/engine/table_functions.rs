@@ -15,7 +15,6 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::ScalarValue;
 use datafusion::datasource::TableType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result};
@@ -25,6 +24,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use super::options::{LogsqlOptions, OnError};
+use super::predicate::scalar_str;
 use super::scan::{df_err, report};
 use super::schema::timestamp_type;
 use super::url_table::resolve;
@@ -153,21 +153,15 @@ struct SummaryFunction {
 impl TableFunctionImpl for SummaryFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let path = match args.exprs() {
-            [
-                Expr::Literal(
-                    ScalarValue::Utf8(Some(p))
-                    | ScalarValue::Utf8View(Some(p))
-                    | ScalarValue::LargeUtf8(Some(p)),
-                    _,
-                ),
-            ] => p.clone(),
-            _ => {
-                return Err(DataFusionError::Plan(format!(
-                    "{}() takes one string argument: a file, directory or glob, e.g. {}('run.mcap')",
-                    self.view.name(),
-                    self.view.name()
-                )));
-            }
+            [Expr::Literal(v, _)] => scalar_str(v).map(str::to_string),
+            _ => None,
+        };
+        let Some(path) = path else {
+            return Err(DataFusionError::Plan(format!(
+                "{}() takes one string argument: a file, directory or glob, e.g. {}('run.mcap')",
+                self.view.name(),
+                self.view.name()
+            )));
         };
         Ok(Arc::new(SummaryTable {
             view: self.view,
