@@ -54,7 +54,14 @@ impl LogFileFormat {
 pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
     let mut stats = Statistics::new_unknown(schema);
     stats.total_byte_size = Precision::Inexact(summary.file_size as usize);
-    let exact = summary.damage.is_none();
+    // Trust a stated count only when nothing contradicts it: no damage, and when
+    // every chunk's count is known, their sum agrees (files with wrong Statistics exist).
+    let chunk_sum = summary
+        .chunks
+        .iter()
+        .try_fold(0u64, |acc, c| acc.checked_add(c.message_count?));
+    let exact =
+        summary.damage.is_none() && chunk_sum.is_none_or(|n| Some(n) == summary.message_count);
     if let (Some(n), true) = (summary.message_count, exact) {
         stats.num_rows = Precision::Exact(n as usize);
         if let (Some(lo), Some(hi), true, Ok(i)) = (
@@ -70,6 +77,8 @@ pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
             stats.column_statistics[i].max_value = Precision::Exact(ts(hi));
             stats.column_statistics[i].null_count = Precision::Exact(0);
         }
+    } else if let Some(n) = chunk_sum.or(summary.message_count) {
+        stats.num_rows = Precision::Inexact(n as usize);
     }
     stats
 }
@@ -180,5 +189,65 @@ impl FileFormatFactory for LogFormatFactory {
 
     fn default(&self) -> Arc<dyn FileFormat> {
         Arc::new(LogFileFormat::new(self.format.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::schema::messages_schema;
+    use crate::model::ChunkMeta;
+
+    fn chunk(count: Option<u64>) -> ChunkMeta {
+        ChunkMeta {
+            index: 0,
+            offset: 0,
+            length: 0,
+            start_time: Some(1),
+            end_time: Some(2),
+            message_count: count,
+            channels: None,
+            compression: String::new(),
+            compressed_size: 0,
+            uncompressed_size: None,
+        }
+    }
+
+    fn summary(stated: Option<u64>, chunks: Vec<ChunkMeta>) -> Summary {
+        Summary {
+            message_count: stated,
+            start_time: Some(1),
+            end_time: Some(2),
+            chunks,
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn stated_counts_are_exact_unless_contradicted() {
+        let schema = messages_schema();
+        let s = summary(Some(9), vec![chunk(Some(4)), chunk(Some(5))]);
+        assert_eq!(
+            summary_statistics(&s, &schema).num_rows,
+            Precision::Exact(9)
+        );
+        let s = summary(Some(9), vec![chunk(None), chunk(Some(5))]);
+        assert_eq!(
+            summary_statistics(&s, &schema).num_rows,
+            Precision::Exact(9)
+        );
+        // The chunks hold 10 messages, the file says 9: not exact.
+        let s = summary(Some(9), vec![chunk(Some(5)), chunk(Some(5))]);
+        assert_eq!(
+            summary_statistics(&s, &schema).num_rows,
+            Precision::Inexact(10)
+        );
+        // Damage: nothing is exact; the readable chunks are the estimate.
+        let mut s = summary(Some(9), vec![chunk(Some(4))]);
+        s.damage = Some(crate::Error::Invalid("cut".into()));
+        assert_eq!(
+            summary_statistics(&s, &schema).num_rows,
+            Precision::Inexact(4)
+        );
     }
 }
