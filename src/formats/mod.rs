@@ -11,6 +11,7 @@ use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
+pub mod bag;
 pub mod mcap;
 
 /// How many leading bytes [`LogFormat::sniff`] is given.
@@ -49,7 +50,7 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
 
 /// Every format logsql reads, in sniffing order.
 pub fn all() -> Vec<Arc<dyn LogFormat>> {
-    vec![Arc::new(mcap::McapFormat)]
+    vec![Arc::new(mcap::McapFormat), Arc::new(bag::BagFormat)]
 }
 
 /// The format with this name (case-insensitive), or one of its extensions.

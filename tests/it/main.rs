@@ -1,5 +1,7 @@
 //! logsql's integration tests: one test crate (one link of DataFusion), one module per area.
 
+mod bag_reader;
+mod bag_writer;
 #[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "datafusion")]

@@ -1,0 +1,699 @@
+//! Reading one chunk record: its header, its decompressed records, and the
+//! index-data records that follow it.
+//!
+//! This module owns everything between "a chunk starts at this offset" and
+//! messages handed to a [`MessageSink`]: reading the chunk record header
+//! (compression, uncompressed size, data length), decompressing into a buffer
+//! bounded by the declared size, walking the inner connection and message-data
+//! records with a per-read connection map ([`Resolver`]), and the index-data
+//! shortcuts (skip a chunk whose messages all lie outside the wanted window;
+//! answer a header-only read without decompressing).
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+
+use super::index::{connection_channel, synthetic_channel};
+use super::records::{
+    self, ConnectionData, FieldError, INDEX_ENTRY_LEN, MAX_HEADER_LEN, op, parse_header,
+    slice_record, u32_at,
+};
+use crate::compression::{self, Codec};
+use crate::error::{Error, ErrorContext, Result};
+use crate::io::ReadAt;
+use crate::model::{self, ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+
+/// Buffers larger than this are freed after use instead of being kept for the next chunk.
+const KEEP_BUFFER_LIMIT: usize = 64 << 20;
+
+/// Index-data ranges longer than this are not read (the chunk is decompressed instead).
+const MAX_INDEX_REGION: u64 = 64 << 20;
+
+/// Bytes read at a chunk's offset in the hope of getting its whole record header.
+const HEAD_PROBE: usize = 512;
+
+thread_local! {
+    /// Reusable (raw, decompressed) buffers, taken out while in use so re-entrant
+    /// calls simply allocate fresh ones.
+    static BUFFERS: Cell<(Vec<u8>, Vec<u8>)> = const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `f` with the thread's two reusable byte buffers.
+fn with_buffers<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
+    let (mut raw, mut out) = BUFFERS.with(|b| b.take());
+    let result = f(&mut raw, &mut out);
+    for buf in [&mut raw, &mut out] {
+        if buf.capacity() > KEEP_BUFFER_LIMIT {
+            *buf = Vec::new();
+        }
+    }
+    BUFFERS.with(|b| b.set((raw, out)));
+    result
+}
+
+/// The header of a chunk record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChunkHead {
+    /// File offset of the chunk record.
+    pub offset: u64,
+    /// `header_len`.
+    pub header_len: u32,
+    /// `data_len` (the compressed size).
+    pub data_len: u32,
+    /// The `compression` field, as text.
+    pub compression: String,
+    /// The `size` field (uncompressed size).
+    pub size: u32,
+}
+
+impl ChunkHead {
+    /// File offset of the chunk data.
+    pub fn data_offset(&self) -> u64 {
+        self.offset + 8 + u64::from(self.header_len)
+    }
+
+    /// File offset just past the chunk record.
+    pub fn end(&self) -> u64 {
+        self.data_offset() + u64::from(self.data_len)
+    }
+
+    /// Bytes of the whole record (lengths, header, data).
+    pub fn record_len(&self) -> u64 {
+        self.end() - self.offset
+    }
+}
+
+/// A [`Error::Corrupt`] for a header field error in the record at `record`.
+pub(crate) fn header_error(ctx: &ErrorContext, record: u64, what: &str, e: &FieldError) -> Error {
+    ctx.corrupt(
+        record + 4 + e.pos as u64,
+        format!("bad {what} record header: {}", e.message),
+    )
+}
+
+/// Parses a chunk record header from `head` (bytes read at `offset`), given the file size.
+fn parse_chunk_head(ctx: &ErrorContext, offset: u64, head: &[u8]) -> Result<ChunkHead> {
+    let hl = u32_at(head, 0).unwrap_or(0);
+    let hl_usize = hl as usize;
+    let header = head.get(4..4 + hl_usize).unwrap_or(&[]);
+    let h = parse_header(header).map_err(|e| header_error(ctx, offset, "chunk", &e))?;
+    match h.op {
+        Some(op::CHUNK) => {}
+        Some(other) => {
+            return Err(ctx.corrupt(
+                offset,
+                format!(
+                    "expected a chunk record (op 0x05), found op {other:#04x} ({})",
+                    op::name(other)
+                ),
+            ));
+        }
+        None => return Err(ctx.corrupt(offset, "record header without an op field")),
+    }
+    let field = |e: FieldError| header_error(ctx, offset, "chunk", &e);
+    let compression = records::required(h.compression, "compression", "chunk").map_err(field)?;
+    let size = records::required(h.size, "size", "chunk").map_err(field)?;
+    let data_len = u32_at(head, 4 + hl_usize).unwrap_or(0);
+    Ok(ChunkHead {
+        offset,
+        header_len: hl,
+        data_len,
+        compression: String::from_utf8_lossy(compression).into_owned(),
+        size,
+    })
+}
+
+/// Reads the header of the chunk record at `offset` and checks that the whole
+/// record lies inside the file.
+pub(crate) fn read_chunk_head(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    offset: u64,
+) -> Result<ChunkHead> {
+    let size = file.size();
+    let mut head = file.read_upto(offset, HEAD_PROBE).map_err(|e| ctx.io(e))?;
+    let Some(hl) = u32_at(&head, 0) else {
+        return Err(ctx.truncated(offset, "chunk record header length"));
+    };
+    if hl > MAX_HEADER_LEN {
+        return Err(ctx.corrupt(
+            offset,
+            format!("implausible record header length {hl} (the limit is {MAX_HEADER_LEN})"),
+        ));
+    }
+    let need = 8 + u64::from(hl);
+    if need > head.len() as u64 {
+        head = file.read_vec(ctx, offset, need, "chunk record header")?;
+    }
+    let chunk = parse_chunk_head(ctx, offset, &head)?;
+    if chunk.end() > size {
+        return Err(ctx.truncated(
+            offset,
+            format!(
+                "chunk record of {} bytes extends past the end of the file",
+                chunk.record_len()
+            ),
+        ));
+    }
+    Ok(chunk)
+}
+
+/// A chunk read from the file and decompressed.
+#[derive(Debug)]
+pub(crate) struct LoadedChunk<'b> {
+    /// File offset of the chunk record.
+    pub offset: u64,
+    /// The decompressed records.
+    pub records: &'b [u8],
+    /// File offset of the records when they are stored uncompressed.
+    pub records_file_offset: Option<u64>,
+    /// Compression name.
+    pub compression: &'b str,
+    /// Bytes produced by decompression (0 when stored uncompressed).
+    pub bytes_decompressed: u64,
+}
+
+impl LoadedChunk<'_> {
+    /// An error about the inner records at `pos` (a position in the decompressed records).
+    pub fn error(&self, ctx: &ErrorContext, pos: usize, message: impl std::fmt::Display) -> Error {
+        match self.records_file_offset {
+            Some(base) => ctx.corrupt(
+                base + pos as u64,
+                format!("inside the chunk at byte {}: {message}", self.offset),
+            ),
+            None => ctx.corrupt(
+                self.offset,
+                format!(
+                    "in the {} chunk at this offset, at byte {pos} of its decompressed data: {message}",
+                    self.compression
+                ),
+            ),
+        }
+    }
+}
+
+/// Reads the chunk data of `head` into `raw` and, when compressed, decompresses
+/// it into `out` (bounded by the declared size).
+pub(crate) fn load_chunk<'b>(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    head: &'b ChunkHead,
+    raw: &'b mut Vec<u8>,
+    out: &'b mut Vec<u8>,
+) -> Result<LoadedChunk<'b>> {
+    let codec = Codec::from_name(&head.compression).ok_or_else(|| {
+        ctx.unsupported(
+            head.offset,
+            format!(
+                "chunk compression {:?} (supported: none, bz2, lz4)",
+                head.compression
+            ),
+        )
+    })?;
+    read_range_into(file, ctx, head.data_offset(), u64::from(head.data_len), raw)?;
+    let raw: &'b Vec<u8> = raw;
+    if codec == Codec::None {
+        // The size field of an uncompressed chunk is informational: the data
+        // length is authoritative (rosbag.js does the same).
+        if raw.len() as u64 != u64::from(head.size) {
+            log::debug!(
+                "{}: uncompressed chunk at byte {} declares size {} but holds {} bytes",
+                ctx.file,
+                head.offset,
+                head.size,
+                raw.len()
+            );
+        }
+        return Ok(LoadedChunk {
+            offset: head.offset,
+            records: raw,
+            records_file_offset: Some(head.data_offset()),
+            compression: &head.compression,
+            bytes_decompressed: 0,
+        });
+    }
+    compression::decompress(codec, raw, u64::from(head.size), out).map_err(|e| {
+        ctx.corrupt(
+            head.data_offset(),
+            format!(
+                "cannot decompress the {} chunk at byte {}: {e}",
+                head.compression, head.offset
+            ),
+        )
+    })?;
+    let out: &'b Vec<u8> = out;
+    Ok(LoadedChunk {
+        offset: head.offset,
+        records: out,
+        records_file_offset: None,
+        compression: &head.compression,
+        bytes_decompressed: out.len() as u64,
+    })
+}
+
+/// Reads `len` bytes at `offset` into `buf` after checking the range lies in the file.
+fn read_range_into(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    offset: u64,
+    len: u64,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    let fits = offset
+        .checked_add(len)
+        .is_some_and(|end| end <= file.size());
+    let n = match usize::try_from(len) {
+        Ok(n) if fits => n,
+        _ => {
+            return Err(ctx.truncated(
+                offset,
+                format!("chunk data of {len} bytes extends past the end of the file"),
+            ));
+        }
+    };
+    buf.clear();
+    buf.resize(n, 0);
+    file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
+}
+
+/// A record inside a chunk, as far as the reader cares.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Inner<'a> {
+    /// A connection record.
+    Connection {
+        conn: u32,
+        topic: &'a [u8],
+        data: &'a [u8],
+    },
+    /// A message-data record.
+    Message {
+        conn: u32,
+        time: u64,
+        data: &'a [u8],
+    },
+}
+
+/// Calls `f` for every connection and message-data record of `records`, in
+/// order; other records are skipped by their lengths. `f` returning
+/// [`Flow::Stop`] ends the walk. An error is `(position, message)`.
+pub(crate) fn for_each_record<'a>(
+    records: &'a [u8],
+    mut f: impl FnMut(usize, Inner<'a>) -> Flow,
+) -> Result<Flow, (usize, String)> {
+    let mut pos = 0;
+    while pos < records.len() {
+        let rec = slice_record(records, pos).map_err(|e| (e.pos, e.message))?;
+        let h = parse_header(rec.header)
+            .map_err(|e| (pos + 4 + e.pos, format!("bad record header: {}", e.message)))?;
+        let item = match h.op {
+            Some(op::MESSAGE_DATA) => match (h.conn, h.time) {
+                (Some(conn), Some(time)) => Some(Inner::Message {
+                    conn,
+                    time,
+                    data: rec.data,
+                }),
+                _ => {
+                    return Err((
+                        pos,
+                        "message data record without a conn or time field".into(),
+                    ));
+                }
+            },
+            Some(op::CONNECTION) => match h.conn {
+                Some(conn) => Some(Inner::Connection {
+                    conn,
+                    topic: h.topic.unwrap_or(b""),
+                    data: rec.data,
+                }),
+                None => return Err((pos, "connection record without a conn field".into())),
+            },
+            Some(_) => None,
+            None => return Err((pos, "record header without an op field".into())),
+        };
+        if let Some(item) = item
+            && f(pos, item) == Flow::Stop
+        {
+            return Ok(Flow::Stop);
+        }
+        pos = rec.end;
+    }
+    Ok(Flow::Continue)
+}
+
+/// Where a resolved channel lives.
+#[derive(Debug, Clone, Copy)]
+enum ChanRef<'s> {
+    Summary(&'s model::Channel),
+    Local(usize),
+}
+
+/// A resolved connection id with its topic verdict.
+#[derive(Debug, Clone, Copy)]
+struct Slot<'s> {
+    chan: ChanRef<'s>,
+    wanted: bool,
+}
+
+/// Maps connection ids to channels while one chunk is read: the summary's
+/// channels first, then connection records met in the chunk, then a synthetic
+/// channel. The selection's topic verdict is cached per id.
+pub(crate) struct Resolver<'s> {
+    summary: &'s Summary,
+    sel: &'s Selection,
+    local: Vec<model::Channel>,
+    slots: HashMap<u32, Slot<'s>>,
+    /// The last id looked up (messages of one connection often come in runs).
+    last: Option<(u32, Slot<'s>)>,
+}
+
+impl<'s> Resolver<'s> {
+    /// A resolver over `summary`'s channels.
+    pub fn new(summary: &'s Summary, sel: &'s Selection) -> Self {
+        Self {
+            summary,
+            sel,
+            local: Vec::new(),
+            slots: HashMap::new(),
+            last: None,
+        }
+    }
+
+    /// A connection record was read inside the chunk.
+    pub fn on_connection(&mut self, conn: u32, topic: &[u8], data: &[u8]) {
+        if self.summary.channels.contains_key(&u64::from(conn)) {
+            return;
+        }
+        // The first definition wins, except over a synthetic stand-in made when a
+        // message came before its connection record.
+        if let Some(Slot {
+            chan: ChanRef::Local(i),
+            ..
+        }) = self.slots.get(&conn)
+            && self.local.get(*i).is_some_and(|c| c.schema.is_some())
+        {
+            return;
+        }
+        let Ok(parsed) = records::parse_connection_data(data) else {
+            return;
+        };
+        let channel = connection_channel(conn, &String::from_utf8_lossy(topic), &parsed);
+        let wanted = self.sel.wants_topic(&channel.topic);
+        self.local.push(channel);
+        self.slots.insert(
+            conn,
+            Slot {
+                chan: ChanRef::Local(self.local.len() - 1),
+                wanted,
+            },
+        );
+        self.last = None;
+    }
+
+    fn slot(&mut self, id: u32) -> Slot<'s> {
+        if let Some((last, slot)) = self.last
+            && last == id
+        {
+            return slot;
+        }
+        let slot = match self.slots.get(&id) {
+            Some(s) => *s,
+            None => {
+                let slot = match self.summary.channels.get(&u64::from(id)) {
+                    Some(ch) => Slot {
+                        chan: ChanRef::Summary(ch),
+                        wanted: self.sel.wants_topic(&ch.topic),
+                    },
+                    None => {
+                        let ch = synthetic_channel(id);
+                        let wanted = self.sel.wants_topic(&ch.topic);
+                        self.local.push(ch);
+                        Slot {
+                            chan: ChanRef::Local(self.local.len() - 1),
+                            wanted,
+                        }
+                    }
+                };
+                self.slots.insert(id, slot);
+                slot
+            }
+        };
+        self.last = Some((id, slot));
+        slot
+    }
+
+    /// Whether messages of connection `id` pass the topic filter.
+    pub fn wants(&mut self, id: u32) -> bool {
+        self.slot(id).wanted
+    }
+
+    /// The channel of connection `id`.
+    pub fn channel(&mut self, id: u32) -> &model::Channel {
+        match self.slot(id).chan {
+            ChanRef::Summary(ch) => ch,
+            ChanRef::Local(i) => &self.local[i],
+        }
+    }
+}
+
+/// Delivers the messages of a loaded chunk to `sink`.
+fn deliver(
+    ctx: &ErrorContext,
+    loaded: &LoadedChunk<'_>,
+    summary: &Summary,
+    sel: &Selection,
+    sink: &mut dyn MessageSink,
+) -> Result<ChunkRead> {
+    let mut read = ChunkRead {
+        bytes_decompressed: loaded.bytes_decompressed,
+        ..ChunkRead::default()
+    };
+    let mut resolver = Resolver::new(summary, sel);
+    let walked = for_each_record(loaded.records, |_, item| match item {
+        Inner::Connection { conn, topic, data } => {
+            resolver.on_connection(conn, topic, data);
+            Flow::Continue
+        }
+        Inner::Message { conn, time, data } => {
+            read.messages += 1;
+            if !sel.wants_time(time) || !resolver.wants(conn) {
+                return Flow::Continue;
+            }
+            let msg = Message {
+                channel: resolver.channel(conn),
+                log_time: time,
+                publish_time: None,
+                sequence: None,
+                data: if sel.payload { data } else { &[] },
+            };
+            sink.message(msg)
+        }
+    });
+    match walked {
+        Ok(flow) => {
+            read.stopped = flow == Flow::Stop;
+            Ok(read)
+        }
+        Err((pos, message)) => Err(loaded.error(ctx, pos, message)),
+    }
+}
+
+/// One index-data entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IndexEntry {
+    /// Offset of the message record in the uncompressed chunk data.
+    pub offset: u32,
+    /// Connection id.
+    pub conn: u32,
+    /// Message time (ns).
+    pub time: u64,
+}
+
+/// Reads the index-data records in `[start, end)` (those right after a chunk).
+///
+/// Returns `None` when they cannot vouch for the whole chunk: unreadable, not
+/// version 1, or not adding up to `expected` messages on the connections
+/// `expected_conns` (from the chunk info). The index is only a shortcut, so
+/// every doubt means "decompress the chunk instead".
+pub(crate) fn read_index_entries(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    start: u64,
+    end: u64,
+    expected: u64,
+    expected_conns: Option<&[u64]>,
+) -> Option<Vec<IndexEntry>> {
+    let len = end.checked_sub(start)?;
+    if len == 0 || len > MAX_INDEX_REGION {
+        return None;
+    }
+    let raw = file.read_vec(ctx, start, len, "index data").ok()?;
+    let mut entries = Vec::with_capacity(usize::try_from(expected).ok()?.min(1 << 20));
+    let mut conns: Vec<u64> = Vec::new();
+    let mut pos = 0;
+    while pos < raw.len() {
+        let Ok(rec) = slice_record(&raw, pos) else {
+            break;
+        };
+        let h = parse_header(rec.header).ok()?;
+        if h.op != Some(op::INDEX_DATA) {
+            break;
+        }
+        if h.ver != Some(1) {
+            return None;
+        }
+        let (conn, count) = (h.conn?, h.count?);
+        if u64::from(count) * INDEX_ENTRY_LEN != rec.data.len() as u64 {
+            return None;
+        }
+        if count > 0 {
+            conns.push(u64::from(conn));
+        }
+        entries.extend(
+            records::index_entries(rec.data).map(|(time, offset)| IndexEntry {
+                offset,
+                conn,
+                time,
+            }),
+        );
+        if entries.len() as u64 > expected {
+            return None;
+        }
+        pos = rec.end;
+    }
+    if entries.len() as u64 != expected {
+        return None;
+    }
+    if let Some(want) = expected_conns {
+        conns.sort_unstable();
+        conns.dedup();
+        let mut want = want.to_vec();
+        want.sort_unstable();
+        want.dedup();
+        if conns != want {
+            return None;
+        }
+    }
+    Some(entries)
+}
+
+/// Reads one chunk for [`crate::formats::LogFormat::read_chunk`].
+///
+/// `index_end` bounds the index-data records after the chunk (`None`: unknown).
+pub(crate) fn read(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    summary: &Summary,
+    chunk: &ChunkMeta,
+    index_end: Option<u64>,
+    sel: &Selection,
+    sink: &mut dyn MessageSink,
+) -> Result<ChunkRead> {
+    let head = read_chunk_head(file, ctx, chunk.offset)?;
+    let header_only = !sel.payload && !sel.full_header;
+    let partial = sel.time.is_some_and(|(lo, hi)| {
+        chunk.start_time.is_none_or(|s| s < lo) || chunk.end_time.is_none_or(|e| e > hi)
+    });
+    if (header_only || partial)
+        && let (Some(end), Some(total)) = (index_end, chunk.message_count)
+        && end > head.end()
+        && let Some(mut entries) = read_index_entries(
+            file,
+            ctx,
+            head.end(),
+            end,
+            total,
+            chunk.channels.as_deref(),
+        )
+        // Only connections the summary describes: a connection defined inside
+        // the chunk alone needs the chunk's records for its topic.
+        && entries
+            .iter()
+            .all(|e| summary.channels.contains_key(&u64::from(e.conn)))
+    {
+        let mut resolver = Resolver::new(summary, sel);
+        if header_only {
+            // File order inside the chunk, as a full read would deliver.
+            entries.sort_by_key(|e| e.offset);
+            let mut read = ChunkRead {
+                messages: entries.len() as u64,
+                ..ChunkRead::default()
+            };
+            for e in &entries {
+                if !sel.wants_time(e.time) || !resolver.wants(e.conn) {
+                    continue;
+                }
+                let msg = Message {
+                    channel: resolver.channel(e.conn),
+                    log_time: e.time,
+                    publish_time: None,
+                    sequence: None,
+                    data: &[],
+                };
+                if sink.message(msg) == Flow::Stop {
+                    read.stopped = true;
+                    break;
+                }
+            }
+            return Ok(read);
+        }
+        if !entries
+            .iter()
+            .any(|e| sel.wants_time(e.time) && resolver.wants(e.conn))
+        {
+            return Ok(ChunkRead {
+                skipped: true,
+                ..ChunkRead::default()
+            });
+        }
+    }
+    with_buffers(|raw, out| {
+        let loaded = load_chunk(file, ctx, &head, raw, out)?;
+        deliver(ctx, &loaded, summary, sel, sink)
+    })
+}
+
+/// What a full pass over one chunk's records found (for the summary).
+#[derive(Debug, Default)]
+pub(crate) struct ChunkScan {
+    /// The chunk header.
+    pub head: Option<ChunkHead>,
+    /// Connection records, in order.
+    pub connections: Vec<(u32, String, ConnectionData)>,
+    /// Messages per connection.
+    pub counts: BTreeMap<u32, u64>,
+    /// Earliest and latest message time.
+    pub start: Option<u64>,
+    /// Latest message time.
+    pub end: Option<u64>,
+}
+
+/// Decompresses the chunk at `offset` and lists its connections and message counts.
+pub(crate) fn scan_chunk(file: &dyn ReadAt, ctx: &ErrorContext, offset: u64) -> Result<ChunkScan> {
+    let head = read_chunk_head(file, ctx, offset)?;
+    let mut scan = with_buffers(|raw, out| -> Result<ChunkScan> {
+        let loaded = load_chunk(file, ctx, &head, raw, out)?;
+        let mut scan = ChunkScan::default();
+        let walked = for_each_record(loaded.records, |_, item| {
+            match item {
+                Inner::Connection { conn, topic, data } => {
+                    if let Ok(c) = records::parse_connection_data(data) {
+                        scan.connections.push((
+                            conn,
+                            String::from_utf8_lossy(topic).into_owned(),
+                            c,
+                        ));
+                    }
+                }
+                Inner::Message { conn, time, .. } => {
+                    *scan.counts.entry(conn).or_default() += 1;
+                    scan.start = Some(scan.start.map_or(time, |s| s.min(time)));
+                    scan.end = Some(scan.end.map_or(time, |e| e.max(time)));
+                }
+            }
+            Flow::Continue
+        });
+        walked.map_err(|(pos, message)| loaded.error(ctx, pos, message))?;
+        Ok(scan)
+    })?;
+    scan.head = Some(head);
+    Ok(scan)
+}
