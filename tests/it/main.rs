@@ -5,9 +5,13 @@ mod bag_writer;
 #[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "datafusion")]
+mod engine_bag;
+#[cfg(feature = "datafusion")]
 mod engine_mcap;
 mod fixtures;
 mod mcap_conformance;
 mod mcap_samples;
 #[cfg(feature = "datafusion")]
 mod queries;
+#[cfg(feature = "datafusion")]
+mod sql;
