@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Python interop test for the MCAP reader: files written by the official Python
-# `mcap` writer, read back by the official reader and by the logsql binary, compared
-# field by field (see mcap_interop.py).
+# Python interop tests: MCAP files written by the official Python `mcap` writer
+# and ROS1 bags written by the python `rosbags` writer, each read back by the
+# official reader and by the logsql binary and compared field by field (see
+# mcap_interop.py and bag_interop.py).
 #
 #   bash tests/interop/run.sh
 #
 # Environment:
 #   LOGSQL_BIN   the logsql binary (default: $CARGO_TARGET_DIR/debug/logsql, else target/debug/logsql)
 #   LOGSQL_VENV  the Python venv to create/use (default: target/interop-venv)
-#   LOGSQL_INTEROP_KEEP  a directory to keep the generated .mcap files in (default: a temp dir)
+#   LOGSQL_INTEROP_KEEP  a directory to keep the generated .mcap/.bag files in (default: a temp dir)
 #
-# Needs python3 (with venv) and PyPI access the first time (pip install mcap).
+# Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -28,12 +29,38 @@ fi
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import mcap, zstandard, lz4" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap>=1.2,<2"
+if ! "$venv/bin/python" -c "import mcap, zstandard, lz4, rosbags" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap>=1.2,<2" "rosbags>=0.11,<0.12"
 fi
 
 args=(--logsql "$bin")
 if [[ -n "${LOGSQL_INTEROP_KEEP:-}" ]]; then
     args+=(--keep "$LOGSQL_INTEROP_KEEP")
 fi
-exec "$venv/bin/python" "$root/tests/interop/mcap_interop.py" "${args[@]}"
+# Run every suite, then print the combined count last.
+passed=0
+failed=0
+for suite in mcap bag; do
+    log=$(mktemp)
+    status=0
+    "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
+    # The suite's own closing line, labelled; everything else as is.
+    sed -E "s/^([0-9]+ passed, [0-9]+ failed)$/${suite}: \\1/" "$log"
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
+    rm -f "$log"
+    if [[ -z "$last" ]]; then
+        echo "${suite}: the suite did not finish (exit $status)"
+        failed=$((failed + 1))
+        continue
+    fi
+    p=${last%% passed*}
+    f=${last#*, }
+    f=${f%% failed*}
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [[ $status -ne 0 && $f -eq 0 ]]; then
+        failed=$((failed + 1))
+    fi
+done
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

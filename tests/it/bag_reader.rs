@@ -1043,3 +1043,32 @@ fn unindexed_generated_bag_with_a_torn_last_chunk() {
     assert_eq!(&all.messages[..part.messages.len()], &part.messages[..]);
     assert_eq!(part.messages.len() as u64, t.message_count.unwrap());
 }
+
+#[test]
+fn unindexed_bag_whose_connection_records_precede_their_messages_chunks() {
+    // The camera's connection record is written in the middle of the
+    // recording, its first message only chunks later: discovery looks back
+    // from the first chunk using it.
+    let mut spec = bag_writer::demo(400, Compression::Lz4Linked);
+    spec.unindexed = true;
+    spec.chunk_threshold = 2000;
+    // The camera connection (id 5) first publishes late.
+    spec.messages.retain(|m| m.0 != 5);
+    let t = spec.messages.last().unwrap().1;
+    for i in 0..5 {
+        spec.messages.push((5, t + i, vec![i as u8; 3000]));
+    }
+    spec.announce = vec![(spec.messages.len() - 40, 5)];
+    let bytes = bag_writer::write(&spec);
+    let file = BytesReader::new("late.bag", bytes);
+    let s = summary_of(&file);
+    assert!(!s.indexed && s.damage.is_none());
+    assert!(s.chunks.len() > 10);
+    assert_eq!(s.channels.len(), 4);
+    assert_eq!(s.channels[&5].topic, "/camera");
+    assert!(s.channels.values().all(|c| c.schema.is_some()));
+    let all = read_all(&file, &s, &Selection::all());
+    assert!(all.errors.is_empty());
+    assert_eq!(all.messages.len(), spec.messages.len());
+    assert!(all.messages.iter().all(|m| !m.0.is_empty()));
+}

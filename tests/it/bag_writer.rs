@@ -57,6 +57,11 @@ pub struct Spec {
     pub rosbags_padding: bool,
     /// Leave `index_pos` 0 and write no index section (a killed recording).
     pub unindexed: bool,
+    /// `(message index, connection)`: write that connection's record just
+    /// before that message, ahead of its own first message (python `rosbags`
+    /// writes a connection record when the connection is added), so the record
+    /// may sit in an earlier chunk than the connection's first message.
+    pub announce: Vec<(usize, u32)>,
 }
 
 impl Spec {
@@ -68,6 +73,7 @@ impl Spec {
             chunk_threshold: 4096,
             rosbags_padding: false,
             unindexed: false,
+            announce: Vec::new(),
         }
     }
 }
@@ -172,6 +178,10 @@ pub fn write(spec: &Spec) -> Vec<u8> {
         if chunk.is_empty() {
             return;
         }
+        if index.is_empty() && !infos.is_empty() {
+            // Only connection records: keep them for the next chunk.
+            return;
+        }
         let pos = out.len() as u64;
         let (name, data) = compress(spec.compression, chunk);
         let mut h = Vec::new();
@@ -202,7 +212,12 @@ pub fn write(spec: &Spec) -> Vec<u8> {
         chunk.clear();
         index.clear();
     };
-    for (conn, t, data) in &spec.messages {
+    for (i, (conn, t, data)) in spec.messages.iter().enumerate() {
+        for &(_, early) in spec.announce.iter().filter(|a| a.0 == i) {
+            if written.insert(early) {
+                connection_record(&mut chunk, conns[&early]);
+            }
+        }
         if written.insert(*conn) {
             connection_record(&mut chunk, conns[conn]);
         }

@@ -607,37 +607,66 @@ fn finish(
 
 /// Opens the chunks that use undefined connection ids, or whose content is not
 /// known, to read their connection records and count their messages.
+///
+/// A connection record precedes the connection's first message, but not
+/// necessarily in the same chunk (python `rosbags` writes it into the chunk
+/// open when the connection is added, which may close before the first
+/// message): ids still undefined are then looked for in the chunks before the
+/// first one using them, nearest first.
 fn discover(file: &dyn ReadAt, ctx: &ErrorContext, parts: &mut Parts) {
+    let mut scanned = vec![false; parts.entries.len()];
     for i in 0..parts.entries.len() {
-        let needed = {
-            let e = &parts.entries[i];
-            match &e.counts {
-                Some(c) => c
-                    .iter()
-                    .any(|(id, &k)| k > 0 && !parts.connections.contains_key(id)),
-                None => true,
+        let needed = match &parts.entries[i].counts {
+            Some(c) => c
+                .iter()
+                .any(|(id, &k)| k > 0 && !parts.connections.contains_key(id)),
+            None => true,
+        };
+        if needed {
+            scan_into(file, ctx, parts, i);
+            scanned[i] = true;
+        }
+    }
+    let mut first_use: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, e) in parts.entries.iter().enumerate() {
+        for (&id, &k) in e.counts.iter().flatten() {
+            if k > 0 && !parts.connections.contains_key(&id) {
+                first_use.entry(id).or_insert(i);
             }
-        };
-        if !needed {
-            continue;
         }
-        // A damaged chunk is reported when it is read; here it just teaches nothing.
-        let Ok(scan) = scan_chunk(file, ctx, parts.entries[i].meta.offset) else {
-            continue;
-        };
-        for (id, topic, data) in &scan.connections {
-            parts
-                .connections
-                .entry(*id)
-                .or_insert_with(|| connection_channel(*id, topic, data));
+    }
+    for (id, first) in first_use {
+        for j in (0..first).rev() {
+            if parts.connections.contains_key(&id) {
+                break;
+            }
+            if !scanned[j] {
+                scan_into(file, ctx, parts, j);
+                scanned[j] = true;
+            }
         }
-        let e = &mut parts.entries[i];
-        if e.counts.is_none() {
-            e.meta.message_count = Some(scan.counts.values().sum());
-            e.meta.channels = Some(scan.counts.keys().map(|&k| u64::from(k)).collect());
-            e.meta.start_time = scan.start;
-            e.meta.end_time = scan.end;
-            e.counts = Some(scan.counts);
-        }
+    }
+}
+
+/// Scans chunk `i`: adds its connection records and, when its content was not
+/// known, its exact counts and time bounds.
+fn scan_into(file: &dyn ReadAt, ctx: &ErrorContext, parts: &mut Parts, i: usize) {
+    // A damaged chunk is reported when it is read; here it just teaches nothing.
+    let Ok(scan) = scan_chunk(file, ctx, parts.entries[i].meta.offset) else {
+        return;
+    };
+    for (id, topic, data) in &scan.connections {
+        parts
+            .connections
+            .entry(*id)
+            .or_insert_with(|| connection_channel(*id, topic, data));
+    }
+    let e = &mut parts.entries[i];
+    if e.counts.is_none() {
+        e.meta.message_count = Some(scan.counts.values().sum());
+        e.meta.channels = Some(scan.counts.keys().map(|&k| u64::from(k)).collect());
+        e.meta.start_time = scan.start;
+        e.meta.end_time = scan.end;
+        e.counts = Some(scan.counts);
     }
 }
