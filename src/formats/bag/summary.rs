@@ -615,7 +615,7 @@ fn finish(
 /// first one using them, nearest first.
 fn discover(file: &dyn ReadAt, ctx: &ErrorContext, parts: &mut Parts) {
     let mut scanned = vec![false; parts.entries.len()];
-    for i in 0..parts.entries.len() {
+    for (i, done) in scanned.iter_mut().enumerate() {
         let needed = match &parts.entries[i].counts {
             Some(c) => c
                 .iter()
@@ -624,7 +624,7 @@ fn discover(file: &dyn ReadAt, ctx: &ErrorContext, parts: &mut Parts) {
         };
         if needed {
             scan_into(file, ctx, parts, i);
-            scanned[i] = true;
+            *done = true;
         }
     }
     let mut first_use: BTreeMap<u32, usize> = BTreeMap::new();
