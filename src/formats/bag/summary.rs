@@ -426,7 +426,10 @@ fn indexed(file: &dyn ReadAt, ctx: &ErrorContext, hdr: &BagHeader) -> Result<Par
         entries,
         connections,
         indexed: true,
-        note: "read from the index section".into(),
+        note: format!(
+            "{} connection and {} chunk info records at byte {}",
+            hdr.conn_count, hdr.chunk_count, hdr.index_pos
+        ),
         presumed,
     })
 }
