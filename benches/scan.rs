@@ -16,8 +16,9 @@
 //! Groups:
 //! - `full_scan`: every message's payload length summed, by (a) `mcap::MessageStream`
 //!   over an mmap, (b) the sans-io `mcap::sans_io::IndexedReader` over an mmap (borrowed
-//!   payloads, file order and log-time order), (c) logsql
-//!   `SELECT count(*), sum(length(data))`;
+//!   payloads, file order and log-time order; and in file order over `pread` into a
+//!   reused buffer instead of an mmap), (c) logsql `SELECT count(*), sum(length(data))`
+//!   with the default partitions (one per core) and with one partition;
 //! - `window`: a 10% log_time window on `/imu`, by the `IndexedReader` with topic and
 //!   time filters and by logsql (`WHERE topic = '/imu' AND log_time BETWEEN ...`);
 //! - `header_only`: logsql `SELECT topic, count(*) ... GROUP BY topic`;
@@ -105,6 +106,55 @@ fn mcap_indexed(buf: &[u8], options: IndexedReaderOptions) -> (u64, u64) {
     (n, bytes)
 }
 
+/// The same as [`mcap_indexed`] in file order, but reading each chunk with `pread` into a
+/// reused buffer instead of borrowing it from an mmap (what a reader over `ReadAt` does);
+/// the summary is read with the sans-io `SummaryReader`.
+fn mcap_indexed_pread(path: &PathBuf) -> (u64, u64) {
+    use std::io::{Read, Seek};
+    use std::os::unix::fs::FileExt;
+
+    use mcap::sans_io::summary_reader::{SummaryReadEvent, SummaryReader};
+    let mut file = File::open(path).expect("open");
+    let summary = {
+        let mut reader = SummaryReader::new();
+        while let Some(event) = reader.next_event() {
+            match event.expect("summary event") {
+                SummaryReadEvent::ReadRequest(need) => {
+                    let n = file.read(reader.insert(need)).expect("read");
+                    reader.notify_read(n);
+                }
+                SummaryReadEvent::SeekRequest(to) => {
+                    reader.notify_seeked(file.seek(to).expect("seek"))
+                }
+            }
+        }
+        reader.finish().expect("file has a summary")
+    };
+    let mut reader = IndexedReader::new_with_options(
+        &summary,
+        IndexedReaderOptions::new().with_order(ReadOrder::File),
+    )
+    .expect("IndexedReader");
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    while let Some(event) = reader.next_event() {
+        match event.expect("event") {
+            IndexedReadEvent::ReadChunkRequest { offset, length } => {
+                buf.resize(length, 0);
+                file.read_exact_at(&mut buf, offset).expect("pread");
+                reader
+                    .insert_chunk_record_data(offset, &buf)
+                    .expect("chunk");
+            }
+            IndexedReadEvent::Message { data, .. } => {
+                n += 1;
+                bytes += data.len() as u64;
+            }
+        }
+    }
+    (n, bytes)
+}
+
 /// An integer cell (count/sum come back as Int64 or UInt64).
 fn int(batch: &RecordBatch, col: usize, row: usize) -> u64 {
     let c = batch.column(col);
@@ -179,6 +229,10 @@ fn benches(c: &mut Criterion) {
         .build()
         .expect("tokio runtime");
     let ctx = logsql::session_context();
+    // One partition: logsql on one core, like the single-threaded mcap readers.
+    let ctx1 = logsql::session_context_with_config(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(1),
+    );
 
     // The 10% window: from 45% to 55% of the file's time span.
     let summary = mcap::Summary::read(&map)
@@ -213,6 +267,11 @@ fn benches(c: &mut Criterion) {
     let (full, full_metrics) = rt.block_on(run_with_metrics(&ctx, &q_full));
     let logsql_full = (int(&full[0], 0, 0), int(&full[0], 1, 0));
     assert_eq!(stream, indexed, "MessageStream and IndexedReader disagree");
+    assert_eq!(
+        stream,
+        mcap_indexed_pread(&path),
+        "IndexedReader over pread disagrees"
+    );
     assert_eq!(
         stream, logsql_full,
         "logsql and the mcap crate disagree on (count, payload bytes)"
@@ -274,8 +333,14 @@ fn benches(c: &mut Criterion) {
     g.bench_function("mcap_indexed_reader_log_time_order", |b| {
         b.iter(|| black_box(mcap_indexed(&map, IndexedReaderOptions::new())))
     });
+    g.bench_function("mcap_indexed_reader_file_order_pread", |b| {
+        b.iter(|| black_box(mcap_indexed_pread(&path)))
+    });
     g.bench_function("logsql_count_sum_length", |b| {
         b.iter(|| black_box(rt.block_on(run(&ctx, &q_full))))
+    });
+    g.bench_function("logsql_count_sum_length_1_partition", |b| {
+        b.iter(|| black_box(rt.block_on(run(&ctx1, &q_full))))
     });
     g.finish();
 
