@@ -7,8 +7,25 @@
 //!
 //! Defaults: 376 s (about 200 MB), zstd, 1 MiB chunks, 50 kB camera images, seed 42.
 //! Topics: `/imu` 200 Hz, `/camera/compressed` 10 Hz, `/tf` 50 Hz (ros1), `/diagnostics`
-//! 1 Hz (json); see `benches/support/gen.rs`. The small demo file in the repository is
-//! `tests/data/demo.mcap`, made with `--seconds 10 --image-bytes 1000`.
+//! 1 Hz (json); see `benches/support/gen.rs`.
+//!
+//! The small demo file in the repository, `tests/data/demo.mcap` (254,620 bytes, 15 zstd
+//! chunks, 2,610 messages, 10 s from 2023-11-14T22:13:20Z), is made with
+//!
+//! ```text
+//! cargo run --example gen_mcap -- tests/data/demo.mcap --seconds 10 --image-bytes 1000 --chunk-size 65536
+//! ```
+//!
+//! | topic | messages | first log_time | last log_time |
+//! | --- | ---: | --- | --- |
+//! | `/camera/compressed` | 100 | 22:13:20.001 | 22:13:29.901 |
+//! | `/diagnostics` | 10 | 22:13:20.003 | 22:13:29.003 |
+//! | `/imu` | 2000 | 22:13:20.000 | 22:13:29.995 |
+//! | `/tf` | 500 | 22:13:20.002 | 22:13:29.982 |
+//!
+//! The ~200 MB benchmark file (`benches/scan.rs`, `benches/compare.sh`) is the default:
+//! 193,813,300 bytes, 203 chunks, 98,136 messages (/imu 75,200, /camera/compressed 3,760,
+//! /tf 18,800, /diagnostics 376), 213,816,320 payload bytes.
 
 #[path = "../benches/support/gen.rs"]
 mod gen_support;
