@@ -34,7 +34,8 @@ enum ColumnBuilder {
     Sequence(UInt32Builder),
     MessageType(StringBuilder),
     MessageEncoding(StringBuilder),
-    Data(BinaryBuilder),
+    /// The payload builder and the capacity to give each new batch's buffer.
+    Data(BinaryBuilder, usize),
     File(StringBuilder),
 }
 
@@ -44,7 +45,9 @@ fn ts(v: u64) -> i64 {
 }
 
 impl ColumnBuilder {
-    fn new(name: &str) -> Option<Self> {
+    /// A builder for column `name`; `data_bytes` pre-sizes the payload buffer so
+    /// that it never regrows (regrowth would copy every payload byte once more).
+    fn new(name: &str, data_bytes: usize) -> Option<Self> {
         Some(match name {
             col::TOPIC => Self::Topic(StringBuilder::new()),
             col::LOG_TIME => Self::LogTime(TimestampNanosecondBuilder::new()),
@@ -52,7 +55,7 @@ impl ColumnBuilder {
             col::SEQUENCE => Self::Sequence(UInt32Builder::new()),
             col::MESSAGE_TYPE => Self::MessageType(StringBuilder::new()),
             col::MESSAGE_ENCODING => Self::MessageEncoding(StringBuilder::new()),
-            col::DATA => Self::Data(BinaryBuilder::new()),
+            col::DATA => Self::Data(BinaryBuilder::with_capacity(1024, data_bytes), data_bytes),
             col::FILE => Self::File(StringBuilder::new()),
             _ => return None,
         })
@@ -66,7 +69,7 @@ impl ColumnBuilder {
             Self::Sequence(b) => b.append_option(m.sequence),
             Self::MessageType(b) => b.append_option(m.channel.message_type.as_deref()),
             Self::MessageEncoding(b) => b.append_value(&m.channel.message_encoding),
-            Self::Data(b) => b.append_value(m.data),
+            Self::Data(b, _) => b.append_value(m.data),
             Self::File(b) => b.append_value(file),
         }
     }
@@ -78,7 +81,11 @@ impl ColumnBuilder {
             }
             Self::LogTime(b) | Self::PublishTime(b) => Arc::new(b.finish().with_timezone("UTC")),
             Self::Sequence(b) => Arc::new(b.finish()),
-            Self::Data(b) => Arc::new(b.finish()),
+            Self::Data(b, cap) => {
+                let array = Arc::new(b.finish());
+                *b = BinaryBuilder::with_capacity(1024, *cap);
+                array
+            }
         }
     }
 }
@@ -96,7 +103,8 @@ impl BatchBuilder {
             .fields()
             .iter()
             .map(|f| {
-                ColumnBuilder::new(f.name()).ok_or_else(|| {
+                // A batch ends at the first message that reaches `max_bytes`: leave room for it.
+                ColumnBuilder::new(f.name(), max_bytes.saturating_add(256 << 10)).ok_or_else(|| {
                     datafusion::error::DataFusionError::Internal(format!(
                         "unknown messages column {}",
                         f.name()

@@ -13,7 +13,7 @@ extensions_options! {
         pub on_error: String, default = "error".to_string()
         /// Upper bound on the payload bytes of one record batch (the row bound is
         /// DataFusion's `datafusion.execution.batch_size`).
-        pub batch_bytes: usize, default = 8 * 1024 * 1024
+        pub batch_bytes: usize, default = 2 * 1024 * 1024
     }
 }
 

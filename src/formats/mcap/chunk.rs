@@ -64,7 +64,8 @@ pub(crate) fn read_range_into(
             ));
         }
     };
-    buf.clear();
+    // Every byte is overwritten by the read: only growth is zero-filled, so a
+    // reused buffer costs no memset per chunk.
     buf.resize(n, 0);
     file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
 }
