@@ -12,6 +12,7 @@ use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
 pub mod bag;
+pub mod channels;
 pub mod mcap;
 
 /// How many leading bytes [`LogFormat::sniff`] is given.

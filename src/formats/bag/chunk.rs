@@ -5,12 +5,13 @@
 //! messages handed to a [`MessageSink`]: reading the chunk record header
 //! (compression, uncompressed size, data length), decompressing into a buffer
 //! bounded by the declared size, walking the inner connection and message-data
-//! records with a per-read connection map ([`Resolver`]), and the index-data
+//! records with a per-read connection map (the shared
+//! [`ChannelResolver`](crate::formats::channels::ChannelResolver)), and the index-data
 //! shortcuts (skip a chunk whose messages all lie outside the wanted window;
 //! answer a header-only read without decompressing).
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::index::{connection_channel, synthetic_channel};
 use super::records::{
@@ -19,8 +20,9 @@ use super::records::{
 };
 use crate::compression::{self, Codec};
 use crate::error::{Error, ErrorContext, Result};
+use crate::formats::channels::ChannelResolver;
 use crate::io::ReadAt;
-use crate::model::{self, ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 
 /// Buffers larger than this are freed after use instead of being kept for the next chunk.
 const KEEP_BUFFER_LIMIT: usize = 64 << 20;
@@ -339,118 +341,24 @@ pub(crate) fn for_each_record<'a>(
     Ok(Flow::Continue)
 }
 
-/// Where a resolved channel lives.
-#[derive(Debug, Clone, Copy)]
-enum ChanRef<'s> {
-    Summary(&'s model::Channel),
-    Local(usize),
+/// The channel resolver of one chunk read, with the bag's stand-in channel for
+/// a connection id that nothing defines.
+fn resolver<'s>(summary: &'s Summary, sel: &'s Selection) -> ChannelResolver<'s> {
+    ChannelResolver::new(summary, sel, |id| synthetic_channel(id as u32))
 }
 
-/// A resolved connection id with its topic verdict.
-#[derive(Debug, Clone, Copy)]
-struct Slot<'s> {
-    chan: ChanRef<'s>,
-    wanted: bool,
-}
-
-/// Maps connection ids to channels while one chunk is read: the summary's
-/// channels first, then connection records met in the chunk, then a synthetic
-/// channel. The selection's topic verdict is cached per id.
-pub(crate) struct Resolver<'s> {
-    summary: &'s Summary,
-    sel: &'s Selection,
-    local: Vec<model::Channel>,
-    slots: HashMap<u32, Slot<'s>>,
-    /// The last id looked up (messages of one connection often come in runs).
-    last: Option<(u32, Slot<'s>)>,
-}
-
-impl<'s> Resolver<'s> {
-    /// A resolver over `summary`'s channels.
-    pub fn new(summary: &'s Summary, sel: &'s Selection) -> Self {
-        Self {
-            summary,
-            sel,
-            local: Vec::new(),
-            slots: HashMap::new(),
-            last: None,
-        }
+/// A connection record met inside a chunk defines its connection (unless the
+/// summary or an earlier record already did).
+fn on_connection(resolver: &mut ChannelResolver<'_>, conn: u32, topic: &[u8], data: &[u8]) {
+    if resolver.is_defined(u64::from(conn)) {
+        return;
     }
-
-    /// A connection record was read inside the chunk.
-    pub fn on_connection(&mut self, conn: u32, topic: &[u8], data: &[u8]) {
-        if self.summary.channels.contains_key(&u64::from(conn)) {
-            return;
-        }
-        // The first definition wins, except over a synthetic stand-in made when a
-        // message came before its connection record.
-        if let Some(Slot {
-            chan: ChanRef::Local(i),
-            ..
-        }) = self.slots.get(&conn)
-            && self.local.get(*i).is_some_and(|c| c.schema.is_some())
-        {
-            return;
-        }
-        let Ok(parsed) = records::parse_connection_data(data) else {
-            return;
-        };
-        let channel = connection_channel(conn, &String::from_utf8_lossy(topic), &parsed);
-        let wanted = self.sel.wants_topic(&channel.topic);
-        self.local.push(channel);
-        self.slots.insert(
+    if let Ok(parsed) = records::parse_connection_data(data) {
+        resolver.define(connection_channel(
             conn,
-            Slot {
-                chan: ChanRef::Local(self.local.len() - 1),
-                wanted,
-            },
-        );
-        self.last = None;
-    }
-
-    fn slot(&mut self, id: u32) -> Slot<'s> {
-        if let Some((last, slot)) = self.last
-            && last == id
-        {
-            return slot;
-        }
-        let slot = match self.slots.get(&id) {
-            Some(s) => *s,
-            None => {
-                let slot = match self.summary.channels.get(&u64::from(id)) {
-                    Some(ch) => Slot {
-                        chan: ChanRef::Summary(ch),
-                        wanted: self.sel.wants_topic(&ch.topic),
-                    },
-                    None => {
-                        let ch = synthetic_channel(id);
-                        let wanted = self.sel.wants_topic(&ch.topic);
-                        self.local.push(ch);
-                        Slot {
-                            chan: ChanRef::Local(self.local.len() - 1),
-                            wanted,
-                        }
-                    }
-                };
-                self.slots.insert(id, slot);
-                slot
-            }
-        };
-        self.last = Some((id, slot));
-        slot
-    }
-
-    /// Whether messages of connection `id` pass the topic filter.
-    pub fn wants(&mut self, id: u32) -> bool {
-        self.slot(id).wanted
-    }
-
-    /// The channel of connection `id`.
-    pub fn channel(&mut self, id: u32) -> &model::Channel {
-        match self.slot(id).chan {
-            ChanRef::Summary(ch) => ch,
-            ChanRef::Local(i) => &self.local[i],
-        }
+            &String::from_utf8_lossy(topic),
+            &parsed,
+        ));
     }
 }
 
@@ -466,19 +374,19 @@ fn deliver(
         bytes_decompressed: loaded.bytes_decompressed,
         ..ChunkRead::default()
     };
-    let mut resolver = Resolver::new(summary, sel);
+    let mut resolver = resolver(summary, sel);
     let walked = for_each_record(loaded.records, |_, item| match item {
         Inner::Connection { conn, topic, data } => {
-            resolver.on_connection(conn, topic, data);
+            on_connection(&mut resolver, conn, topic, data);
             Flow::Continue
         }
         Inner::Message { conn, time, data } => {
             read.messages += 1;
-            if !sel.wants_time(time) || !resolver.wants(conn) {
+            if !sel.wants_time(time) || !resolver.wants(u64::from(conn)) {
                 return Flow::Continue;
             }
             let msg = Message {
-                channel: resolver.channel(conn),
+                channel: resolver.channel(u64::from(conn)),
                 log_time: time,
                 publish_time: None,
                 sequence: None,
@@ -609,7 +517,7 @@ pub(crate) fn read(
             .iter()
             .all(|e| summary.channels.contains_key(&u64::from(e.conn)))
     {
-        let mut resolver = Resolver::new(summary, sel);
+        let mut resolver = resolver(summary, sel);
         if header_only {
             // File order inside the chunk, as a full read would deliver.
             entries.sort_by_key(|e| e.offset);
@@ -618,11 +526,11 @@ pub(crate) fn read(
                 ..ChunkRead::default()
             };
             for e in &entries {
-                if !sel.wants_time(e.time) || !resolver.wants(e.conn) {
+                if !sel.wants_time(e.time) || !resolver.wants(u64::from(e.conn)) {
                     continue;
                 }
                 let msg = Message {
-                    channel: resolver.channel(e.conn),
+                    channel: resolver.channel(u64::from(e.conn)),
                     log_time: e.time,
                     publish_time: None,
                     sequence: None,
@@ -637,7 +545,7 @@ pub(crate) fn read(
         }
         if !entries
             .iter()
-            .any(|e| sel.wants_time(e.time) && resolver.wants(e.conn))
+            .any(|e| sel.wants_time(e.time) && resolver.wants(u64::from(e.conn)))
         {
             return Ok(ChunkRead {
                 skipped: true,

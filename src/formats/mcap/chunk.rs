@@ -13,6 +13,7 @@ use super::index::{ChannelDef, SchemaInfo, synthetic_channel};
 use super::records::{self, FieldError, RECORD_PREFIX_LEN, SliceRecords, op};
 use crate::compression::{self, Codec};
 use crate::error::{ErrorContext, Result};
+use crate::formats::channels::ChannelResolver;
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 
@@ -284,32 +285,14 @@ fn record_len(raw: &[u8]) -> u64 {
     u64::from_le_bytes(len)
 }
 
-/// Where a resolved channel lives.
-#[derive(Debug, Clone, Copy)]
-enum ChanRef<'s> {
-    Summary(&'s model::Channel),
-    Local(usize),
-}
-
-/// A resolved channel id with its selection verdict.
-#[derive(Debug, Clone, Copy)]
-struct Slot<'s> {
-    chan: ChanRef<'s>,
-    wanted: bool,
-}
-
-/// Maps channel ids to channels while one chunk (or pseudo-chunk) is read.
-///
-/// The summary's channels come first; Schema and Channel records met while
-/// reading add local ones; an id defined nowhere gets a synthetic channel. The
-/// selection's topic verdict is cached per id.
+/// Maps channel ids to channels while one chunk (or pseudo-chunk) is read: the
+/// shared [`ChannelResolver`] plus MCAP's schemas, so that a Channel record met
+/// inside a chunk gets its Schema (from the summary or from the chunk itself).
 pub(crate) struct Resolver<'s> {
-    summary: &'s Summary,
+    channels: ChannelResolver<'s>,
     schemas: Option<&'s std::collections::BTreeMap<u16, SchemaInfo>>,
-    sel: &'s Selection,
     local_schemas: HashMap<u16, SchemaInfo>,
-    local: Vec<model::Channel>,
-    slots: HashMap<u16, Slot<'s>>,
+    sel: &'s Selection,
 }
 
 impl<'s> Resolver<'s> {
@@ -319,12 +302,10 @@ impl<'s> Resolver<'s> {
             .private::<super::index::McapIndex>()
             .map(|i| &i.schemas);
         Self {
-            summary,
+            channels: ChannelResolver::new(summary, sel, |id| synthetic_channel(id as u16)),
             schemas,
-            sel,
             local_schemas: HashMap::new(),
-            local: Vec::new(),
-            slots: HashMap::new(),
+            sel,
         }
     }
 
@@ -338,79 +319,25 @@ impl<'s> Resolver<'s> {
 
     /// A Channel record was read.
     pub fn on_channel(&mut self, c: &records::Channel<'_>) {
-        if self.summary.channels.contains_key(&u64::from(c.id)) {
+        if self.channels.is_defined(u64::from(c.id)) {
             return;
         }
-        // The first definition wins, except that a real definition replaces the
-        // synthetic channel made when a message came before its Channel record.
-        if let Some(Slot {
-            chan: ChanRef::Local(i),
-            ..
-        }) = self.slots.get(&c.id)
-            && !self.local.get(*i).is_some_and(is_synthetic)
-        {
-            return;
-        }
-        let def = ChannelDef::from_record(c);
         let schema = self
             .local_schemas
             .get(&c.schema_id)
             .or_else(|| self.schemas.and_then(|m| m.get(&c.schema_id)));
-        let channel = def.to_channel(schema);
-        let wanted = self.sel.wants_topic(&channel.topic);
-        self.local.push(channel);
-        self.slots.insert(
-            c.id,
-            Slot {
-                chan: ChanRef::Local(self.local.len() - 1),
-                wanted,
-            },
-        );
-    }
-
-    fn slot(&mut self, id: u16) -> Slot<'s> {
-        if let Some(s) = self.slots.get(&id) {
-            return *s;
-        }
-        let slot = match self.summary.channels.get(&u64::from(id)) {
-            Some(ch) => Slot {
-                chan: ChanRef::Summary(ch),
-                wanted: self.sel.wants_topic(&ch.topic),
-            },
-            None => {
-                let ch = synthetic_channel(id);
-                let wanted = self.sel.wants_topic(&ch.topic);
-                self.local.push(ch);
-                Slot {
-                    chan: ChanRef::Local(self.local.len() - 1),
-                    wanted,
-                }
-            }
-        };
-        self.slots.insert(id, slot);
-        slot
+        self.channels
+            .define(ChannelDef::from_record(c).to_channel(schema));
     }
 
     /// Whether messages of channel `id` pass the selection's topic filter.
     pub fn wants(&mut self, id: u16) -> bool {
-        self.slot(id).wanted
+        self.channels.wants(u64::from(id))
     }
 
     /// The channel for `id` (resolving it if needed).
     pub fn channel(&mut self, id: u16) -> &model::Channel {
-        let slot = self.slot(id);
-        self.get(slot.chan)
-    }
-
-    fn get(&self, chan: ChanRef<'s>) -> &model::Channel {
-        match chan {
-            ChanRef::Summary(ch) => ch,
-            ChanRef::Local(i) => match self.local.get(i) {
-                Some(ch) => ch,
-                // Unreachable: local indexes are only created by pushes.
-                None => &EMPTY_CHANNEL,
-            },
-        }
+        self.channels.channel(u64::from(id))
     }
 
     /// Delivers one message to `sink` if it passes the selection.
@@ -420,17 +347,12 @@ impl<'s> Resolver<'s> {
         data: &[u8],
         sink: &mut dyn MessageSink,
     ) -> Flow {
-        if !self.sel.wants_time(h.log_time) {
-            return Flow::Continue;
-        }
-        let slot = self.slot(h.channel_id);
-        if !slot.wanted {
+        if !self.sel.wants_time(h.log_time) || !self.wants(h.channel_id) {
             return Flow::Continue;
         }
         let payload = self.sel.payload;
-        let channel = self.get(slot.chan);
         sink.message(Message {
-            channel,
+            channel: self.channels.channel(u64::from(h.channel_id)),
             log_time: h.log_time,
             publish_time: Some(h.publish_time),
             sequence: Some(h.sequence),
@@ -438,23 +360,6 @@ impl<'s> Resolver<'s> {
         })
     }
 }
-
-fn is_synthetic(ch: &model::Channel) -> bool {
-    ch.topic.is_empty()
-        && ch.message_encoding.is_empty()
-        && ch.message_type.is_none()
-        && ch.metadata.is_empty()
-}
-
-static EMPTY_CHANNEL: model::Channel = model::Channel {
-    id: 0,
-    topic: String::new(),
-    message_type: None,
-    message_encoding: String::new(),
-    schema_encoding: None,
-    schema: None,
-    metadata: std::collections::BTreeMap::new(),
-};
 
 /// Reads a real Chunk record and delivers its messages in file order.
 pub(crate) fn read_chunk_records(
