@@ -13,6 +13,7 @@ use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
 pub mod bag;
 pub mod channels;
+pub mod chunk_io;
 pub mod mcap;
 
 /// How many leading bytes [`LogFormat::sniff`] is given.

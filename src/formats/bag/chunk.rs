@@ -10,7 +10,6 @@
 //! shortcuts (skip a chunk whose messages all lie outside the wanted window;
 //! answer a header-only read without decompressing).
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use super::index::{connection_channel, synthetic_channel};
@@ -21,36 +20,15 @@ use super::records::{
 use crate::compression::{self, Codec};
 use crate::error::{Error, ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
+use crate::formats::chunk_io::{LoadedChunk, read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
-
-/// Buffers larger than this are freed after use instead of being kept for the next chunk.
-const KEEP_BUFFER_LIMIT: usize = 64 << 20;
 
 /// Index-data ranges longer than this are not read (the chunk is decompressed instead).
 const MAX_INDEX_REGION: u64 = 64 << 20;
 
 /// Bytes read at a chunk's offset in the hope of getting its whole record header.
 const HEAD_PROBE: usize = 512;
-
-thread_local! {
-    /// Reusable (raw, decompressed) buffers, taken out while in use so re-entrant
-    /// calls simply allocate fresh ones.
-    static BUFFERS: Cell<(Vec<u8>, Vec<u8>)> = const { Cell::new((Vec::new(), Vec::new())) };
-}
-
-/// Runs `f` with the thread's two reusable byte buffers.
-fn with_buffers<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
-    let (mut raw, mut out) = BUFFERS.with(|b| b.take());
-    let result = f(&mut raw, &mut out);
-    for buf in [&mut raw, &mut out] {
-        if buf.capacity() > KEEP_BUFFER_LIMIT {
-            *buf = Vec::new();
-        }
-    }
-    BUFFERS.with(|b| b.set((raw, out)));
-    result
-}
 
 /// The header of a chunk record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,40 +137,6 @@ pub(crate) fn read_chunk_head(
     Ok(chunk)
 }
 
-/// A chunk read from the file and decompressed.
-#[derive(Debug)]
-pub(crate) struct LoadedChunk<'b> {
-    /// File offset of the chunk record.
-    pub offset: u64,
-    /// The decompressed records.
-    pub records: &'b [u8],
-    /// File offset of the records when they are stored uncompressed.
-    pub records_file_offset: Option<u64>,
-    /// Compression name.
-    pub compression: &'b str,
-    /// Bytes produced by decompression (0 when stored uncompressed).
-    pub bytes_decompressed: u64,
-}
-
-impl LoadedChunk<'_> {
-    /// An error about the inner records at `pos` (a position in the decompressed records).
-    pub fn error(&self, ctx: &ErrorContext, pos: usize, message: impl std::fmt::Display) -> Error {
-        match self.records_file_offset {
-            Some(base) => ctx.corrupt(
-                base + pos as u64,
-                format!("inside the chunk at byte {}: {message}", self.offset),
-            ),
-            None => ctx.corrupt(
-                self.offset,
-                format!(
-                    "in the {} chunk at this offset, at byte {pos} of its decompressed data: {message}",
-                    self.compression
-                ),
-            ),
-        }
-    }
-}
-
 /// Reads the chunk data of `head` into `raw` and, when compressed, decompresses
 /// it into `out` (bounded by the declared size).
 pub(crate) fn load_chunk<'b>(
@@ -211,7 +155,14 @@ pub(crate) fn load_chunk<'b>(
             ),
         )
     })?;
-    read_range_into(file, ctx, head.data_offset(), u64::from(head.data_len), raw)?;
+    read_range_into(
+        file,
+        ctx,
+        head.data_offset(),
+        u64::from(head.data_len),
+        raw,
+        "chunk data",
+    )?;
     let raw: &'b Vec<u8> = raw;
     if codec == Codec::None {
         // The size field of an uncompressed chunk is informational: the data
@@ -250,31 +201,6 @@ pub(crate) fn load_chunk<'b>(
         compression: &head.compression,
         bytes_decompressed: out.len() as u64,
     })
-}
-
-/// Reads `len` bytes at `offset` into `buf` after checking the range lies in the file.
-fn read_range_into(
-    file: &dyn ReadAt,
-    ctx: &ErrorContext,
-    offset: u64,
-    len: u64,
-    buf: &mut Vec<u8>,
-) -> Result<()> {
-    let fits = offset
-        .checked_add(len)
-        .is_some_and(|end| end <= file.size());
-    let n = match usize::try_from(len) {
-        Ok(n) if fits => n,
-        _ => {
-            return Err(ctx.truncated(
-                offset,
-                format!("chunk data of {len} bytes extends past the end of the file"),
-            ));
-        }
-    };
-    buf.clear();
-    buf.resize(n, 0);
-    file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
 }
 
 /// A record inside a chunk, as far as the reader cares.

@@ -6,7 +6,6 @@
 //! the inner records with a per-read channel map ([`Resolver`]), and the
 //! header-only fast path over the MessageIndex records that follow a chunk.
 
-use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
 use super::index::{ChannelDef, SchemaInfo, synthetic_channel};
@@ -14,110 +13,24 @@ use super::records::{self, FieldError, RECORD_PREFIX_LEN, SliceRecords, op};
 use crate::compression::{self, Codec};
 use crate::error::{ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
+use crate::formats::chunk_io::{LoadedChunk, read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 
-/// Buffers larger than this are freed after use instead of being kept for the next chunk.
-const KEEP_BUFFER_LIMIT: usize = 64 << 20;
-
-thread_local! {
-    /// Reusable (raw, decompressed) buffers, taken out while in use so re-entrant
-    /// calls simply allocate fresh ones.
-    static BUFFERS: Cell<(Vec<u8>, Vec<u8>)> = const { Cell::new((Vec::new(), Vec::new())) };
-}
-
-/// Runs `f` with the thread's two reusable byte buffers.
-pub(crate) fn with_buffers<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
-    let (mut raw, mut out) = BUFFERS.with(|b| b.take());
-    let result = f(&mut raw, &mut out);
-    for buf in [&mut raw, &mut out] {
-        if buf.capacity() > KEEP_BUFFER_LIMIT {
-            *buf = Vec::new();
-        }
-    }
-    BUFFERS.with(|b| b.set((raw, out)));
-    result
-}
-
-/// Reads `len` bytes at `offset` into `buf` (replacing its content), after checking
-/// that the range lies inside the file, so a corrupt length never allocates more
-/// than the file holds.
-pub(crate) fn read_range_into(
-    file: &dyn ReadAt,
+/// An error for a record at `record_pos` of `loaded` whose field parse failed.
+pub(crate) fn field_error(
+    loaded: &LoadedChunk<'_>,
     ctx: &ErrorContext,
-    offset: u64,
-    len: u64,
-    buf: &mut Vec<u8>,
-    what: &str,
-) -> Result<()> {
-    let fits = offset
-        .checked_add(len)
-        .is_some_and(|end| end <= file.size());
-    let n = match usize::try_from(len) {
-        Ok(n) if fits => n,
-        _ => {
-            return Err(ctx.truncated(
-                offset,
-                format!(
-                    "{what} of {len} bytes extends past the end of the file ({} bytes left)",
-                    file.size().saturating_sub(offset)
-                ),
-            ));
-        }
-    };
-    // Every byte is overwritten by the read: only growth is zero-filled, so a
-    // reused buffer costs no memset per chunk.
-    buf.resize(n, 0);
-    file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
-}
-
-/// A chunk read from the file and decompressed.
-#[derive(Debug)]
-pub(crate) struct LoadedChunk<'b> {
-    /// File offset of the Chunk record.
-    pub offset: u64,
-    /// The decompressed records.
-    pub records: &'b [u8],
-    /// File offset of the records when they are stored uncompressed.
-    pub records_file_offset: Option<u64>,
-    /// Compression name.
-    pub compression: &'b str,
-    /// Bytes produced by decompression (0 when stored uncompressed).
-    pub bytes_decompressed: u64,
-}
-
-impl LoadedChunk<'_> {
-    /// An error about the inner records at `pos` (a position in the decompressed records).
-    pub fn error(
-        &self,
-        ctx: &ErrorContext,
-        pos: usize,
-        message: impl std::fmt::Display,
-    ) -> crate::Error {
-        match self.records_file_offset {
-            Some(base) => ctx.corrupt(base + pos as u64, format!("inside the chunk at byte {}: {message}", self.offset)),
-            None => ctx.corrupt(
-                self.offset,
-                format!("in the {} chunk at this offset, at byte {pos} of its decompressed records: {message}", self.compression),
-            ),
-        }
-    }
-
-    /// An error for a record at `record_pos` whose field parse failed.
-    pub fn field_error(
-        &self,
-        ctx: &ErrorContext,
-        record_pos: usize,
-        opcode: u8,
-        e: &FieldError,
-    ) -> crate::Error {
-        let pos = record_pos + RECORD_PREFIX_LEN as usize + e.pos;
-        self.error(
-            ctx,
-            pos,
-            format!("bad {} record: {}", op::name(opcode), e.message),
-        )
-    }
+    record_pos: usize,
+    opcode: u8,
+    e: &FieldError,
+) -> crate::Error {
+    let pos = record_pos + RECORD_PREFIX_LEN as usize + e.pos;
+    loaded.error(
+        ctx,
+        pos,
+        format!("bad {} record: {}", op::name(opcode), e.message),
+    )
 }
 
 /// Decompresses a chunk's records into `out` and checks the size and (when
@@ -385,7 +298,7 @@ pub(crate) fn read_chunk_records(
             match rec.opcode {
                 op::MESSAGE => {
                     let m = records::parse_message(rec.content)
-                        .map_err(|e| loaded.field_error(ctx, rec.pos, rec.opcode, &e))?;
+                        .map_err(|e| field_error(&loaded, ctx, rec.pos, rec.opcode, &e))?;
                     stats.messages += 1;
                     if resolver.deliver(&m.header, m.data, sink) == Flow::Stop {
                         stats.stopped = true;
@@ -394,12 +307,12 @@ pub(crate) fn read_chunk_records(
                 }
                 op::SCHEMA => {
                     let s = records::parse_schema(rec.content)
-                        .map_err(|e| loaded.field_error(ctx, rec.pos, rec.opcode, &e))?;
+                        .map_err(|e| field_error(&loaded, ctx, rec.pos, rec.opcode, &e))?;
                     resolver.on_schema(&s);
                 }
                 op::CHANNEL => {
                     let c = records::parse_channel(rec.content)
-                        .map_err(|e| loaded.field_error(ctx, rec.pos, rec.opcode, &e))?;
+                        .map_err(|e| field_error(&loaded, ctx, rec.pos, rec.opcode, &e))?;
                     resolver.on_channel(&c);
                 }
                 _ => {}
@@ -550,7 +463,7 @@ pub(crate) fn scan_chunk(
         let mut scan = ChunkScan::default();
         for rec in SliceRecords::new(loaded.records) {
             let rec = rec.map_err(|e| loaded.error(ctx, e.pos, &e.message))?;
-            let field_err = |e: FieldError| loaded.field_error(ctx, rec.pos, rec.opcode, &e);
+            let field_err = |e: FieldError| field_error(&loaded, ctx, rec.pos, rec.opcode, &e);
             match rec.opcode {
                 op::MESSAGE => {
                     let h = records::parse_message_header(rec.content).map_err(field_err)?;
