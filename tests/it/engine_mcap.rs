@@ -1,69 +1,13 @@
 //! The scan engine over real MCAP files: SQL results, pushdown (by the scan
 //! metrics), statistics, table functions, multi-file tables and damaged files.
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Int64Type, UInt64Type};
-use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::fixtures;
+use crate::sql::{analyze, ints, metric, query, text};
 
 fn ctx() -> SessionContext {
     logsql::session_context()
-}
-
-async fn query(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
-    ctx.sql(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-async fn text(ctx: &SessionContext, sql: &str) -> String {
-    pretty_format_batches(&query(ctx, sql).await)
-        .unwrap()
-        .to_string()
-}
-
-/// The rendered plan of `EXPLAIN ANALYZE <sql>` (metrics included).
-async fn analyze(ctx: &SessionContext, sql: &str) -> String {
-    text(ctx, &format!("EXPLAIN ANALYZE {sql}")).await
-}
-
-/// A metric of the scan node, summed over partitions, from an EXPLAIN ANALYZE plan.
-fn metric(plan: &str, name: &str) -> u64 {
-    let key = format!("{name}=");
-    let line = plan
-        .lines()
-        .find(|l| l.contains("DataSourceExec") && l.contains(&key))
-        .unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
-    let rest = &line[line.find(&key).unwrap() + key.len()..];
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits
-        .parse()
-        .unwrap_or_else(|_| panic!("bad {name} in {line}"))
-}
-
-/// Single-column i64/u64 values of a query, in row order.
-async fn ints(ctx: &SessionContext, sql: &str) -> Vec<i64> {
-    let mut out = Vec::new();
-    for b in query(ctx, sql).await {
-        let c = b.column(0);
-        for i in 0..c.len() {
-            out.push(match c.data_type() {
-                datafusion::arrow::datatypes::DataType::Int64 => {
-                    c.as_primitive::<Int64Type>().value(i)
-                }
-                datafusion::arrow::datatypes::DataType::UInt64 => {
-                    c.as_primitive::<UInt64Type>().value(i) as i64
-                }
-                t => panic!("unexpected type {t}"),
-            });
-        }
-    }
-    out
 }
 
 fn sample(name: &str) -> Option<String> {
