@@ -152,6 +152,18 @@ impl Summary {
         self.private.as_deref().and_then(|p| p.downcast_ref::<T>())
     }
 
+    /// The position of `chunk` in [`Summary::chunks`]: its own `index` when that
+    /// still points at it, else found by offset (chunk offsets are unique in a
+    /// file). Readers use it to find their private per-chunk detail.
+    pub fn chunk_position(&self, chunk: &ChunkMeta) -> Option<usize> {
+        let at = |i: usize| self.chunks.get(i).is_some_and(|c| c.offset == chunk.offset);
+        if at(chunk.index) {
+            return Some(chunk.index);
+        }
+        let i = self.chunks.partition_point(|c| c.offset < chunk.offset);
+        at(i).then_some(i)
+    }
+
     /// Exact message count per topic, when the file states per-channel counts.
     pub fn topic_message_counts(&self) -> Option<BTreeMap<&str, u64>> {
         let counts = self.channel_message_counts.as_ref()?;

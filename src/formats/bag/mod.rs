@@ -97,20 +97,5 @@ impl LogFormat for BagFormat {
 /// The reader-private detail of `chunk`, matched by index and offset.
 fn find_detail<'s>(summary: &'s Summary, chunk: &ChunkMeta) -> Option<&'s ChunkDetail> {
     let index = summary.private::<BagIndex>()?;
-    let same = |i: usize| {
-        summary
-            .chunks
-            .get(i)
-            .is_some_and(|c| c.offset == chunk.offset)
-    };
-    let i = if same(chunk.index) {
-        chunk.index
-    } else {
-        let i = summary.chunks.partition_point(|c| c.offset < chunk.offset);
-        if !same(i) {
-            return None;
-        }
-        i
-    };
-    index.chunks.get(i)
+    index.chunks.get(summary.chunk_position(chunk)?)
 }
