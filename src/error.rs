@@ -53,7 +53,7 @@ pub enum Error {
     },
     /// A checksum stored in the file does not match its content.
     #[error(
-        "{file}: {format} checksum mismatch at byte {offset}: {what} (stored {stored:#010x}, computed {computed:#010x})"
+        "{file}: {format} checksum mismatch at byte {offset}: {what} (stored {stored}, computed {computed})"
     )]
     Checksum {
         /// The file being read.
@@ -64,10 +64,10 @@ pub enum Error {
         offset: u64,
         /// Which checksum.
         what: String,
-        /// The value stored in the file.
-        stored: u64,
-        /// The value computed from the bytes.
-        computed: u64,
+        /// The value stored in the file, as hex (`0x1234abcd`, or a SHA1 digest).
+        stored: String,
+        /// The value computed from the bytes, in the same notation.
+        computed: String,
     },
     /// The file uses a feature logsql does not implement (e.g. an unknown compression).
     #[error("{file}: unsupported {format} feature at byte {offset}: {message}")]
@@ -94,6 +94,14 @@ pub enum Error {
     /// A problem with what the user asked for (bad argument, bad option).
     #[error("{0}")]
     Invalid(String),
+    /// A typed table asked of a format that does not derive it.
+    #[error("{format} files have no table {table:?}")]
+    UnsupportedTable {
+        /// Format name.
+        format: &'static str,
+        /// Table name asked for.
+        table: String,
+    },
 }
 
 impl Error {
@@ -162,13 +170,29 @@ impl ErrorContext {
         }
     }
 
-    /// A [`Error::Checksum`] at `offset`.
+    /// A [`Error::Checksum`] at `offset` for a 32-bit checksum (CRC32).
     pub fn checksum(
         &self,
         offset: u64,
         what: impl Into<String>,
         stored: u64,
         computed: u64,
+    ) -> Error {
+        self.digest_mismatch(
+            offset,
+            what,
+            format!("{stored:#010x}"),
+            format!("{computed:#010x}"),
+        )
+    }
+
+    /// A [`Error::Checksum`] at `offset` for a digest given as text (e.g. SHA1 hex).
+    pub fn digest_mismatch(
+        &self,
+        offset: u64,
+        what: impl Into<String>,
+        stored: String,
+        computed: String,
     ) -> Error {
         Error::Checksum {
             file: self.file.clone(),

@@ -25,6 +25,7 @@ pub mod error;
 pub mod formats;
 pub mod io;
 pub mod model;
+pub mod table;
 
 pub use error::{Error, Result};
 

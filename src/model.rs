@@ -227,6 +227,55 @@ pub struct Message<'a> {
     pub sequence: Option<u32>,
     /// The payload, untouched. Empty when the selection did not ask for payloads.
     pub data: &'a [u8],
+    /// Values of the format's [`ExtraColumn`]s, in the order
+    /// [`crate::formats::LogFormat::extra_columns`] lists them; may be shorter
+    /// (missing values are null). Empty for formats without extra columns.
+    pub extra: &'a [ExtraValue<'a>],
+}
+
+/// A format-specific column of the `messages` table beyond the common ones
+/// (CARLA's `frame` and `elapsed`, BDDF's additional index values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtraColumn {
+    /// Column name.
+    pub name: &'static str,
+    /// Value type.
+    pub kind: ExtraKind,
+    /// One line for the README / `DESCRIBE`.
+    pub doc: &'static str,
+}
+
+/// Type of an [`ExtraColumn`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtraKind {
+    /// Unsigned 64-bit integer.
+    UInt64,
+    /// Signed 64-bit integer.
+    Int64,
+    /// 64-bit float.
+    Float64,
+    /// Map from name to signed 64-bit integer (Arrow `Map<Utf8, Int64>`).
+    Int64Map,
+}
+
+/// One value of an [`ExtraColumn`], borrowed like the rest of a [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ExtraValue<'a> {
+    /// No value.
+    Null,
+    /// For [`ExtraKind::UInt64`].
+    UInt64(u64),
+    /// For [`ExtraKind::Int64`].
+    Int64(i64),
+    /// For [`ExtraKind::Float64`].
+    Float64(f64),
+    /// For [`ExtraKind::Int64Map`]: `keys[i]` maps to `values[i]`.
+    Int64Map {
+        /// Entry names.
+        keys: &'a [String],
+        /// Entry values (same length as `keys`).
+        values: &'a [i64],
+    },
 }
 
 /// Whether a sink wants more messages.

@@ -9,9 +9,13 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary};
+use crate::table::{RowSink, TableDef};
 
+pub mod apollo;
 pub mod bag;
+pub mod bddf;
+pub mod carla;
 pub mod channels;
 pub mod chunk_io;
 pub mod mcap;
@@ -48,11 +52,67 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         sel: &Selection,
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead>;
+
+    /// Format-specific `messages` columns after the common ones, filled from
+    /// [`Message::extra`](crate::model::Message::extra).
+    fn extra_columns(&self) -> &'static [ExtraColumn] {
+        &[]
+    }
+
+    /// Names of the typed tables this format derives (see [`crate::table`]),
+    /// each exposed as a table function `name('path' [, arg])`.
+    fn table_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The definition of typed table `table` for this file; `arg` is the
+    /// table function's optional second argument (e.g. a BDDF series name).
+    fn table_def(&self, summary: &Summary, table: &str, arg: Option<&str>) -> Result<TableDef> {
+        let _ = (summary, arg);
+        Err(Error::UnsupportedTable {
+            format: self.name(),
+            table: table.to_string(),
+        })
+    }
+
+    /// Delivers the rows of typed table `table` found in one chunk, restricted
+    /// (as far as is cheap) to `sel`. Rows follow [`LogFormat::table_def`]'s columns.
+    #[allow(clippy::too_many_arguments)]
+    fn read_table_chunk(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        table: &str,
+        arg: Option<&str>,
+        sel: &Selection,
+        sink: &mut dyn RowSink,
+    ) -> Result<ChunkRead> {
+        let _ = (file, summary, chunk, arg, sel, sink);
+        Err(Error::UnsupportedTable {
+            format: self.name(),
+            table: table.to_string(),
+        })
+    }
+
+    /// The format's own human-readable description of the file, for `logsql
+    /// info` (e.g. CARLA's `show_recorder_file_info` text); `all` asks for the
+    /// detailed variant. `None`: the generic summary is printed instead.
+    fn info_text(&self, file: &dyn ReadAt, summary: &Summary, all: bool) -> Option<Result<String>> {
+        let _ = (file, summary, all);
+        None
+    }
 }
 
 /// Every format logsql reads, in sniffing order.
 pub fn all() -> Vec<Arc<dyn LogFormat>> {
-    vec![Arc::new(mcap::McapFormat), Arc::new(bag::BagFormat)]
+    vec![
+        Arc::new(mcap::McapFormat),
+        Arc::new(bag::BagFormat),
+        Arc::new(apollo::ApolloFormat),
+        Arc::new(bddf::BddfFormat),
+        Arc::new(carla::CarlaFormat),
+    ]
 }
 
 /// The format with this name (case-insensitive), or one of its extensions.

@@ -1,7 +1,10 @@
 //! logsql's integration tests: one test crate (one link of DataFusion), one module per area.
 
+mod apollo_reader;
 mod bag_reader;
 mod bag_writer;
+mod bddf_reader;
+mod carla_reader;
 #[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "datafusion")]

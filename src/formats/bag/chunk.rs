@@ -317,6 +317,7 @@ fn deliver(
                 publish_time: None,
                 sequence: None,
                 data: if sel.payload { data } else { &[] },
+                extra: &[],
             };
             sink.message(msg)
         }
@@ -460,6 +461,7 @@ pub(crate) fn read(
                     log_time: e.time,
                     publish_time: None,
                     sequence: None,
+                    extra: &[],
                     data: &[],
                 };
                 if sink.message(msg) == Flow::Stop {

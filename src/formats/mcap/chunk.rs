@@ -270,6 +270,7 @@ impl<'s> Resolver<'s> {
             publish_time: Some(h.publish_time),
             sequence: Some(h.sequence),
             data: if payload { data } else { &[] },
+            extra: &[],
         })
     }
 }
@@ -428,6 +429,7 @@ pub(crate) fn read_message_indexes(
             publish_time: None,
             sequence: None,
             data: &[],
+            extra: &[],
         });
         if flow == Flow::Stop {
             stats.stopped = true;

@@ -1,0 +1,1 @@
+//! apollo reader tests against `../shared/fixtures/apollo/` (being written).

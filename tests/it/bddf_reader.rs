@@ -1,0 +1,1 @@
+//! bddf reader tests against `../shared/fixtures/bddf/` (being written).

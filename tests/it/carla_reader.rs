@@ -1,0 +1,1 @@
+//! carla reader tests against `../shared/fixtures/carla/` (being written).
