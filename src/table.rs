@@ -87,6 +87,14 @@ pub struct TableDef {
     /// Columns in order. A column named `log_time` of type
     /// `Scalar(Timestamp)` lets the engine prune chunks by time.
     pub columns: Vec<ColumnDef>,
+    /// `true`: rows come chunk by chunk from
+    /// [`LogFormat::read_table_chunk`](crate::formats::LogFormat::read_table_chunk)
+    /// (pruned and partitioned like `messages`). `false`: the whole table comes
+    /// from one call of
+    /// [`LogFormat::read_table_file`](crate::formats::LogFormat::read_table_file)
+    /// (per-file facts such as BDDF series or CARLA actors, which need the
+    /// summary or a cheap walk of the whole file).
+    pub per_chunk: bool,
 }
 
 /// One cell, borrowed from the reader's buffers. The engine converts numbers

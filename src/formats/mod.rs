@@ -95,6 +95,33 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         })
     }
 
+    /// Delivers every row of a typed table whose [`TableDef::per_chunk`] is
+    /// `false` (facts about the whole file).
+    fn read_table_file(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        table: &str,
+        arg: Option<&str>,
+        sink: &mut dyn RowSink,
+    ) -> Result<()> {
+        let _ = (file, summary, arg, sink);
+        Err(Error::UnsupportedTable {
+            format: self.name(),
+            table: table.to_string(),
+        })
+    }
+
+    /// Verifies a whole-file checksum that cannot be checked chunk by chunk
+    /// (BDDF's SHA1 over the file). `None`: the format has none (per-chunk
+    /// checksums are verified by `read_chunk`). Called by the engine once per
+    /// file when `logsql.verify_checksums` is on; a mismatch becomes
+    /// [`Summary::damage`].
+    fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
+        let _ = (file, summary);
+        None
+    }
+
     /// The format's own human-readable description of the file, for `logsql
     /// info` (e.g. CARLA's `show_recorder_file_info` text); `all` asks for the
     /// detailed variant. `None`: the generic summary is printed instead.
