@@ -1,0 +1,139 @@
+//! Reading one chunk (a run of whole frames) and walking its packets.
+
+use crate::error::{ErrorContext, Result};
+use crate::formats::chunk_io;
+use crate::io::ReadAt;
+use crate::model::{ChunkMeta, Flow, Nanos, Selection, Summary};
+
+use super::decode::FrameStart;
+use super::index::{CarlaIndex, ChunkDetail, PACKET_HEADER};
+
+/// The frame a packet belongs to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameCtx {
+    /// Frame id.
+    pub id: u64,
+    /// Seconds since start.
+    pub elapsed: f64,
+    /// Frame duration as stored (-1 when unknown).
+    pub duration: f64,
+    /// `log_time` (ns).
+    pub log_time: Nanos,
+}
+
+/// One packet of a chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet<'a> {
+    /// File offset of the packet header.
+    pub offset: u64,
+    /// Raw packet id.
+    pub raw: u8,
+    /// The packet body.
+    pub body: &'a [u8],
+    /// Its frame.
+    pub frame: FrameCtx,
+}
+
+/// The index and the detail of `chunk`, or an error naming the chunk.
+pub fn find<'s>(
+    summary: &'s Summary,
+    chunk: &ChunkMeta,
+    ctx: &ErrorContext,
+) -> Result<(&'s CarlaIndex, ChunkDetail)> {
+    let index = summary
+        .private::<CarlaIndex>()
+        .ok_or_else(|| ctx.corrupt(chunk.offset, "summary is not a CARLA summary"))?;
+    let detail = summary
+        .chunk_position(chunk)
+        .and_then(|i| index.chunks.get(i))
+        .copied()
+        .ok_or_else(|| ctx.corrupt(chunk.offset, "chunk is not in the summary"))?;
+    Ok((index, detail))
+}
+
+/// Reads `chunk`'s bytes and calls `f` for every packet of a frame inside
+/// `sel.time` (all frames when `None`); `want_raw` filters packets by raw id
+/// before `f` sees them. Returns (packets parsed, stopped).
+pub fn for_each_packet(
+    file: &dyn ReadAt,
+    summary: &Summary,
+    chunk: &ChunkMeta,
+    sel: &Selection,
+    want_raw: &dyn Fn(u8) -> bool,
+    f: &mut dyn FnMut(Packet<'_>) -> Result<Flow>,
+) -> Result<(u64, bool)> {
+    let ctx = ErrorContext::new(file.name(), "carla", file.size());
+    let (index, detail) = find(summary, chunk, &ctx)?;
+    let Some(first) = index.frames.get(detail.first_frame) else {
+        return Ok((0, false));
+    };
+    // Skip whole chunks or frames outside the window cheaply via the frame index.
+    let frames = index
+        .frames
+        .get(detail.first_frame..detail.first_frame.saturating_add(detail.frames))
+        .unwrap_or(&[]);
+    let in_window = |e: f64| sel.wants_time(index.log_time(e));
+    if !frames.iter().any(|fr| in_window(fr.elapsed)) {
+        return Ok((0, false));
+    }
+    let start = first.offset;
+    let len = detail.end.saturating_sub(start);
+    chunk_io::with_buffers(|raw, _| -> Result<(u64, bool)> {
+        chunk_io::read_range_into(file, &ctx, start, len, raw, "chunk")?;
+        let buf: &[u8] = raw;
+        let mut frame = FrameCtx {
+            id: first.id,
+            elapsed: first.elapsed,
+            duration: first.duration,
+            log_time: index.log_time(first.elapsed),
+        };
+        let mut wanted = in_window(frame.elapsed);
+        let mut p = 0usize;
+        let mut parsed = 0u64;
+        while p < buf.len() {
+            let offset = start + p as u64;
+            let Some(h) = buf.get(p..p + PACKET_HEADER as usize) else {
+                return Err(ctx.truncated(offset, "packet header cut short"));
+            };
+            let raw_id = h[0];
+            let size = u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize;
+            let b0 = p + PACKET_HEADER as usize;
+            let Some(body) = b0.checked_add(size).and_then(|e| buf.get(b0..e)) else {
+                return Err(ctx.truncated(
+                    offset,
+                    format!("packet id {raw_id} of {size} bytes extends past the end of its chunk"),
+                ));
+            };
+            p = b0 + size;
+            parsed += 1;
+            if raw_id == 0 {
+                let fs = FrameStart::parse(body).ok_or_else(|| {
+                    ctx.corrupt(
+                        offset,
+                        format!("FrameStart packet of {size} bytes, expected 24"),
+                    )
+                })?;
+                frame = FrameCtx {
+                    id: fs.id,
+                    elapsed: fs.elapsed,
+                    duration: fs.duration,
+                    log_time: index.log_time(fs.elapsed),
+                };
+                wanted = in_window(fs.elapsed);
+            }
+            if !wanted || !want_raw(raw_id) {
+                continue;
+            }
+            let pkt = Packet {
+                offset,
+                raw: raw_id,
+                body,
+                frame,
+            };
+            if f(pkt)? == Flow::Stop {
+                return Ok((parsed, true));
+            }
+        }
+        Ok((parsed, false))
+    })
+}
