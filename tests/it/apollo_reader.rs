@@ -1010,3 +1010,289 @@ fn byte_flip_sweep_never_panics() {
         }
     }
 }
+
+/// A minimal record writer for the cases the fixtures lack.
+mod writer {
+    use logsql::formats::apollo::proto;
+    use prost::Message as _;
+
+    pub struct Opts {
+        /// Garbage in the 4 padding bytes of every section header (old writers).
+        pub dirty_padding: bool,
+        /// Index positions are section ENDs (Apollo 3.5/5.0).
+        pub legacy: bool,
+        /// `Header.compress`.
+        pub compress: i32,
+        /// Declared channels: (name, proto_desc).
+        pub channels: Vec<(&'static str, Vec<u8>)>,
+        /// Chunks of (channel name, time, content).
+        pub chunks: Vec<Vec<(&'static str, u64, Vec<u8>)>>,
+    }
+
+    pub fn write(o: &Opts) -> Vec<u8> {
+        let mut buf = vec![0u8; 2064];
+        // (type, start, end, cache)
+        let mut entries: Vec<(i32, u64, u64, Option<proto::single_index::Cache>)> = Vec::new();
+        let section = |buf: &mut Vec<u8>, kind: u32, body: &[u8]| -> (u64, u64) {
+            let start = buf.len() as u64;
+            buf.extend(kind.to_le_bytes());
+            buf.extend(if o.dirty_padding {
+                [0xde, 0xad, 0xbe, 0xef]
+            } else {
+                [0; 4]
+            });
+            buf.extend((body.len() as i64).to_le_bytes());
+            buf.extend(body);
+            (start, buf.len() as u64)
+        };
+        for (name, desc) in &o.channels {
+            let body = proto::Channel {
+                name: Some(name.to_string()),
+                message_type: Some("test.Msg".into()),
+                proto_desc: Some(desc.clone().into()),
+            }
+            .encode_to_vec();
+            let (s, e) = section(&mut buf, 4, &body);
+            let n = o.chunks.iter().flatten().filter(|m| m.0 == *name).count() as u64;
+            entries.push((
+                4,
+                s,
+                e,
+                Some(proto::single_index::Cache::ChannelCache(
+                    proto::ChannelCache {
+                        message_number: Some(n),
+                        name: Some(name.to_string()),
+                        message_type: Some("test.Msg".into()),
+                        proto_desc: Some(desc.clone().into()),
+                    },
+                )),
+            ));
+        }
+        let mut total = 0;
+        for chunk in &o.chunks {
+            let begin = chunk.iter().map(|m| m.1).min().unwrap();
+            let end = chunk.iter().map(|m| m.1).max().unwrap();
+            let n = chunk.len() as u64;
+            total += n;
+            let h = proto::ChunkHeader {
+                begin_time: Some(begin),
+                end_time: Some(end),
+                message_number: Some(n),
+                raw_size: Some(0),
+            };
+            let (s, e) = section(&mut buf, 1, &h.encode_to_vec());
+            entries.push((
+                1,
+                s,
+                e,
+                Some(proto::single_index::Cache::ChunkHeaderCache(
+                    proto::ChunkHeaderCache {
+                        message_number: Some(n),
+                        begin_time: Some(begin),
+                        end_time: Some(end),
+                        raw_size: Some(0),
+                    },
+                )),
+            ));
+            let body = proto::ChunkBody {
+                messages: chunk
+                    .iter()
+                    .map(|(c, t, d)| proto::SingleMessage {
+                        channel_name: Some(c.to_string()),
+                        time: Some(*t),
+                        content: Some(d.clone().into()),
+                    })
+                    .collect(),
+            };
+            let (s, e) = section(&mut buf, 2, &body.encode_to_vec());
+            entries.push((
+                2,
+                s,
+                e,
+                Some(proto::single_index::Cache::ChunkBodyCache(
+                    proto::ChunkBodyCache {
+                        message_number: Some(n),
+                    },
+                )),
+            ));
+        }
+        let index = proto::Index {
+            indexes: entries
+                .into_iter()
+                .map(|(t, s, e, cache)| proto::SingleIndex {
+                    r#type: Some(t),
+                    position: Some(if o.legacy { e } else { s }),
+                    cache,
+                })
+                .collect(),
+        };
+        let (index_pos, size) = section(&mut buf, 3, &index.encode_to_vec());
+        let header = proto::Header {
+            major_version: Some(1),
+            minor_version: Some(0),
+            compress: Some(o.compress),
+            chunk_interval: Some(20_000_000_000),
+            index_position: Some(index_pos),
+            chunk_number: Some(o.chunks.len() as u64),
+            channel_number: Some(o.channels.len() as u64),
+            message_number: Some(total),
+            size: Some(size),
+            is_complete: Some(true),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        buf[8..16].copy_from_slice(&(header.len() as i64).to_le_bytes());
+        buf[16..16 + header.len()].copy_from_slice(&header);
+        buf[16 + header.len()] = b'0';
+        buf
+    }
+}
+
+fn many_chunks(n: u64) -> Vec<Vec<(&'static str, u64, Vec<u8>)>> {
+    (0..n)
+        .map(|c| {
+            (0..10u64)
+                .map(|i| {
+                    let t = 1_700_000_000_000_000_000 + c * 1_000_000_000 + i * 100_000_000;
+                    let name = if i % 3 == 0 { "/b" } else { "/a" };
+                    (name, t, vec![(c * 10 + i) as u8; (i as usize) * 7])
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn written_files_dirty_padding_legacy_many_chunks() {
+    let channels = vec![("/a", Vec::new()), ("/b", b"garbage".to_vec())];
+    let chunks = many_chunks(150);
+    let mut opts = writer::Opts {
+        dirty_padding: false,
+        legacy: false,
+        compress: 0,
+        channels,
+        chunks,
+    };
+    let clean = writer::write(&opts);
+    let file = BytesReader::new("clean.record", clean);
+    let s = summary_of(&file);
+    assert!(s.indexed && s.damage.is_none());
+    assert_eq!(s.chunks.len(), 150);
+    assert_eq!(s.message_count, Some(1500));
+    assert_eq!(
+        s.topic_message_counts().unwrap(),
+        [("/a", 900), ("/b", 600)].into()
+    );
+    let a = channel(&s, "/a");
+    assert_eq!(a.metadata["descriptor"], "missing");
+    assert_eq!(a.schema, None);
+    assert_eq!(channel(&s, "/b").metadata["descriptor"], "unusable");
+    let (want, errors) = read_all(&file, &s, &Selection::all());
+    assert!(errors.is_empty());
+    assert_eq!(want.len(), 1500);
+    assert_eq!(want[17].3, vec![17u8; 49]);
+
+    opts.dirty_padding = true;
+    opts.legacy = true;
+    let file = BytesReader::new("dirty.record", writer::write(&opts));
+    let d = summary_of(&file);
+    assert!(d.indexed && d.damage.is_none());
+    assert!(prop(&d, "index").unwrap().contains("END"));
+    assert_eq!(d.chunks, s.chunks);
+    let (got, errors) = read_all(&file, &d, &Selection::all());
+    assert!(errors.is_empty());
+    assert_eq!(got, want);
+
+    // The same bytes with the index destroyed: the walk finds everything.
+    let mut bytes = writer::write(&opts);
+    let index_pos = usize::try_from(
+        d.properties
+            .iter()
+            .find(|(k, _)| k == "index_position")
+            .unwrap()
+            .1
+            .parse::<u64>()
+            .unwrap(),
+    )
+    .unwrap();
+    for b in &mut bytes[index_pos + 16..index_pos + 40] {
+        *b = 0xff;
+    }
+    let file = BytesReader::new("badindex.record", bytes);
+    let w = summary_of(&file);
+    assert!(!w.indexed && w.damage.is_none(), "{:?}", w.damage);
+    assert!(prop(&w, "index").unwrap().starts_with("unusable"));
+    assert_eq!(w.chunks, s.chunks);
+    assert_eq!(w.channels, s.channels);
+    assert_eq!(w.channel_message_counts, None);
+    let (got, errors) = read_all(&file, &w, &Selection::all());
+    assert!(errors.is_empty());
+    assert_eq!(got, want);
+}
+
+#[test]
+fn undeclared_channels_and_declared_compression() {
+    let mut chunks = many_chunks(2);
+    chunks[1].push(("/ghost", 1_700_000_001_950_000_000, b"boo".to_vec()));
+    let opts = writer::Opts {
+        dirty_padding: false,
+        legacy: false,
+        compress: 1,
+        channels: vec![("/a", Vec::new()), ("/b", Vec::new())],
+        chunks,
+    };
+    let file = BytesReader::new("ghost.record", writer::write(&opts));
+    let s = summary_of(&file);
+    assert_eq!(prop(&s, "compress"), Some("bz2"));
+    assert!(s.chunks.iter().all(|c| c.compression == "bz2"));
+    // Declared counts do not cover the ghost's message: no per-channel counts.
+    assert_eq!(s.message_count, Some(21));
+    assert_eq!(s.channel_message_counts, None);
+    // Bodies are plain (no writer compresses), so they read.
+    let (all, errors) = read_all(&file, &s, &Selection::all());
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(all.len(), 21);
+    let ghost = all.iter().find(|m| m.0 == "/ghost").unwrap();
+    assert!(ghost.1 >= 1 << 63);
+    assert_eq!(ghost.3, b"boo");
+    // Its stand-in channel is the same in every chunk and passes topic filters.
+    let sel = Selection {
+        topics: Some(["/ghost".to_string()].into()),
+        ..Selection::all()
+    };
+    let (only, _) = read_all(&file, &s, &sel);
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].1, ghost.1);
+    let mut seen = None;
+    let mut sink = |m: Message<'_>| {
+        if m.channel.topic == "/ghost" {
+            seen = Some(m.channel.clone());
+        }
+        Flow::Continue
+    };
+    ApolloFormat
+        .read_chunk(&file, &s, &s.chunks[1], &Selection::all(), &mut sink)
+        .unwrap();
+    let ch = seen.unwrap();
+    assert_eq!(ch.metadata["declared"], "false");
+    assert_eq!(ch.metadata["descriptor"], "missing");
+    assert_eq!(ch.message_type, None);
+
+    // A body that does not parse in a file declaring compression: a clear
+    // "unsupported" error naming the file and the offset.
+    let mut bytes = writer::write(&opts);
+    let body = usize::try_from(s.chunks[0].offset).unwrap() + 16;
+    bytes[body] = 0x42; // "BZh..." would start with 0x42: field 8, wire type 2
+    bytes[body + 1] = 0xff;
+    let file = BytesReader::new("bz.record", bytes);
+    let s = summary_of(&file);
+    let mut sink = |_: Message<'_>| Flow::Continue;
+    let e = ApolloFormat
+        .read_chunk(&file, &s, &s.chunks[0], &Selection::all(), &mut sink)
+        .unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    assert!(
+        e.to_string().contains("bz.record") && e.to_string().contains("compress"),
+        "{e}"
+    );
+}
