@@ -29,7 +29,7 @@ pub fn write_g(out: &mut String, v: f64) {
     let sci = format!("{:.*e}", (P - 1) as usize, v);
     let (mant, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let x: i32 = exp.parse().unwrap_or(0);
-    if x < -4 || x >= P {
+    if !(-4..P).contains(&x) {
         out.push_str(strip_zeros(mant));
         let _ = write!(
             out,
