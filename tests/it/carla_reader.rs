@@ -1306,3 +1306,75 @@ fn positions_decoder_throughput() {
     let mb_s = 3.0 * f.size() as f64 / 1e6 / start.elapsed().as_secs_f64();
     eprintln!("positions: {mb_s:.0} MB/s of file (this build)");
 }
+
+#[test]
+fn unknown_packet_ids_are_skipped_by_size_and_delivered() {
+    let Some(path) = crate::fixtures::file("carla", "synth_0916_one_frame.log") else {
+        return;
+    };
+    let mut bytes = std::fs::read(path).unwrap();
+    // Header 40 bytes, FrameStart packet 29 bytes: insert a user packet (id 100) after it.
+    let user = [100u8, 3, 0, 0, 0, 7, 8, 9];
+    bytes.splice(69..69, user);
+    let r = BytesReader::new("user.log", bytes);
+    let s = CarlaFormat.summary(&r).unwrap();
+    let ch = &s.channels[&356];
+    assert_eq!(ch.topic, "unknown_100");
+    assert_eq!(ch.metadata["packet_id"], "100");
+    assert_eq!(s.message_count, Some(16));
+    assert_eq!(
+        s.private::<CarlaIndex>().unwrap().layout.tail,
+        TailIds::V0916
+    );
+    let (msgs, errors) = read_messages(&r, &s, &Selection::all());
+    assert!(errors.is_empty());
+    assert_eq!(msgs[1].0, "unknown_100");
+    assert_eq!(msgs[1].4, [7, 8, 9]);
+    // CARLA's query skips it too.
+    let text = CarlaFormat.info_text(&r, &s, true).unwrap().unwrap();
+    assert_eq!(text, expected_text("synth_0916_one_frame.info_all.txt"));
+}
+
+#[test]
+fn time_window_reads_only_the_chunks_and_frames_inside() {
+    let Some(f) = open("srunner_0913_DistanceBetweenVehicles") else {
+        return;
+    };
+    let s = CarlaFormat.summary(&f).unwrap();
+    assert!(s.chunks.len() >= 3, "{} chunks", s.chunks.len());
+    let idx = s.private::<CarlaIndex>().unwrap();
+    let date = idx.header.date as u64 * 1_000_000_000;
+    let (lo, hi) = (date + 20_000_000_000, date + 21_000_000_000);
+    let want: Vec<u64> = idx
+        .frames
+        .iter()
+        .filter(|fr| (lo..=hi).contains(&idx.log_time(fr.elapsed)))
+        .map(|fr| fr.id)
+        .collect();
+    assert!(want.len() > 30);
+    let sel = Selection {
+        time: Some((lo, hi)),
+        topics: Some(["frame_start".to_string()].into()),
+        ..Selection::all()
+    };
+    let mut got = Vec::new();
+    let mut skipped = 0;
+    for chunk in &s.chunks {
+        let mut sink = |m: Message<'_>| {
+            let ExtraValue::UInt64(fr) = m.extra[0] else {
+                panic!()
+            };
+            got.push(fr);
+            Flow::Continue
+        };
+        let r = CarlaFormat
+            .read_chunk(&f, &s, chunk, &sel, &mut sink)
+            .unwrap();
+        skipped += usize::from(r.skipped);
+        // The engine's pruning by chunk time agrees with the reader's skipping.
+        let overlaps = chunk.start_time.unwrap() <= hi && chunk.end_time.unwrap() >= lo;
+        assert_eq!(r.skipped, !overlaps);
+    }
+    assert_eq!(got, want);
+    assert!(skipped >= 2);
+}

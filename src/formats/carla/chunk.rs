@@ -51,9 +51,21 @@ pub fn find<'s>(
     Ok((index, detail))
 }
 
-/// Reads `chunk`'s bytes and calls `f` for every packet of a frame inside
-/// `sel.time` (all frames when `None`); `want_raw` filters packets by raw id
-/// before `f` sees them. Returns (packets parsed, stopped).
+/// What [`for_each_packet`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// Packets parsed.
+    pub parsed: u64,
+    /// The callback asked to stop.
+    pub stopped: bool,
+    /// No frame of the chunk is in the time window: nothing was read.
+    pub skipped: bool,
+}
+
+/// Reads the part of `chunk` that holds frames inside `sel.time` (all frames
+/// when `None`; found with the frame index, so a narrow window reads only its
+/// frames) and calls `f` for every packet of those frames; `want_raw` filters
+/// packets by raw id before `f` sees them.
 pub fn for_each_packet(
     file: &dyn ReadAt,
     summary: &Summary,
@@ -61,24 +73,29 @@ pub fn for_each_packet(
     sel: &Selection,
     want_raw: &dyn Fn(u8) -> bool,
     f: &mut dyn FnMut(Packet<'_>) -> Result<Flow>,
-) -> Result<(u64, bool)> {
+) -> Result<Walked> {
     let ctx = ErrorContext::new(file.name(), "carla", file.size());
     let (index, detail) = find(summary, chunk, &ctx)?;
-    let Some(first) = index.frames.get(detail.first_frame) else {
-        return Ok((0, false));
-    };
-    // Skip whole chunks or frames outside the window cheaply via the frame index.
     let frames = index
         .frames
         .get(detail.first_frame..detail.first_frame.saturating_add(detail.frames))
         .unwrap_or(&[]);
     let in_window = |e: f64| sel.wants_time(index.log_time(e));
-    if !frames.iter().any(|fr| in_window(fr.elapsed)) {
-        return Ok((0, false));
-    }
+    let first_in = frames.iter().position(|fr| in_window(fr.elapsed));
+    let last_in = frames.iter().rposition(|fr| in_window(fr.elapsed));
+    let (Some(i), Some(j)) = (first_in, last_in) else {
+        return Ok(Walked {
+            skipped: true,
+            ..Walked::default()
+        });
+    };
+    let Some(first) = frames.get(i) else {
+        return Ok(Walked::default());
+    };
     let start = first.offset;
-    let len = detail.end.saturating_sub(start);
-    chunk_io::with_buffers(|raw, _| -> Result<(u64, bool)> {
+    let end = frames.get(j + 1).map_or(detail.end, |f| f.offset);
+    let len = end.saturating_sub(start);
+    chunk_io::with_buffers(|raw, _| -> Result<Walked> {
         chunk_io::read_range_into(file, &ctx, start, len, raw, "chunk")?;
         let buf: &[u8] = raw;
         let mut frame = FrameCtx {
@@ -131,9 +148,16 @@ pub fn for_each_packet(
                 frame,
             };
             if f(pkt)? == Flow::Stop {
-                return Ok((parsed, true));
+                return Ok(Walked {
+                    parsed,
+                    stopped: true,
+                    skipped: false,
+                });
             }
         }
-        Ok((parsed, false))
+        Ok(Walked {
+            parsed,
+            ..Walked::default()
+        })
     })
 }

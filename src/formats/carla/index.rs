@@ -205,7 +205,8 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
             break;
         }
         if id == 0 {
-            let fs = match rd.take(len as usize).map_err(|e| ctx.io(e))? {
+            // FrameStart is 24 bytes: read only those, skip any excess by size.
+            let fs = match rd.take(len.min(24) as usize).map_err(|e| ctx.io(e))? {
                 Some(b) => FrameStart::parse(b),
                 None => None,
             };
@@ -228,6 +229,7 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
             });
             frame_ids.push([0; 4]);
             frame_packets.push(0);
+            rd.seek(body + len);
         } else {
             if frames.is_empty() {
                 // Packets before any FrameStart: a pseudo frame 0 at time 0.

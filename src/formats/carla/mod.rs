@@ -113,7 +113,7 @@ impl LogFormat for CarlaFormat {
             wanted[raw as usize] = sel.wants_topic(&ch.topic);
             chans[raw as usize] = Some(ch);
         }
-        let (parsed, stopped) = chunk::for_each_packet(
+        let w = chunk::for_each_packet(
             file,
             summary,
             chunk,
@@ -139,9 +139,9 @@ impl LogFormat for CarlaFormat {
         )?;
         Ok(ChunkRead {
             bytes_decompressed: 0,
-            messages: parsed,
-            stopped,
-            skipped: false,
+            messages: w.parsed,
+            stopped: w.stopped,
+            skipped: w.skipped,
         })
     }
 

@@ -901,69 +901,69 @@ pub fn read_chunk(
     if table == "frames" {
         let mut cur: Option<FrameRow> = None;
         let mut stopped_early = false;
-        let (parsed, stopped) =
-            chunk::for_each_packet(file, summary, chunk, sel, &|_| true, &mut |p| {
-                let end = p.offset + PACKET_HEADER + p.body.len() as u64;
-                let new_frame = cur
-                    .as_ref()
-                    .is_none_or(|c| c.frame.id != p.frame.id || p.raw == 0);
-                if new_frame {
-                    if let Some(r) = cur.take()
-                        && emit_frame(sink, &r) == Flow::Stop
-                    {
-                        stopped_early = true;
-                        return Ok(Flow::Stop);
-                    }
-                    cur = Some(FrameRow {
-                        frame: p.frame,
-                        visual: None,
-                        platform: None,
-                        offset: p.offset,
-                        end,
-                        packets: 0,
-                    });
+        let w = chunk::for_each_packet(file, summary, chunk, sel, &|_| true, &mut |p| {
+            let end = p.offset + PACKET_HEADER + p.body.len() as u64;
+            let new_frame = cur
+                .as_ref()
+                .is_none_or(|c| c.frame.id != p.frame.id || p.raw == 0);
+            if new_frame {
+                if let Some(r) = cur.take()
+                    && emit_frame(sink, &r) == Flow::Stop
+                {
+                    stopped_early = true;
+                    return Ok(Flow::Stop);
                 }
-                if let Some(r) = cur.as_mut() {
-                    r.packets += 1;
-                    r.end = end;
-                    let t = Cur::new(p.body, false).f64();
-                    match layout.kind(p.raw) {
-                        Some(Kind::VisualTime) => r.visual = t,
-                        Some(Kind::PlatformTime) => r.platform = t,
-                        _ => {}
-                    }
+                cur = Some(FrameRow {
+                    frame: p.frame,
+                    visual: None,
+                    platform: None,
+                    offset: p.offset,
+                    end,
+                    packets: 0,
+                });
+            }
+            if let Some(r) = cur.as_mut() {
+                r.packets += 1;
+                r.end = end;
+                let t = Cur::new(p.body, false).f64();
+                match layout.kind(p.raw) {
+                    Some(Kind::VisualTime) => r.visual = t,
+                    Some(Kind::PlatformTime) => r.platform = t,
+                    _ => {}
                 }
-                Ok(Flow::Continue)
-            })?;
-        let mut stopped = stopped || stopped_early;
+            }
+            Ok(Flow::Continue)
+        })?;
+        let mut stopped = w.stopped || stopped_early;
         if !stopped && let Some(r) = cur.take() {
             stopped = emit_frame(sink, &r) == Flow::Stop;
         }
         return Ok(ChunkRead {
-            messages: parsed,
+            messages: w.parsed,
             stopped,
+            skipped: w.skipped,
             ..Default::default()
         });
     }
     let kind = table_kind(table).ok_or_else(unsupported)?;
     let raw = layout.raw_id(kind);
     let mut scratch = String::new();
-    let (parsed, stopped) =
-        chunk::for_each_packet(file, summary, chunk, sel, &|r| r == raw, &mut |p| {
-            packet_rows(kind, &p, &layout, &mut scratch, sink).ok_or_else(|| {
-                ctx.corrupt(
-                    p.offset,
-                    format!(
-                        "{} packet of {} bytes does not hold the records it announces",
-                        kind.carla_name(),
-                        p.body.len()
-                    ),
-                )
-            })
-        })?;
+    let w = chunk::for_each_packet(file, summary, chunk, sel, &|r| r == raw, &mut |p| {
+        packet_rows(kind, &p, &layout, &mut scratch, sink).ok_or_else(|| {
+            ctx.corrupt(
+                p.offset,
+                format!(
+                    "{} packet of {} bytes does not hold the records it announces",
+                    kind.carla_name(),
+                    p.body.len()
+                ),
+            )
+        })
+    })?;
     Ok(ChunkRead {
-        messages: parsed,
-        stopped,
+        messages: w.parsed,
+        stopped: w.stopped,
+        skipped: w.skipped,
         ..Default::default()
     })
 }
