@@ -1378,3 +1378,79 @@ fn time_window_reads_only_the_chunks_and_frames_inside() {
     assert_eq!(got, want);
     assert!(skipped >= 2);
 }
+
+/// Builds a recorder file packet by packet (tests only).
+struct Builder(Vec<u8>);
+
+impl Builder {
+    fn new(date: i64, map: &str) -> Self {
+        let mut b = Builder(Vec::new());
+        b.0.extend_from_slice(&1u16.to_le_bytes());
+        b.str(b"CARLA_RECORDER");
+        b.0.extend_from_slice(&date.to_le_bytes());
+        b.str(map.as_bytes());
+        b
+    }
+    fn str(&mut self, s: &[u8]) {
+        self.0.extend_from_slice(&(s.len() as u16).to_le_bytes());
+        self.0.extend_from_slice(s);
+    }
+    fn packet(&mut self, id: u8, body: &[u8]) {
+        self.0.push(id);
+        self.0.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(body);
+    }
+}
+
+#[test]
+fn ue5_files_with_f64_vectors() {
+    let mut b = Builder::new(1_700_000_000, "Town10HD_Opt");
+    let mut fs = Vec::new();
+    fs.extend_from_slice(&1u64.to_le_bytes());
+    fs.extend_from_slice(&(-1f64).to_le_bytes());
+    fs.extend_from_slice(&0f64.to_le_bytes());
+    b.packet(0, &fs);
+    let mut add = Builder(Vec::new());
+    add.0.extend_from_slice(&1u16.to_le_bytes());
+    add.0.extend_from_slice(&5u32.to_le_bytes());
+    add.0.push(1);
+    for v in [100.0f64, 200.0, 300.0, 0.0, 0.0, 90.0] {
+        add.0.extend_from_slice(&v.to_le_bytes());
+    }
+    add.0.extend_from_slice(&7u32.to_le_bytes());
+    add.str(b"vehicle.x");
+    add.0.extend_from_slice(&1u16.to_le_bytes());
+    add.0.push(3);
+    add.str(b"role_name");
+    add.str(b"hero");
+    b.packet(2, &add.0);
+    let mut pos = Vec::new();
+    pos.extend_from_slice(&1u16.to_le_bytes());
+    pos.extend_from_slice(&5u32.to_le_bytes());
+    for v in [150.0f64, 250.0, 350.0, 1.0, 2.0, 3.0] {
+        pos.extend_from_slice(&v.to_le_bytes());
+    }
+    b.packet(6, &pos);
+    b.packet(1, &[]);
+    let r = BytesReader::new("ue5.log", b.0);
+    let s = CarlaFormat.summary(&r).unwrap();
+    assert_eq!(property(&s, "carla.vectors"), "f64");
+    assert_eq!(property(&s, "carla.version"), "0.10.x (UE5)");
+    let rows = table_rows(&r, &s, "positions", &Selection::all());
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0][3..],
+        [
+            "U64(5)", "F64(1.5)", "F64(2.5)", "F64(3.5)", "F64(1.0)", "F64(2.0)", "F64(3.0)"
+        ]
+    );
+    let actors = table_rows(&r, &s, "actors", &Selection::all());
+    assert_eq!(actors[0][6], "Str(\"vehicle.x\")");
+    assert_eq!(actors[0][8], "Str(\"hero\")");
+    assert_eq!(actors[0][10], "F64(1.0)");
+    let text = CarlaFormat.info_text(&r, &s, false).unwrap().unwrap();
+    assert_eq!(
+        text,
+        "Version: 1\nMap: Town10HD_Opt\nDate: 11/14/23 22:13:20\n\nFrame 1 at 0 seconds\n Create 5: vehicle.x (1) at (100, 200, 300)\n  role_name = hero\n\nFrames: 1\nDuration: 0 seconds\n"
+    );
+}
