@@ -21,6 +21,7 @@
 //! - `engine` (feature `datafusion`): the one scan engine and the DataFusion glue.
 
 pub mod compression;
+pub mod descriptors;
 pub mod error;
 pub mod formats;
 pub mod io;

@@ -12,8 +12,10 @@ const AFTER_HELP: &str = "\
 Tables:
   SELECT ... FROM 'run.mcap'              a file, directory or glob ('logs/*.mcap'); format from content
   CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION 'logs/'
-  topics('p'), chunks('p'), attachments('p'), metadata('p')   summary table functions
+  topics('p'), chunks('p'), attachments('p'), metadata('p'), channels('p')   summary table functions
+  series('spot.bddf'), pod('spot.bddf', 'imu/accel'), positions('town.log'), actors('town.log'), ...
   Columns: topic, log_time, publish_time, sequence, message_type, message_encoding, data, file
+           (+ frame, elapsed for CARLA; additional_indexes for BDDF)
 
 Examples:
   logsql \"SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic\"
@@ -32,7 +34,7 @@ readable message; --on-error warn (or SET logsql.on_error = 'warn') logs them in
 #[command(
     name = "logsql",
     version,
-    about = "SQL over robot log files (MCAP, ...) with Apache DataFusion"
+    about = "SQL over robot and simulator log files (MCAP, ROS1 bag, Apollo record, BDDF, CARLA) with Apache DataFusion"
 )]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
@@ -59,6 +61,16 @@ pub struct Args {
     /// (default: the number of CPU cores).
     #[arg(long, value_name = "N", global = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub target_partitions: Option<u64>,
+
+    /// Protobuf `FileDescriptorSet` file giving the schemas of payloads a log names
+    /// only by type (BDDF); repeatable. Sets `logsql.descriptor_set`.
+    #[arg(long = "descriptors", value_name = "FILE", global = true)]
+    pub descriptors: Vec<PathBuf>,
+
+    /// Skip verifying whole-file checksums (BDDF SHA1), which reads the whole
+    /// file once. Sets `logsql.verify_checksums = false`.
+    #[arg(long, global = true)]
+    pub no_verify: bool,
 
     /// In `table` output, cut cells longer than N characters (0: never).
     #[arg(long, value_name = "N", default_value_t = 64, global = true)]
@@ -109,6 +121,10 @@ pub enum Command {
         /// Log files (a directory stands for the log files under it).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
+        /// Also print the detailed listing where the format has one (CARLA:
+        /// every frame's events, like `show_recorder_file_info(name, True)`).
+        #[arg(long)]
+        all: bool,
     },
     /// Writes the messages of a log (optionally filtered) to a Parquet file (zstd).
     ///

@@ -26,11 +26,11 @@ const HIDDEN_PROPERTIES: &[&str] = &["index", "chunk_compression"];
 /// Prints the summary of each file (directories stand for the log files under
 /// them). A file that cannot be read is reported and the others still printed;
 /// the command then fails.
-pub fn run(paths: &[PathBuf], out: &mut dyn Write) -> CliResult {
+pub fn run(paths: &[PathBuf], all: bool, out: &mut dyn Write) -> CliResult {
     let files = expand(paths)?;
     let mut failed = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        let text = describe(file);
+        let text = describe(file, all);
         let write = |out: &mut dyn Write, s: &str| write!(out, "{s}").and_then(|_| out.flush());
         if i > 0 {
             write(out, "\n").map_err(|e| CliError::io("writing output", e))?;
@@ -110,10 +110,15 @@ struct TopicRow {
 }
 
 /// The summary text of one file.
-fn describe(path: &Path) -> CliResult<String> {
+fn describe(path: &Path, all: bool) -> CliResult<String> {
     let reader = FileReader::open(path)?;
     let format = formats::detect(&reader)?;
     let summary = format.summary(&reader)?;
+    // Formats with their own established listing (CARLA's recorder info) print it.
+    if let Some(text) = format.info_text(&reader, &summary, all) {
+        return Ok(text?);
+    }
+    let checksum = format.verify(&reader, &summary);
 
     // Per-topic counts: from the file, else counted by the engine.
     let mut topics: BTreeMap<String, TopicRow> = BTreeMap::new();
@@ -196,6 +201,11 @@ fn describe(path: &Path) -> CliResult<String> {
         }
     }
     line("index", &index_line(summary.indexed, index_note));
+    match &checksum {
+        Some(Ok(())) => line("checksum", "ok (whole file verified)"),
+        Some(Err(e)) => line("checksum", &format!("MISMATCH: {e}")),
+        None => {}
+    }
     if let Some(damage) = &summary.damage {
         line("damage", &damage.to_string());
         line(

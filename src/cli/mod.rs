@@ -60,7 +60,7 @@ pub fn run(args: Args) -> CliResult {
         }
         let mut out = BufWriter::new(stdout.lock());
         return match command {
-            Command::Info { files } => info::run(files, &mut out),
+            Command::Info { files, all } => info::run(files, *all, &mut out),
             Command::Export(e) => export::run(&app, e, &mut out),
             Command::Topics { path } => app.run_table_function("topics", path, &mut out),
             Command::Chunks { path } => app.run_table_function("chunks", path, &mut out),
@@ -124,11 +124,26 @@ impl App {
             },
             shown: false,
         };
+        let mut settings = Vec::new();
         if let Some(policy) = args.on_error {
-            app.rt.block_on(
-                app.ctx
-                    .sql(&format!("SET logsql.on_error = '{}'", policy.as_option())),
-            )?;
+            settings.push(format!("SET logsql.on_error = '{}'", policy.as_option()));
+        }
+        if args.no_verify {
+            settings.push("SET logsql.verify_checksums = false".to_string());
+        }
+        if !args.descriptors.is_empty() {
+            let paths: Vec<String> = args
+                .descriptors
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            settings.push(format!(
+                "SET logsql.descriptor_set = {}",
+                quote(&paths.join(","))
+            ));
+        }
+        for set in settings {
+            app.rt.block_on(app.ctx.sql(&set))?;
         }
         Ok(app)
     }

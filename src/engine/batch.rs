@@ -7,14 +7,15 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BinaryBuilder, StringBuilder, TimestampNanosecondBuilder, UInt32Builder,
+    ArrayRef, BinaryBuilder, Float64Builder, Int64Builder, MapBuilder, StringBuilder,
+    TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
 };
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::Result;
 
 use super::schema::col;
-use crate::model::Message;
+use crate::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
 
 /// Appends messages to Arrow builders for a fixed set of `messages` columns.
 pub struct BatchBuilder {
@@ -37,6 +38,65 @@ enum ColumnBuilder {
     /// The payload builder and the capacity to give each new batch's buffer.
     Data(BinaryBuilder, usize),
     File(StringBuilder),
+    /// A format's extra column: its position in the file format's
+    /// [`ExtraColumn`] list (`None`: this file's format lacks it, always null).
+    Extra(Option<usize>, ExtraBuilder),
+}
+
+/// Builder of one extra column.
+enum ExtraBuilder {
+    UInt64(UInt64Builder),
+    Int64(Int64Builder),
+    Float64(Float64Builder),
+    Int64Map(MapBuilder<StringBuilder, Int64Builder>),
+}
+
+impl ExtraBuilder {
+    fn new(kind: ExtraKind) -> Self {
+        match kind {
+            ExtraKind::UInt64 => Self::UInt64(UInt64Builder::new()),
+            ExtraKind::Int64 => Self::Int64(Int64Builder::new()),
+            ExtraKind::Float64 => Self::Float64(Float64Builder::new()),
+            ExtraKind::Int64Map => Self::Int64Map(MapBuilder::new(
+                None,
+                StringBuilder::new(),
+                Int64Builder::new(),
+            )),
+        }
+    }
+
+    fn append(&mut self, v: ExtraValue<'_>) {
+        match (self, v) {
+            (Self::UInt64(b), ExtraValue::UInt64(x)) => b.append_value(x),
+            (Self::UInt64(b), ExtraValue::Int64(x)) => b.append_option(u64::try_from(x).ok()),
+            (Self::Int64(b), ExtraValue::Int64(x)) => b.append_value(x),
+            (Self::Int64(b), ExtraValue::UInt64(x)) => b.append_option(i64::try_from(x).ok()),
+            (Self::Float64(b), ExtraValue::Float64(x)) => b.append_value(x),
+            (Self::Int64Map(b), ExtraValue::Int64Map { keys, values }) => {
+                for (k, v) in keys.iter().zip(values) {
+                    b.keys().append_value(k);
+                    b.values().append_value(*v);
+                }
+                // Appending a valid map only fails on mismatched key/value counts: never here.
+                let _ = b.append(true);
+            }
+            (Self::UInt64(b), _) => b.append_null(),
+            (Self::Int64(b), _) => b.append_null(),
+            (Self::Float64(b), _) => b.append_null(),
+            (Self::Int64Map(b), _) => {
+                let _ = b.append(false);
+            }
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::UInt64(b) => Arc::new(b.finish()),
+            Self::Int64(b) => Arc::new(b.finish()),
+            Self::Float64(b) => Arc::new(b.finish()),
+            Self::Int64Map(b) => Arc::new(b.finish()),
+        }
+    }
 }
 
 fn ts(v: u64) -> i64 {
@@ -47,7 +107,7 @@ fn ts(v: u64) -> i64 {
 impl ColumnBuilder {
     /// A builder for column `name`; `data_bytes` pre-sizes the payload buffer so
     /// that it never regrows (regrowth would copy every payload byte once more).
-    fn new(name: &str, data_bytes: usize) -> Option<Self> {
+    fn new(name: &str, data_bytes: usize, extras: &[ExtraColumn]) -> Option<Self> {
         Some(match name {
             col::TOPIC => Self::Topic(StringBuilder::new()),
             col::LOG_TIME => Self::LogTime(TimestampNanosecondBuilder::new()),
@@ -57,7 +117,14 @@ impl ColumnBuilder {
             col::MESSAGE_ENCODING => Self::MessageEncoding(StringBuilder::new()),
             col::DATA => Self::Data(BinaryBuilder::with_capacity(1024, data_bytes), data_bytes),
             col::FILE => Self::File(StringBuilder::new()),
-            _ => return None,
+            other => {
+                let pos = extras.iter().position(|c| c.name == other);
+                let kind = match pos {
+                    Some(i) => extras[i].kind,
+                    None => extra_kind_of_any_format(other)?,
+                };
+                Self::Extra(pos, ExtraBuilder::new(kind))
+            }
         })
     }
 
@@ -71,6 +138,10 @@ impl ColumnBuilder {
             Self::MessageEncoding(b) => b.append_value(&m.channel.message_encoding),
             Self::Data(b, _) => b.append_value(m.data),
             Self::File(b) => b.append_value(file),
+            Self::Extra(pos, b) => b.append(
+                pos.and_then(|i| m.extra.get(i).copied())
+                    .unwrap_or(ExtraValue::Null),
+            ),
         }
     }
 
@@ -86,16 +157,19 @@ impl ColumnBuilder {
                 *b = BinaryBuilder::with_capacity(1024, *cap);
                 array
             }
+            Self::Extra(_, b) => b.finish(),
         }
     }
 }
 
 impl BatchBuilder {
     /// A builder for the columns of `schema` (a projection of the messages schema),
-    /// naming `file` in the `file` column.
+    /// naming `file` in the `file` column; `extras` are the extra columns of the
+    /// file's format, which [`Message::extra`] follows.
     pub fn new(
         schema: SchemaRef,
         file: Arc<str>,
+        extras: &[ExtraColumn],
         max_rows: usize,
         max_bytes: usize,
     ) -> Result<Self> {
@@ -104,12 +178,13 @@ impl BatchBuilder {
             .iter()
             .map(|f| {
                 // A batch ends at the first message that reaches `max_bytes`: leave room for it.
-                ColumnBuilder::new(f.name(), max_bytes.saturating_add(256 << 10)).ok_or_else(|| {
-                    datafusion::error::DataFusionError::Internal(format!(
-                        "unknown messages column {}",
-                        f.name()
-                    ))
-                })
+                ColumnBuilder::new(f.name(), max_bytes.saturating_add(256 << 10), extras)
+                    .ok_or_else(|| {
+                        datafusion::error::DataFusionError::Internal(format!(
+                            "unknown messages column {}",
+                            f.name()
+                        ))
+                    })
             })
             .collect::<Result<_>>()?;
         Ok(Self {
@@ -159,4 +234,13 @@ impl BatchBuilder {
             &options,
         )?)
     }
+}
+
+/// The kind of extra column `name` in whichever format defines it.
+fn extra_kind_of_any_format(name: &str) -> Option<ExtraKind> {
+    crate::formats::all()
+        .iter()
+        .flat_map(|f| f.extra_columns().iter())
+        .find(|c| c.name == name)
+        .map(|c| c.kind)
 }

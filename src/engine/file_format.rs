@@ -24,8 +24,9 @@ use datafusion::physical_plan::ExecutionPlan;
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::scan::df_err;
-use super::schema::{col, messages_schema};
+use super::schema::{col, messages_schema_for, table_schema};
 use super::source::LogSource;
+use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
 use crate::model::Summary;
 
@@ -37,12 +38,25 @@ pub const AUTO_FORMAT: &str = "log";
 #[derive(Debug, Clone)]
 pub struct LogFileFormat {
     format: Option<Arc<dyn LogFormat>>,
+    /// The typed table read instead of `messages`, if any.
+    table: Option<Arc<TableSpec>>,
 }
 
 impl LogFileFormat {
     /// The file format for `format`, or auto-detection when `None`.
     pub fn new(format: Option<Arc<dyn LogFormat>>) -> Self {
-        Self { format }
+        Self {
+            format,
+            table: None,
+        }
+    }
+
+    /// The file format reading typed table `table` of `format` files.
+    pub fn typed(format: Arc<dyn LogFormat>, table: Arc<TableSpec>) -> Self {
+        Self {
+            format: Some(format),
+            table: Some(table),
+        }
     }
 
     fn name(&self) -> &'static str {
@@ -112,7 +126,10 @@ impl FileFormat for LogFileFormat {
         _store: &Arc<dyn ObjectStore>,
         _objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        Ok(messages_schema())
+        Ok(match &self.table {
+            Some(t) => table_schema(&t.def),
+            None => messages_schema_for(self.format.as_ref()),
+        })
     }
 
     async fn infer_stats(
@@ -122,6 +139,9 @@ impl FileFormat for LogFileFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
+        if self.table.is_some() {
+            return Ok(Statistics::new_unknown(&table_schema));
+        }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
         let cached = loc.summary(self.format.clone()).await.map_err(df_err)?;
         Ok(summary_statistics(&cached.summary, &table_schema))
@@ -146,7 +166,7 @@ impl FileFormat for LogFileFormat {
     }
 
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
-        Arc::new(LogSource::new(self.format.clone(), table_schema))
+        Arc::new(LogSource::new(self.format.clone(), table_schema).with_table(self.table.clone()))
     }
 }
 

@@ -5,6 +5,8 @@
 //! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
 //! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
 //! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
+//! - [`typed_tables`], [`table_batch`]: the typed side tables of formats
+//!   (`positions('town.log')`, `pod('spot.bddf', 'imu')`);
 //! - [`functions`]: scalar functions (`length` over binary payloads).
 
 pub mod batch;
@@ -17,7 +19,9 @@ pub mod scan;
 pub mod schema;
 pub mod source;
 pub mod summary_cache;
+pub mod table_batch;
 pub mod table_functions;
+pub mod typed_tables;
 pub mod url_table;
 
 use std::sync::Arc;
@@ -69,6 +73,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
         }
     }
     table_functions::register(ctx);
+    typed_tables::register(ctx);
     functions::register(ctx);
     url_table::install(ctx)?;
     Ok(())

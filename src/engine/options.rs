@@ -14,6 +14,15 @@ extensions_options! {
         /// Upper bound on the payload bytes of one record batch (the row bound is
         /// DataFusion's `datafusion.execution.batch_size`).
         pub batch_bytes: usize, default = 2 * 1024 * 1024
+        /// Verify whole-file checksums that cannot be checked chunk by chunk (BDDF's
+        /// SHA1 over the file): once per file and process, by reading the whole file.
+        /// A mismatch is reported like other damage (see `on_error`: `warn` reads anyway).
+        pub verify_checksums: bool, default = true
+        /// Comma-separated paths of protobuf `FileDescriptorSet` files (`protoc
+        /// --descriptor_set_out`, `buf build -o`) giving the schemas of protobuf
+        /// payloads that a file names only by type (BDDF). Matching channels get
+        /// `schema_encoding = 'protobuf'` and a schema in `channels()`.
+        pub descriptor_set: String, default = String::new()
     }
 }
 

@@ -26,8 +26,11 @@ use super::object_io::{CountingReader, FileLocation};
 use super::options::OnError;
 use super::predicate::{self, ChunkStatistics};
 use super::summary_cache;
+use super::table_batch::TableBatchBuilder;
+use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
-use crate::model::{ChunkMeta, Flow, Message, Selection};
+use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
+use crate::table::{RowSink, Value};
 
 /// The scan metrics, as `EXPLAIN ANALYZE` shows them on the scan node.
 #[derive(Debug, Clone)]
@@ -42,6 +45,8 @@ pub struct ScanMetrics {
     pub bytes_decompressed: Count,
     /// Messages parsed from the chunks read.
     pub messages_read: Count,
+    /// Bytes read to verify whole-file checksums (BDDF SHA1), once per file and session.
+    pub bytes_verified: Count,
 }
 
 impl ScanMetrics {
@@ -54,6 +59,7 @@ impl ScanMetrics {
             bytes_read: counter("bytes_read"),
             bytes_decompressed: counter("bytes_decompressed"),
             messages_read: counter("messages_read"),
+            bytes_verified: counter("bytes_verified"),
         }
     }
 }
@@ -81,6 +87,10 @@ pub struct ScanPlan {
     pub on_error: OnError,
     /// Stop after this many rows (after filtering).
     pub limit: Option<usize>,
+    /// The typed table scanned, or `None` for `messages`.
+    pub table: Option<Arc<TableSpec>>,
+    /// Whether whole-file checksums are verified (`logsql.verify_checksums`).
+    pub verify: bool,
 }
 
 impl ScanPlan {
@@ -96,6 +106,8 @@ impl ScanPlan {
         batch_bytes: usize,
         on_error: OnError,
         limit: Option<usize>,
+        table: Option<Arc<TableSpec>>,
+        verify: bool,
     ) -> Result<Self> {
         let mut needed: Vec<usize> = output.to_vec();
         if let Some(p) = &predicate {
@@ -111,7 +123,13 @@ impl ScanPlan {
             .iter()
             .map(|f| f.name().clone())
             .collect();
-        let selection = predicate::selection(predicate.as_ref(), &names);
+        let mut selection = predicate::selection(predicate.as_ref(), &names);
+        if table.is_some() {
+            // Typed rows are decoded from payloads; `topic` means nothing there.
+            selection.payload = true;
+            selection.full_header = true;
+            selection.topics = None;
+        }
         let pruning = predicate
             .as_ref()
             .and_then(|p| predicate::pruning_predicate(p, file_schema));
@@ -133,6 +151,8 @@ impl ScanPlan {
             batch_bytes,
             on_error,
             limit,
+            table,
+            verify,
         })
     }
 }
@@ -204,25 +224,77 @@ fn scan_file_inner(
         None => vec![true; in_range.len()],
     };
 
-    let mut sink = BatchSink {
-        plan,
-        builder: BatchBuilder::new(
-            Arc::clone(&plan.read_schema),
-            name.as_str().into(),
-            plan.batch_rows,
-            plan.batch_bytes,
-        )?,
-        tx,
-        remaining: plan.limit,
-        error: None,
+    let (mut messages, mut rows) = match &plan.table {
+        None => (
+            Some(BatchSink::new(
+                plan,
+                BatchBuilder::new(
+                    Arc::clone(&plan.read_schema),
+                    name.as_str().into(),
+                    cached.format.extra_columns(),
+                    plan.batch_rows,
+                    plan.batch_bytes,
+                )?,
+                tx,
+            )),
+            None,
+        ),
+        Some(spec) => (
+            None,
+            Some(BatchSink::new(
+                plan,
+                TableBatchBuilder::new(
+                    Arc::clone(&plan.read_schema),
+                    &spec.def,
+                    name.as_str().into(),
+                    plan.batch_rows,
+                )?,
+                tx,
+            )),
+        ),
     };
+    let format = &cached.format;
     let mut outcome = Ok(());
+    let whole_file_table = plan.table.as_ref().filter(|t| !t.def.per_chunk);
+    if let (Some(spec), Some(sink)) = (whole_file_table, rows.as_mut()) {
+        if owns_start {
+            let read =
+                format.read_table_file(&file, summary, &spec.name, spec.arg.as_deref(), sink);
+            metrics.bytes_read.add(file.take_count() as usize);
+            if let Some(e) = sink.error.take() {
+                return Err(e);
+            }
+            if let Err(e) = read {
+                outcome = report(plan.on_error, e);
+            }
+            sink.flush()?;
+        }
+        outcome?;
+        return Ok(());
+    }
     for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
-        let read = cached
-            .format
-            .read_chunk(&file, summary, chunk, &plan.selection, &mut sink);
+        let read: crate::Result<ChunkRead> = match (&plan.table, messages.as_mut(), rows.as_mut()) {
+            (None, Some(sink), _) => {
+                format.read_chunk(&file, summary, chunk, &plan.selection, sink)
+            }
+            (Some(spec), _, Some(sink)) => format.read_table_chunk(
+                &file,
+                summary,
+                chunk,
+                &spec.name,
+                spec.arg.as_deref(),
+                &plan.selection,
+                sink,
+            ),
+            _ => unreachable!("a scan has exactly one sink"),
+        };
         metrics.bytes_read.add(file.take_count() as usize);
-        if let Some(e) = sink.error.take() {
+        let error = match (messages.as_mut(), rows.as_mut()) {
+            (Some(s), _) => s.error.take(),
+            (_, Some(s)) => s.error.take(),
+            _ => None,
+        };
+        if let Some(e) = error {
             return Err(e);
         }
         match read {
@@ -233,7 +305,12 @@ fn scan_file_inner(
                     .add(r.bytes_decompressed as usize);
                 metrics.messages_read.add(r.messages as usize);
                 // Under a LIMIT, check after every chunk whether enough rows passed.
-                if r.stopped || (plan.limit.is_some() && !sink.flush()?) || sink.done() {
+                let (flushed, done) = match (messages.as_mut(), rows.as_mut()) {
+                    (Some(s), _) => (plan.limit.is_some() && !s.flush()?, s.done()),
+                    (_, Some(s)) => (plan.limit.is_some() && !s.flush()?, s.done()),
+                    _ => (false, true),
+                };
+                if r.stopped || flushed || done {
                     break;
                 }
             }
@@ -247,13 +324,32 @@ fn scan_file_inner(
         }
     }
     metrics.bytes_read.add(file.take_count() as usize);
-    sink.flush()?;
+    let done = match (messages.as_mut(), rows.as_mut()) {
+        (Some(s), _) => {
+            s.flush()?;
+            s.done()
+        }
+        (_, Some(s)) => {
+            s.flush()?;
+            s.done()
+        }
+        _ => true,
+    };
     outcome?;
-    if owns_start
-        && !sink.done()
-        && let Some(damage) = &summary.damage
-    {
-        report(plan.on_error, damage.clone())?;
+    if owns_start && !done {
+        if let Some(damage) = &summary.damage {
+            report(plan.on_error, damage.clone())?;
+        }
+        if plan.verify
+            && let Some(e) = summary_cache::verification(
+                &loc.cache_key(),
+                &cached,
+                raw.as_ref(),
+                &metrics.bytes_verified,
+            )
+        {
+            report(plan.on_error, e)?;
+        }
     }
     Ok(())
 }
@@ -273,16 +369,60 @@ pub fn report(policy: OnError, e: crate::Error) -> Result<()> {
     }
 }
 
-/// The message sink of a scan: builds, filters and sends batches.
-struct BatchSink<'a> {
+/// What a [`BatchSink`] buffers rows in.
+pub trait RowBuffer {
+    /// Whether nothing is buffered.
+    fn is_empty(&self) -> bool;
+    /// Whether the buffer reached its bound.
+    fn is_full(&self) -> bool;
+    /// Takes the buffered rows as a batch.
+    fn finish(&mut self) -> Result<RecordBatch>;
+}
+
+impl RowBuffer for BatchBuilder {
+    fn is_empty(&self) -> bool {
+        BatchBuilder::is_empty(self)
+    }
+    fn is_full(&self) -> bool {
+        BatchBuilder::is_full(self)
+    }
+    fn finish(&mut self) -> Result<RecordBatch> {
+        BatchBuilder::finish(self)
+    }
+}
+
+impl RowBuffer for TableBatchBuilder {
+    fn is_empty(&self) -> bool {
+        TableBatchBuilder::is_empty(self)
+    }
+    fn is_full(&self) -> bool {
+        TableBatchBuilder::is_full(self)
+    }
+    fn finish(&mut self) -> Result<RecordBatch> {
+        TableBatchBuilder::finish(self)
+    }
+}
+
+/// The sink of a scan (messages or typed rows): builds, filters and sends batches.
+struct BatchSink<'a, B> {
     plan: &'a ScanPlan,
-    builder: BatchBuilder,
+    builder: B,
     tx: &'a Sender<Result<RecordBatch>>,
     remaining: Option<usize>,
     error: Option<DataFusionError>,
 }
 
-impl BatchSink<'_> {
+impl<'a, B: RowBuffer> BatchSink<'a, B> {
+    fn new(plan: &'a ScanPlan, builder: B, tx: &'a Sender<Result<RecordBatch>>) -> Self {
+        Self {
+            plan,
+            builder,
+            tx,
+            remaining: plan.limit,
+            error: None,
+        }
+    }
+
     fn done(&self) -> bool {
         self.remaining == Some(0) || self.tx.is_closed()
     }
@@ -313,11 +453,9 @@ impl BatchSink<'_> {
         }
         Ok(!self.done())
     }
-}
 
-impl crate::model::MessageSink for BatchSink<'_> {
-    fn message(&mut self, msg: Message<'_>) -> Flow {
-        self.builder.append(&msg);
+    /// Flushes when the buffer is full; the flow the reader should follow.
+    fn after_append(&mut self) -> Flow {
         if self.builder.is_full() {
             match self.flush() {
                 Ok(true) => {}
@@ -329,5 +467,19 @@ impl crate::model::MessageSink for BatchSink<'_> {
             }
         }
         Flow::Continue
+    }
+}
+
+impl crate::model::MessageSink for BatchSink<'_, BatchBuilder> {
+    fn message(&mut self, msg: Message<'_>) -> Flow {
+        self.builder.append(&msg);
+        self.after_append()
+    }
+}
+
+impl RowSink for BatchSink<'_, TableBatchBuilder> {
+    fn row(&mut self, cells: &[Value<'_>]) -> Flow {
+        self.builder.append(cells);
+        self.after_append()
     }
 }

@@ -1,6 +1,12 @@
-//! The `messages` table schema, the same for every format.
+//! Table schemas: the `messages` table (common columns, plus the extra columns
+//! of a format such as CARLA's `frame`), and the typed side tables of
+//! [`crate::table`] in Arrow terms.
 
 use std::sync::{Arc, LazyLock};
+
+use crate::formats::{self, LogFormat};
+use crate::model::{ExtraColumn, ExtraKind};
+use crate::table::{ColumnType, ScalarType, TableDef};
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -45,4 +51,112 @@ static MESSAGES: LazyLock<SchemaRef> = LazyLock::new(|| {
 /// The schema of the `messages` table of every format.
 pub fn messages_schema() -> SchemaRef {
     Arc::clone(&MESSAGES)
+}
+
+/// The `messages` schema of a table of `format`: the common columns, then the
+/// format's extra columns. For auto-detected tables (`None`), the extra columns
+/// of every format (null for rows of formats that lack them).
+pub fn messages_schema_for(format: Option<&Arc<dyn LogFormat>>) -> SchemaRef {
+    let extras: Vec<ExtraColumn> = match format {
+        Some(f) => f.extra_columns().to_vec(),
+        None => {
+            let mut all: Vec<ExtraColumn> = Vec::new();
+            for f in formats::all() {
+                for c in f.extra_columns() {
+                    if !all.iter().any(|e| e.name == c.name) {
+                        all.push(*c);
+                    }
+                }
+            }
+            all
+        }
+    };
+    if extras.is_empty() {
+        return messages_schema();
+    }
+    let mut fields: Vec<Field> = MESSAGES
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.extend(
+        extras
+            .iter()
+            .map(|c| Field::new(c.name, extra_type(c.kind), true)),
+    );
+    Arc::new(Schema::new(fields))
+}
+
+/// The Arrow type of an extra column.
+pub fn extra_type(kind: ExtraKind) -> DataType {
+    match kind {
+        ExtraKind::UInt64 => DataType::UInt64,
+        ExtraKind::Int64 => DataType::Int64,
+        ExtraKind::Float64 => DataType::Float64,
+        ExtraKind::Int64Map => map_type(DataType::Int64),
+    }
+}
+
+/// `Map<Utf8, value>` as arrow-rs's `MapBuilder` builds it.
+pub fn map_type(value: DataType) -> DataType {
+    let entries = DataType::Struct(
+        vec![
+            Field::new("keys", DataType::Utf8, false),
+            Field::new("values", value, true),
+        ]
+        .into(),
+    );
+    DataType::Map(Arc::new(Field::new("entries", entries, false)), false)
+}
+
+/// The Arrow type of a scalar of a typed table.
+pub fn scalar_type(t: ScalarType) -> DataType {
+    match t {
+        ScalarType::Boolean => DataType::Boolean,
+        ScalarType::Int8 => DataType::Int8,
+        ScalarType::Int16 => DataType::Int16,
+        ScalarType::Int32 => DataType::Int32,
+        ScalarType::Int64 => DataType::Int64,
+        ScalarType::UInt8 => DataType::UInt8,
+        ScalarType::UInt16 => DataType::UInt16,
+        ScalarType::UInt32 => DataType::UInt32,
+        ScalarType::UInt64 => DataType::UInt64,
+        ScalarType::Float32 => DataType::Float32,
+        ScalarType::Float64 => DataType::Float64,
+        ScalarType::Utf8 => DataType::Utf8,
+        ScalarType::Binary => DataType::Binary,
+        ScalarType::Timestamp => timestamp_type(),
+    }
+}
+
+/// The Arrow type of a typed-table column.
+pub fn column_type(t: ColumnType) -> DataType {
+    let item = |s| Arc::new(Field::new("item", scalar_type(s), true));
+    match t {
+        ColumnType::Scalar(s) => scalar_type(s),
+        ColumnType::FixedList(s, n) => {
+            DataType::FixedSizeList(item(s), i32::try_from(n).unwrap_or(i32::MAX))
+        }
+        ColumnType::List(s) => DataType::List(item(s)),
+        ColumnType::StringMap => map_type(DataType::Utf8),
+    }
+}
+
+/// The schema of a typed table: its columns, then `file` (unless it has one).
+pub fn table_schema(def: &TableDef) -> SchemaRef {
+    let mut fields: Vec<Field> = def
+        .columns
+        .iter()
+        .map(|c| {
+            let mut meta = std::collections::HashMap::new();
+            if !c.doc.is_empty() {
+                meta.insert("doc".to_string(), c.doc.clone());
+            }
+            Field::new(&c.name, column_type(c.ty), true).with_metadata(meta)
+        })
+        .collect();
+    if !def.columns.iter().any(|c| c.name == col::FILE) {
+        fields.push(Field::new(col::FILE, DataType::Utf8, false));
+    }
+    Arc::new(Schema::new(fields))
 }

@@ -31,6 +31,7 @@ use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::predicate::is_exact_pushable;
 use super::scan::{ScanMetrics, ScanPlan, scan_file};
+use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
@@ -43,6 +44,7 @@ pub struct LogSource {
     metrics: ExecutionPlanMetricsSet,
     batch_size: usize,
     options: LogsqlOptions,
+    table: Option<Arc<TableSpec>>,
 }
 
 impl LogSource {
@@ -56,7 +58,13 @@ impl LogSource {
             metrics: ExecutionPlanMetricsSet::new(),
             batch_size: 8192,
             options: LogsqlOptions::default(),
+            table: None,
         }
+    }
+
+    /// The same source reading typed table `table` instead of `messages`.
+    pub fn with_table(self, table: Option<Arc<TableSpec>>) -> Self {
+        Self { table, ..self }
     }
 
     /// The same source with session options applied.
@@ -85,6 +93,8 @@ impl FileSource for LogSource {
             self.options.batch_bytes,
             self.options.on_error()?,
             config.limit,
+            self.table.clone(),
+            self.options.verify_checksums,
         )?;
         let opener = LogOpener {
             plan: Arc::new(plan),
@@ -119,7 +129,10 @@ impl FileSource for LogSource {
     }
 
     fn file_type(&self) -> &str {
-        self.format.as_ref().map_or("log", |f| f.name())
+        match &self.table {
+            Some(t) => &t.name,
+            None => self.format.as_ref().map_or("log", |f| f.name()),
+        }
     }
 
     fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {

@@ -67,3 +67,29 @@ pub fn get_or_load(
     cache.insert(key.to_string(), entry.clone());
     Ok(entry)
 }
+
+/// Outcomes of whole-file checksum verification, per file (same keys as the summaries).
+static VERIFIED: LazyLock<Mutex<HashMap<String, Option<crate::Error>>>> =
+    LazyLock::new(Default::default);
+
+/// Verifies `file`'s whole-file checksum (see [`LogFormat::verify`]) once per
+/// file and process; returns the mismatch, if any. Bytes read are added to `bytes`.
+pub fn verification(
+    key: &str,
+    cached: &CachedSummary,
+    file: &dyn ReadAt,
+    bytes: &datafusion::physical_plan::metrics::Count,
+) -> Option<crate::Error> {
+    if let Some(hit) = VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+        return hit.clone();
+    }
+    let counting = super::object_io::CountingReader::new(file);
+    let outcome = cached.format.verify(&counting, &cached.summary)?.err();
+    bytes.add(counting.take_count() as usize);
+    let mut done = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+    if done.len() >= CAPACITY {
+        done.clear();
+    }
+    done.insert(key.to_string(), outcome.clone());
+    outcome
+}

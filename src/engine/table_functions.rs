@@ -200,17 +200,31 @@ impl TableProvider for SummaryTable {
             .ok_or_else(|| {
                 DataFusionError::Internal("logsql table functions need a SessionState".into())
             })?;
-        let on_error = state
+        let options = state
             .config_options()
             .extensions
             .get::<LogsqlOptions>()
             .cloned()
-            .unwrap_or_default()
-            .on_error()?;
+            .unwrap_or_default();
+        let on_error = options.on_error()?;
+        let pool = if options.descriptor_set.trim().is_empty() {
+            None
+        } else {
+            Some(crate::descriptors::load(&options.descriptor_set).map_err(df_err)?)
+        };
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {
-            let cached = loc.summary(format.clone()).await.map_err(df_err)?;
+            let mut cached = loc.summary(format.clone()).await.map_err(df_err)?;
+            if let (Some(pool), SummaryView::Channels) = (&pool, self.view) {
+                // Schemas from the user's descriptor set, for channels the file names only by type.
+                let mut summary = (*cached.summary).clone();
+                let mut channels: Vec<_> = summary.channels.values().cloned().collect();
+                if crate::descriptors::attach(pool, &mut channels) > 0 {
+                    summary.channels = channels.into_iter().map(|c| (c.id, c)).collect();
+                    cached.summary = Arc::new(summary);
+                }
+            }
             files.push((loc.clone(), cached));
         }
         if files.is_empty() {

@@ -22,8 +22,9 @@ use parking_lot::RwLock;
 use super::file_format::LogFileFormat;
 use super::object_io::FileLocation;
 use super::scan::df_err;
-use super::schema::messages_schema;
+use super::schema::messages_schema_for;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
+use datafusion::arrow::datatypes::SchemaRef;
 
 /// Extensions DataFusion's own url tables read; such files are left to it.
 const DATAFUSION_EXTENSIONS: &[&str] = &[
@@ -137,24 +138,35 @@ impl UrlTableFactory for LogUrlTableFactory {
             .iter()
             .all(|(_, f)| f.as_ref().map(|f| f.name()) == first.as_ref().map(|f| f.name()));
         let format = if same_format { first } else { None };
-        // Name the files one by one only when the path also holds files that are not logs.
-        let urls = if logs.len() == resolved.files.len() {
-            vec![resolved.url.clone()]
-        } else {
-            let store_url = resolved.url.object_store();
-            logs.iter()
-                .map(|(loc, _)| {
-                    ListingTableUrl::parse(format!("{}{}", store_url.as_str(), loc.meta.location))
-                })
-                .collect::<Result<_>>()?
-        };
-        let options =
-            ListingOptions::new(Arc::new(LogFileFormat::new(format))).with_file_extension("");
-        let config = ListingTableConfig::new_with_multi_paths(urls)
-            .with_listing_options(options)
-            .with_schema(messages_schema());
-        Ok(Some(Arc::new(ListingTable::try_new(config)?)))
+        let schema = messages_schema_for(format.as_ref());
+        listing_table(&resolved, &logs, LogFileFormat::new(format), schema).map(Some)
     }
+}
+
+/// A listing table over `files` (some or all of `resolved`), read as `file_format`.
+pub fn listing_table(
+    resolved: &ResolvedPath,
+    files: &[&(FileLocation, Option<Arc<dyn LogFormat>>)],
+    file_format: LogFileFormat,
+    schema: SchemaRef,
+) -> Result<Arc<dyn TableProvider>> {
+    // Name the files one by one only when the path also holds other files.
+    let urls = if files.len() == resolved.files.len() {
+        vec![resolved.url.clone()]
+    } else {
+        let store_url = resolved.url.object_store();
+        files
+            .iter()
+            .map(|(loc, _)| {
+                ListingTableUrl::parse(format!("{}{}", store_url.as_str(), loc.meta.location))
+            })
+            .collect::<Result<_>>()?
+    };
+    let options = ListingOptions::new(Arc::new(file_format)).with_file_extension("");
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(options)
+        .with_schema(schema);
+    Ok(Arc::new(ListingTable::try_new(config)?))
 }
 
 /// Wraps the session's default schema so that unknown table names that are paths

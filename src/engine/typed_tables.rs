@@ -1,0 +1,170 @@
+//! Table functions for the typed side tables formats derive from their records
+//! (CARLA `positions('town.log')`, BDDF `pod('spot.bddf', 'imu/accel')`, ...).
+//!
+//! Each table name any format lists in [`LogFormat::table_names`] becomes one
+//! table function `name('path' [, arg])`. It returns a listing table over the
+//! path's files of that format, scanned by the same engine as `messages`
+//! (time pruning over chunk statistics through a `log_time` column, byte-range
+//! partitions, metrics, `on_error`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::SessionContext;
+
+use super::file_format::LogFileFormat;
+use super::predicate::scalar_str;
+use super::scan::df_err;
+use super::schema::table_schema;
+use super::url_table::{listing_table, resolve};
+use crate::formats::{self, LogFormat};
+use crate::table::TableDef;
+
+/// A typed table as scanned: its name, argument and definition for the files at hand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSpec {
+    /// Table name (the table function's name).
+    pub name: String,
+    /// The table function's second argument, if any.
+    pub arg: Option<String>,
+    /// Columns and kind of the table.
+    pub def: TableDef,
+}
+
+/// Every typed table name, with the formats that derive it.
+pub fn table_names() -> BTreeMap<&'static str, Vec<&'static str>> {
+    let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
+    for f in formats::all() {
+        for name in f.table_names() {
+            out.entry(name).or_default().push(f.name());
+        }
+    }
+    out
+}
+
+/// Registers one table function per typed table name.
+pub fn register(ctx: &SessionContext) {
+    for (name, formats) in table_names() {
+        ctx.register_udtf(name, Arc::new(TypedTableFunction { name, formats }));
+    }
+}
+
+#[derive(Debug)]
+struct TypedTableFunction {
+    name: &'static str,
+    formats: Vec<&'static str>,
+}
+
+fn literal_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Literal(v, _) => scalar_str(v).map(str::to_string).or_else(|| match v {
+            ScalarValue::Int64(Some(i)) => Some(i.to_string()),
+            ScalarValue::UInt64(Some(i)) => Some(i.to_string()),
+            ScalarValue::Int32(Some(i)) => Some(i.to_string()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+impl TableFunctionImpl for TypedTableFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let texts: Vec<Option<String>> = args.exprs().iter().map(literal_text).collect();
+        let (path, arg) = match texts.as_slice() {
+            [Some(p)] => (p.clone(), None),
+            [Some(p), Some(a)] => (p.clone(), Some(a.clone())),
+            _ => {
+                return Err(DataFusionError::Plan(format!(
+                    "{n}() takes a path (file, directory or glob) and optionally one more literal, e.g. {n}('{ex}'); it reads {f} files",
+                    n = self.name,
+                    ex = "run.log",
+                    f = self.formats.join(", ")
+                )));
+            }
+        };
+        let state = args
+            .session()
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .ok_or_else(|| {
+                DataFusionError::Internal("logsql table functions need a SessionState".into())
+            })?
+            .clone();
+        let name = self.name;
+        // Planning is synchronous here, but listing files and reading a summary are
+        // async: run them on a scoped thread with a runtime of its own.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                rt.block_on(plan_table(&state, name, &path, arg))
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(DataFusionError::Internal(format!(
+                    "{name}('{path}'): planning thread panicked"
+                )))
+            })
+        })
+    }
+}
+
+/// Lists `path`, picks the files whose format derives `name`, and builds the table.
+async fn plan_table(
+    state: &SessionState,
+    name: &str,
+    path: &str,
+    arg: Option<String>,
+) -> Result<Arc<dyn TableProvider>> {
+    let resolved = resolve(state, path).await?;
+    let has_table = |f: &Option<Arc<dyn LogFormat>>| {
+        f.as_ref().is_some_and(|f| f.table_names().contains(&name))
+    };
+    let files: Vec<_> = resolved
+        .files
+        .iter()
+        .filter(|(_, f)| has_table(f))
+        .collect();
+    let Some((first, Some(format))) = files.first().map(|(l, f)| (l, f)) else {
+        let found: Vec<&str> = resolved
+            .log_files()
+            .filter_map(|(_, f)| f.as_ref().map(|f| f.name()))
+            .collect();
+        return Err(DataFusionError::Plan(format!(
+            "{name}('{path}'): no file there has a {name} table (log files found: {})",
+            if found.is_empty() {
+                "none".to_string()
+            } else {
+                found.join(", ")
+            }
+        )));
+    };
+    // All files of one table share the format of the first one.
+    let files: Vec<_> = files
+        .iter()
+        .filter(|(_, f)| f.as_ref().is_some_and(|f| f.name() == format.name()))
+        .copied()
+        .collect();
+    let cached = first
+        .summary(Some(Arc::clone(format)))
+        .await
+        .map_err(df_err)?;
+    let def = format
+        .table_def(&cached.summary, name, arg.as_deref())
+        .map_err(df_err)?;
+    let schema = table_schema(&def);
+    let spec = TableSpec {
+        name: name.to_string(),
+        arg,
+        def,
+    };
+    let file_format = LogFileFormat::typed(Arc::clone(format), Arc::new(spec));
+    listing_table(&resolved, &files, file_format, schema)
+}
