@@ -1454,3 +1454,43 @@ fn ue5_files_with_f64_vectors() {
         "Version: 1\nMap: Town10HD_Opt\nDate: 11/14/23 22:13:20\n\nFrame 1 at 0 seconds\n Create 5: vehicle.x (1) at (100, 200, 300)\n  role_name = hero\n\nFrames: 1\nDuration: 0 seconds\n"
     );
 }
+
+/// Decodes every position of a big recording named by `CARLA_BIG_LOG` (e.g.
+/// one written by `cargo run --release --example gen_carla -- big.log`) and
+/// prints the throughput; run with `--ignored --nocapture` in a release build.
+#[test]
+#[ignore]
+fn big_file_positions_throughput() {
+    let Some(path) = std::env::var_os("CARLA_BIG_LOG") else {
+        return;
+    };
+    let f = FileReader::open(path).unwrap();
+    let start = std::time::Instant::now();
+    let s = CarlaFormat.summary(&f).unwrap();
+    let walk = start.elapsed();
+    let mut n = 0u64;
+    for chunk in &s.chunks {
+        let mut sink = |_: &[Value<'_>]| {
+            n += 1;
+            Flow::Continue
+        };
+        CarlaFormat
+            .read_table_chunk(
+                &f,
+                &s,
+                chunk,
+                "positions",
+                None,
+                &Selection::all(),
+                &mut sink,
+            )
+            .unwrap();
+    }
+    let all = start.elapsed();
+    eprintln!(
+        "{} bytes, {} frames, {n} positions: header walk {walk:?}, total {all:?}, {:.0} MB/s",
+        f.size(),
+        property(&s, "carla.frames"),
+        f.size() as f64 / 1e6 / (all - walk).as_secs_f64()
+    );
+}
