@@ -243,7 +243,7 @@ fn run(
                 rng.unit() * 30_000.0 - 15_000.0,
             ],
             radius: 2_000.0 + rng.unit() * 5_000.0,
-            phase: rng.unit() * 6.28,
+            phase: rng.unit() * std::f32::consts::TAU,
             omega: 0.05 + rng.unit() * 0.2,
             bike,
         });
@@ -262,7 +262,7 @@ fn run(
                 rng.unit() * 30_000.0 - 15_000.0,
             ],
             radius: 500.0 + rng.unit() * 1_000.0,
-            phase: rng.unit() * 6.28,
+            phase: rng.unit() * std::f32::consts::TAU,
             omega: 0.1 + rng.unit() * 0.1,
             bike: false,
         };

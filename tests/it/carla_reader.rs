@@ -1494,3 +1494,80 @@ fn big_file_positions_throughput() {
         f.size() as f64 / 1e6 / (all - walk).as_secs_f64()
     );
 }
+
+#[test]
+fn collisions_and_blocked_queries_match_carla() {
+    use logsql::formats::carla::queries::{blocked_text, collisions_text};
+    let mut compared = 0;
+    for name in ["synth_0916_basic", "srunner_0913_DistanceBetweenVehicles"] {
+        let Some(f) = open(name) else { return };
+        let s = CarlaFormat.summary(&f).unwrap();
+        let layout = s.private::<CarlaIndex>().map(|i| i.layout);
+        let text = collisions_text(&f, layout, 'a', 'a').unwrap();
+        assert_eq!(
+            text,
+            expected_text(&format!("{name}.collisions.txt")),
+            "{name}"
+        );
+        let text = blocked_text(&f, None, 30.0, 10.0).unwrap();
+        assert_eq!(
+            text,
+            expected_text(&format!("{name}.blocked.txt")),
+            "{name}"
+        );
+        compared += 2;
+    }
+    assert_eq!(compared, 4);
+    // Category filters: hero vs vehicle keeps the first row only; walkers none.
+    let f = open("synth_0916_basic").unwrap();
+    let text = collisions_text(&f, None, 'h', 'v').unwrap();
+    assert_eq!(text.lines().filter(|l| l.contains("model3")).count(), 1);
+    let text = collisions_text(&f, None, 'w', 'a').unwrap();
+    assert!(!text.contains("model3"));
+    let b = open("synth_bad_magic").unwrap();
+    assert_eq!(
+        collisions_text(&b, None, 'a', 'a').unwrap(),
+        "File is not a CARLA recorder\n"
+    );
+}
+
+#[test]
+fn blocked_query_reports_a_long_stop() {
+    use logsql::formats::carla::queries::blocked_text;
+    let mut b = Builder::new(0, "Town01");
+    for frame in 1..=43u64 {
+        let mut fs = Vec::new();
+        fs.extend_from_slice(&frame.to_le_bytes());
+        fs.extend_from_slice(&(if frame == 43 { -1f64 } else { 1.0 }).to_le_bytes());
+        fs.extend_from_slice(&((frame - 1) as f64).to_le_bytes());
+        b.packet(0, &fs);
+        if frame == 1 {
+            let mut add = Builder(Vec::new());
+            add.0.extend_from_slice(&1u16.to_le_bytes());
+            add.0.extend_from_slice(&5u32.to_le_bytes());
+            add.0.push(1);
+            add.0.extend_from_slice(&[0u8; 24]);
+            add.0.extend_from_slice(&7u32.to_le_bytes());
+            add.str(b"vehicle.x");
+            add.0.extend_from_slice(&0u16.to_le_bytes());
+            b.packet(2, &add.0);
+        }
+        let x: f32 = if frame >= 42 { 1000.0 } else { 100.0 };
+        let mut pos = Vec::new();
+        pos.extend_from_slice(&1u16.to_le_bytes());
+        pos.extend_from_slice(&5u32.to_le_bytes());
+        for v in [x, 0.0, 0.0, 0.0, 0.0, 0.0] {
+            pos.extend_from_slice(&v.to_le_bytes());
+        }
+        b.packet(6, &pos);
+        b.packet(1, &[]);
+    }
+    let r = BytesReader::new("stop.log", b.0);
+    let text = blocked_text(&r, None, 30.0, 10.0).unwrap();
+    // Stopped from frame 2 (t = 1 s) for 40 frames of 1 s.
+    let want = format!(
+        "Version: 1\nMap: Town01\nDate: 01/01/70 00:00:00\n\n    Time     Id Actor                                 Duration\n       1      5 {:<35}         40\n\nFrames: 43\nDuration: 42 seconds\n",
+        "vehicle.x"
+    );
+    assert_eq!(text, want);
+}

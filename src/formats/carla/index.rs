@@ -287,8 +287,13 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
             .map(|r| channel_id(&layout, r))
             .collect();
         channels.sort_unstable();
-        let t0 = log_time(header.date, frames[i].elapsed);
-        let t1 = log_time(header.date, frames[j - 1].elapsed);
+        // Min/max over every frame: elapsed is non-decreasing in CARLA's files,
+        // but a damaged file must not make the engine prune a chunk wrongly.
+        let times = frames[i..j]
+            .iter()
+            .map(|f| log_time(header.date, f.elapsed));
+        let t0 = times.clone().min().unwrap_or(0);
+        let t1 = times.max().unwrap_or(0);
         chunks.push(ChunkMeta {
             index: chunks.len(),
             offset: start,

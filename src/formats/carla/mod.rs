@@ -46,6 +46,7 @@ pub mod fmt;
 pub mod index;
 pub mod info;
 pub mod layout;
+pub mod queries;
 pub mod tables;
 
 pub use index::{CarlaIndex, ChunkDetail, FrameEntry, Header, MAGIC};
