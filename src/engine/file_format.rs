@@ -100,12 +100,17 @@ pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
 #[async_trait]
 impl FileFormat for LogFileFormat {
     fn get_ext(&self) -> String {
+        // Formats without a reliable extension (CARLA `.log`, Apollo's split
+        // `.record.00001`) filter nothing by name; content decides.
         self.format
             .as_ref()
             .and_then(|f| f.extensions().first())
             .map_or(String::new(), |e| format!(".{e}"))
     }
 
+    /// DataFusion turns `CREATE EXTERNAL TABLE ... LOCATION 'dir/'` into the glob
+    /// `dir/*.<this>`: `mcap*`, `record*` (split recordings: `a.record.00001`),
+    /// and `*` for formats named by content only (so `dir/*.*`).
     fn get_ext_with_compression(&self, c: &FileCompressionType) -> Result<String> {
         if c.is_compressed() {
             return Err(DataFusionError::NotImplemented(format!(
@@ -113,11 +118,17 @@ impl FileFormat for LogFileFormat {
                 self.name()
             )));
         }
-        Ok(self.get_ext())
+        Ok(self
+            .format
+            .as_ref()
+            .and_then(|f| f.extensions().first())
+            .map_or("*".to_string(), |e| format!("{e}*")))
     }
 
     fn compression_type(&self) -> Option<FileCompressionType> {
-        None
+        // Reported so that the directory glob above is used (log files carry
+        // their own per-chunk compression).
+        Some(FileCompressionType::UNCOMPRESSED)
     }
 
     async fn infer_schema(

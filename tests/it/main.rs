@@ -8,7 +8,11 @@ mod carla_reader;
 #[cfg(feature = "cli")]
 mod cli;
 #[cfg(feature = "datafusion")]
+mod engine_apollo;
+#[cfg(feature = "datafusion")]
 mod engine_bag;
+#[cfg(feature = "datafusion")]
+mod engine_carla;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
 mod fixtures;
