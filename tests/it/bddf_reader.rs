@@ -724,13 +724,13 @@ impl ReadAt for Counting<'_> {
     }
 }
 
-/// One delivered message: (channel id, log time, payload sha1 hex, payload length,
-/// additional indexes).
+/// One delivered message: channel id, log time, payload CRC32 and length,
+/// additional indexes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Msg {
     series: u64,
     time: u64,
-    sha1: String,
+    crc: u32,
     len: usize,
     aix: Option<Vec<(String, i64)>>,
 }
@@ -750,6 +750,11 @@ struct ReadAll {
 }
 
 fn read_all(file: &dyn ReadAt, summary: &Summary, sel: &Selection) -> ReadAll {
+    read_all_with(file, summary, sel, true)
+}
+
+/// Reads every chunk; `hash`: also SHA1 the payloads per series.
+fn read_all_with(file: &dyn ReadAt, summary: &Summary, sel: &Selection, hash: bool) -> ReadAll {
     let mut out = ReadAll {
         messages: Vec::new(),
         hashes: BTreeMap::new(),
@@ -757,7 +762,9 @@ fn read_all(file: &dyn ReadAt, summary: &Summary, sel: &Selection) -> ReadAll {
     };
     for chunk in &summary.chunks {
         let mut sink = |m: Message<'_>| {
-            out.hashes.entry(m.channel.id).or_default().update(m.data);
+            if hash {
+                out.hashes.entry(m.channel.id).or_default().update(m.data);
+            }
             let aix = match m.extra {
                 [ExtraValue::Int64Map { keys, values }] => Some(
                     keys.iter()
@@ -771,7 +778,7 @@ fn read_all(file: &dyn ReadAt, summary: &Summary, sel: &Selection) -> ReadAll {
             out.messages.push(Msg {
                 series: m.channel.id,
                 time: m.log_time,
-                sha1: sha1_hex(m.data),
+                crc: crc32fast::hash(m.data),
                 len: m.data.len(),
                 aix,
             });
@@ -1595,8 +1602,8 @@ fn read_any(name: &str, bytes: Vec<u8>) -> (Vec<Msg>, Vec<Error>) {
     let file = BytesReader::new(name, bytes);
     match BddfFormat.summary(&file) {
         Ok(s) => {
-            let r = read_all(&file, &s, &Selection::all());
-            let light = read_all(
+            let r = read_all_with(&file, &s, &Selection::all(), false);
+            let light = read_all_with(
                 &file,
                 &s,
                 &Selection {
@@ -1604,9 +1611,9 @@ fn read_any(name: &str, bytes: Vec<u8>) -> (Vec<Msg>, Vec<Error>) {
                     full_header: false,
                     ..Selection::all()
                 },
+                false,
             );
             assert!(light.messages.len() >= r.messages.len());
-            let _ = BddfFormat.verify(&file, &s);
             for table in ["series", "pod"] {
                 let _ = BddfFormat.table_def(&s, table, Some("imu/accel"));
             }
@@ -1656,7 +1663,7 @@ fn truncation_sweep_returns_a_prefix() {
 fn byte_flip_sweep_never_panics() {
     let Some(dir) = dir() else { return };
     for (name, step) in [
-        ("pod_types.bddf", 29usize),
+        ("pod_types.bddf", 53usize),
         ("additional_indexes.bddf", 2_999),
     ] {
         let bytes = std::fs::read(dir.join(name)).unwrap();

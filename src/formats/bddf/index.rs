@@ -23,6 +23,7 @@
 //!    of about [`CHUNK_TARGET`] bytes; each chunk remembers its blocks per
 //!    series, so a read touches only the selected blocks' bytes.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
@@ -891,12 +892,13 @@ fn scan(
                 };
                 match decoded.map(|b| b.descriptor_type) {
                     Ok(Some(D::SeriesDescriptor(d))) => {
-                        if positions.contains_key(&d.series_index) {
-                            duplicates += 1;
-                        } else {
-                            let spos = parts.series.len() as u32;
-                            positions.insert(d.series_index, spos);
-                            parts.series.push(series_of(d, pos));
+                        let spos = parts.series.len() as u32;
+                        match positions.entry(d.series_index) {
+                            Entry::Occupied(_) => duplicates += 1,
+                            Entry::Vacant(v) => {
+                                v.insert(spos);
+                                parts.series.push(series_of(d, pos));
+                            }
                         }
                     }
                     Ok(Some(D::SeriesBlockIndex(_) | D::FileIndex(_)) | None) => saw_index = true,
