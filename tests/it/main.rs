@@ -12,6 +12,8 @@ mod engine_apollo;
 #[cfg(feature = "datafusion")]
 mod engine_bag;
 #[cfg(feature = "datafusion")]
+mod engine_bddf;
+#[cfg(feature = "datafusion")]
 mod engine_carla;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;

@@ -43,6 +43,8 @@ pub async fn analyze(ctx: &SessionContext, sql: &str) -> String {
 }
 
 /// A metric of the scan node, summed over partitions, from an EXPLAIN ANALYZE plan.
+/// DataFusion prints large counts with a unit (`17.64 K`): those come back
+/// approximately (to its printed precision).
 pub fn metric(plan: &str, name: &str) -> u64 {
     let key = format!("{name}=");
     let line = plan
@@ -50,10 +52,22 @@ pub fn metric(plan: &str, name: &str) -> u64 {
         .find(|l| l.contains("DataSourceExec") && l.contains(&key))
         .unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
     let rest = &line[line.find(&key).unwrap() + key.len()..];
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let value: f64 = number
         .parse()
-        .unwrap_or_else(|_| panic!("bad {name} in {line}"))
+        .unwrap_or_else(|_| panic!("bad {name} in {line}"));
+    let unit = rest[number.len()..].trim_start().chars().next();
+    let scale = match unit {
+        Some('K') => 1e3,
+        Some('M') => 1e6,
+        Some('G') => 1e9,
+        Some('T') => 1e12,
+        _ => 1.0,
+    };
+    (value * scale).round() as u64
 }
 
 /// Single-column i64/u64 values of a query, in row order.
