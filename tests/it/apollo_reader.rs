@@ -1023,6 +1023,8 @@ mod writer {
         pub legacy: bool,
         /// `Header.compress`.
         pub compress: i32,
+        /// Header padding all NUL (the pip `cyber_record` writer) instead of `'0'` then NULs.
+        pub nul_padding: bool,
         /// Declared channels: (name, proto_desc).
         pub channels: Vec<(&'static str, Vec<u8>)>,
         /// Chunks of (channel name, time, content).
@@ -1143,7 +1145,9 @@ mod writer {
         .encode_to_vec();
         buf[8..16].copy_from_slice(&(header.len() as i64).to_le_bytes());
         buf[16..16 + header.len()].copy_from_slice(&header);
-        buf[16 + header.len()] = b'0';
+        if !o.nul_padding {
+            buf[16 + header.len()] = b'0';
+        }
         buf
     }
 }
@@ -1170,6 +1174,7 @@ fn written_files_dirty_padding_legacy_many_chunks() {
         dirty_padding: false,
         legacy: false,
         compress: 0,
+        nul_padding: false,
         channels,
         chunks,
     };
@@ -1238,6 +1243,7 @@ fn undeclared_channels_and_declared_compression() {
         dirty_padding: false,
         legacy: false,
         compress: 1,
+        nul_padding: false,
         channels: vec![("/a", Vec::new()), ("/b", Vec::new())],
         chunks,
     };
@@ -1295,4 +1301,43 @@ fn undeclared_channels_and_declared_compression() {
         e.to_string().contains("bz.record") && e.to_string().contains("compress"),
         "{e}"
     );
+}
+
+#[test]
+fn chunk_times_of_other_writers_are_not_used_for_pruning() {
+    // The pip cyber_record writer pads the header with NULs and stores each
+    // chunk's first/last message time (not min/max); a message at time 0 and
+    // an out-of-order one would be pruned away if those were trusted.
+    let mut chunks = many_chunks(3);
+    chunks[1][4].1 = 0;
+    chunks[2][0].1 -= 5_000_000_000;
+    let mut opts = writer::Opts {
+        dirty_padding: false,
+        legacy: false,
+        compress: 0,
+        nul_padding: true,
+        channels: vec![("/a", Vec::new()), ("/b", Vec::new())],
+        chunks,
+    };
+    let file = BytesReader::new("pip.record", writer::write(&opts));
+    let s = summary_of(&file);
+    assert!(
+        s.chunks
+            .iter()
+            .all(|c| c.start_time.is_none() && c.end_time.is_none())
+    );
+    assert_eq!((s.start_time, s.end_time), (None, None));
+    assert!(prop(&s, "chunk_times").unwrap().starts_with("not used"));
+    assert_eq!(s.message_count, Some(30));
+    // The C++ layout: min/max bounds, trusted.
+    opts.nul_padding = false;
+    let file = BytesReader::new("cpp.record", writer::write(&opts));
+    let s = summary_of(&file);
+    assert!(prop(&s, "chunk_times").unwrap().starts_with("used"));
+    assert_eq!(
+        s.chunks[1].start_time,
+        Some(0),
+        "a time-0 message is the minimum"
+    );
+    assert!(s.chunks.iter().all(|c| c.end_time.is_some()));
 }

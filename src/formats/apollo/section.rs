@@ -92,8 +92,21 @@ pub fn sniff(head: &[u8]) -> bool {
     matches!(head.get(16..19), Some([0x08, 1..=9, 0x10]))
 }
 
+/// The decoded header and what its padding says about the writer.
+#[derive(Debug, Clone)]
+pub struct HeaderInfo {
+    /// The Header protobuf.
+    pub header: proto::Header,
+    /// Whether the padding after it starts with ASCII `'0'`, as written by
+    /// Apollo's C++ `RecordFileWriter` (`static char blank[2048] = {'0'}`).
+    /// The C++ writer's chunk headers hold each chunk's min/max message time;
+    /// other writers (the pip `cyber_record` writer pads with NULs) may store
+    /// the first/last message time instead.
+    pub cpp_writer: bool,
+}
+
 /// Reads and decodes the header section at offset 0.
-pub fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<proto::Header> {
+pub fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<HeaderInfo> {
     if file.size() == 0 {
         return Err(ctx.truncated(0, "empty file: no record header"));
     }
@@ -123,8 +136,13 @@ pub fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<proto::Heade
         }
     };
     let bytes = file.read_vec(ctx, SECTION_LEN, size, "header protobuf")?;
-    proto::Header::decode(&bytes[..])
-        .map_err(|e| ctx.corrupt(SECTION_LEN, format!("header protobuf does not decode: {e}")))
+    let header = proto::Header::decode(&bytes[..])
+        .map_err(|e| ctx.corrupt(SECTION_LEN, format!("header protobuf does not decode: {e}")))?;
+    let mut pad = [0u8; 1];
+    let cpp_writer = size < HEADER_LENGTH
+        && file.read_exact_at(SECTION_LEN + size, &mut pad).is_ok()
+        && pad[0] == b'0';
+    Ok(HeaderInfo { header, cpp_writer })
 }
 
 /// Protobuf wire types.

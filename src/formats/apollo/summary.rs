@@ -115,14 +115,16 @@ fn chunk_meta(
     length: u64,
     cache: Option<&proto::ChunkHeader>,
     compress: i32,
+    trusted: bool,
 ) -> ChunkMeta {
+    let times = cache.filter(|_| trusted);
     let body = length.saturating_sub(SECTION_LEN);
     ChunkMeta {
         index: 0,
         offset,
         length,
-        start_time: cache.map(|c| if suspect_begin(c) { 0 } else { c.begin_time() }),
-        end_time: cache.map(|c| c.end_time()),
+        start_time: times.map(|c| if suspect_begin(c) { 0 } else { c.begin_time() }),
+        end_time: times.map(|c| c.end_time()),
         message_count: cache.map(|c| c.message_number()),
         channels: None,
         compression: if compress == 0 {
@@ -138,7 +140,9 @@ fn chunk_meta(
 /// Reads the summary of a record file.
 pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
     let ctx = ErrorContext::new(file.name(), FORMAT, file.size());
-    let header = read_header(file, &ctx)?;
+    let info = read_header(file, &ctx)?;
+    let header = info.header;
+    let trusted = info.cpp_writer;
     let size = file.size();
     let compress = header.compress.unwrap_or(0);
     let mut properties = vec![
@@ -185,14 +189,14 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
         ("end_time".to_string(), header.end_time().to_string()),
     ];
     let parts = if header.is_complete() {
-        match indexed(file, &ctx, &header, compress) {
+        match indexed(file, &ctx, &header, compress, trusted) {
             Ok(parts) => parts,
             Err(e) => {
                 let end = match header.size() {
                     s if s >= FIRST_SECTION && s <= size => s,
                     _ => size,
                 };
-                let mut parts = walk(file, &ctx, end, compress);
+                let mut parts = walk(file, &ctx, end, compress, trusted);
                 parts.note = format!("unusable ({e}); sections walked instead");
                 if parts.damage.is_none() && header.size() > size {
                     parts.damage = Some(ctx.truncated(
@@ -207,7 +211,7 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
             }
         }
     } else {
-        let mut parts = walk(file, &ctx, size, compress);
+        let mut parts = walk(file, &ctx, size, compress, trusted);
         parts.note =
             "none: the recording was not closed (is_complete false); sections walked".to_string();
         if let Some(d) = parts.damage.take() {
@@ -226,6 +230,15 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
         ));
     }
     properties.push(("index".to_string(), parts.note.clone()));
+    properties.push((
+        "chunk_times".to_string(),
+        if trusted {
+            "used for pruning (C++ writer: each chunk header holds its min/max message time)"
+        } else {
+            "not used for pruning (not written by Apollo's C++ writer: the header padding does not start with '0'; chunk headers may hold first/last instead of min/max times)"
+        }
+        .to_string(),
+    ));
     Ok(assemble(file, parts, properties, compress))
 }
 
@@ -303,6 +316,7 @@ fn indexed(
     ctx: &ErrorContext,
     header: &proto::Header,
     compress: i32,
+    trusted: bool,
 ) -> Result<Parts> {
     let pos = header.index_position();
     if pos < FIRST_SECTION {
@@ -437,9 +451,13 @@ fn indexed(
                 {
                     h.message_number = b.message_number;
                 }
-                parts
-                    .chunks
-                    .push(chunk_meta(start, end - start, h.as_ref(), compress));
+                parts.chunks.push(chunk_meta(
+                    start,
+                    end - start,
+                    h.as_ref(),
+                    compress,
+                    trusted,
+                ));
             }
             _ => {}
         }
@@ -451,7 +469,7 @@ fn indexed(
 /// per complete body (times and count from the chunk header before it).
 /// Stops at the INDEX section, at `end`, or at the first section that is not
 /// well formed or runs past `end` (then `damage`).
-fn walk(file: &dyn ReadAt, ctx: &ErrorContext, end: u64, compress: i32) -> Parts {
+fn walk(file: &dyn ReadAt, ctx: &ErrorContext, end: u64, compress: i32, trusted: bool) -> Parts {
     let mut parts = Parts::default();
     let mut pos = FIRST_SECTION;
     let mut last_header: Option<proto::ChunkHeader> = None;
@@ -519,9 +537,13 @@ fn walk(file: &dyn ReadAt, ctx: &ErrorContext, end: u64, compress: i32) -> Parts
             }
             _ => {
                 let h = last_header.take();
-                parts
-                    .chunks
-                    .push(chunk_meta(pos, SECTION_LEN + len, h.as_ref(), compress));
+                parts.chunks.push(chunk_meta(
+                    pos,
+                    SECTION_LEN + len,
+                    h.as_ref(),
+                    compress,
+                    trusted,
+                ));
             }
         }
         pos = data + len;
