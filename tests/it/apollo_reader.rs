@@ -526,14 +526,14 @@ fn generated_files_have_the_manifest_channels_and_layout() {
         ("chunk_interval", "2000000000"),
         ("segment_interval", "0"),
         ("index_position", "366332"),
-        ("size", "393016"),
+        ("record_size", "393016"),
         ("is_complete", "true"),
         ("chunk_number", "3"),
         ("channel_number", "3"),
         ("message_number", "1235"),
         ("begin_time", "1700000000001736025"),
         ("end_time", "1700000005999685200"),
-        ("index", "read"),
+        ("index", "section start positions"),
     ] {
         assert_eq!(prop(&s, k), Some(v), "{k}");
     }
@@ -617,7 +617,7 @@ fn stale_trailing_bytes_time_zero_and_garbage_descriptors() {
     };
     let s = summary_of(&file);
     assert_eq!(file.size(), 6096);
-    assert_eq!(prop(&s, "size"), Some("2676"));
+    assert_eq!(prop(&s, "record_size"), Some("2676"));
     assert!(
         prop(&s, "trailing_bytes")
             .unwrap()

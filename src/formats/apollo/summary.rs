@@ -171,7 +171,7 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
             "index_position".to_string(),
             header.index_position().to_string(),
         ),
-        ("size".to_string(), header.size().to_string()),
+        ("record_size".to_string(), header.size().to_string()),
         ("is_complete".to_string(), header.is_complete().to_string()),
         (
             "chunk_number".to_string(),
@@ -401,10 +401,9 @@ fn indexed(
     let mut parts = Parts {
         indexed: true,
         note: if legacy {
-            "read (positions are section END offsets: Apollo 3.5/5.0 writer before 2019-08)"
-                .to_string()
+            "section END positions (Apollo 3.5/5.0 writer, before 2019-08)".to_string()
         } else {
-            "read".to_string()
+            "section start positions".to_string()
         },
         ..Parts::default()
     };
