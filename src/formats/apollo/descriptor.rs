@@ -57,6 +57,12 @@ pub struct DescriptorError {
     pub message: String,
 }
 
+impl From<DescriptorError> for crate::error::Error {
+    fn from(e: DescriptorError) -> Self {
+        crate::error::Error::Invalid(e.to_string())
+    }
+}
+
 /// Whether `file` defines the message `full_name` (e.g. `apollo.canbus.Chassis`, nested types too).
 pub fn defines(file: &FileDescriptorProto, full_name: &str) -> bool {
     let full_name = full_name.strip_prefix('.').unwrap_or(full_name);

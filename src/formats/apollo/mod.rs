@@ -19,6 +19,10 @@
 //!   [`ChunkMeta`](crate::model::ChunkMeta) per CHUNK_BODY section (offset and
 //!   length of the body section, time range and count from the chunk header
 //!   cache, `channels: None` since the format has no per-chunk channel list).
+//!   Chunk times are used only in files of Apollo's C++ writer (header
+//!   padding starting with `'0'`), whose chunk headers hold min/max times;
+//!   chunks whose begin time is below 2001 (a writer-supplied clock, where a
+//!   time-0 message hides below the stored begin time) get start time 0.
 //!   Both index conventions are read: section start offsets (writers since
 //!   2019-08) and section END offsets (Apollo 3.5/5.0). A recording that was
 //!   never closed (`is_complete` false), or whose index is unusable, is walked
