@@ -1341,3 +1341,39 @@ fn chunk_times_of_other_writers_are_not_used_for_pruning() {
     );
     assert!(s.chunks.iter().all(|c| c.end_time.is_some()));
 }
+
+#[test]
+fn flipped_descriptors_never_panic() {
+    let Some(path) = crate::fixtures::file("apollo", "real/example.record.00000") else {
+        return;
+    };
+    let bytes = std::fs::read(path).unwrap();
+    let mut pools = 0;
+    // Inside the Channel sections (2064..231960), where the ProtoDesc trees are.
+    for at in (2064..231_960).step_by(1999) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        let file = BytesReader::new("flip.record", b);
+        let Ok(s) = ApolloFormat.summary(&file) else {
+            continue;
+        };
+        for ch in s.channels.values() {
+            if let Ok(Some(_)) = descriptor_pool(ch) {
+                pools += 1;
+            }
+        }
+    }
+    // Channels come from the index copy, so most flips leave them intact.
+    assert!(pools > 100, "{pools}");
+    // And flips inside the index's copies.
+    for at in (259_053..489_010).step_by(2999) {
+        let mut b = bytes.clone();
+        b[at] ^= 0x5a;
+        let file = BytesReader::new("flip.record", b);
+        if let Ok(s) = ApolloFormat.summary(&file) {
+            for ch in s.channels.values() {
+                let _ = descriptor_pool(ch);
+            }
+        }
+    }
+}
