@@ -1251,15 +1251,21 @@ fn undeclared_channels_and_declared_compression() {
     let s = summary_of(&file);
     assert_eq!(prop(&s, "compress"), Some("bz2"));
     assert!(s.chunks.iter().all(|c| c.compression == "bz2"));
-    // Declared counts do not cover the ghost's message: no per-channel counts.
+    // Declared counts do not cover the ghost's message: the bodies are read
+    // once to find it, and its stand-in channel joins the summary with a count.
     assert_eq!(s.message_count, Some(21));
-    assert_eq!(s.channel_message_counts, None);
+    assert_eq!(
+        s.topic_message_counts().unwrap(),
+        [("/a", 12), ("/b", 8), ("/ghost", 1)].into()
+    );
+    let ghost_channel = channel(&s, "/ghost").clone();
+    assert!(ghost_channel.id >= 1 << 63);
     // Bodies are plain (no writer compresses), so they read.
     let (all, errors) = read_all(&file, &s, &Selection::all());
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(all.len(), 21);
     let ghost = all.iter().find(|m| m.0 == "/ghost").unwrap();
-    assert!(ghost.1 >= 1 << 63);
+    assert_eq!(ghost.1, ghost_channel.id);
     assert_eq!(ghost.3, b"boo");
     // Its stand-in channel is the same in every chunk and passes topic filters.
     let sel = Selection {

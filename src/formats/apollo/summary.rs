@@ -15,7 +15,8 @@ use super::FORMAT;
 use super::descriptor::{self, DescriptorKind};
 use super::proto;
 use super::section::{
-    FIRST_SECTION, SECTION_LEN, kind, kind_name, read_header, read_section_header,
+    FIRST_SECTION, SECTION_LEN, SectionHeader, kind, kind_name, read_header, read_section_header,
+    walk_body,
 };
 
 /// Reader-private summary data.
@@ -239,6 +240,10 @@ pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
         }
         .to_string(),
     ));
+    let mut parts = parts;
+    if parts.indexed {
+        discover_undeclared(file, &ctx, &mut parts);
+    }
     Ok(assemble(file, parts, properties, compress))
 }
 
@@ -255,6 +260,52 @@ fn incomplete(ctx: &ErrorContext, damage: Error) -> Error {
             "incomplete recording (is_complete false, no index; the recorder did not close it): {cause}; the messages before byte {offset} were recovered"
         ),
     )
+}
+
+/// When the index's per-channel counts do not add up to its chunk counts,
+/// some messages use channels that have no CHANNEL section
+/// (`RecordWriter::WriteMessage(RawMessage)` never declares one): reads the
+/// chunk bodies once to find them, and adds their stand-in channels (see
+/// [`undeclared_channel`]) with exact counts. A body that fails to read stops
+/// the discovery (the reads report it).
+fn discover_undeclared(file: &dyn ReadAt, ctx: &ErrorContext, parts: &mut Parts) {
+    let declared: Option<u64> = parts.channels.iter().map(|(_, n)| *n).sum();
+    let total: Option<u64> = parts.chunks.iter().map(|c| c.message_count).sum();
+    if declared.is_none() || declared == total {
+        return;
+    }
+    let known: std::collections::HashSet<Vec<u8>> = parts
+        .channels
+        .iter()
+        .map(|(c, _)| c.topic.as_bytes().to_vec())
+        .collect();
+    let mut found: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    for chunk in &parts.chunks {
+        let Ok(raw) = file.read_vec(ctx, chunk.offset, chunk.length, "chunk body section") else {
+            return;
+        };
+        let Some(len) = SectionHeader::parse(&raw).and_then(|h| h.length()) else {
+            return;
+        };
+        let Some(body) = usize::try_from(len)
+            .ok()
+            .and_then(|l| raw.get(SECTION_LEN as usize..(SECTION_LEN as usize).checked_add(l)?))
+        else {
+            return;
+        };
+        let walked = walk_body(body, |m, _| {
+            if !known.contains(m.channel) {
+                *found.entry(m.channel.to_vec()).or_default() += 1;
+            }
+            std::ops::ControlFlow::Continue(())
+        });
+        if walked.is_err() {
+            return;
+        }
+    }
+    for (name, n) in found {
+        parts.channels.push((undeclared_channel(&name), Some(n)));
+    }
 }
 
 fn assemble(
