@@ -33,7 +33,9 @@
 //!   borrowed slices, never copied), filtering every message exactly by time
 //!   (bodies are not sorted and may hold time-0 messages) and by topic.
 //!   Messages on a channel that has no CHANNEL section get a stand-in channel
-//!   (id with the top bit set, derived from the name, `descriptor` `missing`).
+//!   (id with the top bit set, derived from the name, metadata `declared`
+//!   `false`, `descriptor` `missing`); when an index's channel counts do not
+//!   add up, the summary finds and lists these stand-ins by reading the bodies once.
 //! - [`descriptor::descriptor_pool`] turns a channel's `proto_desc` into a
 //!   `prost_reflect::DescriptorPool` for decoding payloads.
 //!
