@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Python interop tests: MCAP files written by the official Python `mcap` writer
-# and ROS1 bags written by the python `rosbags` writer, each read back by the
-# official reader and by the logsql binary and compared field by field (see
-# mcap_interop.py and bag_interop.py).
+# Python interop tests: MCAP files written by the official Python `mcap` writer,
+# ROS1 bags written by the python `rosbags` writer and Apollo records written by
+# the pip `cyber_record` writer, each read back by the official reader and by the
+# logsql binary and compared field by field (see mcap_interop.py, bag_interop.py,
+# apollo_interop.py).
 #
 #   bash tests/interop/run.sh
 #
@@ -11,7 +12,8 @@
 #   LOGSQL_VENV  the Python venv to create/use (default: target/interop-venv)
 #   LOGSQL_INTEROP_KEEP  a directory to keep the generated .mcap/.bag files in (default: a temp dir)
 #
-# Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags).
+# Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
+# cyber_record). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -32,6 +34,9 @@ fi
 if ! "$venv/bin/python" -c "import mcap, zstandard, lz4, rosbags" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap>=1.2,<2" "rosbags>=0.11,<0.12"
 fi
+if ! "$venv/bin/python" -c "import cyber_record" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cyber_record==0.1.13"
+fi
 
 args=(--logsql "$bin")
 if [[ -n "${LOGSQL_INTEROP_KEEP:-}" ]]; then
@@ -40,7 +45,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in mcap bag; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
