@@ -63,11 +63,11 @@ pub enum Error {
         /// Byte offset of the checksummed record.
         offset: u64,
         /// Which checksum.
-        what: String,
+        what: Box<str>,
         /// The value stored in the file, as hex (`0x1234abcd`, or a SHA1 digest).
-        stored: String,
+        stored: Box<str>,
         /// The value computed from the bytes, in the same notation.
-        computed: String,
+        computed: Box<str>,
     },
     /// The file uses a feature logsql does not implement (e.g. an unknown compression).
     #[error("{file}: unsupported {format} feature at byte {offset}: {message}")]
@@ -103,6 +103,9 @@ pub enum Error {
         table: String,
     },
 }
+
+/// Errors travel inside `Result`s on hot paths: keep them small.
+const _: () = assert!(std::mem::size_of::<Error>() <= 96);
 
 impl Error {
     /// Wraps an I/O error with the file name.
@@ -198,9 +201,9 @@ impl ErrorContext {
             file: self.file.clone(),
             format: self.format,
             offset,
-            what: what.into(),
-            stored,
-            computed,
+            what: what.into().into_boxed_str(),
+            stored: stored.into_boxed_str(),
+            computed: computed.into_boxed_str(),
         }
     }
 

@@ -28,6 +28,8 @@ pub struct BatchBuilder {
     max_bytes: usize,
 }
 
+// One builder per column and batch: size differences do not matter.
+#[allow(clippy::large_enum_variant)]
 enum ColumnBuilder {
     Topic(StringBuilder),
     LogTime(TimestampNanosecondBuilder),
@@ -44,6 +46,8 @@ enum ColumnBuilder {
 }
 
 /// Builder of one extra column.
+// One builder per column and batch: size differences do not matter.
+#[allow(clippy::large_enum_variant)]
 enum ExtraBuilder {
     UInt64(UInt64Builder),
     Int64(Int64Builder),

@@ -106,6 +106,8 @@ impl TableBatchBuilder {
 }
 
 /// Builder of one typed-table column.
+// One builder per column and batch: size differences do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Column {
     Scalar(Scalar),
     /// Child values, offsets and validity of a variable-length list.

@@ -185,6 +185,8 @@ fn walked(file: &dyn ReadAt, ctx: &ErrorContext, fallback: Fallback) -> Result<S
 }
 
 /// The indexed path; `Err` says why the file must be walked instead.
+// Called once per file; the fallback carries the reason and the summary section.
+#[allow(clippy::result_large_err)]
 fn indexed(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Summary, Fallback> {
     let size = file.size();
     let magic_len = MAGIC.len() as u64;
