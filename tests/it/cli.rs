@@ -432,3 +432,102 @@ fn help_mentions_copy() {
     assert!(out.contains("COPY (SELECT"), "{out}");
     assert!(ok(&["export", "--help"]).contains("COPY (SELECT ...) TO"));
 }
+
+#[test]
+fn info_of_a_carla_recording_is_carla_s_own_text() {
+    let Some(dir) = fixtures::dir("carla") else {
+        return;
+    };
+    for (name, all) in [
+        ("synth_0916_basic", false),
+        ("srunner_0913_DistanceBetweenVehicles", false),
+        ("synth_0916_one_frame", true),
+        ("synth_0916_additional", true),
+    ] {
+        let f = dir.join(format!("{name}.log")).display().to_string();
+        let suffix = if all { "info_all" } else { "info" };
+        let want =
+            std::fs::read_to_string(dir.join(format!("expected/{name}.{suffix}.txt"))).unwrap();
+        let mut args = vec!["info", f.as_str()];
+        if all {
+            args.push("--all");
+        }
+        assert_eq!(ok(&args), want, "{name} {suffix}");
+    }
+}
+
+#[test]
+fn info_verifies_the_bddf_checksum_and_export_keeps_extra_columns() {
+    let Some(dir) = fixtures::dir("bddf") else {
+        return;
+    };
+    let f = dir.join("basic.bddf").display().to_string();
+    let text = ok(&["info", &f]);
+    assert!(text.contains("checksum:") && text.contains("ok"), "{text}");
+    assert!(text.contains("bddf"), "{text}");
+    // Export keeps the BDDF extra column (a map) as a Parquet column.
+    let tmp = tempfile::Builder::new()
+        .prefix("logsql-")
+        .tempdir()
+        .unwrap();
+    let out = tmp.path().join("imu.parquet");
+    ok(&["export", &f, out.to_str().unwrap(), "--topic", "imu/accel"]);
+    assert_eq!(parquet_rows(&out), 100);
+    let file = std::fs::File::open(&out).unwrap();
+    let schema = SerializedFileReader::new(file)
+        .unwrap()
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema()
+        .get_fields()
+        .iter()
+        .map(|f| f.name().to_string())
+        .collect::<Vec<_>>();
+    assert!(
+        schema.contains(&"additional_indexes".to_string()),
+        "{schema:?}"
+    );
+    // --descriptors attaches schemas; a bad path is a clear error.
+    let set = dir
+        .join("bosdyn_api_descriptors.binpb")
+        .display()
+        .to_string();
+    let sql =
+        format!("SELECT count(*) AS n FROM channels('{f}') WHERE schema_encoding = 'protobuf'");
+    assert_eq!(
+        ok(&["--descriptors", &set, "--format", "csv", &sql]),
+        "n\n4\n"
+    );
+    let out = logsql(&["--descriptors", "/no/such.binpb", "--format", "csv", &sql]);
+    assert!(!out.status.success() && stderr(&out).contains("/no/such.binpb"));
+}
+
+#[test]
+fn apollo_and_carla_export_to_parquet() {
+    let (Some(apollo), Some(carla)) = (fixtures::dir("apollo"), fixtures::dir("carla")) else {
+        return;
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("logsql-")
+        .tempdir()
+        .unwrap();
+    let rec = apollo.join("generated/small.record").display().to_string();
+    let out = tmp.path().join("pose.parquet");
+    ok(&[
+        "export",
+        &rec,
+        out.to_str().unwrap(),
+        "--topic",
+        "/apollo/localization/pose",
+    ]);
+    assert_eq!(parquet_rows(&out), 600);
+    // A typed table through COPY.
+    let log = carla.join("synth_0916_basic.log").display().to_string();
+    let out = tmp.path().join("positions.parquet");
+    ok(&[&format!(
+        "COPY (SELECT * FROM positions('{log}')) TO '{}'",
+        out.display()
+    )]);
+    assert_eq!(parquet_rows(&out), 4812);
+}
