@@ -52,6 +52,7 @@ pub fn register(ctx: &SessionContext) {
     for (name, formats) in table_names() {
         ctx.register_udtf(name, Arc::new(TypedTableFunction { name, formats }));
     }
+    ctx.register_udtf("typed_tables", Arc::new(TypedTablesCatalog));
 }
 
 #[derive(Debug)]
@@ -167,4 +168,83 @@ async fn plan_table(
     };
     let file_format = LogFileFormat::typed(Arc::clone(format), Arc::new(spec));
     listing_table(&resolved, &files, file_format, schema)
+}
+
+/// `typed_tables()`: every typed table of every format, one row per column,
+/// with its Arrow type and documentation (units included).
+#[derive(Debug)]
+struct TypedTablesCatalog;
+
+impl TableFunctionImpl for TypedTablesCatalog {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        if !args.exprs().is_empty() {
+            return Err(DataFusionError::Plan(
+                "typed_tables() takes no arguments".into(),
+            ));
+        }
+        use datafusion::arrow::array::{RecordBatch, StringArray, UInt32Array};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let mut rows: Vec<(String, String, String, u32, String, String, String)> = Vec::new();
+        for format in formats::all() {
+            for name in format.table_names() {
+                let empty = crate::model::Summary::default();
+                match format.table_def(&empty, name, None) {
+                    Ok(def) => {
+                        let schema = table_schema(&def);
+                        for (i, c) in def.columns.iter().enumerate() {
+                            let ty = schema.field(i).data_type().to_string();
+                            rows.push((
+                                format.name().to_string(),
+                                name.to_string(),
+                                def.doc.clone(),
+                                i as u32 + 1,
+                                c.name.clone(),
+                                ty,
+                                c.doc.clone(),
+                            ));
+                        }
+                    }
+                    // Tables whose columns depend on the file (BDDF pod: the POD type).
+                    Err(_) => rows.push((
+                        format.name().to_string(),
+                        name.to_string(),
+                        "columns depend on the file and argument; see DESCRIBE".into(),
+                        0,
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    )),
+                }
+            }
+        }
+        let s = |n: &str| Field::new(n, DataType::Utf8, false);
+        let schema = Arc::new(Schema::new(vec![
+            s("format"),
+            s("table_name"),
+            s("table_doc"),
+            Field::new("ordinal_position", DataType::UInt32, false),
+            s("column_name"),
+            s("data_type"),
+            s("doc"),
+        ]));
+        let col = |f: fn(&(String, String, String, u32, String, String, String)) -> &str| {
+            Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>()) as _
+        };
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                col(|r| &r.0),
+                col(|r| &r.1),
+                col(|r| &r.2),
+                Arc::new(rows.iter().map(|r| Some(r.3)).collect::<UInt32Array>()),
+                col(|r| &r.4),
+                col(|r| &r.5),
+                col(|r| &r.6),
+            ],
+        )?;
+        Ok(Arc::new(datafusion::datasource::MemTable::try_new(
+            schema,
+            vec![vec![batch]],
+        )?))
+    }
 }

@@ -223,3 +223,25 @@ async fn truncated_and_bad_files() {
         [0]
     );
 }
+
+#[tokio::test]
+async fn typed_tables_lists_every_column_with_its_unit() {
+    let ctx = logsql::session_context();
+    let rows = crate::sql::pairs(
+        &ctx,
+        "SELECT column_name || ': ' || doc, ordinal_position FROM typed_tables() \
+         WHERE table_name = 'positions' AND column_name IN ('x', 'yaw') ORDER BY ordinal_position",
+    )
+    .await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0].0.contains("metres") && rows[1].0.contains("degrees"),
+        "{rows:?}"
+    );
+    let n = ints(
+        &ctx,
+        "SELECT count(DISTINCT table_name) FROM typed_tables() WHERE format = 'carla'",
+    )
+    .await;
+    assert_eq!(n, [20]);
+}
