@@ -1110,9 +1110,9 @@ fn sha1_verifies_and_a_flipped_byte_is_detected() {
         }) => {
             assert_eq!(file, "flipped.bddf");
             assert_eq!(offset, len as u64 - 24);
-            assert_eq!(what, format!("sha1 over file[0..{}]", len - 24));
-            assert_eq!(st, stored);
-            assert_ne!(computed, stored);
+            assert_eq!(&*what, format!("sha1 over file[0..{}]", len - 24).as_str());
+            assert_eq!(&*st, stored.as_str());
+            assert_ne!(&*computed, stored.as_str());
             assert_eq!(computed.len(), 40);
         }
         other => panic!("expected a checksum mismatch, got {other:?}"),
@@ -1551,12 +1551,14 @@ fn truncated_files_recover_every_complete_block() {
             // payload; a correct recovery keeps only the 92 whole ones.
             assert_eq!(t["last_block_series_and_len"][0], 0);
             *per_series.get_mut("0").unwrap() -= 1;
-            // The cut is inside the block starting at the damage offset.
+            // The cut is inside the RobotState block (1382-byte payload, 691
+            // of them in the file) that starts right after the last whole block.
             let at = damage.offset().unwrap();
-            assert!(
-                at < file.size() && at + 12 + 691 < file.size() + 700,
-                "{damage}"
-            );
+            let last = index(&s).blocks.last().unwrap();
+            assert_eq!(at, last.offset + last.extent, "{damage}");
+            let left = file.size() - at;
+            assert!(left > 12 + 691 && left < 12 + 64 + 1382, "{damage}");
+            assert!(damage.to_string().contains("cut inside"), "{damage}");
         } else {
             assert_eq!(damage.offset(), Some(file.size()), "{damage}");
         }

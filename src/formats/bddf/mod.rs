@@ -31,8 +31,9 @@
 //! - [`LogFormat::read_chunk`] reads only the selected blocks (series by topic,
 //!   time by binary search when the series is sorted); one message per data
 //!   block: `log_time` = block timestamp, `data` = payload, extra column
-//!   `additional_indexes` (map name → int64). Reads that need neither payloads
-//!   nor full headers are answered from the index without reading blocks.
+//!   `additional_indexes` (map name → int64). Reads that need no payloads are
+//!   answered from the index without reading blocks (BDDF has no publish time
+//!   or sequence).
 //! - [`LogFormat::verify`]: SHA1 over `file[0 .. len-24]`, streamed.
 //! - Typed tables `series` (one row per series) and `pod` (one row per POD
 //!   sample of the series given as argument).

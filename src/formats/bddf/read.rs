@@ -251,8 +251,9 @@ pub(crate) fn read_messages(
             extra: &extra,
         }))
     };
-    if !sel.payload && !sel.full_header {
-        // Everything but the payload is in the index: no block is read.
+    if !sel.payload {
+        // Everything but the payload is in the index (BDDF has no publish
+        // time or sequence, so full headers need nothing more): no block is read.
         for &id in &ids {
             let Some(b) = index.blocks.get(id) else {
                 continue;
