@@ -1093,7 +1093,7 @@ fn sha1_verifies_and_a_flipped_byte_is_detected() {
     assert!(counting.1.load(Ordering::Relaxed) < 20_000);
     // A flipped payload byte: the summary is the same, verify reports the mismatch.
     let mut bytes = std::fs::read(dir.join("images.bddf")).unwrap();
-    let stored = prop(&summary, "checksum").unwrap().to_string();
+    let stored = prop(&summary, "sha1").unwrap().to_string();
     let len = bytes.len();
     bytes[400_000] ^= 0x40;
     let flipped = BytesReader::new("flipped.bddf", bytes);

@@ -1006,7 +1006,7 @@ fn finish(
     ));
     if let Some(t) = &trailer {
         properties.push(("index_offset".to_string(), t.index_offset.to_string()));
-        properties.push(("checksum".to_string(), hex(&t.sha1)));
+        properties.push(("sha1".to_string(), hex(&t.sha1)));
     }
     properties.push(("series".to_string(), series.len().to_string()));
     properties.push(("blocks".to_string(), blocks.len().to_string()));
