@@ -930,6 +930,19 @@ fn typed_table_row_counts() {
         }
         let actors = table_rows(&f, &s, "actors", &Selection::all());
         assert_eq!(actors.len() as u64, fx.adds, "{}", fx.name);
+        let events = table_rows(&f, &s, "events", &Selection::all());
+        let count = |e: &str| {
+            events
+                .iter()
+                .filter(|r| r[3] == format!("Str({e:?})"))
+                .count() as u64
+        };
+        assert_eq!(
+            (count("add"), count("del"), count("parent")),
+            (fx.adds, fx.dels, fx.parents),
+            "{}",
+            fx.name
+        );
         // destroy_frame (column 16) and parent_id (column 19) are set from EventDel / EventParent.
         let destroyed = actors.iter().filter(|r| r[16] != "Null").count() as u64;
         assert_eq!(destroyed, fx.dels, "{}", fx.name);

@@ -43,6 +43,7 @@ pub const TABLES: &[&str] = &[
     "doors",
     "bones",
     "visual_times",
+    "events",
 ];
 
 /// The packet kind a per-record table decodes (`None` for frames and actors).
@@ -313,6 +314,33 @@ pub fn table_def(table: &str) -> Option<TableDef> {
                 "wall-clock seconds since recording start",
             ));
             ("PlatformTime packets (additional data)", true)
+        }
+        "events" => {
+            cols.push(c(
+                "event",
+                S::Utf8,
+                "add (EventAdd), del (EventDel) or parent (EventParent)",
+            ));
+            cols.push(id("actor id (the child for parent events)"));
+            cols.push(c(
+                "parent_id",
+                S::UInt32,
+                "parent actor id (parent events; null otherwise)",
+            ));
+            cols.push(c(
+                "actor_type",
+                S::UInt8,
+                "FCarlaActor::ActorType (add events; null otherwise)",
+            ));
+            cols.push(c(
+                "blueprint",
+                S::Utf8,
+                "blueprint id (add events; null otherwise)",
+            ));
+            (
+                "actor events in file order: EventAdd, EventDel and EventParent records",
+                true,
+            )
         }
         "visual_times" => {
             cols.push(c("visual_time", S::Float64, "episode game time, seconds"));
@@ -768,6 +796,66 @@ fn packet_rows(
     Some(Flow::Continue)
 }
 
+/// Rows of the `events` table from one EventAdd/EventDel/EventParent packet.
+fn event_rows(p: &Packet<'_>, layout: &Layout, sink: &mut dyn RowSink) -> Option<Flow> {
+    let fr = &p.frame;
+    let mut c = Cur::new(p.body, layout.f64_vectors);
+    let kind = layout.kind(p.raw)?;
+    let n = c.u16()?;
+    for _ in 0..n {
+        let flow = match kind {
+            Kind::EventAdd => {
+                let a = decode::EventAdd::parse(&mut c)?;
+                let bp = decode::text(a.blueprint);
+                emit(
+                    sink,
+                    fr,
+                    &[
+                        Value::Str("add"),
+                        Value::U64(u64::from(a.id)),
+                        Value::Null,
+                        Value::U64(u64::from(a.actor_type)),
+                        Value::Str(&bp),
+                    ],
+                )
+            }
+            Kind::EventDel => {
+                let id = c.u32()?;
+                emit(
+                    sink,
+                    fr,
+                    &[
+                        Value::Str("del"),
+                        Value::U64(u64::from(id)),
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                    ],
+                )
+            }
+            Kind::EventParent => {
+                let (id, parent) = (c.u32()?, c.u32()?);
+                emit(
+                    sink,
+                    fr,
+                    &[
+                        Value::Str("parent"),
+                        Value::U64(u64::from(id)),
+                        Value::U64(u64::from(parent)),
+                        Value::Null,
+                        Value::Null,
+                    ],
+                )
+            }
+            _ => return Some(Flow::Continue),
+        };
+        if flow == Flow::Stop {
+            return Some(Flow::Stop);
+        }
+    }
+    Some(Flow::Continue)
+}
+
 /// Position records (f32 layout, 28 bytes each) decoded straight from the
 /// packet with fixed-size reads: no allocation, no per-field bounds checks.
 fn positions_fast(p: &Packet<'_>, sink: &mut dyn RowSink) -> Option<Flow> {
@@ -941,6 +1029,38 @@ pub fn read_chunk(
         return Ok(ChunkRead {
             messages: w.parsed,
             stopped,
+            skipped: w.skipped,
+            ..Default::default()
+        });
+    }
+    if table == "events" {
+        let raws = [
+            layout.raw_id(Kind::EventAdd),
+            layout.raw_id(Kind::EventDel),
+            layout.raw_id(Kind::EventParent),
+        ];
+        let w = chunk::for_each_packet(
+            file,
+            summary,
+            chunk,
+            sel,
+            &|r| raws.contains(&r),
+            &mut |p| {
+                event_rows(&p, &layout, sink).ok_or_else(|| {
+                    ctx.corrupt(
+                    p.offset,
+                    format!(
+                        "event packet (id {}) of {} bytes does not hold the records it announces",
+                        p.raw,
+                        p.body.len()
+                    ),
+                )
+                })
+            },
+        )?;
+        return Ok(ChunkRead {
+            messages: w.parsed,
+            stopped: w.stopped,
             skipped: w.skipped,
             ..Default::default()
         });
