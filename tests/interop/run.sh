@@ -13,7 +13,8 @@
 #   LOGSQL_INTEROP_KEEP  a directory to keep the generated .mcap/.bag files in (default: a temp dir)
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
-# cyber_record). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo).
+# cyber_record). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla; carla_interop.py
+# checks logsql against an independent Python walk of CARLA files: no pip package exists).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -45,7 +46,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
