@@ -789,7 +789,7 @@ fn main() -> std::io::Result<()> {
                 .encode_to_vec(),
             ));
         }
-        if tick % 10 == 0 {
+        if tick.is_multiple_of(10) {
             let points = (0..4000u32)
                 .map(|i| {
                     let a = f64::from(i) * 0.0015708;
@@ -821,7 +821,7 @@ fn main() -> std::io::Result<()> {
         batch.sort_by_key(|m| m.1);
         for m in batch {
             // About 1% of messages are held back and written after the next one.
-            if held.is_none() && rng.next() % 100 == 0 {
+            if held.is_none() && rng.next().is_multiple_of(100) {
                 held = Some(m);
                 continue;
             }

@@ -170,6 +170,9 @@ async fn plan_table(
     listing_table(&resolved, &files, file_format, schema)
 }
 
+/// One row of `typed_tables()`: format, table, table doc, position, column, type, doc.
+type CatalogRow = (String, String, String, u32, String, String, String);
+
 /// `typed_tables()`: every typed table of every format, one row per column,
 /// with its Arrow type and documentation (units included).
 #[derive(Debug)]
@@ -184,7 +187,7 @@ impl TableFunctionImpl for TypedTablesCatalog {
         }
         use datafusion::arrow::array::{RecordBatch, StringArray, UInt32Array};
         use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        let mut rows: Vec<(String, String, String, u32, String, String, String)> = Vec::new();
+        let mut rows: Vec<CatalogRow> = Vec::new();
         for format in formats::all() {
             for name in format.table_names() {
                 let empty = crate::model::Summary::default();
@@ -227,7 +230,7 @@ impl TableFunctionImpl for TypedTablesCatalog {
             s("data_type"),
             s("doc"),
         ]));
-        let col = |f: fn(&(String, String, String, u32, String, String, String)) -> &str| {
+        let col = |f: fn(&CatalogRow) -> &str| {
             Arc::new(rows.iter().map(|r| Some(f(r))).collect::<StringArray>()) as _
         };
         let batch = RecordBatch::try_new(

@@ -243,5 +243,5 @@ async fn typed_tables_lists_every_column_with_its_unit() {
         "SELECT count(DISTINCT table_name) FROM typed_tables() WHERE format = 'carla'",
     )
     .await;
-    assert_eq!(n, [20]);
+    assert_eq!(n, [21]);
 }

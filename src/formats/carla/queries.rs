@@ -110,7 +110,8 @@ pub fn collisions_text(
         duration: 0.0,
         elapsed: 0.0,
     };
-    let (mut old, mut new): (HashSet<(u32, u32)>, HashSet<(u32, u32)>) = Default::default();
+    let mut old: HashSet<(u32, u32)> = HashSet::new();
+    let mut new: HashSet<(u32, u32)> = HashSet::new();
     let mut fixed = false;
     let kinds = [
         Kind::FrameStart,
