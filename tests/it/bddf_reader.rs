@@ -499,12 +499,22 @@ const PAYLOADS: &[(&str, u32, u64, &str)] = &[
     ),
 ];
 
+/// One row of [`POD_SAMPLES`].
+type PodSample = (
+    &'static str,
+    u32,
+    u64,
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static str,
+);
+
 /// (file, series index, samples, first sample, last sample, sum of all
 /// elements), from the official Python reader: `struct.unpack('<N<code>')` of
 /// every payload of the series (the official `PodSeriesReader` cannot read
 /// series with dimensions). Values are text so that 64-bit extremes stay exact;
 /// integer sums are exact (Python ints), float sums are float64 sums.
-const POD_SAMPLES: &[(&str, u32, u64, &[&str], &[&str], &str)] = &[
+const POD_SAMPLES: &[PodSample] = &[
     (
         "additional_indexes.bddf",
         2,
