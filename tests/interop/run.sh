@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Python interop tests: MCAP files written by the official Python `mcap` writer,
 # ROS1 bags written by the python `rosbags` writer and Apollo records written by
-# the pip `cyber_record` writer, each read back by the official reader and by the
-# logsql binary and compared field by field (see mcap_interop.py, bag_interop.py,
-# apollo_interop.py).
+# the pip `cyber_record` writer, BDDF files written by the official
+# `bosdyn.bddf` writer (bosdyn-core), each read back by the official reader and by
+# the logsql binary and compared field by field (see mcap_interop.py,
+# bag_interop.py, apollo_interop.py, bddf_interop.py).
 #
 #   bash tests/interop/run.sh
 #
@@ -13,7 +14,8 @@
 #   LOGSQL_INTEROP_KEEP  a directory to keep the generated .mcap/.bag files in (default: a temp dir)
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
-# cyber_record). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla; carla_interop.py
+# cyber_record bosdyn-core). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag
+# apollo carla bddf; carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
@@ -38,6 +40,9 @@ fi
 if ! "$venv/bin/python" -c "import cyber_record" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "cyber_record==0.1.13"
 fi
+if ! "$venv/bin/python" -c "import bosdyn.bddf" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "bosdyn-core>=5,<6"
+fi
 
 args=(--logsql "$bin")
 if [[ -n "${LOGSQL_INTEROP_KEEP:-}" ]]; then
@@ -46,7 +51,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
