@@ -18,9 +18,11 @@
 //! Layers, bottom up:
 //! - [`formats`]: byte-level readers (no DataFusion), one module per format;
 //! - [`model`] and [`io`]: the plain data and random-access reads they share;
+//! - [`decode`]: payloads to typed Arrow columns (ROS1, CDR, protobuf, JSON);
 //! - `engine` (feature `datafusion`): the one scan engine and the DataFusion glue.
 
 pub mod compression;
+pub mod decode;
 pub mod descriptors;
 pub mod error;
 pub mod formats;

@@ -7,6 +7,11 @@ mod bddf_reader;
 mod carla_reader;
 #[cfg(feature = "cli")]
 mod cli;
+mod decode_cdr;
+mod decode_common;
+mod decode_json;
+mod decode_protobuf;
+mod decode_ros1;
 #[cfg(feature = "datafusion")]
 mod engine_apollo;
 #[cfg(feature = "datafusion")]

@@ -1,0 +1,162 @@
+//! Decoded messages: payload fields as typed, nested Arrow columns.
+//!
+//! This module owns turning a message payload into one row of Arrow columns,
+//! driven only by the schema stored in the log file (never by types installed
+//! on the machine). It is free of DataFusion: the engine's `read_topic` table
+//! function and the CLI's `export --decode` sit on top of it.
+//!
+//! - [`MessageDecoder`]: one compiled decoder per schema; its
+//!   [`data_type`](MessageDecoder::data_type) is a `Struct` of the message's
+//!   fields and [`decode`](MessageDecoder::decode) appends one payload as one
+//!   row of a [`ColumnBuilder`].
+//! - [`ColumnBuilder`]: the one truncatable column builder all decoders share,
+//!   so a payload that fails half-way is rolled back ([`append_message`]).
+//! - [`decoder_for`]: picks the decoder from a channel's schema and message
+//!   encodings.
+//!
+//! Type mapping shared by every decoder: nested messages are `Struct`,
+//! variable-length arrays `List`, fixed-length arrays `FixedSizeList`,
+//! byte arrays (`bytes`, ROS `uint8[]`/`uint8[N]`) `Binary`, enums their name
+//! as `Utf8` (the number as text when the enum does not define it), absolute
+//! times [`timestamp_type`] and durations [`duration_type`]. Every field is
+//! nullable (missing fields in merged schemas and null rows need it); map keys
+//! are the only non-nullable fields.
+
+pub mod builder;
+pub mod cdr;
+pub mod json;
+pub mod protobuf;
+pub mod ros1msg;
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Fields, TimeUnit};
+
+pub use builder::ColumnBuilder;
+
+use crate::model::Channel;
+
+/// Why a schema could not be compiled or a payload could not be decoded.
+///
+/// Carries only a message: the caller knows the file, topic and offset and
+/// adds them when it turns this into a [`crate::Error`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct DecodeError {
+    /// What was wrong (e.g. `field "x": payload ends at byte 12, 8 more needed`).
+    pub message: Box<str>,
+}
+
+impl DecodeError {
+    /// An error with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into().into_boxed_str(),
+        }
+    }
+
+    /// The same error with `context` (a field path, a type name) in front.
+    pub fn context(self, context: impl fmt::Display) -> Self {
+        Self::new(format!("{context}: {}", self.message))
+    }
+}
+
+/// A decoder compiled from one schema.
+pub trait MessageDecoder: Send + Sync + fmt::Debug {
+    /// Arrow type of one decoded message: a `DataType::Struct` of its fields.
+    fn data_type(&self) -> &DataType;
+
+    /// Decodes `payload` and appends it as one row of `out`, a builder made
+    /// from [`Self::data_type`]. On error `out` may hold a partial row; use
+    /// [`append_message`], which rolls it back.
+    fn decode(&self, payload: &[u8], out: &mut ColumnBuilder) -> Result<(), DecodeError>;
+
+    /// A short description of the schema (`ros1msg sensor_msgs/Imu`), used in
+    /// errors that name two conflicting definitions.
+    fn describe(&self) -> String;
+}
+
+/// Decodes `payload` as one new row of `out`; on error the partial row is
+/// removed, so `out` has exactly the rows it had before.
+pub fn append_message(
+    decoder: &dyn MessageDecoder,
+    payload: &[u8],
+    out: &mut ColumnBuilder,
+) -> Result<(), DecodeError> {
+    let len = out.len();
+    let result = decoder.decode(payload, out);
+    if result.is_err() {
+        out.truncate(len);
+    }
+    result
+}
+
+/// The Arrow type of absolute times (ROS `time`, `builtin_interfaces/Time`,
+/// `google.protobuf.Timestamp`): nanoseconds since the Unix epoch, UTC.
+pub fn timestamp_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+/// The Arrow type of durations (ROS `duration`, `builtin_interfaces/Duration`,
+/// `google.protobuf.Duration`): nanoseconds.
+pub fn duration_type() -> DataType {
+    DataType::Duration(TimeUnit::Nanosecond)
+}
+
+/// A nullable field, the shape of every decoded field.
+pub fn field(name: impl Into<String>, data_type: DataType) -> Field {
+    Field::new(name, data_type, true)
+}
+
+/// `List` of nullable `item`s.
+pub fn list_of(item: DataType) -> DataType {
+    DataType::List(Arc::new(field("item", item)))
+}
+
+/// `FixedSizeList` of `size` nullable `item`s.
+pub fn fixed_list_of(item: DataType, size: i32) -> DataType {
+    DataType::FixedSizeList(Arc::new(field("item", item)), size)
+}
+
+/// `Map` from non-nullable `key` to nullable `value` (entries named as
+/// arrow-rs names them: `entries`, `keys`, `values`).
+pub fn map_of(key: DataType, value: DataType) -> DataType {
+    let entries = Fields::from(vec![
+        Field::new("keys", key, false),
+        Field::new("values", value, true),
+    ]);
+    DataType::Map(
+        Arc::new(Field::new("entries", DataType::Struct(entries), false)),
+        false,
+    )
+}
+
+/// Compiles the decoder for `channel` from its schema and encodings.
+///
+/// | message encoding | schema encoding | decoder |
+/// |---|---|---|
+/// | `ros1` | `ros1msg` | ROS1 message definitions |
+/// | `cdr` | `ros2msg` | ROS 2 message definitions, CDR payloads |
+/// | `protobuf` | `protobuf` (a `FileDescriptorSet`) | protobuf via prost-reflect |
+/// | `json` | `jsonschema` or none | JSON |
+///
+/// Anything else is an error naming the encodings.
+pub fn decoder_for(channel: &Channel) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
+    let schema = channel.schema.as_deref().unwrap_or(&[]);
+    let schema_encoding = channel.schema_encoding.as_deref().unwrap_or("");
+    let type_name = channel.message_type.as_deref().unwrap_or("");
+    let unsupported = || {
+        DecodeError::new(format!(
+            "cannot decode message encoding {:?} with schema encoding {:?} (type {:?})",
+            channel.message_encoding, schema_encoding, type_name
+        ))
+    };
+    match (channel.message_encoding.as_str(), schema_encoding) {
+        ("ros1", "ros1msg") if !schema.is_empty() => ros1msg::decoder(channel),
+        ("cdr", "ros2msg") if !schema.is_empty() => cdr::decoder(channel),
+        ("protobuf", "protobuf") if !schema.is_empty() => protobuf::decoder(channel),
+        ("json", "jsonschema" | "") => json::decoder(channel),
+        _ => Err(unsupported()),
+    }
+}

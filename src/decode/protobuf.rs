@@ -1,0 +1,14 @@
+//! Decoding of Protobuf payloads, from a `FileDescriptorSet` or a prost-reflect descriptor.
+
+use std::sync::Arc;
+
+use super::{DecodeError, MessageDecoder};
+use crate::model::Channel;
+
+/// The decoder for `channel`, compiled from its schema.
+pub fn decoder(channel: &Channel) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
+    Err(DecodeError::new(format!(
+        "decoding {:?} is not implemented yet",
+        channel.message_encoding
+    )))
+}

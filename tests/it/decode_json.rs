@@ -1,0 +1,1 @@
+//! Decoding JSON payloads against the official readers' decoded output.

@@ -1,0 +1,1 @@
+//! Decoding protobuf payloads against the official readers' decoded output.

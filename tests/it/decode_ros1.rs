@@ -1,0 +1,1 @@
+//! Decoding ROS1 message definitions payloads against the official readers' decoded output.
