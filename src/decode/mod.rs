@@ -25,6 +25,7 @@
 pub mod builder;
 pub mod cdr;
 pub mod json;
+pub mod merge;
 pub mod protobuf;
 pub mod ros1msg;
 
