@@ -14,6 +14,7 @@ Tables:
   CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION 'logs/'
   topics('p'), chunks('p'), attachments('p'), metadata('p'), channels('p')   summary table functions
   series('spot.bddf'), pod('spot.bddf', 'imu/accel'), positions('town.log'), actors('town.log'), ...
+  read_topic('p', '/imu' [, 'flatten'])   one topic decoded: every message field a typed column
   Columns: topic, log_time, publish_time, sequence, message_type, message_encoding, data, file
            (+ frame, elapsed for CARLA; additional_indexes for BDDF)
 
@@ -24,6 +25,8 @@ Examples:
   logsql info run.mcap
   logsql export run.mcap tf.parquet --topic /tf --start 2022-11-08T04:07:03Z
   logsql \"COPY (SELECT * FROM 'run.mcap' WHERE topic = '/tf') TO 'tf.parquet'\"
+  logsql \"SELECT avg(linear_acceleration.x) FROM read_topic('run.mcap', '/imu')\"
+  logsql export run.mcap imu.parquet --topic /imu --decode
   logsql                                    (interactive shell; \\q to quit)
 
 Timestamps print as RFC 3339 UTC. Damaged files fail the query after returning every
@@ -172,6 +175,16 @@ pub struct ExportArgs {
     /// Keeps messages with log_time < TIME (same forms as --start).
     #[arg(long, value_name = "TIME")]
     pub end: Option<String>,
+    /// Writes decoded message fields as typed (nested) columns instead of raw
+    /// `data`: `SELECT * FROM read_topic(INPUT, TOPIC)`. With one --topic,
+    /// OUTPUT is the Parquet file; otherwise OUTPUT is a directory that gets one
+    /// `<topic>.parquet` per topic (every topic when none is given).
+    #[arg(long)]
+    pub decode: bool,
+    /// With --decode: nested fields as flat dotted columns
+    /// (`linear_acceleration.x`), for tools that read no nested Parquet.
+    #[arg(long, requires = "decode")]
+    pub flatten: bool,
 }
 
 #[cfg(test)]

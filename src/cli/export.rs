@@ -1,4 +1,5 @@
-//! `logsql export`: the (filtered) `messages` of a log written to Parquet.
+//! `logsql export`: the (filtered) `messages` of a log written to Parquet, or
+//! with `--decode` one topic's decoded fields as typed columns (`read_topic`).
 //!
 //! The filter is SQL over the engine (`SELECT * FROM '<input>' WHERE topic IN
 //! (...) AND log_time >= ... AND log_time < ...`), so topic and time pushdown
@@ -48,6 +49,9 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         )));
     }
     let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
+    if a.decode {
+        return run_decoded(app, a, start, end, started, out);
+    }
     let sql = export_sql(&a.input, &topics, start, end);
     log::debug!("export: {sql}");
 
@@ -57,10 +61,130 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     } else {
         None
     };
-    let df = app.rt.block_on(app.ctx.sql(&sql))?;
+    let rows = write_parquet(app, &sql, &a.output, total)?;
+    report(out, rows, &a.output, started)
+}
+
+/// `export --decode`: one topic into OUTPUT, or every chosen (or every) topic
+/// into `OUTPUT/<topic>.parquet`.
+fn run_decoded(
+    app: &App,
+    a: &ExportArgs,
+    start: Option<i64>,
+    end: Option<i64>,
+    started: Instant,
+    out: &mut dyn Write,
+) -> CliResult {
+    let window = |t: &str| {
+        let topics = BTreeSet::from([t]);
+        if start.is_none() && end.is_none() {
+            app.rt.block_on(expected_rows(&app.ctx, &a.input, &topics))
+        } else {
+            None
+        }
+    };
+    if let [topic] = a.topics.as_slice()
+        && !a.output.is_dir()
+    {
+        let sql = decoded_sql(&a.input, topic, a.flatten, start, end);
+        log::debug!("export: {sql}");
+        let rows = write_parquet(app, &sql, &a.output, window(topic))?;
+        return report(out, rows, &a.output, started);
+    }
+    let topics: Vec<String> = if a.topics.is_empty() {
+        let sql = format!(
+            "SELECT DISTINCT topic FROM topics({}) ORDER BY topic",
+            quote(&a.input)
+        );
+        let batches = app
+            .rt
+            .block_on(async { app.ctx.sql(&sql).await?.collect().await })?;
+        let mut v = Vec::new();
+        for b in &batches {
+            let col = datafusion::arrow::array::cast::AsArray::as_string::<i32>(b.column(0));
+            v.extend(col.iter().flatten().map(str::to_string));
+        }
+        v
+    } else {
+        a.topics.clone()
+    };
+    std::fs::create_dir_all(&a.output)
+        .map_err(|e| CliError::io(a.output.display().to_string(), e))?;
+    let mut skipped = 0;
+    for topic in &topics {
+        let path = a.output.join(format!("{}.parquet", file_stem(topic)));
+        let sql = decoded_sql(&a.input, topic, a.flatten, start, end);
+        log::debug!("export: {sql}");
+        match write_parquet(app, &sql, &path, window(topic)) {
+            Ok(rows) => report(out, rows, &path, started)?,
+            // With every topic chosen implicitly, a topic without a decodable
+            // schema is reported and skipped.
+            Err(e) if a.topics.is_empty() => {
+                skipped += 1;
+                writeln!(out, "skipped {topic}: {e}")
+                    .map_err(|e| CliError::io("writing output", e))?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if skipped == topics.len() && !topics.is_empty() {
+        return Err(CliError::msg(format!(
+            "no topic of {} could be decoded",
+            a.input
+        )));
+    }
+    Ok(())
+}
+
+/// A file name for `topic`: `/camera/image_raw` -> `camera.image_raw`.
+pub fn file_stem(topic: &str) -> String {
+    let s: String = topic
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| match c {
+            '/' => '.',
+            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') => c,
+            _ => '_',
+        })
+        .collect();
+    if s.is_empty() { "root".to_string() } else { s }
+}
+
+/// The query behind `export --decode` of one topic.
+pub fn decoded_sql(
+    input: &str,
+    topic: &str,
+    flatten: bool,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> String {
+    let mut sql = format!(
+        "SELECT * FROM read_topic({}, {}{})",
+        quote(input),
+        quote(topic),
+        if flatten { ", 'flatten'" } else { "" }
+    );
+    let mut filters = Vec::new();
+    if let Some(s) = start {
+        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
+    }
+    if let Some(e) = end {
+        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
+    }
+    if !filters.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&filters.join(" AND "));
+    }
+    sql
+}
+
+/// Streams the result of `sql` into a Parquet file at `output` (written as
+/// `<output>.partial`, renamed when complete). Returns the rows written.
+fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> CliResult<u64> {
+    let df = app.rt.block_on(app.ctx.sql(sql))?;
     let mut stream = app.rt.block_on(df.execute_stream())?;
 
-    let partial = partial_path(&a.output);
+    let partial = partial_path(output);
     let file =
         File::create(&partial).map_err(|e| CliError::io(partial.display().to_string(), e))?;
     let mut cleanup = RemoveOnDrop(Some(partial.clone()));
@@ -85,14 +209,18 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         .map_err(|e| CliError::io(partial.display().to_string(), e))?;
     drop(buf);
     drop(progress);
-    std::fs::rename(&partial, &a.output)
-        .map_err(|e| CliError::io(a.output.display().to_string(), e))?;
+    std::fs::rename(&partial, output).map_err(|e| CliError::io(output.display().to_string(), e))?;
     cleanup.0 = None;
-    let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    Ok(rows)
+}
+
+/// Prints the one-line result of writing `output`.
+fn report(out: &mut dyn Write, rows: u64, output: &Path, started: Instant) -> CliResult {
+    let size = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
     writeln!(
         out,
         "exported {rows} rows to {} ({}) in {:.2} s",
-        a.output.display(),
+        output.display(),
         bytes(size),
         started.elapsed().as_secs_f64()
     )

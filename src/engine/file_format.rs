@@ -23,6 +23,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
+use super::read_topic::DecodedSpec;
 use super::scan::df_err;
 use super::schema::{col, messages_schema_for, table_schema};
 use super::source::LogSource;
@@ -40,6 +41,8 @@ pub struct LogFileFormat {
     format: Option<Arc<dyn LogFormat>>,
     /// The typed table read instead of `messages`, if any.
     table: Option<Arc<TableSpec>>,
+    /// The decoded topic read instead of `messages` (`read_topic`), if any.
+    decoded: Option<Arc<DecodedSpec>>,
 }
 
 impl LogFileFormat {
@@ -48,6 +51,7 @@ impl LogFileFormat {
         Self {
             format,
             table: None,
+            decoded: None,
         }
     }
 
@@ -56,6 +60,17 @@ impl LogFileFormat {
         Self {
             format: Some(format),
             table: Some(table),
+            decoded: None,
+        }
+    }
+
+    /// The file format reading one topic's decoded messages (`read_topic`);
+    /// `format` is `None` when the files mix formats.
+    pub fn decoded(format: Option<Arc<dyn LogFormat>>, spec: Arc<DecodedSpec>) -> Self {
+        Self {
+            format,
+            table: None,
+            decoded: Some(spec),
         }
     }
 
@@ -137,9 +152,10 @@ impl FileFormat for LogFileFormat {
         _store: &Arc<dyn ObjectStore>,
         _objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        Ok(match &self.table {
-            Some(t) => table_schema(&t.def),
-            None => messages_schema_for(self.format.as_ref()),
+        Ok(match (&self.table, &self.decoded) {
+            (Some(t), _) => table_schema(&t.def),
+            (_, Some(d)) => Arc::clone(&d.schema),
+            _ => messages_schema_for(self.format.as_ref()),
         })
     }
 
@@ -150,7 +166,7 @@ impl FileFormat for LogFileFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        if self.table.is_some() {
+        if self.table.is_some() || self.decoded.is_some() {
             return Ok(Statistics::new_unknown(&table_schema));
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
@@ -177,7 +193,11 @@ impl FileFormat for LogFileFormat {
     }
 
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
-        Arc::new(LogSource::new(self.format.clone(), table_schema).with_table(self.table.clone()))
+        Arc::new(
+            LogSource::new(self.format.clone(), table_schema)
+                .with_table(self.table.clone())
+                .with_decoded(self.decoded.clone()),
+        )
     }
 }
 

@@ -7,14 +7,18 @@
 //! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
 //! - [`typed_tables`], [`table_batch`]: the typed side tables of formats
 //!   (`positions('town.log')`, `pod('spot.bddf', 'imu')`);
+//! - [`read_topic`], [`decoded_batch`]: `read_topic('run.mcap', '/imu')`, one
+//!   topic's payloads decoded into typed columns ([`crate::decode`]);
 //! - [`functions`]: scalar functions (`length` over binary payloads).
 
 pub mod batch;
+pub mod decoded_batch;
 pub mod file_format;
 pub mod functions;
 pub mod object_io;
 pub mod options;
 pub mod predicate;
+pub mod read_topic;
 pub mod scan;
 pub mod schema;
 pub mod source;
@@ -74,6 +78,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     }
     table_functions::register(ctx);
     typed_tables::register(ctx);
+    read_topic::register(ctx);
     functions::register(ctx);
     url_table::install(ctx)?;
     Ok(())

@@ -23,6 +23,12 @@ extensions_options! {
         /// payloads that a file names only by type (BDDF). Matching channels get
         /// `schema_encoding = 'protobuf'` and a schema in `channels()`.
         pub descriptor_set: String, default = String::new()
+        /// What `read_topic` does with a message that does not decode with its
+        /// schema: `error` fails the query with an error naming the file, topic,
+        /// time and schema; `null` returns a row whose message columns are null,
+        /// with the error text in `_error` and the payload in `_raw` (both columns
+        /// exist only under `null`).
+        pub decode_errors: String, default = "error".to_string()
     }
 }
 
@@ -41,6 +47,17 @@ pub enum OnError {
 }
 
 impl LogsqlOptions {
+    /// Whether `read_topic` turns undecodable messages into null rows.
+    pub fn null_on_decode_error(&self) -> datafusion::error::Result<bool> {
+        match self.decode_errors.to_ascii_lowercase().as_str() {
+            "error" | "fail" => Ok(false),
+            "null" => Ok(true),
+            other => Err(datafusion::error::DataFusionError::Configuration(format!(
+                "logsql.decode_errors must be 'error' or 'null', not '{other}'"
+            ))),
+        }
+    }
+
     /// The parsed `on_error` policy.
     pub fn on_error(&self) -> datafusion::error::Result<OnError> {
         match self.on_error.to_ascii_lowercase().as_str() {

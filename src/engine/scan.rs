@@ -22,9 +22,11 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use tokio::sync::mpsc::Sender;
 
 use super::batch::BatchBuilder;
+use super::decoded_batch::DecodedBatchBuilder;
 use super::object_io::{CountingReader, FileLocation};
 use super::options::OnError;
 use super::predicate::{self, ChunkStatistics};
+use super::read_topic::DecodedSpec;
 use super::summary_cache;
 use super::table_batch::TableBatchBuilder;
 use super::typed_tables::TableSpec;
@@ -91,6 +93,8 @@ pub struct ScanPlan {
     pub table: Option<Arc<TableSpec>>,
     /// Whether whole-file checksums are verified (`logsql.verify_checksums`).
     pub verify: bool,
+    /// The decoded topic scanned (`read_topic`), or `None`.
+    pub decoded: Option<Arc<DecodedSpec>>,
 }
 
 impl ScanPlan {
@@ -153,7 +157,20 @@ impl ScanPlan {
             limit,
             table,
             verify,
+            decoded: None,
         })
+    }
+
+    /// The same plan scanning one topic's decoded messages (`read_topic`):
+    /// readers deliver that topic's payloads and full headers.
+    pub fn with_decoded(mut self, decoded: Option<Arc<DecodedSpec>>) -> Self {
+        if let Some(spec) = &decoded {
+            self.selection.payload = true;
+            self.selection.full_header = true;
+            self.selection.topics = Some(HashSet::from([spec.topic.clone()]));
+        }
+        self.decoded = decoded;
+        self
     }
 }
 
@@ -224,39 +241,46 @@ fn scan_file_inner(
         None => vec![true; in_range.len()],
     };
 
-    let (mut messages, mut rows) = match &plan.table {
-        None => (
-            Some(BatchSink::new(
-                plan,
-                BatchBuilder::new(
-                    Arc::clone(&plan.read_schema),
-                    name.as_str().into(),
-                    cached.format.extra_columns(),
-                    plan.batch_rows,
-                    plan.batch_bytes,
-                )?,
-                tx,
-            )),
-            None,
-        ),
-        Some(spec) => (
-            None,
-            Some(BatchSink::new(
-                plan,
-                TableBatchBuilder::new(
-                    Arc::clone(&plan.read_schema),
-                    &spec.def,
-                    name.as_str().into(),
-                    plan.batch_rows,
-                )?,
-                tx,
-            )),
-        ),
-    };
     let format = &cached.format;
+    let mut sink = match (&plan.table, &plan.decoded) {
+        (Some(spec), _) => Sink::Rows(BatchSink::new(
+            plan,
+            TableBatchBuilder::new(
+                Arc::clone(&plan.read_schema),
+                &spec.def,
+                name.as_str().into(),
+                plan.batch_rows,
+            )?,
+            tx,
+        )),
+        (_, Some(spec)) => Sink::Decoded(BatchSink::new(
+            plan,
+            DecodedBatchBuilder::new(
+                Arc::clone(spec),
+                Arc::clone(&plan.read_schema),
+                Arc::clone(format),
+                loc.cache_key(),
+                name.as_str().into(),
+                plan.batch_rows,
+                plan.batch_bytes,
+            )?,
+            tx,
+        )),
+        _ => Sink::Messages(BatchSink::new(
+            plan,
+            BatchBuilder::new(
+                Arc::clone(&plan.read_schema),
+                name.as_str().into(),
+                format.extra_columns(),
+                plan.batch_rows,
+                plan.batch_bytes,
+            )?,
+            tx,
+        )),
+    };
     let mut outcome = Ok(());
     let whole_file_table = plan.table.as_ref().filter(|t| !t.def.per_chunk);
-    if let (Some(spec), Some(sink)) = (whole_file_table, rows.as_mut()) {
+    if let (Some(spec), Sink::Rows(sink)) = (whole_file_table, &mut sink) {
         if owns_start {
             let read =
                 format.read_table_file(&file, summary, &spec.name, spec.arg.as_deref(), sink);
@@ -272,29 +296,24 @@ fn scan_file_inner(
         outcome?;
         return Ok(());
     }
+    // Channels of the selected topics, to skip chunks that list none of them.
+    let wanted_channels: Option<HashSet<u64>> = plan.selection.topics.as_ref().map(|topics| {
+        summary
+            .channels
+            .values()
+            .filter(|c| topics.contains(&c.topic))
+            .map(|c| c.id)
+            .collect()
+    });
     for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
-        let read: crate::Result<ChunkRead> = match (&plan.table, messages.as_mut(), rows.as_mut()) {
-            (None, Some(sink), _) => {
-                format.read_chunk(&file, summary, chunk, &plan.selection, sink)
-            }
-            (Some(spec), _, Some(sink)) => format.read_table_chunk(
-                &file,
-                summary,
-                chunk,
-                &spec.name,
-                spec.arg.as_deref(),
-                &plan.selection,
-                sink,
-            ),
-            _ => unreachable!("a scan has exactly one sink"),
-        };
+        if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
+            && !listed.iter().any(|c| wanted.contains(c))
+        {
+            continue;
+        }
+        let read = sink.read_chunk(format.as_ref(), &file, summary, chunk, plan);
         metrics.bytes_read.add(file.take_count() as usize);
-        let error = match (messages.as_mut(), rows.as_mut()) {
-            (Some(s), _) => s.error.take(),
-            (_, Some(s)) => s.error.take(),
-            _ => None,
-        };
-        if let Some(e) = error {
+        if let Some(e) = sink.take_error() {
             return Err(e);
         }
         match read {
@@ -305,12 +324,8 @@ fn scan_file_inner(
                     .add(r.bytes_decompressed as usize);
                 metrics.messages_read.add(r.messages as usize);
                 // Under a LIMIT, check after every chunk whether enough rows passed.
-                let (flushed, done) = match (messages.as_mut(), rows.as_mut()) {
-                    (Some(s), _) => (plan.limit.is_some() && !s.flush()?, s.done()),
-                    (_, Some(s)) => (plan.limit.is_some() && !s.flush()?, s.done()),
-                    _ => (false, true),
-                };
-                if r.stopped || flushed || done {
+                let flushed = plan.limit.is_some() && !sink.flush()?;
+                if r.stopped || flushed || sink.done() {
                     break;
                 }
             }
@@ -324,17 +339,8 @@ fn scan_file_inner(
         }
     }
     metrics.bytes_read.add(file.take_count() as usize);
-    let done = match (messages.as_mut(), rows.as_mut()) {
-        (Some(s), _) => {
-            s.flush()?;
-            s.done()
-        }
-        (_, Some(s)) => {
-            s.flush()?;
-            s.done()
-        }
-        _ => true,
-    };
+    sink.flush()?;
+    let done = sink.done();
     outcome?;
     if owns_start && !done {
         if let Some(damage) = &summary.damage {
@@ -400,6 +406,67 @@ impl RowBuffer for TableBatchBuilder {
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         TableBatchBuilder::finish(self)
+    }
+}
+
+/// The one sink a scan fills: `messages` rows, typed-table rows or decoded rows.
+enum Sink<'a> {
+    Messages(BatchSink<'a, BatchBuilder>),
+    Rows(BatchSink<'a, TableBatchBuilder>),
+    Decoded(BatchSink<'a, DecodedBatchBuilder>),
+}
+
+impl Sink<'_> {
+    /// Reads one chunk into this sink.
+    fn read_chunk(
+        &mut self,
+        format: &dyn LogFormat,
+        file: &dyn crate::io::ReadAt,
+        summary: &crate::model::Summary,
+        chunk: &ChunkMeta,
+        plan: &ScanPlan,
+    ) -> crate::Result<ChunkRead> {
+        match self {
+            Sink::Messages(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
+            Sink::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
+            Sink::Rows(s) => {
+                let spec = plan.table.as_ref().expect("a typed-table scan has a table");
+                format.read_table_chunk(
+                    file,
+                    summary,
+                    chunk,
+                    &spec.name,
+                    spec.arg.as_deref(),
+                    &plan.selection,
+                    s,
+                )
+            }
+        }
+    }
+
+    /// The error a sink met while taking rows, if any.
+    fn take_error(&mut self) -> Option<DataFusionError> {
+        match self {
+            Sink::Messages(s) => s.error.take(),
+            Sink::Rows(s) => s.error.take(),
+            Sink::Decoded(s) => s.error.take(),
+        }
+    }
+
+    fn flush(&mut self) -> Result<bool> {
+        match self {
+            Sink::Messages(s) => s.flush(),
+            Sink::Rows(s) => s.flush(),
+            Sink::Decoded(s) => s.flush(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        match self {
+            Sink::Messages(s) => s.done(),
+            Sink::Rows(s) => s.done(),
+            Sink::Decoded(s) => s.done(),
+        }
     }
 }
 
@@ -473,6 +540,28 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
 impl crate::model::MessageSink for BatchSink<'_, BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         self.builder.append(&msg);
+        self.after_append()
+    }
+}
+
+impl RowBuffer for DecodedBatchBuilder {
+    fn is_empty(&self) -> bool {
+        DecodedBatchBuilder::is_empty(self)
+    }
+    fn is_full(&self) -> bool {
+        DecodedBatchBuilder::is_full(self)
+    }
+    fn finish(&mut self) -> Result<RecordBatch> {
+        DecodedBatchBuilder::finish(self)
+    }
+}
+
+impl crate::model::MessageSink for BatchSink<'_, DecodedBatchBuilder> {
+    fn message(&mut self, msg: Message<'_>) -> Flow {
+        if let Err(e) = self.builder.append(&msg) {
+            self.error = Some(e);
+            return Flow::Stop;
+        }
         self.after_append()
     }
 }

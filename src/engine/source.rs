@@ -30,6 +30,7 @@ use futures::StreamExt;
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::predicate::is_exact_pushable;
+use super::read_topic::DecodedSpec;
 use super::scan::{ScanMetrics, ScanPlan, scan_file};
 use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
@@ -45,6 +46,7 @@ pub struct LogSource {
     batch_size: usize,
     options: LogsqlOptions,
     table: Option<Arc<TableSpec>>,
+    decoded: Option<Arc<DecodedSpec>>,
 }
 
 impl LogSource {
@@ -59,12 +61,18 @@ impl LogSource {
             batch_size: 8192,
             options: LogsqlOptions::default(),
             table: None,
+            decoded: None,
         }
     }
 
     /// The same source reading typed table `table` instead of `messages`.
     pub fn with_table(self, table: Option<Arc<TableSpec>>) -> Self {
         Self { table, ..self }
+    }
+
+    /// The same source reading one topic's decoded messages (`read_topic`).
+    pub fn with_decoded(self, decoded: Option<Arc<DecodedSpec>>) -> Self {
+        Self { decoded, ..self }
     }
 
     /// The same source with session options applied.
@@ -95,7 +103,8 @@ impl FileSource for LogSource {
             config.limit,
             self.table.clone(),
             self.options.verify_checksums,
-        )?;
+        )?
+        .with_decoded(self.decoded.clone());
         let opener = LogOpener {
             plan: Arc::new(plan),
             store,
@@ -129,9 +138,10 @@ impl FileSource for LogSource {
     }
 
     fn file_type(&self) -> &str {
-        match &self.table {
-            Some(t) => &t.name,
-            None => self.format.as_ref().map_or("log", |f| f.name()),
+        match (&self.table, &self.decoded) {
+            (Some(t), _) => &t.name,
+            (_, Some(_)) => "read_topic",
+            _ => self.format.as_ref().map_or("log", |f| f.name()),
         }
     }
 

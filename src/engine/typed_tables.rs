@@ -61,7 +61,8 @@ struct TypedTableFunction {
     formats: Vec<&'static str>,
 }
 
-fn literal_text(e: &Expr) -> Option<String> {
+/// A literal argument of a table function as text (strings and integers).
+pub(crate) fn literal_text(e: &Expr) -> Option<String> {
     match e {
         Expr::Literal(v, _) => scalar_str(v).map(str::to_string).or_else(|| match v {
             ScalarValue::Int64(Some(i)) => Some(i.to_string()),

@@ -129,6 +129,18 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         let _ = (file, summary, all);
         None
     }
+
+    /// The decoder of `channel`'s payloads into typed columns (`read_topic`).
+    /// The default picks one from the channel's encodings and schema
+    /// ([`crate::decode::decoder_for`]); formats whose schemas are not
+    /// self-describing (Apollo's `proto_desc`) override it.
+    fn decoder(
+        &self,
+        channel: &crate::model::Channel,
+    ) -> std::result::Result<Arc<dyn crate::decode::MessageDecoder>, crate::decode::DecodeError>
+    {
+        crate::decode::decoder_for(channel)
+    }
 }
 
 /// Every format logsql reads, in sniffing order.

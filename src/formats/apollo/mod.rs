@@ -44,7 +44,10 @@
 
 use crate::error::{ErrorContext, Result};
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use std::sync::Arc;
+
+use crate::decode::{DecodeError, MessageDecoder};
+use crate::model::{Channel, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
 use super::LogFormat;
 
@@ -96,5 +99,32 @@ impl LogFormat for ApolloFormat {
     ) -> Result<ChunkRead> {
         let ctx = ErrorContext::new(file.name(), FORMAT, file.size());
         chunk::read(file, &ctx, summary, chunk, sel, sink)
+    }
+
+    /// Protobuf decoders from the channel's `proto_desc` (a descriptor pool
+    /// built as [`descriptor_pool`] builds it); a channel without one falls back
+    /// to a `FileDescriptorSet` schema (from `logsql.descriptor_set`).
+    fn decoder(
+        &self,
+        channel: &Channel,
+    ) -> std::result::Result<Arc<dyn MessageDecoder>, DecodeError> {
+        let type_name = channel.message_type.as_deref().unwrap_or("");
+        match descriptor_pool(channel) {
+            Ok(Some(pool)) => {
+                let message = pool.get_message_by_name(type_name).ok_or_else(|| {
+                    DecodeError::new(format!("{type_name} is not defined by the proto_desc"))
+                })?;
+                crate::decode::protobuf::from_descriptor(message)
+            }
+            Ok(None) if channel.metadata.get("schema_source").is_some() => {
+                crate::decode::decoder_for(channel)
+            }
+            Ok(None) => Err(DecodeError::new(format!(
+                "channel {:?} has no usable proto_desc for {type_name:?} \
+                 (SET logsql.descriptor_set = 'types.binpb' to supply one)",
+                channel.topic
+            ))),
+            Err(e) => Err(DecodeError::new(e.to_string())),
+        }
     }
 }

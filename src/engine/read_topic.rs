@@ -1,0 +1,407 @@
+//! `read_topic('path', '/imu' [, 'flatten'])`: one topic's messages decoded
+//! into typed columns.
+//!
+//! Planning reads the summaries of the files the path names, compiles one
+//! decoder per distinct schema of the topic (from the file's own schema: MCAP
+//! schema records, bag connection definitions, Apollo `proto_desc`, a user
+//! descriptor set for BDDF), and merges their types into one table schema
+//! ([`crate::decode::merge`]); a conflict is an error naming both definitions.
+//! The scan is the shared engine's: a listing table over the files, time
+//! pruning over the chunk index, the topic selection handed to the readers,
+//! metrics and `on_error` as for `messages`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef};
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionState;
+use datafusion::prelude::SessionContext;
+use prost_reflect::DescriptorPool;
+
+use super::file_format::LogFileFormat;
+use super::object_io::FileLocation;
+use super::options::LogsqlOptions;
+use super::scan::df_err;
+use super::schema::{col, timestamp_type};
+use super::typed_tables::literal_text;
+use super::url_table::{listing_table, resolve};
+use crate::decode::{MessageDecoder, merge};
+use crate::formats::LogFormat;
+use crate::io::ReadAt;
+use crate::model::{Channel, Flow, Message, Selection, Summary};
+
+/// Column with the decode error of a message that failed to decode
+/// (`logsql.decode_errors = 'null'` only).
+pub const ERROR_COLUMN: &str = "_error";
+/// Column with the raw payload of a message that failed to decode
+/// (`logsql.decode_errors = 'null'` only).
+pub const RAW_COLUMN: &str = "_raw";
+
+/// Payloads sampled to infer the type of a JSON topic without a schema.
+const JSON_SAMPLES: usize = 1000;
+
+/// A `read_topic` table as planned: the topic, its decoders and merged type.
+#[derive(Debug)]
+pub struct DecodedSpec {
+    /// The topic read.
+    pub topic: String,
+    /// The merged Arrow type of one message (a `Struct`).
+    pub message_type: DataType,
+    /// Decoders compiled at planning, by (file cache key, channel id).
+    pub decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>>,
+    /// Descriptor pool for protobuf channels named only by type (BDDF).
+    pub pool: Option<Arc<DescriptorPool>>,
+    /// Whether nested structs are flattened into dotted columns.
+    pub flatten: bool,
+    /// Whether a message that fails to decode becomes a null row (with
+    /// `_error` and `_raw`) instead of failing the query.
+    pub null_on_error: bool,
+    /// The table schema.
+    pub schema: SchemaRef,
+}
+
+impl PartialEq for DecodedSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.topic == other.topic && self.schema == other.schema
+    }
+}
+
+impl DecodedSpec {
+    /// The message's fields (the top-level struct's), before flattening.
+    pub fn message_fields(&self) -> Fields {
+        match &self.message_type {
+            DataType::Struct(f) => f.clone(),
+            _ => Fields::empty(),
+        }
+    }
+
+    /// The decoder for `channel` of the file with `cache_key`: the one
+    /// compiled at planning, or one compiled now (channels found only while
+    /// reading, e.g. in a recovery scan).
+    pub fn decoder_for(
+        &self,
+        format: &dyn LogFormat,
+        cache_key: &str,
+        channel: &Channel,
+    ) -> std::result::Result<Arc<dyn MessageDecoder>, crate::decode::DecodeError> {
+        if let Some(d) = self.decoders.get(&(cache_key.to_string(), channel.id)) {
+            return Ok(Arc::clone(d));
+        }
+        let channel = with_pool_schema(channel, self.pool.as_deref());
+        let decoder = format.decoder(&channel)?;
+        merge::merge_types(&self.message_type, decoder.data_type())
+            .ok()
+            .filter(|m| m == &self.message_type)
+            .ok_or_else(|| {
+                crate::decode::DecodeError::new(format!(
+                    "channel {:?} ({}) does not fit the table's schema planned from the other files",
+                    channel.topic,
+                    decoder.describe()
+                ))
+            })?;
+        Ok(decoder)
+    }
+}
+
+/// `channel` with its schema from `pool` when the file names the type only.
+fn with_pool_schema(channel: &Channel, pool: Option<&DescriptorPool>) -> Channel {
+    let mut ch = channel.clone();
+    if let Some(pool) = pool {
+        crate::descriptors::attach(pool, std::slice::from_mut(&mut ch));
+    }
+    ch
+}
+
+/// Registers `read_topic`.
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udtf("read_topic", Arc::new(ReadTopicFunction));
+}
+
+#[derive(Debug)]
+struct ReadTopicFunction;
+
+impl TableFunctionImpl for ReadTopicFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let texts: Vec<Option<String>> = args.exprs().iter().map(literal_text).collect();
+        let (path, topic, flatten) = match texts.as_slice() {
+            [Some(p), Some(t)] => (p.clone(), t.clone(), false),
+            [Some(p), Some(t), Some(o)] if o.eq_ignore_ascii_case("flatten") => {
+                (p.clone(), t.clone(), true)
+            }
+            _ => {
+                return Err(DataFusionError::Plan(
+                    "read_topic() takes a path (file, directory or glob), a topic and optionally 'flatten', e.g. read_topic('run.mcap', '/imu') or read_topic('run.mcap', '/imu', 'flatten')".into(),
+                ));
+            }
+        };
+        let state = args
+            .session()
+            .as_any()
+            .downcast_ref::<SessionState>()
+            .ok_or_else(|| {
+                DataFusionError::Internal("logsql table functions need a SessionState".into())
+            })?
+            .clone();
+        // Planning is synchronous here, but listing files and reading summaries
+        // are async: run them on a scoped thread with a runtime of its own.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                rt.block_on(plan(&state, &path, &topic, flatten))
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(DataFusionError::Internal(format!(
+                    "read_topic('{path}', '{topic}'): planning thread panicked"
+                )))
+            })
+        })
+    }
+}
+
+/// One distinct schema of the topic, with the first channel that has it.
+struct Variant {
+    decoder: Arc<dyn MessageDecoder>,
+    where_: String,
+}
+
+async fn plan(
+    state: &SessionState,
+    path: &str,
+    topic: &str,
+    flatten: bool,
+) -> Result<Arc<dyn TableProvider>> {
+    let options = state
+        .config_options()
+        .extensions
+        .get::<LogsqlOptions>()
+        .cloned()
+        .unwrap_or_default();
+    let null_on_error = options.null_on_decode_error()?;
+    let pool = if options.descriptor_set.trim().is_empty() {
+        None
+    } else {
+        Some(crate::descriptors::load(&options.descriptor_set).map_err(df_err)?)
+    };
+    let resolved = resolve(state, path).await?;
+    let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();
+    let mut by_schema: HashMap<String, Arc<dyn MessageDecoder>> = HashMap::new();
+    let mut variants: Vec<Variant> = Vec::new();
+    let mut files = Vec::new();
+    let mut topics_seen: HashSet<String> = HashSet::new();
+    for entry in resolved.log_files() {
+        let (loc, format) = entry;
+        let cached = loc.summary(format.clone()).await.map_err(df_err)?;
+        let channels: Vec<Channel> = cached
+            .summary
+            .channels
+            .values()
+            .filter(|c| {
+                topics_seen.insert(c.topic.clone());
+                c.topic == topic
+            })
+            .map(|c| with_pool_schema(c, pool.as_deref()))
+            .collect();
+        if channels.is_empty() {
+            continue;
+        }
+        files.push(entry);
+        let key = loc.cache_key();
+        for ch in channels {
+            let schema_key = schema_key(&ch);
+            let decoder = match by_schema.get(&schema_key) {
+                Some(d) => Arc::clone(d),
+                None => {
+                    let d = compile(&cached.format, loc, &cached.summary, &ch).await?;
+                    by_schema.insert(schema_key, Arc::clone(&d));
+                    variants.push(Variant {
+                        decoder: Arc::clone(&d),
+                        where_: format!("{} in {}", d.describe(), loc.display_name()),
+                    });
+                    d
+                }
+            };
+            decoders.insert((key.clone(), ch.id), decoder);
+        }
+    }
+    let Some(first) = variants.first() else {
+        let mut known: Vec<String> = topics_seen.into_iter().collect();
+        known.sort();
+        known.truncate(20);
+        return Err(DataFusionError::Plan(format!(
+            "read_topic('{path}', '{topic}'): no file there has topic {topic:?} (topics: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let mut message_type = first.decoder.data_type().clone();
+    for v in &variants[1..] {
+        message_type = merge::merge_types(&message_type, v.decoder.data_type()).map_err(|e| {
+            DataFusionError::Plan(format!(
+                "read_topic('{path}', '{topic}'): the topic's schemas cannot be merged ({e}): {} vs {}",
+                first.where_, v.where_
+            ))
+        })?;
+    }
+    let schema = table_schema(&message_type, flatten, null_on_error);
+    let spec = DecodedSpec {
+        topic: topic.to_string(),
+        message_type,
+        decoders,
+        pool,
+        flatten,
+        null_on_error,
+        schema: Arc::clone(&schema),
+    };
+    let formats: HashSet<&str> = files
+        .iter()
+        .filter_map(|(_, f)| f.as_ref().map(|f| f.name()))
+        .collect();
+    let format = match formats.len() {
+        1 => files[0].1.clone(),
+        _ => None,
+    };
+    let file_format = LogFileFormat::decoded(format, Arc::new(spec));
+    listing_table(&resolved, &files, file_format, schema)
+}
+
+/// What makes two channels decode alike: encodings, type and schema bytes.
+fn schema_key(ch: &Channel) -> String {
+    let mut h = crc32fast::Hasher::new();
+    h.update(ch.schema.as_deref().unwrap_or(&[]));
+    format!(
+        "{}|{}|{}|{}|{:08x}",
+        ch.message_encoding,
+        ch.schema_encoding.as_deref().unwrap_or(""),
+        ch.message_type.as_deref().unwrap_or(""),
+        ch.schema.as_deref().map_or(0, <[u8]>::len),
+        h.finalize()
+    )
+}
+
+/// Compiles the decoder of `channel`; JSON without a schema is typed from
+/// the topic's first payloads.
+async fn compile(
+    format: &Arc<dyn LogFormat>,
+    loc: &FileLocation,
+    summary: &Arc<Summary>,
+    channel: &Channel,
+) -> Result<Arc<dyn MessageDecoder>> {
+    let name = loc.display_name();
+    let plan_err = |e: crate::decode::DecodeError| {
+        DataFusionError::Plan(format!(
+            "{name}: cannot decode topic {:?} (type {:?}, encoding {:?}): {e}",
+            channel.topic,
+            channel.message_type.as_deref().unwrap_or(""),
+            channel.message_encoding
+        ))
+    };
+    let schemaless_json = channel.message_encoding == "json"
+        && channel.schema.as_deref().is_none_or(<[u8]>::is_empty);
+    if !schemaless_json {
+        return format.decoder(channel).map_err(plan_err);
+    }
+    let (format, loc, summary, id) = (
+        Arc::clone(format),
+        loc.clone(),
+        Arc::clone(summary),
+        channel.id,
+    );
+    let samples = tokio::task::spawn_blocking(move || -> crate::Result<Vec<Vec<u8>>> {
+        let file = loc.open()?;
+        sample_payloads(format.as_ref(), file.as_ref(), &summary, id, JSON_SAMPLES)
+    })
+    .await
+    .map_err(|e| DataFusionError::External(Box::new(e)))?
+    .map_err(df_err)?;
+    let mut it = samples.iter().map(Vec::as_slice);
+    crate::decode::json::infer(&mut it).map_err(plan_err)
+}
+
+/// Up to `n` payloads of channel `id`, from the first chunks that hold it.
+fn sample_payloads(
+    format: &dyn LogFormat,
+    file: &dyn ReadAt,
+    summary: &Summary,
+    id: u64,
+    n: usize,
+) -> crate::Result<Vec<Vec<u8>>> {
+    let Some(topic) = summary.channels.get(&id).map(|c| c.topic.clone()) else {
+        return Ok(Vec::new());
+    };
+    let mut sel = Selection::all();
+    sel.topics = Some(HashSet::from([topic]));
+    let mut out = Vec::new();
+    for chunk in &summary.chunks {
+        if chunk.channels.as_ref().is_some_and(|c| !c.contains(&id)) {
+            continue;
+        }
+        let mut sink = |m: Message<'_>| {
+            if m.channel.id == id {
+                out.push(m.data.to_vec());
+            }
+            if out.len() >= n {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        };
+        // A damaged chunk just gives fewer samples.
+        let _ = format.read_chunk(file, summary, chunk, &sel, &mut sink);
+        if out.len() >= n {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The table schema: `log_time`, `publish_time`, the message's fields (or
+/// their flattened columns), `_error` and `_raw` when failed messages become
+/// null rows, and `file`. A message field whose name clashes with one of
+/// these is renamed `data.<name>`.
+pub fn table_schema(message_type: &DataType, flatten: bool, null_on_error: bool) -> SchemaRef {
+    let fields = match message_type {
+        DataType::Struct(f) => f.clone(),
+        _ => Fields::empty(),
+    };
+    let fields = if flatten {
+        merge::flatten_fields(&fields)
+    } else {
+        fields
+    };
+    let reserved = [
+        col::LOG_TIME,
+        col::PUBLISH_TIME,
+        col::FILE,
+        ERROR_COLUMN,
+        RAW_COLUMN,
+    ];
+    let mut out = vec![
+        Field::new(col::LOG_TIME, timestamp_type(), false),
+        Field::new(col::PUBLISH_TIME, timestamp_type(), true),
+    ];
+    out.extend(fields.iter().map(|f| {
+        let f = f.as_ref().clone();
+        if reserved.contains(&f.name().as_str()) {
+            let name = format!("data.{}", f.name());
+            f.with_name(name)
+        } else {
+            f
+        }
+    }));
+    if null_on_error {
+        out.push(Field::new(ERROR_COLUMN, DataType::Utf8, true));
+        out.push(Field::new(RAW_COLUMN, DataType::Binary, true));
+    }
+    out.push(Field::new(col::FILE, DataType::Utf8, false));
+    Arc::new(Schema::new(out))
+}
