@@ -423,6 +423,58 @@ fn ros2_fixture_truncated_messages_fail_with_field_path() {
     }
 }
 
+#[test]
+fn mutated_fixture_payloads_never_panic() {
+    let Some(path) = fixtures::file("mcap", "decode/ros2.mcap") else {
+        return;
+    };
+    let all = file_messages(&path);
+    // xorshift64*: deterministic, no dependency.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let (mut ok, mut failed) = (0, 0);
+    for topic in ["/fixture/mixed", "/tf", "/imu"] {
+        let msgs = topic_messages(&all, topic);
+        let decoder = decoder_for(&msgs[0].channel).unwrap();
+        let mut b = ColumnBuilder::new(decoder.data_type()).unwrap();
+        for round in 0..3000 {
+            let mut data = msgs[round % msgs.len()].data.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = 4 + (next() as usize) % (data.len() - 4);
+                data[at] = match next() % 3 {
+                    0 => 0xFF,
+                    1 => next() as u8,
+                    _ => data[at] ^ 0x80,
+                };
+            }
+            let rows = b.len();
+            match append_message(decoder.as_ref(), &data, &mut b) {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    assert_eq!(b.len(), rows);
+                    assert!(e.to_string().starts_with("field \""), "{topic}: {e}");
+                    failed += 1;
+                }
+            }
+        }
+        // Whatever was appended makes valid Arrow arrays.
+        let array = b.finish().unwrap();
+        assert_eq!(array.len(), ok_rows(&array));
+    }
+    assert!(ok > 0 && failed > 0, "ok {ok}, failed {failed}");
+}
+
+/// Rows of an array, after checking its data is internally consistent.
+fn ok_rows(array: &arrow_array::ArrayRef) -> usize {
+    array.to_data().validate_full().unwrap();
+    array.len()
+}
+
 // ---------------------------------------------------------------------------
 // Crafted definitions and payloads
 // ---------------------------------------------------------------------------
