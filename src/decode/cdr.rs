@@ -54,8 +54,8 @@ use reader::{Be, Fail, HEADER_LEN, Le, Order, Reader, arr};
 /// compiler and of the decode walk).
 const MAX_DEPTH: usize = 64;
 
-/// Most plan steps (fields, array elements, nested fields) in one message
-/// type; stops definitions whose size grows exponentially with nesting.
+/// Most fields in one compiled message, a nested type's fields counted once
+/// per use; stops definitions whose size grows exponentially with nesting.
 const MAX_STEPS: usize = 100_000;
 
 /// Largest payload a type may require at minimum (CDR lengths are `u32`).
