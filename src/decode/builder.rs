@@ -196,10 +196,12 @@ impl ColumnBuilder {
     }
 
     /// Drops every row after the first `len` (rolls back a partial message).
+    ///
+    /// Children are cut back too, even when this column has no row past
+    /// `len`: a struct or list row that failed half-way was never closed, so
+    /// its children hold values the column's own length does not count.
     pub fn truncate(&mut self, len: usize) {
-        if len >= self.len() {
-            return;
-        }
+        let len = len.min(self.len());
         self.nulls.truncate(len);
         match &mut self.values {
             Values::Null => {}
@@ -559,4 +561,92 @@ fn primitive<T: ArrowPrimitiveType>(
 ) -> ArrayRef {
     let values = ScalarBuffer::from(std::mem::take(values));
     Arc::new(PrimitiveArray::<T>::new(values, nulls).with_data_type(data_type.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{field, list_of};
+    use arrow_array::Array;
+
+    fn st(fields: Vec<arrow_schema::Field>) -> DataType {
+        DataType::Struct(fields.into())
+    }
+
+    #[test]
+    fn truncate_rolls_back_an_unclosed_row() {
+        let t = st(vec![
+            field("a", DataType::Int32),
+            field("l", list_of(st(vec![field("s", DataType::Utf8)]))),
+        ]);
+        let mut b = ColumnBuilder::new(&t).unwrap();
+        // One good row.
+        b.field(0).unwrap().append_i64(1).unwrap();
+        let l = b.field(1).unwrap();
+        l.list_child()
+            .unwrap()
+            .field(0)
+            .unwrap()
+            .append_str("x")
+            .unwrap();
+        l.list_child().unwrap().close_struct().unwrap();
+        l.close_list().unwrap();
+        b.close_struct().unwrap();
+        // A row that fails inside the list's second element.
+        b.field(0).unwrap().append_i64(2).unwrap();
+        let l = b.field(1).unwrap();
+        l.list_child()
+            .unwrap()
+            .field(0)
+            .unwrap()
+            .append_str("y")
+            .unwrap();
+        l.list_child().unwrap().close_struct().unwrap();
+        l.list_child()
+            .unwrap()
+            .field(0)
+            .unwrap()
+            .append_str("z")
+            .unwrap();
+        b.truncate(1);
+        // A null row and a good row after it.
+        b.append_null();
+        b.field(0).unwrap().append_i64(3).unwrap();
+        b.field(1).unwrap().close_list().unwrap();
+        b.close_struct().unwrap();
+        let a = b.finish().unwrap();
+        a.to_data().validate_full().unwrap();
+        assert_eq!(a.len(), 3);
+        assert!(a.is_null(1));
+        let s = a.as_any().downcast_ref::<StructArray>().unwrap();
+        let l = s.column(1).as_any().downcast_ref::<ListArray>().unwrap();
+        assert_eq!(l.value_offsets(), &[0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn appends_check_types_and_ranges() {
+        let mut b = ColumnBuilder::new(&DataType::UInt8).unwrap();
+        assert!(b.append_i64(256).is_err());
+        assert!(b.append_i64(-1).is_err());
+        assert!(b.append_str("x").is_err());
+        b.append_i64(255).unwrap();
+        assert_eq!(b.len(), 1);
+        let mut f = ColumnBuilder::new(&fixed_list(DataType::Float64, 2)).unwrap();
+        f.list_child().unwrap().append_f64(1.0).unwrap();
+        assert!(f.close_list().is_err());
+        assert_eq!(f.len(), 0);
+        f.list_child().unwrap().append_f64(1.0).unwrap();
+        f.list_child().unwrap().append_f64(2.0).unwrap();
+        f.close_list().unwrap();
+        f.append_null();
+        let a = f.finish().unwrap();
+        a.to_data().validate_full().unwrap();
+        assert_eq!((a.len(), a.null_count()), (2, 1));
+        let mut s = ColumnBuilder::new(&DataType::Utf8).unwrap();
+        assert!(s.append_bytes(&[0xff]).is_err());
+    }
+
+    fn fixed_list(item: DataType, n: i32) -> DataType {
+        crate::decode::fixed_list_of(item, n)
+    }
 }
