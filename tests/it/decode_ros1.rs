@@ -27,20 +27,13 @@ use crate::fixtures;
 // Comparison helpers
 // ---------------------------------------------------------------------------
 
-/// Numbers equal as the readers mean them: exact integers, or the same float
-/// (f32 values are widened the same way on both sides).
-///
-/// serde_json (without its `float_roundtrip` feature, which this crate does
-/// not enable) parses some decimal texts to a neighbour of the nearest f64,
-/// so the expected files' floats can be one ulp off after parsing. Our exact
-/// value therefore also counts as equal when its shortest text, parsed by the
-/// same parser, gives the expected value: the two texts are the same.
+/// Numbers equal as the readers mean them: exact integers, or exactly the
+/// same float (f32 values are widened the same way on both sides; the tests
+/// parse JSON with serde_json's `float_roundtrip`, so expected floats are read
+/// exactly).
 fn same_number(got: &serde_json::Number, want: &serde_json::Number) -> bool {
     if got.is_f64() || want.is_f64() {
-        let (Some(g), Some(w)) = (got.as_f64(), want.as_f64()) else {
-            return false;
-        };
-        return g == w || serde_json::from_str::<f64>(&json!(g).to_string()).ok() == Some(w);
+        return got.as_f64() == want.as_f64();
     }
     match (got.as_i64(), want.as_i64(), got.as_u64(), want.as_u64()) {
         (Some(a), Some(b), _, _) => a == b,
@@ -984,8 +977,8 @@ fn huge_length_prefixes_are_errors_not_allocations() {
 }
 
 /// A builder of narrower types makes the append pass fail part-way, after
-/// the bounds pass accepted the payload: the partial row is undone at every
-/// level (struct fields, list elements, structs inside lists).
+/// the bounds pass accepted the payload: `append_message` leaves no partial
+/// row at any level (struct fields, list elements, structs inside lists).
 #[test]
 fn builder_errors_leave_no_partial_row() {
     let text =

@@ -8,7 +8,7 @@
 //!    huge counts. Errors name the field path (`pose.covariance[3]: ...`).
 //! 2. [`fill`]: appends the values, still bounds-checked but knowing the
 //!    payload is long enough, so a short payload never leaves a half-appended
-//!    row; the few builder errors left are rolled back level by level.
+//!    row behind.
 
 use super::plan::{MAX_WORK, Node, Plan, Prim};
 use crate::decode::{ColumnBuilder, DecodeError};
@@ -330,15 +330,9 @@ fn locate(plan: &Plan, node: Node, pos: usize, left: usize) -> Fail {
 }
 
 /// Pass 2: appends the message in `payload` (checked by [`check`]) as one
-/// row of `out`.
-///
-/// After the check only the builder can still fail (more than 2 GiB of
-/// strings or 2^31 list elements in one batch, or a builder of another
-/// type). Each level then leaves its column exactly as it found it: a
-/// failing field has undone itself, and the completed siblings (whole rows,
-/// which `ColumnBuilder::truncate` removes cleanly) are truncated. The
-/// builder's own rollback stops at a struct or list row that was never
-/// closed, so it is not relied on.
+/// row of `out`. After the check only the builder can still fail (more than
+/// 2 GiB of strings or 2^31 list elements in one batch, or a builder of
+/// another type); [`crate::decode::append_message`] then rolls the row back.
 pub(super) fn fill(plan: &Plan, payload: &[u8], out: &mut ColumnBuilder) -> Result<(), Fail> {
     let mut cur = Cursor::new(payload);
     fill_struct(plan, plan.root, &mut cur, out)
@@ -360,32 +354,14 @@ fn fill_struct(
             sp.fields.len()
         )));
     }
-    let mut failed = None;
-    for (i, (f, col)) in sp.fields.iter().zip(cols.iter_mut()).enumerate() {
-        if let Err(e) = fill_node(plan, f.node, cur, col) {
-            failed = Some((i, e.field(&f.name)));
-            break;
-        }
+    for (f, col) in sp.fields.iter().zip(cols.iter_mut()) {
+        fill_node(plan, f.node, cur, col).map_err(|e| e.field(&f.name))?;
     }
-    let (done, err) = match failed {
-        None => match out.close_struct() {
-            Ok(()) => return Ok(()),
-            Err(e) => (sp.fields.len(), Fail::from(e)),
-        },
-        Some(failed) => failed,
-    };
-    // The struct's own row was never closed, so `out.len()` is still the row
-    // count before this message: cut the completed fields back to it.
-    let rows = out.len();
-    if let Ok(cols) = out.fields_mut() {
-        for c in cols.iter_mut().take(done) {
-            c.truncate(rows);
-        }
-    }
-    Err(err)
+    out.close_struct()?;
+    Ok(())
 }
 
-/// Appends one field to `col`; on error `col` is as it was.
+/// Appends one field to `col`.
 #[inline]
 fn fill_node(
     plan: &Plan,
@@ -399,48 +375,25 @@ fn fill_node(
         Node::FixedBytes(n) => col.append_bytes(cur.take(n)?)?,
         Node::PrimList(p) => {
             let n = cur.count()?;
-            fill_list(col, None, |child| fill_prims(p, n, cur, child))?;
+            fill_prims(p, n, cur, col.list_child()?)?;
+            col.close_list()?;
         }
-        Node::PrimArray(p, n) => fill_list(col, Some(n), |child| fill_prims(p, n, cur, child))?,
+        Node::PrimArray(p, n) => {
+            fill_prims(p, n, cur, col.list_child()?)?;
+            col.close_list()?;
+        }
         Node::Struct(s) => fill_struct(plan, s, cur, col)?,
         Node::StructList(s) => {
             let n = cur.count()?;
-            fill_list(col, None, |child| fill_structs(plan, s, n, cur, child))?;
+            fill_structs(plan, s, n, cur, col.list_child()?)?;
+            col.close_list()?;
         }
         Node::StructArray(s, n) => {
-            fill_list(col, Some(n), |child| fill_structs(plan, s, n, cur, child))?;
+            fill_structs(plan, s, n, cur, col.list_child()?)?;
+            col.close_list()?;
         }
     }
     Ok(())
-}
-
-/// One list row of `col` (a FixedSizeList of `fixed` elements, or a List):
-/// `elements` appends to its child; on error the child is cut back to where
-/// it started.
-#[inline]
-fn fill_list(
-    col: &mut ColumnBuilder,
-    fixed: Option<usize>,
-    elements: impl FnOnce(&mut ColumnBuilder) -> Result<(), Fail>,
-) -> Result<(), Fail> {
-    // A List child's start is only known up front; a FixedSizeList's is
-    // rows * size, worked out on the error path.
-    let list_start = match fixed {
-        None => Some(col.list_child()?.len()),
-        Some(_) => None,
-    };
-    let result = match elements(col.list_child()?) {
-        Ok(()) => match col.close_list() {
-            Ok(()) => return Ok(()),
-            Err(e) => Fail::from(e),
-        },
-        Err(e) => e,
-    };
-    let start = list_start.unwrap_or_else(|| col.len().saturating_mul(fixed.unwrap_or(0)));
-    if let Ok(child) = col.list_child() {
-        child.truncate(start);
-    }
-    Err(result)
 }
 
 /// `n` messages of type `s` as elements of a list's child column.
