@@ -531,3 +531,82 @@ fn apollo_and_carla_export_to_parquet() {
     )]);
     assert_eq!(parquet_rows(&out), 4812);
 }
+
+#[test]
+fn export_decode_writes_typed_columns() {
+    // The demo file the repo carries: ROS1 /imu (200 Hz), /tf, JSON /diagnostics.
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.mcap");
+    let demo = demo.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let imu = dir.path().join("imu.parquet");
+    let out = ok(&[
+        "export",
+        demo,
+        imu.to_str().unwrap(),
+        "--topic",
+        "/imu",
+        "--decode",
+        "--start",
+        "1700000002.0",
+        "--end",
+        "1700000003.0",
+    ]);
+    assert!(out.starts_with("exported 200 rows to "), "{out}");
+    assert_eq!(parquet_rows(&imu), 200);
+    // Nested columns in the Parquet file, same values as read_topic.
+    let sql = format!(
+        "SELECT count(*) AS n, round(avg(linear_acceleration.z), 3) AS z, min(header.frame_id) AS f FROM '{}'",
+        imu.display()
+    );
+    assert_eq!(
+        ok(&["--format", "csv", &sql]),
+        "n,z,f\n200,9.807,imu_link\n"
+    );
+
+    // --flatten: dotted flat columns.
+    let flat = dir.path().join("flat.parquet");
+    ok(&[
+        "export",
+        demo,
+        flat.to_str().unwrap(),
+        "--topic",
+        "/imu",
+        "--decode",
+        "--flatten",
+    ]);
+    let sql = format!(
+        "SELECT round(avg(\"linear_acceleration.z\"), 3) AS z FROM '{}'",
+        flat.display()
+    );
+    assert_eq!(ok(&["--format", "csv", &sql]), "z\n9.807\n");
+
+    // No --topic: a directory with one file per topic.
+    let all = dir.path().join("all");
+    let out = ok(&["export", demo, all.to_str().unwrap(), "--decode"]);
+    let mut names: Vec<String> = std::fs::read_dir(&all)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "camera.compressed.parquet",
+            "diagnostics.parquet",
+            "imu.parquet",
+            "tf.parquet"
+        ],
+        "{out}"
+    );
+    let total: i64 = names.iter().map(|n| parquet_rows(&all.join(n))).sum();
+    let messages = ok(&[
+        "--format",
+        "csv",
+        &format!("SELECT count(*) AS n FROM '{demo}'"),
+    ]);
+    assert_eq!(format!("n\n{total}\n"), messages);
+
+    // --flatten needs --decode.
+    let out = logsql(&["export", demo, "x.parquet", "--flatten"]);
+    assert!(!out.status.success());
+}
