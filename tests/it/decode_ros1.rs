@@ -819,6 +819,32 @@ fn type_names_resolve_like_genmsg() {
 }
 
 #[test]
+fn section_edge_cases() {
+    // A main text that starts with its own `MSG:` line.
+    let d = ros1msg::compile("a/M", "\nMSG: a/M\nint8 x\n").unwrap();
+    assert_eq!(decode_one(&d, &[0xff]), json!({"x": -1}));
+    // A bare name that two other packages define is ambiguous.
+    let text = format!("Thing t\n{SEP}\nMSG: b/Thing\nint8 x\n{SEP}\nMSG: c/Thing\nint8 y\n");
+    let err = ros1msg::compile("a/M", &text).unwrap_err();
+    assert!(
+        err.message
+            .contains("a/M.t: type \"Thing\" is ambiguous: b/Thing, c/Thing"),
+        "{err}"
+    );
+    // A section without a `MSG:` line is skipped; only a type it should have
+    // defined is an error, and only when used.
+    let text = format!("int8 a\n{SEP}\nint8 orphan\n{SEP}\nMSG: a/P\nint8 b\n");
+    let d = ros1msg::compile("a/M", &text).unwrap();
+    assert_eq!(decode_one(&d, &[1]), json!({"a": 1}));
+    let text = format!("P p\n{SEP}\nnot a header\nint8 b\n");
+    let err = ros1msg::compile("a/M", &text).unwrap_err();
+    assert!(
+        err.message.contains("a/M.p: type a/P is not defined"),
+        "{err}"
+    );
+}
+
+#[test]
 fn empty_definitions_and_empty_messages() {
     let d = ros1msg::compile("std_msgs/Empty", "").unwrap();
     assert_eq!(decode_one(&d, &[]), json!({}));

@@ -69,6 +69,7 @@ pub(super) fn split_sections(text: &str) -> Vec<Section<'_>> {
     }];
     let mut expect_name = false;
     let mut skipping = false;
+    let mut main_started = false;
     for (i, raw) in text.split('\n').enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let number = i + 1;
@@ -97,11 +98,13 @@ pub(super) fn split_sections(text: &str) -> Vec<Section<'_>> {
         }
         if let Some(current) = sections.last_mut() {
             // A main text that starts with its own `MSG:` line: drop that line.
-            if current.name.is_none()
-                && current.lines.iter().all(|(_, l)| l.trim().is_empty())
-                && line.trim_start().starts_with("MSG:")
-            {
-                continue;
+            if current.name.is_none() && !main_started {
+                let t = line.trim();
+                if t.starts_with("MSG:") {
+                    main_started = true;
+                    continue;
+                }
+                main_started = !t.is_empty();
             }
             current.lines.push((number, line));
         }

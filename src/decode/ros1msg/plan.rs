@@ -177,8 +177,21 @@ pub(super) fn compile(type_name: &str, definition: &str) -> Result<Plan, DecodeE
             sections.entry(name).or_insert(s);
         }
     }
+    let mut by_short_name: HashMap<String, Vec<String>> = HashMap::new();
+    for name in sections.keys() {
+        if let Some((_, short)) = name.rsplit_once('/') {
+            by_short_name
+                .entry(short.to_string())
+                .or_default()
+                .push(name.clone());
+        }
+    }
+    for names in by_short_name.values_mut() {
+        names.sort();
+    }
     let mut c = Compiler {
         sections,
+        by_short_name,
         structs: Vec::new(),
         done: HashMap::new(),
         stack: Vec::new(),
@@ -194,6 +207,8 @@ pub(super) fn compile(type_name: &str, definition: &str) -> Result<Plan, DecodeE
 struct Compiler<'a> {
     /// Section text by normalized type name (the main type under its own name).
     sections: HashMap<String, Section<'a>>,
+    /// Full names of the sections by short name (`Point` → `geometry_msgs/Point`).
+    by_short_name: HashMap<String, Vec<String>>,
     /// The arena being built.
     structs: Vec<StructPlan>,
     /// Index of every type compiled so far.
@@ -231,22 +246,12 @@ impl Compiler<'_> {
         if self.sections.contains_key(&std) {
             return Ok(std);
         }
-        let suffix = format!("/{base}");
-        let mut found: Vec<&String> = self
-            .sections
-            .keys()
-            .filter(|k| k.ends_with(&suffix))
-            .collect();
-        found.sort();
-        match found.as_slice() {
-            [] => Ok(local),
-            [one] => Ok((*one).clone()),
-            many => Err(DecodeError::new(format!(
+        match self.by_short_name.get(base.as_str()).map(Vec::as_slice) {
+            None | Some([]) => Ok(local),
+            Some([one]) => Ok(one.clone()),
+            Some(many) => Err(DecodeError::new(format!(
                 "type {base:?} is ambiguous: {}",
-                many.iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                many.join(", ")
             ))),
         }
     }

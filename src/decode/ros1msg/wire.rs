@@ -141,7 +141,7 @@ impl<'a> Cursor<'a> {
         if n > self.rest.len() {
             return Err(Fail::new(format!(
                 "length {n} at byte {} is more than the {} bytes left",
-                self.pos() - 4,
+                self.pos().saturating_sub(4),
                 self.rest.len()
             )));
         }
@@ -217,7 +217,7 @@ fn check_node(plan: &Plan, node: Node, cur: &mut Cursor<'_>, b: &mut Budget) -> 
             check_elements(n, p.wire_size().unwrap_or(4), 1, pos, cur, b)?;
             match p.wire_size() {
                 Some(k) => {
-                    cur.take(n * k)?;
+                    cur.take(n.saturating_mul(k))?;
                 }
                 None => check_strings(n, cur)?,
             }
@@ -231,7 +231,7 @@ fn check_node(plan: &Plan, node: Node, cur: &mut Cursor<'_>, b: &mut Budget) -> 
             check_elements(n, sp.min, sp.work, pos, cur, b)?;
             match sp.fixed {
                 Some(k) => {
-                    cur.take(n * k)?;
+                    cur.take(n.saturating_mul(k))?;
                 }
                 None => check_structs(plan, s, n, cur, b)?,
             }
