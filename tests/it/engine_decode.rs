@@ -538,3 +538,146 @@ async fn conflicting_schemas_name_both_definitions() {
     .await;
     assert_eq!(rows, ["3/-", "4/z"]);
 }
+
+#[tokio::test]
+async fn apollo_channels_decode_from_their_proto_desc() {
+    let Some(dir) = fixtures::dir("apollo") else {
+        return;
+    };
+    let ctx = logsql::session_context();
+    let g = |n: &str| p(&dir.join("generated").join(n));
+    const POSE: &str = "/apollo/localization/pose";
+    // Real descriptors (ProtoDesc trees): every pose message, with a header
+    // stamped by the publisher 0.4-6.6 ms before the recorder logged it.
+    let row = strings(
+        &ctx,
+        &format!(
+            "SELECT concat(CAST(count(*) AS VARCHAR), ' ', min(header.module_name), ' ', \
+             CAST(min(CAST(log_time AS BIGINT) - CAST(header.timestamp_sec * 1e9 AS BIGINT)) > 0 AS VARCHAR), ' ', \
+             CAST(max(CAST(log_time AS BIGINT) - CAST(header.timestamp_sec * 1e9 AS BIGINT)) < 10000000 AS VARCHAR)) \
+             FROM read_topic('{}', '{POSE}')",
+            g("small.record")
+        ),
+    )
+    .await;
+    assert_eq!(row, ["600 localization true true"]);
+    // The pre-2019 index convention reads the same values.
+    let avg = |f: String| {
+        let ctx = &ctx;
+        async move {
+            floats(
+                ctx,
+                &format!("SELECT avg(pose.position.x) FROM read_topic('{f}', '{POSE}')"),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        avg(g("small.record")).await,
+        avg(g("legacy_index_positions.record")).await
+    );
+    // A split recording is one table.
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!(
+                "SELECT count(*) FROM read_topic('{}', '{POSE}')",
+                g("segmented.record.*")
+            )
+        )
+        .await,
+        [800]
+    );
+    // A bare FileDescriptorProto without its imports: fields of missing types
+    // stay raw bytes, the rest decodes.
+    assert_eq!(
+        strings(
+            &ctx,
+            &format!(
+                "SELECT DISTINCT arrow_typeof(pose) FROM read_topic('{}', '{POSE}')",
+                g("python_filedesc.record")
+            )
+        )
+        .await,
+        ["Binary"]
+    );
+    // The real file: chassis messages from SimControl.
+    let real = p(&dir.join("real/example.record.00000"));
+    assert_eq!(
+        strings(
+            &ctx,
+            &format!(
+                "SELECT concat(CAST(count(*) AS VARCHAR), ' ', min(header.module_name)) FROM read_topic('{real}', '/apollo/canbus/chassis')"
+            )
+        )
+        .await,
+        ["15 SimControl"]
+    );
+    // A garbage proto_desc is a clear error that says how to supply a schema.
+    let e = error(
+        &ctx,
+        &format!(
+            "SELECT * FROM read_topic('{}', 'chatter')",
+            p(&dir.join("real/mytest.record"))
+        ),
+    )
+    .await;
+    assert!(
+        e.contains("no usable proto_desc") && e.contains("logsql.descriptor_set"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn bddf_protobuf_series_decode_with_a_user_descriptor_set() {
+    let Some(dir) = fixtures::dir("bddf") else {
+        return;
+    };
+    let ctx = logsql::session_context();
+    let f = p(&dir.join("basic.bddf"));
+    let e = error(
+        &ctx,
+        &format!("SELECT * FROM read_topic('{f}', 'bosdyn.api.RobotId')"),
+    )
+    .await;
+    assert!(e.contains("cannot decode"), "{e}");
+    query(
+        &ctx,
+        &format!(
+            "SET logsql.descriptor_set = '{}'",
+            p(&dir.join("bosdyn_api_descriptors.binpb"))
+        ),
+    )
+    .await;
+    // Values the official writer stored (expected.json: annotations and series times).
+    assert_eq!(
+        strings(
+            &ctx,
+            &format!(
+                "SELECT concat(nickname, ' ', serial_number) FROM read_topic('{f}', 'bosdyn.api.RobotId')"
+            )
+        )
+        .await,
+        ["spot-test-1 BD-10000001"]
+    );
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!(
+                "SELECT count(*) FROM read_topic('{f}', 'bosdyn.api.RobotState') WHERE battery_states IS NOT NULL"
+            )
+        )
+        .await,
+        [500]
+    );
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!(
+                "SELECT min(CAST(kinematic_state.acquisition_timestamp AS BIGINT)) FROM read_topic('{f}', 'bosdyn.api.RobotState')"
+            )
+        )
+        .await,
+        [1_700_000_000_000_000_000]
+    );
+}
