@@ -116,7 +116,7 @@ impl LogFormat for ApolloFormat {
                 })?;
                 crate::decode::protobuf::from_descriptor(message)
             }
-            Ok(None) if channel.metadata.get("schema_source").is_some() => {
+            Ok(None) if channel.metadata.contains_key("schema_source") => {
                 crate::decode::decoder_for(channel)
             }
             Ok(None) => Err(DecodeError::new(format!(
