@@ -727,7 +727,7 @@ fn bddf_values_match_official_reader() {
     );
     assert_eq!(
         at(last, "power_state.locomotion_estimated_runtime"),
-        &json!({"ns": 5390_000_000_000i64})
+        &json!({"ns": 5_390_000_000_000_i64})
     );
     let joints = at(last, "kinematic_state.joint_states").as_array().unwrap();
     assert_eq!(joints.len(), 12);
@@ -1568,8 +1568,14 @@ fn imu_decode_rate() {
     }
     let total = 2_000_000;
     let batch = 8192;
-    let mut best = f64::MAX;
-    for _round in 0..3 {
+    // Time on this thread's CPU (the machine is shared), and wall time.
+    let cpu_ns = || -> Option<u64> {
+        let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        text.split_whitespace().next()?.parse().ok()
+    };
+    let (mut best_cpu, mut best_wall) = (f64::MAX, f64::MAX);
+    for _round in 0..5 {
+        let cpu0 = cpu_ns();
         let start = std::time::Instant::now();
         let mut done = 0;
         while done < total {
@@ -1582,14 +1588,21 @@ fn imu_decode_rate() {
             done += b.len();
             std::hint::black_box(b.finish().unwrap());
         }
-        best = best.min(start.elapsed().as_secs_f64());
+        best_wall = best_wall.min(start.elapsed().as_secs_f64());
+        if let (Some(a), Some(b)) = (cpu0, cpu_ns()) {
+            best_cpu = best_cpu.min((b - a) as f64 / 1e9);
+        }
     }
     let bytes = payloads[0].len();
-    println!(
-        "protobuf IMU ({bytes} bytes/message): {:.2} M messages/s ({:.0} ns/message, {:.0} MB/s), \
-         batches of {batch} incl. finish()",
-        total as f64 / best / 1e6,
-        best / total as f64 * 1e9,
-        (total * bytes) as f64 / best / 1e6
-    );
+    for (what, secs) in [("CPU time", best_cpu), ("wall time", best_wall)] {
+        if secs < f64::MAX {
+            println!(
+                "protobuf IMU ({bytes} bytes/message), {what}: {:.2} M messages/s \
+                 ({:.0} ns/message, {:.0} MB/s), batches of {batch} incl. finish()",
+                total as f64 / secs / 1e6,
+                secs / total as f64 * 1e9,
+                (total * bytes) as f64 / secs / 1e6
+            );
+        }
+    }
 }

@@ -29,55 +29,77 @@ impl From<DecodeError> for Box<WalkError> {
     }
 }
 
-/// Singular message fields of one message that occurred more than once and
-/// are merged at the end of the message.
+/// A set of field indices of one message: inline for the first 256 fields,
+/// allocated beyond (only when such a field occurs).
 #[derive(Default)]
-struct Pending {
-    /// Bit `i` for field index `i < 64`.
-    low: u64,
-    /// Field indices from 64 on (allocated only when used).
-    high: Vec<usize>,
+struct Bits {
+    low: [u64; 4],
+    high: Vec<u64>,
 }
 
-impl Pending {
-    #[inline]
+impl Bits {
+    #[inline(always)]
     fn has(&self, i: usize) -> bool {
-        if i < 64 {
-            self.low & (1 << i) != 0
-        } else {
-            self.high.contains(&i)
-        }
+        let (w, b) = (i / 64, i % 64);
+        let word = match self.low.get(w) {
+            Some(word) => *word,
+            None => self.high.get(w - 4).copied().unwrap_or(0),
+        };
+        word & (1 << b) != 0
     }
 
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, i: usize) {
-        if i < 64 {
-            self.low |= 1 << i;
-        } else if !self.high.contains(&i) {
-            self.high.push(i);
+        let (w, b) = (i / 64, i % 64);
+        match self.low.get_mut(w) {
+            Some(word) => *word |= 1 << b,
+            None => {
+                if self.high.len() <= w - 4 {
+                    self.high.resize(w - 3, 0);
+                }
+                self.high[w - 4] |= 1 << b;
+            }
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn clear(&mut self, i: usize) {
-        if i < 64 {
-            self.low &= !(1 << i);
-        } else {
-            self.high.retain(|&j| j != i);
+        let (w, b) = (i / 64, i % 64);
+        match self.low.get_mut(w) {
+            Some(word) => *word &= !(1 << b),
+            None => {
+                if let Some(word) = self.high.get_mut(w - 4) {
+                    *word &= !(1 << b);
+                }
+            }
         }
     }
 
     #[inline]
     fn any(&self) -> bool {
-        self.low != 0 || !self.high.is_empty()
+        self.low.iter().chain(&self.high).any(|&w| w != 0)
     }
 
-    fn indices(&self) -> Vec<usize> {
-        let mut out: Vec<usize> = (0..64).filter(|&i| self.low & (1 << i) != 0).collect();
-        out.extend(&self.high);
-        out.sort_unstable();
-        out
+    fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.low
+            .iter()
+            .chain(&self.high)
+            .enumerate()
+            .flat_map(|(w, &word)| {
+                (0..64)
+                    .filter(move |b| word & (1 << b) != 0)
+                    .map(move |b| w * 64 + b)
+            })
     }
+}
+
+/// What one message's walk has seen so far.
+#[derive(Default)]
+struct State {
+    /// Singular fields that have their value in the row.
+    seen: Bits,
+    /// Singular message fields that occurred more than once: merged at the end.
+    pending: Bits,
 }
 
 /// Decodes the message `buf` as one new row of `out` (a Struct builder made
@@ -94,7 +116,7 @@ pub(super) fn message(plan: &MessagePlan, buf: &[u8], out: &mut ColumnBuilder) -
         )));
     }
     let fields = &plan.fields;
-    let mut pending = Pending::default();
+    let mut state = State::default();
     let mut pos = 0;
     let mut next = 0;
     while pos < buf.len() {
@@ -114,16 +136,16 @@ pub(super) fn message(plan: &MessagePlan, buf: &[u8], out: &mut ColumnBuilder) -
             continue;
         }
         next = i + 1;
-        occurrence(f, i, cols, rows, buf, &mut pos, wire, &mut pending)
+        occurrence(f, i, cols, rows, buf, &mut pos, wire, &mut state)
             .map_err(|e| e.within(&f.name))?;
     }
-    if pending.any() {
-        merge(plan, buf, cols, &pending)?;
+    if state.pending.any() {
+        merge(plan, buf, cols, &state.pending)?;
     }
-    for (f, col) in fields.iter().zip(cols.iter_mut()) {
+    for (i, (f, col)) in fields.iter().zip(cols.iter_mut()).enumerate() {
         match f.shape {
             Shape::Repeated => col.close_list()?,
-            Shape::Single if col.len() == rows => {
+            Shape::Single if !state.seen.has(i) => {
                 if f.presence {
                     col.append_null();
                 } else {
@@ -148,7 +170,7 @@ fn occurrence(
     buf: &[u8],
     pos: &mut usize,
     wire: u8,
-    pending: &mut Pending,
+    state: &mut State,
 ) -> WalkResult<()> {
     if f.shape == Shape::Repeated {
         let child = cols[i].list_child()?;
@@ -159,28 +181,31 @@ fn occurrence(
         return value(f, buf, pos, child);
     }
     for &s in f.oneof_siblings.iter() {
-        cols[s].truncate(rows);
-        pending.clear(s);
+        if state.seen.has(s) {
+            cols[s].truncate(rows);
+            state.seen.clear(s);
+            state.pending.clear(s);
+        }
     }
     let col = &mut cols[i];
-    if f.kind.is_message() {
-        if pending.has(i) {
+    if state.seen.has(i) {
+        if f.kind.is_message() {
+            // Seen before: merged with the other occurrences at the end
+            // (`seen` stays set: the merge appends the value).
+            if !state.pending.has(i) {
+                col.truncate(rows);
+                state.pending.set(i);
+            }
             return wire::skip(buf, pos, f.number, wire);
         }
-        if col.len() > rows {
-            // Seen before: merged with the other occurrences at the end.
-            col.truncate(rows);
-            pending.set(i);
-            return wire::skip(buf, pos, f.number, wire);
-        }
-    } else if col.len() > rows {
         col.truncate(rows);
     }
+    state.seen.set(i);
     value(f, buf, pos, col)
 }
 
 /// Reads one value of field `f` at `*pos` and appends it to `col`.
-#[inline]
+#[inline(always)]
 fn value(f: &FieldPlan, buf: &[u8], pos: &mut usize, col: &mut ColumnBuilder) -> WalkResult<()> {
     match f.kind.wire_type() {
         VARINT => append_varint(&f.kind, wire::varint(buf, pos)?, col),
@@ -378,7 +403,7 @@ fn merge(
     plan: &MessagePlan,
     buf: &[u8],
     cols: &mut [ColumnBuilder],
-    pending: &Pending,
+    pending: &Bits,
 ) -> WalkResult<()> {
     for i in pending.indices() {
         let f = &plan.fields[i];
