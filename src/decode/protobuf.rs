@@ -53,6 +53,14 @@
 //! 12 inside a fixed64 (8 more bytes needed)` (byte offsets count from the
 //! start of the innermost message). proto3 strings must be valid UTF-8;
 //! invalid sequences in proto2 strings become U+FFFD.
+//!
+//! Where protobuf readers differ, this follows upb / protobuf C++ (the
+//! official Python reader): a known field met with another wire type is
+//! skipped as an unknown field (prost refuses it); an enum number with
+//! several names (`allow_alias`) gives the first name declared. One deliberate
+//! difference: an undefined number of a proto2 (closed) enum is kept as its
+//! text (`"7"`), where upb moves it to the unknown fields and leaves the field
+//! unset.
 
 mod plan;
 mod walk;
