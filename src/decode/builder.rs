@@ -38,6 +38,8 @@ pub struct ColumnBuilder {
     data_type: DataType,
     nulls: NullBufferBuilder,
     values: Values,
+    /// Rows appended (kept here: the null builder's own count is not inlined).
+    rows: usize,
 }
 
 /// The value storage of a [`ColumnBuilder`], one variant per physical layout.
@@ -138,6 +140,7 @@ impl ColumnBuilder {
             data_type: data_type.clone(),
             nulls: NullBufferBuilder::new(0),
             values,
+            rows: 0,
         })
     }
 
@@ -147,8 +150,16 @@ impl ColumnBuilder {
     }
 
     /// Rows appended so far.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.nulls.len()
+        self.rows
+    }
+
+    /// Marks the row just appended as valid.
+    #[inline]
+    fn push_valid(&mut self) {
+        self.nulls.append_non_null();
+        self.rows += 1;
     }
 
     /// True when no row has been appended.
@@ -160,6 +171,7 @@ impl ColumnBuilder {
     /// lists `size` null children, so child lengths stay consistent).
     pub fn append_null(&mut self) {
         self.nulls.append_null();
+        self.rows += 1;
         match &mut self.values {
             Values::Null => {}
             Values::Bool(b) => b.append(false),
@@ -203,6 +215,7 @@ impl ColumnBuilder {
     pub fn truncate(&mut self, len: usize) {
         let len = len.min(self.len());
         self.nulls.truncate(len);
+        self.rows = len;
         match &mut self.values {
             Values::Null => {}
             Values::Bool(b) => b.truncate(len),
@@ -240,7 +253,7 @@ impl ColumnBuilder {
             Values::Bool(b) => b.append(v),
             _ => return Err(mismatch(&self.data_type, "a boolean")),
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
@@ -273,7 +286,7 @@ impl ColumnBuilder {
         if !ok {
             return Err(mismatch(&self.data_type, &format!("the integer {v}")));
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
@@ -284,17 +297,17 @@ impl ColumnBuilder {
         match &mut self.values {
             Values::U64(c) => {
                 c.push(v);
-                self.nulls.append_non_null();
+                self.push_valid();
                 Ok(())
             }
             Values::F32(c) => {
                 c.push(v as f32);
-                self.nulls.append_non_null();
+                self.push_valid();
                 Ok(())
             }
             Values::F64(c) => {
                 c.push(v as f64);
-                self.nulls.append_non_null();
+                self.push_valid();
                 Ok(())
             }
             _ => match i64::try_from(v) {
@@ -312,7 +325,7 @@ impl ColumnBuilder {
             Values::F64(c) => c.push(v),
             _ => return Err(mismatch(&self.data_type, "a float")),
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
@@ -324,7 +337,7 @@ impl ColumnBuilder {
             Values::F64(c) => c.push(v as f64),
             _ => return Err(mismatch(&self.data_type, "a float")),
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
@@ -356,7 +369,7 @@ impl ColumnBuilder {
             }
             _ => return Err(mismatch(&self.data_type, what)),
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
@@ -394,7 +407,7 @@ impl ColumnBuilder {
             }
             _ => return Err(mismatch(&self.data_type, "a list")),
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
@@ -453,13 +466,14 @@ impl ColumnBuilder {
             }
             _ => return Err(mismatch(&self.data_type, "a struct")),
         }
-        self.nulls.append_non_null();
+        self.push_valid();
         Ok(())
     }
 
     /// Builds the Arrow array of every row so far and empties the builder.
     pub fn finish(&mut self) -> Result<ArrayRef, DecodeError> {
-        let len = self.nulls.len();
+        let len = self.rows;
+        self.rows = 0;
         let nulls = self.nulls.finish();
         let data_type = &self.data_type;
         Ok(match &mut self.values {
@@ -481,7 +495,7 @@ impl ColumnBuilder {
             },
             Values::Bytes { offsets, data } => {
                 let offsets = take_offsets(offsets);
-                let data = std::mem::take(data).into();
+                let data = take_keep_capacity(data).into();
                 if matches!(data_type, DataType::Utf8) {
                     // SAFETY: every append to a Utf8 column was checked to be
                     // UTF-8 (`append_str` takes `&str`, `append_bytes`
@@ -543,9 +557,20 @@ impl ColumnBuilder {
     }
 }
 
-/// Offsets moved out of a builder (which starts again at `[0]`).
+/// Offsets moved out of a builder (which starts again at `[0]`, with room
+/// for as many rows as the last batch had).
 fn take_offsets(offsets: &mut Vec<i32>) -> OffsetBuffer<i32> {
-    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, vec![0])))
+    let mut next = Vec::with_capacity(offsets.len());
+    next.push(0);
+    OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(offsets, next)))
+}
+
+/// The values moved out of a builder, leaving room for as many in the next
+/// batch: batches are alike, and growing from empty copies every value
+/// log2(n) times.
+fn take_keep_capacity<T>(v: &mut Vec<T>) -> Vec<T> {
+    let n = v.len();
+    std::mem::replace(v, Vec::with_capacity(n))
 }
 
 /// An Arrow error from assembling arrays (a decoder broke the row protocol).
@@ -559,7 +584,7 @@ fn primitive<T: ArrowPrimitiveType>(
     nulls: Option<arrow_buffer::NullBuffer>,
     data_type: &DataType,
 ) -> ArrayRef {
-    let values = ScalarBuffer::from(std::mem::take(values));
+    let values = ScalarBuffer::from(take_keep_capacity(values));
     Arc::new(PrimitiveArray::<T>::new(values, nulls).with_data_type(data_type.clone()))
 }
 
