@@ -2,6 +2,7 @@
 # benches/decode_compare.sh: decode rate of logsql's decoders (cargo bench --bench
 # decode, criterion, one core) against the official Python MCAP decoders
 # (benches/python_decode.py) on the same messages:
+#   protobuf_imu   an IMU-shaped protobuf message (benches/support/imu_pb.rs, ~330 bytes)
 #   ros1_imu       /imu of tests/data/demo.mcap (ROS1 sensor_msgs/Imu, 320 bytes)
 #   cdr_imu        /imu of ../shared/fixtures/mcap/decode/ros2.mcap (CDR)
 #   protobuf_pose  /fixture/pose of protobuf.mcap (foxglove.PoseInFrame)
@@ -23,7 +24,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         "mcap>=1.2,<2" mcap-ros1-support mcap-ros2-support mcap-protobuf-support
 fi
-echo "== official Python decoders (messages/s, one core)"
-"$venv/bin/python" benches/python_decode.py tests/data/demo.mcap "$fixtures"
+# The bench writes target/bench-data/imu_pb.{fds,bin} (the protobuf IMU case) first.
 echo "== logsql decoders (criterion: thrpt = messages/s, one core)"
-cargo bench --bench decode -- --noplot 2>&1 | grep -E "^decode/|thrpt|SKIPPED"
+cargo bench --no-default-features --bench decode -- --noplot 2>&1 | grep -E "^decode/|thrpt|SKIPPED"
+echo "== official Python decoders (messages/s, one core)"
+"$venv/bin/python" benches/python_decode.py tests/data/demo.mcap "$fixtures" target/bench-data
