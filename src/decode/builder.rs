@@ -341,6 +341,30 @@ impl ColumnBuilder {
         Ok(())
     }
 
+    /// Appends little-endian f64 values (8 bytes each) to a Float64 column in
+    /// one go (packed protobuf doubles, ROS arrays of float64); a trailing
+    /// partial value is an error.
+    pub fn extend_f64_le(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        if !bytes.len().is_multiple_of(8) {
+            return Err(DecodeError::new(format!(
+                "{} bytes are not a whole number of float64 values",
+                bytes.len()
+            )));
+        }
+        let n = bytes.len() / 8;
+        match &mut self.values {
+            Values::F64(v) => v.extend(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default())),
+            ),
+            _ => return Err(mismatch(&self.data_type, "float64 values")),
+        }
+        self.nulls.append_n_non_nulls(n);
+        self.rows += n;
+        Ok(())
+    }
+
     /// Appends text to a Utf8 column (or its bytes to a Binary column).
     #[inline]
     pub fn append_str(&mut self, v: &str) -> Result<(), DecodeError> {

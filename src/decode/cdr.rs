@@ -569,6 +569,8 @@ fn read_prim_array<O: Order>(
         Prim::U64 => bytes
             .chunks_exact(8)
             .try_for_each(|c| out.append_u64(O::u64(arr(c)))),
+        // Little-endian payloads (nearly all): one bulk append.
+        Prim::F64 if O::u16([1, 0]) == 1 => out.extend_f64_le(bytes),
         Prim::F64 => bytes
             .chunks_exact(8)
             .try_for_each(|c| out.append_f64(f64::from_bits(O::u64(arr(c))))),

@@ -309,6 +309,12 @@ fn packed(kind: &Kind, data: &[u8], col: &mut ColumnBuilder) -> WalkResult<()> {
             if !data.len().is_multiple_of(8) {
                 return Err(bad_packed(data.len(), 8));
             }
+            if matches!(kind, Kind::Double)
+                && matches!(col.data_type(), arrow_schema::DataType::Float64)
+            {
+                col.extend_f64_le(data)?;
+                return Ok(());
+            }
             for c in data.chunks_exact(8) {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(c);

@@ -500,7 +500,7 @@ fn fill_prims(
         Prim::I64 => each_chunk!(bytes, 8, |c| child.append_i64(i64::from_le_bytes(c))),
         Prim::U64 => each_chunk!(bytes, 8, |c| child.append_u64(u64::from_le_bytes(c))),
         Prim::F32 => each_chunk!(bytes, 4, |c| child.append_f32(f32::from_le_bytes(c))),
-        Prim::F64 => each_chunk!(bytes, 8, |c| child.append_f64(f64::from_le_bytes(c))),
+        Prim::F64 => child.extend_f64_le(bytes)?,
         Prim::Time => each_chunk!(bytes, 8, |c| child.append_i64(time_ns(c))),
         Prim::Duration => each_chunk!(bytes, 8, |c| child.append_i64(duration_ns(c))),
         Prim::Str => {}
