@@ -55,13 +55,16 @@ def read_all_fields(msg):
     """Touches every set field (recursively), as filling columns does."""
     n = 0
     for field, value in msg.ListFields():
+        repeated = getattr(field, "is_repeated", None)
+        if repeated is None:  # protobuf < 5
+            repeated = field.label == field.LABEL_REPEATED
         if field.type == field.TYPE_MESSAGE:
-            if field.label == field.LABEL_REPEATED:
+            if repeated:
                 for v in value:
                     n += read_all_fields(v)
             else:
                 n += read_all_fields(value)
-        elif field.label == field.LABEL_REPEATED:
+        elif repeated:
             n += len(list(value))
         else:
             n += 1
