@@ -21,6 +21,8 @@
 //! - [`decode`]: payloads to typed Arrow columns (ROS1, CDR, protobuf, JSON);
 //! - `engine` (feature `datafusion`): the one scan engine and the DataFusion glue.
 
+#![warn(missing_docs)]
+
 pub mod compression;
 pub mod decode;
 pub mod descriptors;

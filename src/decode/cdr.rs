@@ -15,8 +15,8 @@
 //! | `byte` (IDL `octet`, as mcap-ros2-support decodes it), `char` (as current rosidl), `uint8` | `UInt8` |
 //! | `int8`..`int64`, `uint16`..`uint64`, `float32`, `float64` | same width |
 //! | `string`, `string<=N`, `wstring` | `Utf8` (invalid UTF-8 replaced by U+FFFD) |
-//! | `builtin_interfaces/Time` | [`timestamp_type`](super::timestamp_type) |
-//! | `builtin_interfaces/Duration` | [`duration_type`](super::duration_type) |
+//! | `builtin_interfaces/Time` | [`super::timestamp_type`] |
+//! | `builtin_interfaces/Duration` | [`super::duration_type`] |
 //! | `uint8[]`, `uint8[N]`, `uint8[<=N]`, same for `byte` | `Binary` |
 //! | other `T[N]` | `FixedSizeList` |
 //! | other `T[]`, `T[<=N]` | `List` |

@@ -11,12 +11,12 @@
 //! [`ApolloFormat`] implements [`LogFormat`]:
 //!
 //! - [`LogFormat::summary`] reads the header and the index: one
-//!   [`Channel`](crate::model::Channel) per channel entry (id = its position
+//!   [`crate::model::Channel`] per channel entry (id = its position
 //!   among the channel entries, topic = channel name, `message_type` = the
 //!   protobuf full name, `message_encoding` and `schema_encoding` `protobuf`,
 //!   schema = the raw `proto_desc` bytes when not empty, metadata `descriptor`
 //!   = `proto_desc` | `file_descriptor` | `missing` | `unusable`), and one
-//!   [`ChunkMeta`](crate::model::ChunkMeta) per CHUNK_BODY section (offset and
+//!   [`crate::model::ChunkMeta`] per CHUNK_BODY section (offset and
 //!   length of the body section, time range and count from the chunk header
 //!   cache, `channels: None` since the format has no per-chunk channel list).
 //!   Chunk times are used only in files of Apollo's C++ writer (header

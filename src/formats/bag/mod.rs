@@ -3,12 +3,12 @@
 //! [`BagFormat`] implements [`LogFormat`]:
 //!
 //! - [`LogFormat::summary`] reads the bag header and the index section it points
-//!   at (connection and chunk-info records): one [`Channel`](crate::model::Channel)
+//!   at (connection and chunk-info records): one [`crate::model::Channel`]
 //!   per connection (id = connection id, `message_type` = the ROS type such as
 //!   `sensor_msgs/Imu`, `message_encoding` `ros1`, `schema_encoding` `ros1msg`,
 //!   schema = the full `message_definition`, metadata `md5sum`, `callerid`,
 //!   `latching` and any other connection field) and one
-//!   [`ChunkMeta`](crate::model::ChunkMeta) per chunk info (time bounds
+//!   [`crate::model::ChunkMeta`] per chunk info (time bounds
 //!   inclusive, connection ids with messages, exact counts). Several connections
 //!   on one topic stay several channels with the same topic. Bag start/end are
 //!   the min/max over *all* chunk infos (chunks may be out of order or overlap).
