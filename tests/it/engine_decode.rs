@@ -420,6 +420,18 @@ async fn unknown_topics_and_bad_arguments_are_clear_errors() {
     );
     let e = error(&ctx, &format!("SELECT * FROM read_topic('{f}')")).await;
     assert!(e.contains("read_topic() takes a path"), "{e}");
+    // CARLA packets point to the typed tables.
+    if let Some(carla) = fixtures::file("carla", "synth_0916_basic.log") {
+        let e = error(
+            &ctx,
+            &format!("SELECT * FROM read_topic('{}', 'position')", p(&carla)),
+        )
+        .await;
+        assert!(
+            e.contains("typed tables instead") && e.contains("positions('file')"),
+            "{e}"
+        );
+    }
 }
 
 /// An MCAP file with one ros1msg topic whose second message is truncated.

@@ -154,6 +154,21 @@ impl LogFormat for CarlaFormat {
         tables::TABLES
     }
 
+    /// CARLA packets have no message schema: their fields are the typed tables.
+    fn decoder(
+        &self,
+        channel: &crate::model::Channel,
+    ) -> std::result::Result<
+        std::sync::Arc<dyn crate::decode::MessageDecoder>,
+        crate::decode::DecodeError,
+    > {
+        Err(crate::decode::DecodeError::new(format!(
+            "CARLA packets ({:?}) are decoded by the typed tables instead: {}('file') ...",
+            channel.topic,
+            tables::TABLES.join("('file'), ")
+        )))
+    }
+
     fn table_def(&self, _summary: &Summary, table: &str, _arg: Option<&str>) -> Result<TableDef> {
         tables::table_def(table).ok_or_else(|| crate::Error::UnsupportedTable {
             format: "carla",
