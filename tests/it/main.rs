@@ -25,6 +25,7 @@ mod engine_decode;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
 mod fixtures;
+mod hardening_alloc;
 mod hardening_sweeps;
 mod mcap_conformance;
 mod mcap_samples;
