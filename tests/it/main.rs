@@ -21,6 +21,8 @@ mod engine_bddf;
 #[cfg(feature = "datafusion")]
 mod engine_carla;
 #[cfg(feature = "datafusion")]
+mod engine_concurrency;
+#[cfg(feature = "datafusion")]
 mod engine_decode;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
