@@ -311,6 +311,26 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
     errors
 }
 
+/// How many messages a full read of `bytes` delivers (errors ignored).
+fn messages_read(bytes: Vec<u8>) -> usize {
+    let file = BytesReader::new("crafted", bytes);
+    let Ok(format) = formats::detect(&file) else {
+        return 0;
+    };
+    let Ok(summary) = format.summary(&file) else {
+        return 0;
+    };
+    let mut n = 0;
+    for chunk in &summary.chunks {
+        let mut sink = |_: Message<'_>| {
+            n += 1;
+            Flow::Continue
+        };
+        let _ = format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink);
+    }
+    n
+}
+
 /// Reads `bytes` as file `name` and asserts that an error is reported and
 /// that one of them contains `expect`; returns the errors.
 fn expect_error(name: &str, bytes: Vec<u8>, expect: &str) -> Vec<String> {
@@ -517,6 +537,128 @@ alloc_case!(mcap_footer_and_summary_offsets, {
         assert!(
             errors.iter().all(|e| e.contains("crafted.mcap")),
             "{errors:#?}"
+        );
+    }
+});
+
+/// A ChunkIndex record's fields.
+struct ChunkIndex {
+    start: u64,
+    length: u64,
+    offsets_len: u32,
+    offsets: Vec<(u16, u64)>,
+    index_length: u64,
+    compressed: u64,
+    uncompressed: u64,
+}
+
+/// An indexed MCAP file: one uncompressed chunk, a message index, and a
+/// summary section whose ChunkIndex and Statistics records are built by `f`
+/// from the real chunk's index (so each case damages one field).
+fn mcap_indexed(f: impl Fn(&mut ChunkIndex, &mut Vec<u8>)) -> Vec<u8> {
+    let mut out = mcap_header();
+    let mut records = mcap_channel(1, 0, "/t", "json");
+    let message_at = records.len() as u64;
+    records.extend(mcap_message(1, 1, b"{}"));
+    let start = out.len() as u64;
+    out.extend(mcap_chunk(
+        records.len() as u64,
+        "",
+        records.len() as u64,
+        &records,
+    ));
+    let length = out.len() as u64 - start;
+    // MessageIndex for channel 1: one (time, offset) entry.
+    let index_at = out.len() as u64;
+    let mut mi = 1u16.to_le_bytes().to_vec();
+    mi.extend_from_slice(&16u32.to_le_bytes());
+    mi.extend_from_slice(&1u64.to_le_bytes());
+    mi.extend_from_slice(&message_at.to_le_bytes());
+    mrecord(&mut out, 0x07, &mi);
+    let index_length = out.len() as u64 - index_at;
+    let mut ci = ChunkIndex {
+        start,
+        length,
+        offsets_len: 10,
+        offsets: vec![(1, index_at)],
+        index_length,
+        compressed: records.len() as u64,
+        uncompressed: records.len() as u64,
+    };
+    // Statistics: 1 message, 1 channel, 1 chunk, counts map {1: 1}.
+    let mut stats = 1u64.to_le_bytes().to_vec();
+    stats.extend_from_slice(&0u16.to_le_bytes());
+    for n in [1u32, 0, 0, 1] {
+        stats.extend_from_slice(&n.to_le_bytes());
+    }
+    stats.extend_from_slice(&1u64.to_le_bytes());
+    stats.extend_from_slice(&1u64.to_le_bytes());
+    stats.extend_from_slice(&10u32.to_le_bytes());
+    stats.extend_from_slice(&1u16.to_le_bytes());
+    stats.extend_from_slice(&1u64.to_le_bytes());
+    f(&mut ci, &mut stats);
+    let summary_start = out.len() as u64;
+    out.extend(mcap_channel(1, 0, "/t", "json"));
+    let mut c = Vec::new();
+    c.extend_from_slice(&1u64.to_le_bytes());
+    c.extend_from_slice(&1u64.to_le_bytes());
+    c.extend_from_slice(&ci.start.to_le_bytes());
+    c.extend_from_slice(&ci.length.to_le_bytes());
+    c.extend_from_slice(&ci.offsets_len.to_le_bytes());
+    for (ch, off) in &ci.offsets {
+        c.extend_from_slice(&ch.to_le_bytes());
+        c.extend_from_slice(&off.to_le_bytes());
+    }
+    c.extend_from_slice(&ci.index_length.to_le_bytes());
+    mstr(&mut c, "");
+    c.extend_from_slice(&ci.compressed.to_le_bytes());
+    c.extend_from_slice(&ci.uncompressed.to_le_bytes());
+    mrecord(&mut out, 0x08, &c);
+    mrecord(&mut out, 0x0b, &stats);
+    mcap_end(&mut out, summary_start);
+    out
+}
+
+alloc_case!(mcap_summary_lengths, {
+    // The undamaged file reads its one message from the index.
+    // (Its schemaless JSON channel is not decodable without sample inference.)
+    let errors = read_everything("crafted.mcap", mcap_indexed(|_, _| {}));
+    assert!(
+        errors.iter().all(|e| e.contains("has no schema")),
+        "{errors:#?}"
+    );
+    type Damage = fn(&mut ChunkIndex, &mut Vec<u8>);
+    let cases: [(&str, Damage); 9] = [
+        ("chunk start u64::MAX", |c, _| c.start = u64::MAX),
+        ("chunk length 2^63", |c, _| c.length = 1 << 63),
+        ("uncompressed size 2^63", |c, _| c.uncompressed = 1 << 63),
+        ("compressed size u64::MAX", |c, _| c.compressed = u64::MAX),
+        ("index offsets map u32::MAX", |c, _| {
+            c.offsets_len = u32::MAX
+        }),
+        ("message index offset 2^63", |c, _| {
+            c.offsets = vec![(1, 1 << 63)]
+        }),
+        ("message index length u64::MAX", |c, _| {
+            c.index_length = u64::MAX
+        }),
+        ("statistics counts map u32::MAX", |_, s| {
+            let n = s.len();
+            s[n - 14..n - 10].copy_from_slice(&u32::MAX.to_le_bytes());
+        }),
+        ("statistics chunk/channel counts u32::MAX", |_, s| {
+            s[10..14].copy_from_slice(&u32::MAX.to_le_bytes());
+            s[22..26].copy_from_slice(&u32::MAX.to_le_bytes());
+        }),
+    ];
+    for (what, damage) in cases {
+        let errors = read_everything("crafted.mcap", mcap_indexed(damage));
+        let n = messages_read(mcap_indexed(damage));
+        println!("{what}: {n} messages, {errors:#?}");
+        assert_eq!(n, 1, "{what}: the message is lost");
+        assert!(
+            errors.iter().all(|e| e.contains("crafted.mcap")),
+            "{what}: {errors:#?}"
         );
     }
 });
