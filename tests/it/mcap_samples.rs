@@ -1131,3 +1131,44 @@ fn record_reader_options() {
         (1, 1, 1, 1)
     );
 }
+
+/// A file cut between two MessageIndex records of its last chunk (at a record
+/// boundary, so the walk ends without an error): the header-only read must not
+/// answer from the partial index list (found by the truncation sweep).
+#[test]
+fn cut_between_message_indexes_keeps_header_only_reads_whole() {
+    let Some(path) = crate::fixtures::file("mcap", "decode/json.mcap") else {
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap();
+    let file = reader("json.mcap", &bytes);
+    let summary = McapFormat.summary(&file).unwrap();
+    let header_only = Selection {
+        payload: false,
+        full_header: false,
+        ..Selection::all()
+    };
+    let mut cuts = 0;
+    for chunk in &summary.chunks {
+        // The MessageIndex records after the chunk: cut after the first one.
+        let mut pos = (chunk.offset + chunk.length) as usize;
+        let mut ends = Vec::new();
+        while bytes[pos] == 0x07 {
+            pos += 9 + u64::from_le_bytes(bytes[pos + 1..pos + 9].try_into().unwrap()) as usize;
+            ends.push(pos);
+        }
+        if ends.len() < 2 {
+            continue;
+        }
+        let name = format!("json-cut-{}.mcap", ends[0]);
+        let file = reader(&name, &bytes[..ends[0]]);
+        let cut = McapFormat.summary(&file).unwrap();
+        assert!(cut.damage.is_some());
+        let full = read_all(&file, &cut, &Selection::all());
+        let fast = read_all(&file, &cut, &header_only);
+        assert!(full.errors.is_empty() && fast.errors.is_empty());
+        assert_eq!(fast.messages.len(), full.messages.len(), "{name}");
+        cuts += 1;
+    }
+    assert!(cuts > 0, "no chunk with two MessageIndex records");
+}

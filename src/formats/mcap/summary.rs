@@ -137,7 +137,13 @@ pub(crate) fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
 fn walked(file: &dyn ReadAt, ctx: &ErrorContext, fallback: Fallback) -> Result<Summary> {
     let size = file.size();
     let mut w = Walker::new(file, ctx);
-    let damage = match w.walk(MAGIC.len() as u64, size) {
+    let stop = w.walk(MAGIC.len() as u64, size);
+    if matches!(stop, Ok(Stop::End)) {
+        // The file may have been cut between two MessageIndex records of its
+        // last chunk: a partial list would under-count the header-only read.
+        w.drop_open_message_indexes();
+    }
+    let damage = match stop {
         Ok(Stop::DataEnd { end, .. }) => {
             w.walk_summary_section(end, size);
             None

@@ -115,8 +115,17 @@ impl<'f> Walker<'f> {
     pub fn walk(&mut self, start: u64, end: u64) -> Result<Stop> {
         let result = self.walk_inner(start, end, false);
         self.close_run();
-        if result.is_err()
-            && let Some((meta, detail)) = self.mi_target.and_then(|t| self.chunks.get_mut(t.chunk))
+        if result.is_err() {
+            self.drop_open_message_indexes();
+        }
+        result
+    }
+
+    /// Forgets what the MessageIndex records after the last chunk said, when
+    /// they may be cut short: the walk ended in or right after them (damage, or
+    /// a file that ends there without DataEnd or Footer).
+    pub fn drop_open_message_indexes(&mut self) {
+        if let Some((meta, detail)) = self.mi_target.and_then(|t| self.chunks.get_mut(t.chunk))
             && !detail.message_index_offsets.is_empty()
         {
             meta.channels = None;
@@ -124,7 +133,6 @@ impl<'f> Walker<'f> {
             detail.message_index_offsets.clear();
             detail.message_index_length = 0;
         }
-        result
     }
 
     /// Walks the summary section after DataEnd, collecting only Schema and Channel
