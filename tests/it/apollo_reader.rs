@@ -661,6 +661,35 @@ fn stale_trailing_bytes_time_zero_and_garbage_descriptors() {
     assert!(descriptor_pool(ch).unwrap().is_none());
 }
 
+/// A `proto_desc` whose file has a syntax prost-reflect does not know
+/// (`editions`, here as a bare FileDescriptorProto) is a descriptor error
+/// naming the channel and file; prost-reflect 0.16 panicked on it (found by
+/// the `protobuf` fuzz target, same path).
+#[test]
+fn unknown_descriptor_syntax_is_an_error_not_a_panic() {
+    // FileDescriptorProto { name: "a.proto", message_type: [{ name: "M" }], syntax: "editions" }
+    let mut desc = vec![0x0a, 0x07];
+    desc.extend(b"a.proto");
+    desc.extend([0x22, 0x03, 0x0a, 0x01, b'M', 0x62, 0x08]);
+    desc.extend(b"editions");
+    let ch = Channel {
+        id: 0,
+        topic: "/t".into(),
+        message_type: Some("M".into()),
+        message_encoding: "protobuf".into(),
+        schema_encoding: Some("protobuf".into()),
+        schema: Some(desc.into()),
+        metadata: Default::default(),
+    };
+    let e = descriptor_pool(&ch).unwrap_err().to_string();
+    assert!(
+        e.contains("/t") && e.contains("\"a.proto\"") && e.contains("\"editions\""),
+        "{e}"
+    );
+    let e = ApolloFormat.decoder(&ch).unwrap_err().to_string();
+    assert!(e.contains("editions"), "{e}");
+}
+
 #[test]
 fn the_real_example_has_every_declared_channel() {
     let Some(file) = load("real/example.record.00000") else {

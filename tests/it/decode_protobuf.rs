@@ -1549,6 +1549,34 @@ fn malformed_descriptor_sets_give_clear_errors() {
     assert_eq!(d.describe(), "protobuf t.Inner");
 }
 
+/// Found by the `protobuf` fuzz target (a foxglove descriptor set with one
+/// file's `syntax` changed to `proto4`): prost-reflect 0.16 panics on any
+/// syntax but proto2/proto3 (`editions` too); it must be an error naming the
+/// file, and an empty syntax is proto2.
+#[test]
+fn unknown_descriptor_syntax_is_an_error_not_a_panic() {
+    // FileDescriptorSet { file: [{ name: "a.proto", message_type: [{ name: "M" }],
+    // syntax: "editions" }] }
+    let mut set = vec![0x0a, 0x18, 0x0a, 0x07];
+    set.extend(b"a.proto");
+    set.extend([0x22, 0x03, 0x0a, 0x01, b'M', 0x62, 0x08]);
+    set.extend(b"editions");
+    let e = protobuf::decoder(&channel(Some(set.clone()), "M"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"a.proto\"") && e.contains("syntax \"editions\""),
+        "{e}"
+    );
+    // The same file with an empty syntax (the last 8 bytes gone, length 0).
+    let (head, _) = set.split_at(set.len() - 8);
+    let mut empty = head.to_vec();
+    empty[1] -= 8;
+    *empty.last_mut().unwrap() = 0;
+    let d = protobuf::decoder(&channel(Some(empty), "M")).unwrap();
+    assert_eq!(d.describe(), "protobuf M");
+}
+
 // ---------------------------------------------------------------------------
 // Throughput (manual: `cargo test --release ... -- --ignored --nocapture`)
 // ---------------------------------------------------------------------------

@@ -182,9 +182,10 @@ pub fn descriptor_pool(channel: &Channel) -> Result<Option<DescriptorPool>, Desc
         message_type: message_type.to_string(),
         message,
     };
-    let Some((_, files)) = descriptor_files(schema, message_type) else {
+    let Some((_, mut files)) = descriptor_files(schema, message_type) else {
         return Ok(None);
     };
+    crate::decode::protobuf::check_syntax(&mut files).map_err(err)?;
     let pool = match DescriptorPool::from_file_descriptor_set(
         prost_reflect::prost_types::FileDescriptorSet {
             file: files.clone(),
