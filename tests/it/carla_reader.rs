@@ -1229,6 +1229,31 @@ fn read_everything(bytes: Vec<u8>, info: bool) -> Option<(Summary, Vec<Msg>)> {
     Some((s, msgs))
 }
 
+/// Found by the `carla` fuzz target (overflow checks on): a FrameStart with a
+/// huge elapsed time overflowed the i128 sum `date` ns + elapsed ns in
+/// `log_time`; times now saturate (then clamp to the `u64` range).
+#[test]
+fn huge_frame_times_do_not_overflow() {
+    let mut f = vec![1, 0, 14, 0];
+    f.extend(b"CARLA_RECORDER");
+    f.extend(1_600_000_000i64.to_le_bytes()); // date
+    f.extend([0, 0]); // empty map name
+    for (id, t) in [(1u64, f64::MAX), (2, -f64::MAX), (3, f64::INFINITY)] {
+        f.push(0); // FrameStart: id, elapsed, duration
+        f.extend(24u32.to_le_bytes());
+        f.extend(id.to_le_bytes());
+        f.extend(t.to_le_bytes());
+        f.extend(t.to_le_bytes());
+    }
+    let (s, msgs) = read_everything(f, true).unwrap();
+    let idx = s.private::<CarlaIndex>().unwrap();
+    assert_eq!(idx.frames.len(), 3);
+    assert_eq!(idx.log_time(f64::MAX), u64::MAX);
+    assert_eq!(idx.log_time(-f64::MAX), 0);
+    assert_eq!(idx.log_time(f64::INFINITY), 1_600_000_000_000_000_000);
+    assert!(msgs.len() <= 3, "{msgs:?}");
+}
+
 #[test]
 fn truncation_sweep_returns_prefixes() {
     let Some(path) = crate::fixtures::file("carla", "synth_0916_additional.log") else {

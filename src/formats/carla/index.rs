@@ -144,7 +144,8 @@ pub fn log_time(date: i64, elapsed: f64) -> Nanos {
     } else {
         0
     };
-    (base + e).clamp(0, u64::MAX as i128) as u64
+    // `e` saturates at the i128 range for huge `elapsed` (a damaged FrameStart).
+    base.saturating_add(e).clamp(0, u64::MAX as i128) as u64
 }
 
 /// Things remembered during the walk for layout detection.
