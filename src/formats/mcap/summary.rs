@@ -669,6 +669,7 @@ fn discover_channels(file: &dyn ReadAt, ctx: &ErrorContext, w: &mut Walker<'_>, 
             .stats
             .as_ref()
             .is_none_or(|s| s.channel_count as usize <= w.channels.len());
+    let mut scanned = vec![false; w.chunks.len()];
     for i in 0..w.chunks.len() {
         let Some((meta, detail)) = w.chunks.get(i) else {
             continue;
@@ -694,23 +695,60 @@ fn discover_channels(file: &dyn ReadAt, ctx: &ErrorContext, w: &mut Walker<'_>, 
         if !needed {
             continue;
         }
-        // A damaged chunk is reported when it is read; here it just teaches nothing.
-        let Ok(scan) = chunk::scan_chunk(file, ctx, meta.offset, meta.length) else {
-            continue;
-        };
-        for s in scan.schemas {
-            w.schemas.entry(s.id).or_insert(s);
+        scan_for_channels(file, ctx, w, i, &mut scanned);
+        // A Channel record may sit in an earlier chunk that holds none of its
+        // messages (and the summary section that repeats it may be cut off):
+        // look back through the chunks not opened yet.
+        let mut j = 0;
+        while j < i && chunk_unresolved(w, i) {
+            scan_for_channels(file, ctx, w, j, &mut scanned);
+            j += 1;
         }
-        for c in scan.channel_defs {
-            w.channels.entry(c.id).or_insert(c);
+    }
+}
+
+/// Whether chunk `i` uses a channel id that no Channel record seen so far defines.
+fn chunk_unresolved(w: &Walker<'_>, i: usize) -> bool {
+    w.chunks[i].0.channels.iter().flatten().any(|&id| {
+        u16::try_from(id).is_ok_and(|id| match w.channels.get(&id) {
+            None => true,
+            Some(c) => c.schema_id != 0 && !w.schemas.contains_key(&c.schema_id),
+        })
+    })
+}
+
+/// Opens chunk `i` (once) to learn its Schema and Channel records, and its
+/// channel ids and message count where the walk did not know them.
+fn scan_for_channels(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    w: &mut Walker<'_>,
+    i: usize,
+    scanned: &mut [bool],
+) {
+    let Some((meta, detail)) = w.chunks.get(i) else {
+        return;
+    };
+    if scanned[i] || detail.kind != ChunkKind::Chunk {
+        return;
+    }
+    scanned[i] = true;
+    // A damaged chunk is reported when it is read; here it just teaches nothing.
+    let Ok(scan) = chunk::scan_chunk(file, ctx, meta.offset, meta.length) else {
+        return;
+    };
+    for s in scan.schemas {
+        w.schemas.entry(s.id).or_insert(s);
+    }
+    for c in scan.channel_defs {
+        w.channels.entry(c.id).or_insert(c);
+    }
+    if let Some((meta, _)) = w.chunks.get_mut(i) {
+        if meta.channels.is_none() {
+            meta.channels = Some(scan.channels.iter().map(|&c| u64::from(c)).collect());
         }
-        if let Some((meta, _)) = w.chunks.get_mut(i) {
-            if meta.channels.is_none() {
-                meta.channels = Some(scan.channels.iter().map(|&c| u64::from(c)).collect());
-            }
-            if meta.message_count.is_none() {
-                meta.message_count = Some(scan.messages);
-            }
+        if meta.message_count.is_none() {
+            meta.message_count = Some(scan.messages);
         }
     }
 }
