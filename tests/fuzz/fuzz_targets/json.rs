@@ -1,0 +1,11 @@
+//! Fuzz target: a JSON Schema (or none: types inferred from the payload) and a JSON payload,
+//! laid out as `[u8 name length][type name][u16 LE schema length][schema][payload]`
+//! (see `logsql_fuzz::exercise_decoder`).
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    logsql_fuzz::exercise_decoder("json", "jsonschema", data);
+});

@@ -1,0 +1,282 @@
+//! Shared drivers of logsql's fuzz targets.
+//!
+//! Each fuzz target (`fuzz_targets/*.rs`) is one line calling a driver here:
+//!
+//! - [`exercise_format`]: the input is a whole log file. It goes through
+//!   everything a query can reach for that format: `summary`, `read_chunk` on
+//!   every chunk (once with everything selected, once with a narrow
+//!   selection), every typed table, `verify`, `info_text`, and the format's
+//!   payload decoder on every message.
+//! - [`exercise_decoder`]: the input is a schema and a payload in the layout
+//!   of [`split_decoder_input`]; the decoder is compiled with
+//!   `logsql::decode::decoder_for` and the payload appended to a
+//!   `ColumnBuilder`, whose finished arrays must pass Arrow's full validation.
+//!
+//! Errors are the expected outcome for most inputs and are ignored; only
+//! panics, hangs, out-of-memory and invalid Arrow arrays are findings.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use arrow_array::Array;
+use logsql::decode::{self, ColumnBuilder, MessageDecoder, append_message};
+use logsql::formats::{LogFormat, SNIFF_LEN};
+use logsql::io::BytesReader;
+use logsql::model::{Channel, Flow, Message, Selection};
+use logsql::table::{RowSink, Value};
+
+/// Most table arguments tried per typed table (BDDF `pod` takes a series).
+const MAX_TABLE_ARGS: usize = 8;
+
+/// Decoded rows kept per channel before the builder is finished and checked
+/// (bounds the memory of a fuzz run on large seeds).
+const MAX_ROWS_PER_BATCH: usize = 1024;
+
+/// Runs every read path of `format` over `data`, a whole log file.
+pub fn exercise_format(format: &dyn LogFormat, data: &[u8]) {
+    let _ = format.sniff(&data[..data.len().min(SNIFF_LEN)]);
+    let file = BytesReader::new("fuzz-input", data.to_vec());
+    let Ok(summary) = format.summary(&file) else {
+        return;
+    };
+
+    // Every message, payloads included, each decoded with its channel's decoder.
+    let mut decoders = Decoders::new(format);
+    let all = Selection::all();
+    for chunk in &summary.chunks {
+        let mut sink = |m: Message<'_>| {
+            decoders.decode(&m);
+            Flow::Continue
+        };
+        let _ = format.read_chunk(&file, &summary, chunk, &all, &mut sink);
+    }
+    decoders.finish_all();
+
+    // A narrow selection (one topic, half the time range, no payloads), which
+    // lets readers answer from their finer indexes.
+    let topic = summary.channels.values().next().map(|c| c.topic.clone());
+    let narrow = Selection {
+        time: summary
+            .start_time
+            .zip(summary.end_time)
+            .map(|(lo, hi)| (lo, lo + hi.saturating_sub(lo) / 2)),
+        topics: topic.map(|t| HashSet::from([t])),
+        payload: false,
+        full_header: false,
+    };
+    for chunk in &summary.chunks {
+        let mut sink = |_: Message<'_>| Flow::Continue;
+        let _ = format.read_chunk(&file, &summary, chunk, &narrow, &mut sink);
+    }
+
+    // Every typed table, with no argument or (when one is needed) each topic.
+    for &table in format.table_names() {
+        let mut args: Vec<Option<&str>> = vec![None];
+        if format.table_def(&summary, table, None).is_err() {
+            args.extend(
+                summary
+                    .channels
+                    .values()
+                    .take(MAX_TABLE_ARGS)
+                    .map(|c| Some(c.topic.as_str())),
+            );
+        }
+        for arg in args {
+            let Ok(def) = format.table_def(&summary, table, arg) else {
+                continue;
+            };
+            let mut sink = CountRows(0);
+            if def.per_chunk {
+                for chunk in &summary.chunks {
+                    let _ = format
+                        .read_table_chunk(&file, &summary, chunk, table, arg, &all, &mut sink);
+                }
+            } else {
+                let _ = format.read_table_file(&file, &summary, table, arg, &mut sink);
+            }
+        }
+    }
+
+    let _ = format.verify(&file, &summary);
+    let _ = format.info_text(&file, &summary, false);
+    let _ = format.info_text(&file, &summary, true);
+}
+
+/// A [`RowSink`] that touches every cell and counts rows.
+struct CountRows(u64);
+
+impl RowSink for CountRows {
+    fn row(&mut self, cells: &[Value<'_>]) -> Flow {
+        for cell in cells {
+            std::hint::black_box(cell);
+        }
+        self.0 += 1;
+        Flow::Continue
+    }
+}
+
+/// A channel's compiled decoder and the rows decoded so far.
+type ChannelRows = (Arc<dyn MessageDecoder>, ColumnBuilder);
+
+/// One compiled decoder and its rows per channel id (`None`: the channel's
+/// schema does not compile).
+struct Decoders<'f> {
+    format: &'f dyn LogFormat,
+    by_channel: BTreeMap<u64, Option<ChannelRows>>,
+}
+
+impl<'f> Decoders<'f> {
+    fn new(format: &'f dyn LogFormat) -> Self {
+        Self {
+            format,
+            by_channel: BTreeMap::new(),
+        }
+    }
+
+    /// Decodes `m`'s payload with its channel's decoder, compiled on first use.
+    fn decode(&mut self, m: &Message<'_>) {
+        let format = self.format;
+        let slot = self.by_channel.entry(m.channel.id).or_insert_with(|| {
+            let decoder = format.decoder(m.channel).ok()?;
+            let builder = ColumnBuilder::new(decoder.data_type()).ok()?;
+            Some((decoder, builder))
+        });
+        if let Some((decoder, builder)) = slot {
+            let _ = append_message(decoder.as_ref(), m.data, builder);
+            if builder.len() >= MAX_ROWS_PER_BATCH {
+                check_finish(decoder.as_ref(), builder, builder.len());
+            }
+        }
+    }
+
+    /// Finishes and validates every channel's rows.
+    fn finish_all(&mut self) {
+        for (decoder, builder) in self.by_channel.values_mut().flatten() {
+            let rows = builder.len();
+            check_finish(decoder.as_ref(), builder, rows);
+        }
+    }
+}
+
+/// Finishes `builder` and checks the array: `rows` rows of the decoder's type,
+/// valid by Arrow's full validation.
+fn check_finish(decoder: &dyn MessageDecoder, builder: &mut ColumnBuilder, rows: usize) {
+    let array = builder.finish().unwrap_or_else(|e| {
+        panic!(
+            "{}: finish() failed after successful appends: {e}",
+            decoder.describe()
+        )
+    });
+    assert_eq!(array.len(), rows, "{}: row count", decoder.describe());
+    assert_eq!(
+        array.data_type(),
+        decoder.data_type(),
+        "{}: finished type differs from data_type()",
+        decoder.describe()
+    );
+    if let Err(e) = array.to_data().validate_full() {
+        panic!("{}: invalid array: {e}", decoder.describe());
+    }
+}
+
+/// A decoder fuzz input, split into its parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderInput<'a> {
+    /// The message type name (`sensor_msgs/Imu`, `foxglove.PoseInFrame`).
+    pub type_name: &'a str,
+    /// The schema bytes (definition text, `FileDescriptorSet`, JSON Schema).
+    pub schema: &'a [u8],
+    /// The payload bytes.
+    pub payload: &'a [u8],
+}
+
+/// Splits a decoder fuzz input laid out as
+/// `[u8 name length][name][u16 LE schema length][schema][payload]`;
+/// lengths running past the end are cut at the end. `None` when the name is
+/// not UTF-8 or the input is too short for the two length fields.
+pub fn split_decoder_input(data: &[u8]) -> Option<DecoderInput<'_>> {
+    let (&name_len, rest) = data.split_first()?;
+    let (name, rest) = rest.split_at(usize::from(name_len).min(rest.len()));
+    let type_name = std::str::from_utf8(name).ok()?;
+    let (len, rest) = rest.split_at_checked(2)?;
+    let schema_len = usize::from(u16::from_le_bytes([len[0], len[1]]));
+    let (schema, payload) = rest.split_at(schema_len.min(rest.len()));
+    Some(DecoderInput {
+        type_name,
+        schema,
+        payload,
+    })
+}
+
+/// Lays out a decoder fuzz input (the inverse of [`split_decoder_input`]);
+/// `None` when the name or schema is too long for its length field.
+pub fn join_decoder_input(type_name: &str, schema: &[u8], payload: &[u8]) -> Option<Vec<u8>> {
+    let name_len = u8::try_from(type_name.len()).ok()?;
+    let schema_len = u16::try_from(schema.len()).ok()?;
+    let mut out = Vec::with_capacity(3 + type_name.len() + schema.len() + payload.len());
+    out.push(name_len);
+    out.extend_from_slice(type_name.as_bytes());
+    out.extend_from_slice(&schema_len.to_le_bytes());
+    out.extend_from_slice(schema);
+    out.extend_from_slice(payload);
+    Some(out)
+}
+
+/// Compiles a decoder for `message_encoding` / `schema_encoding` from the
+/// schema in `data` and decodes its payload (whole, then cut in half, so the
+/// roll-back of a failed row is exercised), then validates the arrays.
+///
+/// A JSON input without schema is typed by `json::infer` from the payload.
+pub fn exercise_decoder(message_encoding: &str, schema_encoding: &str, data: &[u8]) {
+    let Some(input) = split_decoder_input(data) else {
+        return;
+    };
+    let channel = Channel {
+        id: 1,
+        topic: "/fuzz".into(),
+        message_type: Some(input.type_name.to_string()),
+        message_encoding: message_encoding.into(),
+        schema_encoding: Some(schema_encoding.into()),
+        schema: Some(Arc::from(input.schema)),
+        metadata: BTreeMap::new(),
+    };
+    let decoder = if message_encoding == "json" && input.schema.is_empty() {
+        decode::json::infer(&mut std::iter::once(input.payload))
+    } else {
+        decode::decoder_for(&channel)
+    };
+    let Ok(decoder) = decoder else {
+        return;
+    };
+    let Ok(mut builder) = ColumnBuilder::new(decoder.data_type()) else {
+        return;
+    };
+    let mut rows = 0;
+    let half = &input.payload[..input.payload.len() / 2];
+    for payload in [input.payload, half, input.payload] {
+        if append_message(decoder.as_ref(), payload, &mut builder).is_ok() {
+            rows += 1;
+        }
+        assert_eq!(
+            builder.len(),
+            rows,
+            "{}: rows after append",
+            decoder.describe()
+        );
+    }
+    check_finish(decoder.as_ref(), &mut builder, rows);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoder_input_round_trips() {
+        let data = join_decoder_input("pkg/T", b"int32 x\n", &[1, 2, 3, 4]).unwrap();
+        let input = split_decoder_input(&data).unwrap();
+        assert_eq!(input.type_name, "pkg/T");
+        assert_eq!(input.schema, b"int32 x\n");
+        assert_eq!(input.payload, &[1, 2, 3, 4]);
+    }
+}
