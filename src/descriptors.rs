@@ -36,11 +36,14 @@ pub fn load(paths: &str) -> Result<Arc<DescriptorPool>> {
             ))
         })?;
         let known: BTreeSet<String> = pool.files().map(|f| f.name().to_string()).collect();
-        let new_files: Vec<_> = set
+        let mut new_files: Vec<_> = set
             .file
             .into_iter()
             .filter(|f| !known.contains(f.name()))
             .collect();
+        // prost-reflect panics on syntaxes it does not know (editions).
+        crate::decode::protobuf::check_syntax(&mut new_files)
+            .map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
         pool.add_file_descriptor_protos(new_files)
             .map_err(|e| Error::Invalid(format!("{path}: descriptor set does not resolve: {e}")))?;
     }
@@ -118,6 +121,18 @@ mod tests {
             syntax: Some("proto3".into()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn unknown_syntaxes_are_errors_not_panics() {
+        let mut f = file("e.proto", "p", "E", &[]);
+        f.syntax = Some("editions".into());
+        let set = FileDescriptorSet { file: vec![f] };
+        let path = std::env::temp_dir().join(format!("logsql-fds-ed-{}", std::process::id()));
+        std::fs::write(&path, set.encode_to_vec()).unwrap();
+        let e = load(path.to_str().unwrap()).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(e.contains("\"e.proto\" has syntax \"editions\""), "{e}");
     }
 
     #[test]
