@@ -191,21 +191,17 @@ async fn plan(
     };
     let resolved = resolve(state, path).await?;
     let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();
-    let mut by_schema: HashMap<String, Arc<dyn MessageDecoder>> = HashMap::new();
+    let mut by_schema: HashMap<SchemaKey, Arc<dyn MessageDecoder>> = HashMap::new();
     let mut variants: Vec<Variant> = Vec::new();
     let mut files = Vec::new();
     let mut topics_seen: HashSet<String> = HashSet::new();
     for entry in resolved.log_files() {
         let (loc, format) = entry;
         let cached = loc.summary(format.clone()).await.map_err(df_err)?;
-        let channels: Vec<Channel> = cached
-            .summary
-            .channels
-            .values()
-            .filter(|c| {
-                topics_seen.insert(c.topic.clone());
-                c.topic == topic
-            })
+        let all = cached.summary.channels.values();
+        topics_seen.extend(all.clone().map(|c| c.topic.clone()));
+        let channels: Vec<Channel> = all
+            .filter(|c| c.topic == topic)
             .map(|c| with_pool_schema(c, pool.as_deref()))
             .collect();
         if channels.is_empty() {
@@ -275,16 +271,15 @@ async fn plan(
 }
 
 /// What makes two channels decode alike: encodings, type and schema bytes.
-fn schema_key(ch: &Channel) -> String {
-    let mut h = crc32fast::Hasher::new();
-    h.update(ch.schema.as_deref().unwrap_or(&[]));
-    format!(
-        "{}|{}|{}|{}|{:08x}",
-        ch.message_encoding,
-        ch.schema_encoding.as_deref().unwrap_or(""),
-        ch.message_type.as_deref().unwrap_or(""),
-        ch.schema.as_deref().map_or(0, <[u8]>::len),
-        h.finalize()
+type SchemaKey = (String, Option<String>, Option<String>, Option<Arc<[u8]>>);
+
+/// The [`SchemaKey`] of `ch`.
+fn schema_key(ch: &Channel) -> SchemaKey {
+    (
+        ch.message_encoding.clone(),
+        ch.schema_encoding.clone(),
+        ch.message_type.clone(),
+        ch.schema.clone(),
     )
 }
 
