@@ -179,12 +179,7 @@ impl FileFormat for LogFileFormat {
         state: &dyn Session,
         mut conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let options = state
-            .config_options()
-            .extensions
-            .get::<LogsqlOptions>()
-            .cloned()
-            .unwrap_or_default();
+        let options = LogsqlOptions::from_config(state.config_options());
         options.on_error()?;
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(source.with_options(options));

@@ -47,6 +47,23 @@ pub enum OnError {
 }
 
 impl LogsqlOptions {
+    /// The session's logsql options (the defaults when none are registered).
+    pub fn from_config(config: &datafusion::common::config::ConfigOptions) -> Self {
+        config.extensions.get::<Self>().cloned().unwrap_or_default()
+    }
+
+    /// The pool of the `descriptor_set` files, or `None` when none are set.
+    pub fn descriptor_pool(
+        &self,
+    ) -> datafusion::error::Result<Option<std::sync::Arc<prost_reflect::DescriptorPool>>> {
+        if self.descriptor_set.trim().is_empty() {
+            return Ok(None);
+        }
+        crate::descriptors::load(&self.descriptor_set)
+            .map(Some)
+            .map_err(super::scan::df_err)
+    }
+
     /// Whether `read_topic` turns undecodable messages into null rows.
     pub fn null_on_decode_error(&self) -> datafusion::error::Result<bool> {
         match self.decode_errors.to_ascii_lowercase().as_str() {

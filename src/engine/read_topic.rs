@@ -25,7 +25,7 @@ use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::scan::df_err;
 use super::schema::{col, timestamp_type};
-use super::typed_tables::literal_text;
+use super::typed_tables::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
 use crate::decode::{MessageDecoder, merge};
 use crate::formats::LogFormat;
@@ -136,32 +136,11 @@ impl TableFunctionImpl for ReadTopicFunction {
                 ));
             }
         };
-        let state = args
-            .session()
-            .as_any()
-            .downcast_ref::<SessionState>()
-            .ok_or_else(|| {
-                DataFusionError::Internal("logsql table functions need a SessionState".into())
-            })?
-            .clone();
-        // Planning is synchronous here, but listing files and reading summaries
-        // are async: run them on a scoped thread with a runtime of its own.
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .enable_all()
-                    .build()
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                rt.block_on(plan(&state, &path, &topic, flatten))
-            })
-            .join()
-            .unwrap_or_else(|_| {
-                Err(DataFusionError::Internal(format!(
-                    "read_topic('{path}', '{topic}'): planning thread panicked"
-                )))
-            })
-        })
+        plan_on_thread(
+            &args,
+            &format!("read_topic('{path}', '{topic}')"),
+            |state| async move { plan(&state, &path, &topic, flatten).await },
+        )
     }
 }
 
@@ -177,18 +156,9 @@ async fn plan(
     topic: &str,
     flatten: bool,
 ) -> Result<Arc<dyn TableProvider>> {
-    let options = state
-        .config_options()
-        .extensions
-        .get::<LogsqlOptions>()
-        .cloned()
-        .unwrap_or_default();
+    let options = LogsqlOptions::from_config(state.config_options());
     let null_on_error = options.null_on_decode_error()?;
-    let pool = if options.descriptor_set.trim().is_empty() {
-        None
-    } else {
-        Some(crate::descriptors::load(&options.descriptor_set).map_err(df_err)?)
-    };
+    let pool = options.descriptor_pool()?;
     let resolved = resolve(state, path).await?;
     let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();
     let mut by_schema: HashMap<SchemaKey, Arc<dyn MessageDecoder>> = HashMap::new();

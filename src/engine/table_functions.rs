@@ -200,18 +200,9 @@ impl TableProvider for SummaryTable {
             .ok_or_else(|| {
                 DataFusionError::Internal("logsql table functions need a SessionState".into())
             })?;
-        let options = state
-            .config_options()
-            .extensions
-            .get::<LogsqlOptions>()
-            .cloned()
-            .unwrap_or_default();
+        let options = LogsqlOptions::from_config(state.config_options());
         let on_error = options.on_error()?;
-        let pool = if options.descriptor_set.trim().is_empty() {
-            None
-        } else {
-            Some(crate::descriptors::load(&options.descriptor_set).map_err(df_err)?)
-        };
+        let pool = options.descriptor_pool()?;
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {

@@ -89,33 +89,50 @@ impl TableFunctionImpl for TypedTableFunction {
                 )));
             }
         };
-        let state = args
-            .session()
-            .as_any()
-            .downcast_ref::<SessionState>()
-            .ok_or_else(|| {
-                DataFusionError::Internal("logsql table functions need a SessionState".into())
-            })?
-            .clone();
         let name = self.name;
-        // Planning is synchronous here, but listing files and reading a summary are
-        // async: run them on a scoped thread with a runtime of its own.
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                rt.block_on(plan_table(&state, name, &path, arg))
-            })
-            .join()
-            .unwrap_or_else(|_| {
-                Err(DataFusionError::Internal(format!(
-                    "{name}('{path}'): planning thread panicked"
-                )))
-            })
+        plan_on_thread(&args, &format!("{name}('{path}')"), |state| async move {
+            plan_table(&state, name, &path, arg).await
         })
     }
+}
+
+/// Plans a table function's table with `plan`, given the session state.
+///
+/// `call_with_args` is synchronous, but listing files and reading summaries
+/// are async: `plan` runs on a scoped thread with a runtime of its own.
+/// `what` names the call in the error of a planning thread that panicked.
+pub(crate) fn plan_on_thread<F, Fut>(
+    args: &TableFunctionArgs,
+    what: &str,
+    plan: F,
+) -> Result<Arc<dyn TableProvider>>
+where
+    F: FnOnce(SessionState) -> Fut + Send,
+    Fut: std::future::Future<Output = Result<Arc<dyn TableProvider>>>,
+{
+    let state = args
+        .session()
+        .as_any()
+        .downcast_ref::<SessionState>()
+        .ok_or_else(|| {
+            DataFusionError::Internal("logsql table functions need a SessionState".into())
+        })?
+        .clone();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            rt.block_on(plan(state))
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(DataFusionError::Internal(format!(
+                "{what}: planning thread panicked"
+            )))
+        })
+    })
 }
 
 /// Lists `path`, picks the files whose format derives `name`, and builds the table.
