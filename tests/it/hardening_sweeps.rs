@@ -38,10 +38,19 @@
 //! The default tests use a reduced deterministic plan (every offset of the tiny
 //! files, chunk-boundary cuts plus evenly spaced cuts of the others, a few
 //! seeded mutations per file). The `#[ignore]`d `full_*` tests run the issue's
-//! plan (every offset below 1 MB, 2,000 evenly spaced cuts above): run them
+//! plan (every offset below 1 MB, 2,000 evenly spaced cuts above; at every cut
+//! the messages, all and header-only, are read and checked; the typed tables
+//! and `verify` at every 16th cut and next to every chunk boundary): run them
 //! with `cargo test --release --no-default-features --test it hardening_sweeps
 //! -- --ignored --nocapture`. `LOGSQL_SWEEP_SECONDS` bounds a full run's time
-//! (files are swept smallest first; the files left out are printed).
+//! (files are swept smallest first; the files left out are printed);
+//! `LOGSQL_SWEEP_MIN_BYTES` resumes with the files of at least that size, and
+//! `LOGSQL_SWEEP_ONLY` keeps the files whose name contains its text,
+//! `LOGSQL_SWEEP_SKIP` drops those whose name contains one of its
+//! comma-separated texts; `LOGSQL_SWEEP_EVERY_BELOW` moves the every-offset
+//! limit (default 1 MiB; 0 gives every file the spaced cuts, a quick estimate
+//! of the cost) and `LOGSQL_SWEEP_SPACED` sets the number of spaced cuts
+//! (default 2,000).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -119,9 +128,22 @@ fn fixtures() -> Option<Vec<Fixture>> {
         }
     }
     out.sort_by(|a, b| (a.bytes.len(), &a.name).cmp(&(b.bytes.len(), &b.name)));
-    // `LOGSQL_SWEEP_ONLY=<text>`: only the files whose name contains it.
-    if let Ok(only) = std::env::var("LOGSQL_SWEEP_ONLY") {
-        out.retain(|f| f.name.contains(&only));
+    // `LOGSQL_SWEEP_ONLY=<text>`: only the files whose name contains it;
+    // `LOGSQL_SWEEP_MIN_BYTES=<n>`: only the files of at least n bytes (to
+    // resume a full sweep where a time budget stopped it).
+    // `LOGSQL_SWEEP_SKIP=<text>[,<text>...]`: not the files whose name
+    // contains one of them.
+    let only = std::env::var("LOGSQL_SWEEP_ONLY").ok();
+    let skip = std::env::var("LOGSQL_SWEEP_SKIP").ok();
+    let min_bytes = env_usize("LOGSQL_SWEEP_MIN_BYTES");
+    if only.is_some() || skip.is_some() || min_bytes.is_some() {
+        out.retain(|f| {
+            f.bytes.len() >= min_bytes.unwrap_or(0)
+                && only.as_ref().is_none_or(|o| f.name.contains(o.as_str()))
+                && skip
+                    .as_ref()
+                    .is_none_or(|s| !s.split(',').any(|s| f.name.contains(s)))
+        });
         return Some(out);
     }
     assert!(
@@ -200,7 +222,7 @@ impl Read {
 }
 
 /// Reads everything `format` offers from `file`.
-fn read(format: &dyn LogFormat, file: &dyn ReadAt) -> Read {
+fn read(format: &dyn LogFormat, file: &dyn ReadAt, tables: bool) -> Read {
     let mut out = Read::default();
     let summary = match format.summary(file) {
         Ok(s) => s,
@@ -258,8 +280,10 @@ fn read(format: &dyn LogFormat, file: &dyn ReadAt) -> Read {
         }
         out.header_only += n;
     }
-    read_tables(format, file, &summary, &mut out);
-    out.verify = format.verify(file, &summary);
+    if tables {
+        read_tables(format, file, &summary, &mut out);
+        out.verify = format.verify(file, &summary);
+    }
     out
 }
 
@@ -462,9 +486,15 @@ fn run_parallel<T: Send>(
     )
 }
 
-/// Reads `file` catching panics, re-raised with `what`.
-fn read_guarded(format: &dyn LogFormat, file: &dyn ReadAt, what: &dyn Fn() -> String) -> Read {
-    match catch_unwind(AssertUnwindSafe(|| read(format, file))) {
+/// Reads `file` catching panics, re-raised with `what`; the typed tables and
+/// `verify` only when `tables`.
+fn read_guarded(
+    format: &dyn LogFormat,
+    file: &dyn ReadAt,
+    tables: bool,
+    what: &dyn Fn() -> String,
+) -> Read {
+    match catch_unwind(AssertUnwindSafe(|| read(format, file, tables))) {
         Ok(r) => r,
         Err(p) => {
             let msg = p
@@ -482,7 +512,7 @@ fn read_guarded(format: &dyn LogFormat, file: &dyn ReadAt, what: &dyn Fn() -> St
 /// like any other error.
 fn reference(fx: &Fixture) -> Read {
     let file = BytesReader::new(fx.name.clone(), Arc::clone(&fx.bytes));
-    let r = read_guarded(fx.format.as_ref(), &file, &|| fx.name.clone());
+    let r = read_guarded(fx.format.as_ref(), &file, true, &|| fx.name.clone());
     for e in r.errors() {
         check_error(e, &fx.name, fx.bytes.len() as u64, &fx.name);
     }
@@ -504,6 +534,18 @@ enum CutPlan {
         min: usize,
         boundaries: usize,
     },
+}
+
+impl CutPlan {
+    /// Every how many cuts the typed tables and `verify` are read as well (a
+    /// format's dozen table passes cost more than its messages; the full
+    /// plan's every-offset part would take days with them at every cut).
+    fn table_stride(self) -> usize {
+        match self {
+            CutPlan::Full { .. } => 16,
+            CutPlan::Reduced { .. } => 1,
+        }
+    }
 }
 
 fn cuts(plan: CutPlan, size: usize, reference: &Read) -> Vec<usize> {
@@ -554,6 +596,8 @@ fn cuts(plan: CutPlan, size: usize, reference: &Read) -> Vec<usize> {
 struct CutStats {
     cuts: u64,
     bytes_read: u64,
+    /// Cuts at which the typed tables and `verify` were read too.
+    table_cuts: u64,
     /// Cuts that returned at least one message.
     with_messages: u64,
     /// Cuts whose read reported an error (summary error, damage or chunk error).
@@ -565,7 +609,18 @@ fn truncation_sweep(fx: &Fixture, plan: CutPlan, w: usize, dog: &Watchdog) -> Cu
     let size = fx.bytes.len();
     let mut stats = CutStats::default();
     let mut previous = (0, 0);
-    for cut in cuts(plan, size, &full) {
+    // Typed tables and `verify` at every `stride`-th cut and around every
+    // chunk boundary; the messages (all, and header-only) at every cut.
+    let stride = plan.table_stride();
+    let near_boundary = |cut: usize| {
+        full.chunks.iter().any(|&(offset, length)| {
+            let (start, end) = (offset as usize, (offset + length) as usize);
+            cut.abs_diff(start) <= 1 || cut.abs_diff(end) <= 1
+        })
+    };
+    for (i, cut) in cuts(plan, size, &full).into_iter().enumerate() {
+        let tables = i % stride == 0 || near_boundary(cut);
+        stats.table_cuts += u64::from(tables);
         let file = Prefix {
             name: fx.name.clone(),
             bytes: Arc::clone(&fx.bytes),
@@ -573,7 +628,7 @@ fn truncation_sweep(fx: &Fixture, plan: CutPlan, w: usize, dog: &Watchdog) -> Cu
         };
         let what = || format!("{} cut at {cut} of {size}", fx.name);
         dog.begin(w, what);
-        let got = read_guarded(fx.format.as_ref(), &file, &what);
+        let got = read_guarded(fx.format.as_ref(), &file, tables, &what);
         dog.end(w);
         stats.cuts += 1;
         stats.bytes_read += cut as u64;
@@ -649,9 +704,10 @@ fn truncation(plan: CutPlan, deadline: Option<Instant>) {
     });
     let sum = |f: fn(&CutStats) -> u64| stats.iter().map(f).sum::<u64>();
     eprintln!(
-        "truncation sweep: {} files, {} cuts ({} with messages, {} with errors), {:.1} MB read, {:.1} s",
+        "truncation sweep: {} files, {} cuts ({} with typed tables, {} with messages, {} with errors), {:.1} MB read, {:.1} s",
         stats.len(),
         sum(|s| s.cuts),
+        sum(|s| s.table_cuts),
         sum(|s| s.with_messages),
         sum(|s| s.with_errors),
         sum(|s| s.bytes_read) as f64 / 1e6,
@@ -685,11 +741,20 @@ fn truncated_fixtures_keep_a_readable_prefix() {
 fn full_truncation_sweep() {
     truncation(
         CutPlan::Full {
-            every_below: 1 << 20,
-            spaced: 2000,
+            every_below: env_usize("LOGSQL_SWEEP_EVERY_BELOW").unwrap_or(1 << 20),
+            spaced: env_usize("LOGSQL_SWEEP_SPACED").unwrap_or(2000),
         },
         deadline(),
     );
+}
+
+/// A whole number from the environment variable `name`, if set.
+fn env_usize(name: &str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
+    Some(
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+    )
 }
 
 /// `LOGSQL_SWEEP_SECONDS`: a time budget for the full sweeps.
@@ -848,7 +913,7 @@ fn corruption_sweep(
         let file = BytesReader::new(fx.name.clone(), m.bytes);
         let what = || format!("{} with {}", fx.name, m.what);
         dog.begin(w, what);
-        let got = read_guarded(fx.format.as_ref(), &file, &what);
+        let got = read_guarded(fx.format.as_ref(), &file, true, &what);
         dog.end(w);
         stats.mutants += 1;
         if m.what.starts_with("bytes") {
