@@ -1103,6 +1103,79 @@ fn crafted_message_decodes_like_prost_reflect() {
     assert_eq!(empty["when"], Value::Null);
 }
 
+/// A message flagged `map_entry` but not shaped like a map entry (exactly a
+/// non-message key 1 and a value 2, both singular) decodes as an ordinary
+/// message. Found by fuzzing: a descriptor set flagging its root message made
+/// that message's field 1 (a sub-message) the non-nullable `keys` column, and
+/// an absent sub-message put a null there, so `finish` failed.
+#[test]
+fn map_entry_flag_on_a_message_not_shaped_like_one() {
+    let flagged = Some(MessageOptions {
+        map_entry: Some(true),
+        ..Default::default()
+    });
+    let root = DescriptorProto {
+        name: Some("Root".into()),
+        field: vec![
+            opt("stamp", 1, Type::Message, ".google.protobuf.Timestamp"),
+            opt("n", 2, Type::Int32, ""),
+            opt("s", 3, Type::String, ""),
+        ],
+        options: flagged.clone(),
+        ..Default::default()
+    };
+    let bad_entry = DescriptorProto {
+        name: Some("BadEntry".into()),
+        field: vec![
+            opt("key", 1, Type::Message, ".google.protobuf.Timestamp"),
+            opt("value", 2, Type::Int32, ""),
+        ],
+        options: flagged,
+        ..Default::default()
+    };
+    let holder = DescriptorProto {
+        name: Some("Holder".into()),
+        field: vec![rep("entries", 1, Type::Message, ".mapflag.Holder.BadEntry")],
+        nested_type: vec![bad_entry],
+        ..Default::default()
+    };
+    let file = FileDescriptorProto {
+        name: Some("mapflag.proto".into()),
+        package: Some("mapflag".into()),
+        dependency: vec!["google/protobuf/timestamp.proto".into()],
+        message_type: vec![root, holder],
+        syntax: Some("proto3".into()),
+        ..Default::default()
+    };
+    let mut pool = DescriptorPool::global();
+    pool.add_file_descriptor_proto(file).unwrap();
+
+    let root = ProtobufDecoder::new(&message(&pool, "mapflag.Root")).unwrap();
+    let DataType::Struct(fields) = root.data_type() else {
+        panic!("{}", root.data_type())
+    };
+    let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["stamp", "n", "s"]);
+    let row = decode_one(&root, &[]).unwrap();
+    assert_eq!(row["stamp"], Value::Null);
+    assert_eq!(row["n"], json!(0));
+
+    // A repeated field of a flagged entry whose key is a message: a list of
+    // structs, not a map (an Arrow map key can never be null).
+    let holder = ProtobufDecoder::new(&message(&pool, "mapflag.Holder")).unwrap();
+    let DataType::Struct(fields) = holder.data_type() else {
+        panic!("{}", holder.data_type())
+    };
+    assert!(
+        matches!(fields[0].data_type(), DataType::List(_)),
+        "{}",
+        fields[0].data_type()
+    );
+    // entries { value: 5 } with no key.
+    let row = decode_one(&holder, &[0x0a, 0x02, 0x10, 0x05]).unwrap();
+    assert_eq!(row["entries"], json!([{"key": null, "value": 5}]));
+}
+
 #[test]
 fn recursion_is_cut_into_bytes() {
     let pool = crafted_pool();

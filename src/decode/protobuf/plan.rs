@@ -313,7 +313,7 @@ impl Compiler {
                 self.stack.first().map_or("", String::as_str)
             )));
         }
-        let map_entry = desc.is_map_entry();
+        let map_entry = is_map_entry(desc);
         let mut plans = Vec::with_capacity(descriptors.len());
         let mut arrow = Vec::with_capacity(descriptors.len());
         for f in &descriptors {
@@ -404,7 +404,8 @@ impl Compiler {
             PbKind::Message(m) => self.message_kind(&m)?,
         };
         let data_type = match (&kind, repeated) {
-            (Kind::Message(_), true) if f.is_map() => {
+            (Kind::Message(_), true) if matches!(f.kind(), PbKind::Message(m) if is_map_entry(&m)) =>
+            {
                 let DataType::Struct(fields) = &data_type else {
                     return Err(DecodeError::new("map entry is not a struct"));
                 };
@@ -457,4 +458,27 @@ impl Compiler {
             .or_insert_with(|| Arc::new(EnumPlan::new(e)))
             .clone()
     }
+}
+
+/// Whether `desc` decodes as a map entry (its repeated fields as an Arrow
+/// `Map`): flagged `map_entry` *and* shaped like one, exactly a singular key
+/// (field 1) that is not a message and a singular value (field 2). A
+/// descriptor set can flag any message (prost-reflect does not check the
+/// shape; found by fuzzing: a root message flagged `map_entry` whose field 1
+/// was a message gave a null in the non-nullable `keys` column). A message
+/// flagged but not so shaped decodes as an ordinary message.
+fn is_map_entry(desc: &MessageDescriptor) -> bool {
+    if !desc.is_map_entry() {
+        return false;
+    }
+    let mut fields = desc.fields();
+    let (Some(key), Some(value), None) = (fields.next(), fields.next(), fields.next()) else {
+        return false;
+    };
+    let singular = |f: &FieldDescriptor| f.cardinality() != Cardinality::Repeated;
+    key.number() == 1
+        && value.number() == 2
+        && singular(&key)
+        && singular(&value)
+        && !matches!(key.kind(), PbKind::Message(_))
 }
