@@ -628,14 +628,15 @@ fn truncation_sweep(fx: &Fixture, plan: CutPlan, w: usize, dog: &Watchdog) -> Cu
     // Typed tables and `verify` at every `stride`-th cut and around every
     // chunk boundary; the messages (all, and header-only) at every cut.
     let stride = plan.table_stride();
-    let near_boundary = |cut: usize| {
-        full.chunks.iter().any(|&(offset, length)| {
-            let (start, end) = (offset as usize, (offset + length) as usize);
-            cut.abs_diff(start) <= 1 || cut.abs_diff(end) <= 1
-        })
-    };
+    // The cuts within one byte of a chunk's start or end, computed once.
+    let near_boundary: std::collections::HashSet<usize> = full
+        .chunks
+        .iter()
+        .flat_map(|&(offset, length)| [offset as usize, (offset + length) as usize])
+        .flat_map(|b| [b.saturating_sub(1), b, b + 1])
+        .collect();
     for (i, cut) in cuts(plan, size, &full).into_iter().enumerate() {
-        let tables = i % stride == 0 || near_boundary(cut);
+        let tables = i % stride == 0 || near_boundary.contains(&cut);
         stats.table_cuts += u64::from(tables);
         let file = Prefix {
             name: fx.name.clone(),
