@@ -46,6 +46,19 @@ pub fn decompress(
     expected: u64,
     dst: &mut Vec<u8>,
 ) -> Result<(), String> {
+    #[cfg(logsql_sweep_memo)]
+    return sweep_memo::decompress(codec, src, expected, dst);
+    #[cfg(not(logsql_sweep_memo))]
+    decompress_uncached(codec, src, expected, dst)
+}
+
+/// [`decompress`] itself, without the sweep memo.
+fn decompress_uncached(
+    codec: Codec,
+    src: &[u8],
+    expected: u64,
+    dst: &mut Vec<u8>,
+) -> Result<(), String> {
     dst.clear();
     if expected > MAX_CHUNK_SIZE {
         return Err(format!(
@@ -79,6 +92,72 @@ pub fn decompress(
         ));
     }
     Ok(())
+}
+
+/// A memo of successful decompressions, compiled only with
+/// `RUSTFLAGS="--cfg logsql_sweep_memo"` for the every-offset truncation sweep
+/// (`tests/it/hardening_sweeps.rs`): a file cut at every offset decompresses
+/// the same complete chunks again at every cut, which makes bzip2 bags cost
+/// hours. Decompression is a pure function of `(codec, src, expected)`, so the
+/// memo returns exactly what decompressing again would; the key compares the
+/// whole input, not only its hash. Failures are not memoized.
+#[cfg(logsql_sweep_memo)]
+mod sweep_memo {
+    use super::{Codec, decompress_uncached};
+    use std::collections::HashMap;
+    use std::hash::{Hash, Hasher};
+    use std::sync::{Mutex, OnceLock};
+
+    /// Inputs and outputs, by a hash of the input; cleared beyond this many bytes.
+    const LIMIT: usize = 1 << 30;
+
+    type Entry = (Codec, u64, Vec<u8>, Vec<u8>);
+
+    #[derive(Default)]
+    struct Memo {
+        entries: HashMap<u64, Vec<Entry>>,
+        bytes: usize,
+    }
+
+    fn memo() -> &'static Mutex<Memo> {
+        static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
+        MEMO.get_or_init(Default::default)
+    }
+
+    pub(super) fn decompress(
+        codec: Codec,
+        src: &[u8],
+        expected: u64,
+        dst: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        src.hash(&mut h);
+        expected.hash(&mut h);
+        let key = h.finish();
+        if let Ok(m) = memo().lock() {
+            let hit = m.entries.get(&key).and_then(|v| {
+                v.iter()
+                    .find(|(c, e, i, _)| *c == codec && *e == expected && i[..] == *src)
+            });
+            if let Some((_, _, _, out)) = hit {
+                dst.clear();
+                dst.extend_from_slice(out);
+                return Ok(());
+            }
+        }
+        decompress_uncached(codec, src, expected, dst)?;
+        if let Ok(mut m) = memo().lock() {
+            if m.bytes + src.len() + dst.len() > LIMIT {
+                *m = Memo::default();
+            }
+            m.bytes += src.len() + dst.len();
+            m.entries
+                .entry(key)
+                .or_default()
+                .push((codec, expected, src.to_vec(), dst.clone()));
+        }
+        Ok(())
+    }
 }
 
 thread_local! {
