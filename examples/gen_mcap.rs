@@ -2,10 +2,11 @@
 //!
 //! ```text
 //! cargo run --release --example gen_mcap -- OUT.mcap [--seconds N] [--compression zstd|lz4|none]
-//!     [--chunk-size BYTES] [--image-bytes BYTES] [--seed N]
+//!     [--chunk-size BYTES] [--image-bytes BYTES] [--seed N] [--start NANOS]
 //! ```
 //!
-//! Defaults: 376 s (about 200 MB), zstd, 1 MiB chunks, 50 kB camera images, seed 42.
+//! Defaults: 376 s (about 200 MB), zstd, 1 MiB chunks, 50 kB camera images, seed 42,
+//! first message at 2023-11-14T22:13:20Z (`--start 1700000000000000000`, the earliest allowed).
 //! Topics: `/imu` 200 Hz, `/camera/compressed` 10 Hz, `/tf` 50 Hz (ros1), `/diagnostics`
 //! 1 Hz (json); see `benches/support/gen.rs`.
 //!
@@ -34,7 +35,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: gen_mcap OUT.mcap [--seconds N] [--compression zstd|lz4|none] \
-[--chunk-size BYTES] [--image-bytes BYTES] [--seed N]";
+[--chunk-size BYTES] [--image-bytes BYTES] [--seed N] [--start NANOS]";
 
 fn parse_args() -> Result<(PathBuf, gen_support::Options), String> {
     let mut opts = gen_support::Options::default();
@@ -55,6 +56,7 @@ fn parse_args() -> Result<(PathBuf, gen_support::Options), String> {
                 opts.image_bytes = num("--image-bytes", value("--image-bytes")?)? as usize
             }
             "--seed" => opts.seed = num("--seed", value("--seed")?)?,
+            "--start" => opts.start = num("--start", value("--start")?)?,
             "-h" | "--help" => return Err(USAGE.to_string()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}\n{USAGE}")),
             s if out.is_none() => out = Some(PathBuf::from(s)),
@@ -62,6 +64,12 @@ fn parse_args() -> Result<(PathBuf, gen_support::Options), String> {
         }
     }
     let out = out.ok_or_else(|| USAGE.to_string())?;
+    if opts.start < gen_support::START_NS {
+        return Err(format!(
+            "--start must be at least {}",
+            gen_support::START_NS
+        ));
+    }
     Ok((out, opts))
 }
 

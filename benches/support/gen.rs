@@ -67,6 +67,8 @@ pub struct Options {
     pub image_bytes: usize,
     /// PRNG seed.
     pub seed: u64,
+    /// `log_time` of the first message (nanoseconds; at least [`START_NS`]).
+    pub start: u64,
 }
 
 impl Default for Options {
@@ -77,6 +79,7 @@ impl Default for Options {
             chunk_size: 1024 * 1024,
             image_bytes: 50_000,
             seed: 42,
+            start: START_NS,
         }
     }
 }
@@ -529,8 +532,8 @@ distortion_model: plumb_bob\n\
 distortion_coefficients: [0.0, 0.0, 0.0, 0.0, 0.0]\n\
 imu_to_base: [0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 1.0]\n";
     w.attach(&mcap::Attachment {
-        log_time: START_NS,
-        create_time: START_NS,
+        log_time: opts.start,
+        create_time: opts.start,
         name: "calibration.yaml".into(),
         media_type: "application/yaml".into(),
         data: std::borrow::Cow::Borrowed(calibration),
@@ -553,7 +556,7 @@ imu_to_base: [0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 1.0]\n";
     // topic when its period comes round, in (offset) time order within a tick.
     let ticks = count(opts.seconds, IMU.1);
     for tick in 0..ticks {
-        let base = START_NS + tick * IMU.1;
+        let base = opts.start + tick * IMU.1;
         let elapsed = tick * IMU.1;
         for (slot, (_, period, offset)) in [IMU, CAMERA, TF, DIAGNOSTICS].into_iter().enumerate() {
             if !elapsed.is_multiple_of(period) {

@@ -4,7 +4,7 @@
 //! globs, object stores, `CREATE EXTERNAL TABLE ... STORED AS <FORMAT>`, parallel
 //! file groups and statistics-based answers (`count(*)`, `min(log_time)`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -18,6 +18,7 @@ use datafusion::datasource::physical_plan::{FileScanConfig, FileSource};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectMeta, ObjectStore};
 use datafusion::physical_plan::ExecutionPlan;
 
@@ -43,6 +44,9 @@ pub struct LogFileFormat {
     table: Option<Arc<TableSpec>>,
     /// The decoded topic read instead of `messages` (`read_topic`), if any.
     decoded: Option<Arc<DecodedSpec>>,
+    /// Files of the listed path that the table leaves out (not log files, or
+    /// without the topic a `read_topic` table reads).
+    skip: Arc<HashSet<ObjectPath>>,
 }
 
 impl LogFileFormat {
@@ -52,6 +56,15 @@ impl LogFileFormat {
             format,
             table: None,
             decoded: None,
+            skip: Default::default(),
+        }
+    }
+
+    /// The same format leaving the files `skip` out of every scan.
+    pub fn with_skip(self, skip: HashSet<ObjectPath>) -> Self {
+        Self {
+            skip: Arc::new(skip),
+            ..self
         }
     }
 
@@ -61,6 +74,7 @@ impl LogFileFormat {
             format: Some(format),
             table: Some(table),
             decoded: None,
+            skip: Default::default(),
         }
     }
 
@@ -71,6 +85,7 @@ impl LogFileFormat {
             format,
             table: None,
             decoded: Some(spec),
+            skip: Default::default(),
         }
     }
 
@@ -166,6 +181,11 @@ impl FileFormat for LogFileFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
+        if self.skip.contains(&object.location) {
+            let mut stats = Statistics::new_unknown(&table_schema);
+            stats.num_rows = Precision::Exact(0);
+            return Ok(stats);
+        }
         if self.table.is_some() || self.decoded.is_some() {
             return Ok(Statistics::new_unknown(&table_schema));
         }
@@ -191,7 +211,8 @@ impl FileFormat for LogFileFormat {
         Arc::new(
             LogSource::new(self.format.clone(), table_schema)
                 .with_table(self.table.clone())
-                .with_decoded(self.decoded.clone()),
+                .with_decoded(self.decoded.clone())
+                .with_skip(Arc::clone(&self.skip)),
         )
     }
 }

@@ -9,7 +9,8 @@
 //!   (`positions('town.log')`, `pod('spot.bddf', 'imu')`);
 //! - [`read_topic`], [`decoded_batch`]: `read_topic('run.mcap', '/imu')`, one
 //!   topic's payloads decoded into typed columns ([`crate::decode`]);
-//! - [`functions`]: scalar functions (`length` over binary payloads).
+//! - [`functions`]: scalar functions (`length` over binary payloads);
+//! - [`stores`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on first use.
 
 pub mod batch;
 pub mod decoded_batch;
@@ -22,6 +23,7 @@ pub mod read_topic;
 pub mod scan;
 pub mod schema;
 pub mod source;
+pub mod stores;
 pub mod summary_cache;
 pub mod table_batch;
 pub mod table_functions;
@@ -30,8 +32,12 @@ pub mod url_table;
 
 use std::sync::Arc;
 
+use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
+use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::provider::DefaultTableFactory;
 use datafusion::error::Result;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::CreateExternalTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use file_format::{LogFileFormat, LogFormatFactory};
@@ -60,7 +66,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
             state.register_file_format(Arc::new(factory), true)?;
             state
                 .table_factories_mut()
-                .insert(name, Arc::new(DefaultTableFactory::new()));
+                .insert(name, Arc::new(StoreAwareTableFactory::default()));
         }
         if state
             .config()
@@ -84,15 +90,45 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     Ok(())
 }
 
+/// DataFusion's listing-table factory, after registering the object store of
+/// every `LOCATION` (so `CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION
+/// 's3://bucket/logs/'` works on any context).
+#[derive(Debug, Default)]
+struct StoreAwareTableFactory(DefaultTableFactory);
+
+#[async_trait::async_trait]
+impl TableProviderFactory for StoreAwareTableFactory {
+    async fn create(
+        &self,
+        state: &dyn Session,
+        cmd: &CreateExternalTable,
+    ) -> Result<Arc<dyn TableProvider>> {
+        for location in &cmd.locations {
+            if let Ok(url) = ListingTableUrl::parse(location) {
+                stores::ensure(state.runtime_env(), url.object_store().as_ref())?;
+            }
+        }
+        self.0.create(state, cmd).await
+    }
+}
+
 /// A new `SessionContext` with logsql registered (see [`register`]).
 pub fn session_context() -> SessionContext {
     session_context_with_config(SessionConfig::new())
 }
 
-/// A new `SessionContext` from `config`, with logsql registered.
+/// A new `SessionContext` from `config`, with logsql registered. Its
+/// object-store registry builds stores for `s3://`, `gs://`, `az://` and
+/// `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
-    let ctx =
-        SessionContext::new_with_config(config.with_option_extension(LogsqlOptions::default()));
+    let runtime = RuntimeEnvBuilder::new()
+        .with_object_store_registry(Arc::new(stores::StoreRegistry::default()))
+        .build_arc()
+        .expect("a runtime with default settings builds");
+    let ctx = SessionContext::new_with_config_rt(
+        config.with_option_extension(LogsqlOptions::default()),
+        runtime,
+    );
     register(&ctx).expect("registering logsql on a fresh context cannot fail");
     ctx
 }

@@ -5,9 +5,11 @@
 //! (`file://`) bypass the object store and use positioned reads directly.
 
 use std::io;
-use std::sync::Arc;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::path::Path as ObjectPath;
@@ -16,13 +18,43 @@ use datafusion::object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use crate::error::{Error, Result};
 use crate::io::{FileReader, ReadAt};
 
+/// Small reads fetch at least this many bytes, kept for the reads that follow
+/// (record headers, index records, a footer and the summary before it).
+const READ_AHEAD: u64 = 4 << 10;
+
+/// How many read-ahead windows a reader keeps (the file's head and tail, say).
+const WINDOWS: usize = 2;
+
 /// A file in an object store, read with range requests.
+///
+/// A small read fetches a [`READ_AHEAD`] window (near the end of the object,
+/// the object's last bytes: a suffix request for the footer) and the last
+/// [`WINDOWS`] windows answer the reads that fall inside them; a large read
+/// (a summary section, a chunk) fetches only what a window does not already
+/// hold. So a scan requests the footer and the summary, then only the byte
+/// ranges of the chunks it reads, never the whole object.
 pub struct ObjectStoreReader {
     store: Arc<dyn ObjectStore>,
     location: ObjectPath,
     name: String,
     size: u64,
     handle: tokio::runtime::Handle,
+    /// The last windows fetched (offset, bytes), newest last.
+    windows: Mutex<Vec<(u64, Bytes)>>,
+}
+
+impl ObjectStoreReader {
+    fn get(&self, range: Range<u64>) -> io::Result<Bytes> {
+        let len = range.end - range.start;
+        let bytes = self
+            .handle
+            .block_on(self.store.get_range(&self.location, range))
+            .map_err(io::Error::other)?;
+        if bytes.len() as u64 != len {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(bytes)
+    }
 }
 
 impl ReadAt for ObjectStoreReader {
@@ -36,18 +68,41 @@ impl ReadAt for ObjectStoreReader {
         if buf.is_empty() {
             return Ok(());
         }
-        let end = offset + buf.len() as u64;
-        if end > self.size {
-            return Err(io::ErrorKind::UnexpectedEof.into());
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.size)
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        // The part of the read a window already holds (a prefix of it).
+        let mut done = 0usize;
+        if let Some((start, bytes)) = windows
+            .iter()
+            .rev()
+            .find(|(start, bytes)| (*start..*start + bytes.len() as u64).contains(&offset))
+        {
+            let from = (offset - start) as usize;
+            done = (bytes.len() - from).min(buf.len());
+            buf[..done].copy_from_slice(&bytes[from..from + done]);
         }
-        let bytes = self
-            .handle
-            .block_on(self.store.get_range(&self.location, offset..end))
-            .map_err(io::Error::other)?;
-        if bytes.len() != buf.len() {
-            return Err(io::ErrorKind::UnexpectedEof.into());
+        if done == buf.len() {
+            return Ok(());
         }
-        buf.copy_from_slice(&bytes);
+        let rest = offset + done as u64..end;
+        if rest.end - rest.start >= READ_AHEAD {
+            let bytes = self.get(rest)?;
+            buf[done..].copy_from_slice(&bytes);
+            return Ok(());
+        }
+        let start = rest.start.min(self.size.saturating_sub(READ_AHEAD));
+        let stop = (start + READ_AHEAD).min(self.size).max(rest.end);
+        let bytes = self.get(start..stop)?;
+        let from = (rest.start - start) as usize;
+        let want = buf.len() - done;
+        buf[done..].copy_from_slice(&bytes[from..from + want]);
+        if windows.len() == WINDOWS {
+            windows.remove(0);
+        }
+        windows.push((start, bytes));
         Ok(())
     }
 }
@@ -122,13 +177,15 @@ impl FileLocation {
             name: self.name.clone(),
             size: self.meta.size,
             handle,
+            windows: Mutex::new(Vec::with_capacity(WINDOWS)),
         }))
     }
 
-    /// Cache key: path, size and modification time.
+    /// Cache key: store, path, size and modification time.
     pub fn cache_key(&self) -> String {
         format!(
-            "{}|{}|{}",
+            "{}|{}|{}|{}",
+            self.store,
             self.meta.location,
             self.meta.size,
             self.meta

@@ -49,6 +49,10 @@ pub struct ScanMetrics {
     pub messages_read: Count,
     /// Bytes read to verify whole-file checksums (BDDF SHA1), once per file and session.
     pub bytes_verified: Count,
+    /// Files opened by the scan (their summaries read, or found in the cache).
+    pub files_total: Count,
+    /// Files whose summary (time range, topics) excludes them: none of their chunks is read.
+    pub files_pruned: Count,
 }
 
 impl ScanMetrics {
@@ -62,6 +66,8 @@ impl ScanMetrics {
             bytes_decompressed: counter("bytes_decompressed"),
             messages_read: counter("messages_read"),
             bytes_verified: counter("bytes_verified"),
+            files_total: counter("files_total"),
+            files_pruned: counter("files_pruned"),
         }
     }
 }
@@ -229,17 +235,49 @@ fn scan_file_inner(
         .filter(|c| range.as_ref().is_none_or(|r| r.contains(&c.offset)))
         .collect();
     metrics.chunks_total.add(in_range.len());
-
-    let keep: Vec<bool> = match &plan.pruning {
-        Some(p) => p
-            .prune(&ChunkStatistics::new(
-                in_range.clone(),
-                &summary.channels,
-                &name,
-            ))
-            .unwrap_or_else(|_| vec![true; in_range.len()]),
-        None => vec![true; in_range.len()],
+    // Channels of the selected topics, to skip chunks that list none of them.
+    let wanted_channels: Option<HashSet<u64>> = plan.selection.topics.as_ref().map(|topics| {
+        summary
+            .channels
+            .values()
+            .filter(|c| topics.contains(&c.topic))
+            .map(|c| c.id)
+            .collect()
+    });
+    // Pruning by the summary: every chunk of the file against the predicate
+    // (time bounds, topics). A file with none of the selected topics, or none
+    // of whose chunks can match, is pruned whole: it reads nothing.
+    let keep_all: Vec<bool> = match &plan.pruning {
+        Some(p) => {
+            let all: Vec<&ChunkMeta> = summary.chunks.iter().collect();
+            p.prune(&ChunkStatistics::new(all, &summary.channels, &name))
+                .unwrap_or_else(|_| vec![true; summary.chunks.len()])
+        }
+        None => vec![true; summary.chunks.len()],
     };
+    // The summary's channel list is trusted to be complete only for an
+    // undamaged file whose chunks list no channel it lacks.
+    let channels_complete = summary.damage.is_none()
+        && !summary.channels.is_empty()
+        && summary.chunks.iter().all(|c| {
+            c.channels
+                .as_ref()
+                .is_none_or(|ids| ids.iter().all(|id| summary.channels.contains_key(id)))
+        });
+    let file_pruned = (channels_complete
+        && wanted_channels.as_ref().is_some_and(HashSet::is_empty))
+        || (!keep_all.is_empty() && keep_all.iter().all(|k| !k));
+    if owns_start {
+        metrics.files_total.add(1);
+        metrics.files_pruned.add(usize::from(file_pruned));
+    }
+    let keep: Vec<bool> = summary
+        .chunks
+        .iter()
+        .zip(&keep_all)
+        .filter(|(c, _)| range.as_ref().is_none_or(|r| r.contains(&c.offset)))
+        .map(|(_, k)| *k && !file_pruned)
+        .collect();
 
     let format = &cached.format;
     let mut sink = match (&plan.table, &plan.decoded) {
@@ -296,15 +334,6 @@ fn scan_file_inner(
         outcome?;
         return Ok(());
     }
-    // Channels of the selected topics, to skip chunks that list none of them.
-    let wanted_channels: Option<HashSet<u64>> = plan.selection.topics.as_ref().map(|topics| {
-        summary
-            .channels
-            .values()
-            .filter(|c| topics.contains(&c.topic))
-            .map(|c| c.id)
-            .collect()
-    });
     for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
         if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
             && !listed.iter().any(|c| wanted.contains(c))

@@ -5,6 +5,7 @@
 //! exactly by the scan (and so reported as pushed down, which lets `LIMIT` reach
 //! the scan); all of them also prune chunks through the file's index.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::ObjectStore;
+use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::physical_expr::projection::ProjectionExprs;
 use datafusion::physical_expr::{PhysicalExpr, conjunction};
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
@@ -47,6 +49,8 @@ pub struct LogSource {
     options: LogsqlOptions,
     table: Option<Arc<TableSpec>>,
     decoded: Option<Arc<DecodedSpec>>,
+    /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
+    skip: Arc<HashSet<ObjectPath>>,
 }
 
 impl LogSource {
@@ -62,7 +66,13 @@ impl LogSource {
             options: LogsqlOptions::default(),
             table: None,
             decoded: None,
+            skip: Default::default(),
         }
+    }
+
+    /// The same source leaving the files `skip` out.
+    pub fn with_skip(self, skip: Arc<HashSet<ObjectPath>>) -> Self {
+        Self { skip, ..self }
     }
 
     /// The same source reading typed table `table` instead of `messages`.
@@ -110,6 +120,7 @@ impl FileSource for LogSource {
             store,
             store_url: config.object_store_url.clone(),
             metrics: ScanMetrics::new(&self.metrics, partition),
+            skip: Arc::clone(&self.skip),
         };
         ProjectionOpener::try_new(self.projection.clone(), Arc::new(opener), file_schema)
     }
@@ -223,10 +234,14 @@ struct LogOpener {
     store: Arc<dyn ObjectStore>,
     store_url: ObjectStoreUrl,
     metrics: ScanMetrics,
+    skip: Arc<HashSet<ObjectPath>>,
 }
 
 impl FileOpener for LogOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
+        if self.skip.contains(&file.object_meta.location) {
+            return Ok(Box::pin(async { Ok(futures::stream::empty().boxed()) }));
+        }
         let plan = Arc::clone(&self.plan);
         let loc = FileLocation::new(self.store_url.clone(), Arc::clone(&self.store), &file);
         let range = file

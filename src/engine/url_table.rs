@@ -5,6 +5,7 @@
 //! existing `SessionContext`. Paths that hold no log file fall through to
 //! DataFusion's own url tables (Parquet, CSV, JSON, ...).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
@@ -14,6 +15,7 @@ use datafusion::datasource::listing::{
 };
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
+use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectMeta, ObjectStoreExt};
 use datafusion::prelude::SessionContext;
 use futures::TryStreamExt;
@@ -24,7 +26,7 @@ use super::object_io::FileLocation;
 use super::scan::df_err;
 use super::schema::messages_schema_for;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 
 /// Extensions DataFusion's own url tables read; such files are left to it.
 const DATAFUSION_EXTENSIONS: &[&str] = &[
@@ -51,6 +53,7 @@ impl ResolvedPath {
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
+    super::stores::ensure(state.runtime_env(), store_url.as_ref())?;
     let store = state.runtime_env().object_store(&store_url)?;
     let metas: Vec<ObjectMeta> = url
         .list_all_files(state, store.as_ref(), "")
@@ -144,29 +147,68 @@ impl UrlTableFactory for LogUrlTableFactory {
 }
 
 /// A listing table over `files` (some or all of `resolved`), read as `file_format`.
+///
+/// The table lists `resolved`'s path itself (file, directory or glob); the
+/// other files it holds are skipped by the scan. Hive-style directories
+/// (`robot=r7/date=2026-05-01/run.mcap`) shared by every file become partition
+/// columns (strings), which `WHERE` prunes before any file is opened.
 pub fn listing_table(
     resolved: &ResolvedPath,
     files: &[&(FileLocation, Option<Arc<dyn LogFormat>>)],
     file_format: LogFileFormat,
     schema: SchemaRef,
 ) -> Result<Arc<dyn TableProvider>> {
-    // Name the files one by one only when the path also holds other files.
-    let urls = if files.len() == resolved.files.len() {
-        vec![resolved.url.clone()]
-    } else {
-        let store_url = resolved.url.object_store();
-        files
-            .iter()
-            .map(|(loc, _)| {
-                ListingTableUrl::parse(format!("{}{}", store_url.as_str(), loc.meta.location))
-            })
-            .collect::<Result<_>>()?
-    };
-    let options = ListingOptions::new(Arc::new(file_format)).with_file_extension("");
-    let config = ListingTableConfig::new_with_multi_paths(urls)
+    let kept: HashSet<&ObjectPath> = files.iter().map(|(loc, _)| &loc.meta.location).collect();
+    let skip: HashSet<ObjectPath> = resolved
+        .files
+        .iter()
+        .map(|(loc, _)| &loc.meta.location)
+        .filter(|p| !kept.contains(p))
+        .cloned()
+        .collect();
+    let partitions = hive_partitions(
+        &resolved.url,
+        files.iter().map(|(loc, _)| &loc.meta.location),
+    );
+    let options = ListingOptions::new(Arc::new(file_format.with_skip(skip)))
+        .with_file_extension("")
+        .with_table_partition_cols(
+            partitions
+                .into_iter()
+                .map(|name| (name, DataType::Utf8))
+                .collect(),
+        );
+    let config = ListingTableConfig::new(resolved.url.clone())
         .with_listing_options(options)
         .with_schema(schema);
     Ok(Arc::new(ListingTable::try_new(config)?))
+}
+
+/// The hive partition keys every one of `files` has, in order, as the first
+/// directories under `url`'s prefix (`key=value/...`); none when they differ.
+pub fn hive_partitions<'a>(
+    url: &ListingTableUrl,
+    files: impl Iterator<Item = &'a ObjectPath>,
+) -> Vec<String> {
+    let mut common: Option<Vec<String>> = None;
+    for path in files {
+        let Some(segments) = url.strip_prefix(path) else {
+            return vec![];
+        };
+        let segments: Vec<&str> = segments.collect();
+        let dirs = &segments[..segments.len().saturating_sub(1)];
+        let keys: Vec<String> = dirs
+            .iter()
+            .map_while(|d| d.split_once('=').map(|(k, _)| k.to_string()))
+            .filter(|k| !k.is_empty())
+            .collect();
+        match &common {
+            None => common = Some(keys),
+            Some(c) if *c == keys => {}
+            Some(_) => return vec![],
+        }
+    }
+    common.unwrap_or_default()
 }
 
 /// Wraps the session's default schema so that unknown table names that are paths

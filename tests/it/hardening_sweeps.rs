@@ -700,10 +700,11 @@ fn truncation_sweep(fx: &Fixture, plan: CutPlan, w: usize, dog: &Watchdog) -> Cu
                 got.errors().map(|e| e.to_string()).collect::<Vec<_>>()
             );
         }
-        if let Some(header_only) = got.header_only {
-            if !got.header_only_failed && got.chunk_errors.iter().all(Option::is_none) {
-                assert_eq!(header_only, n, "{}: header-only read disagrees", what());
-            }
+        if let Some(header_only) = got.header_only
+            && !got.header_only_failed
+            && got.chunk_errors.iter().all(Option::is_none)
+        {
+            assert_eq!(header_only, n, "{}: header-only read disagrees", what());
         }
         let mut errors = 0;
         for e in got.errors() {

@@ -25,8 +25,14 @@ mod engine_concurrency;
 #[cfg(feature = "datafusion")]
 mod engine_decode;
 #[cfg(feature = "datafusion")]
+mod engine_fleet;
+#[cfg(feature = "datafusion")]
 mod engine_mcap;
 mod fixtures;
+/// The benchmark recording generator (the demo file's), for generated fleets.
+#[cfg(feature = "datafusion")]
+#[path = "../../benches/support/gen.rs"]
+mod gen_support;
 mod hardening_alloc;
 mod hardening_sweeps;
 mod mcap_conformance;
