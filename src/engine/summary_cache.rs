@@ -25,6 +25,15 @@ pub struct CachedSummary {
 
 static CACHE: LazyLock<Mutex<HashMap<String, CachedSummary>>> = LazyLock::new(Default::default);
 
+/// The cached summary under `key`, if any (no I/O).
+pub fn lookup(key: &str) -> Option<CachedSummary> {
+    CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key)
+        .cloned()
+}
+
 /// The summary of `file` (cached under `key`), detecting the format when `format` is `None`.
 pub fn get_or_load(
     key: &str,

@@ -18,12 +18,13 @@ use datafusion::execution::SessionState;
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectMeta, ObjectStoreExt};
 use datafusion::prelude::SessionContext;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use parking_lot::RwLock;
 
 use super::file_format::LogFileFormat;
 use super::object_io::FileLocation;
 use super::scan::df_err;
+use super::summary_cache;
 use super::schema::messages_schema_for;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -32,6 +33,9 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 const DATAFUSION_EXTENSIONS: &[&str] = &[
     "parquet", "csv", "tsv", "json", "ndjson", "avro", "arrow", "ipc",
 ];
+
+/// How many files are sniffed at once.
+const SNIFF_CONCURRENCY: usize = 32;
 
 /// The files a path names, each with its detected log format (`None`: not a log file).
 pub struct ResolvedPath {
@@ -60,18 +64,28 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
         .await?
         .try_collect()
         .await?;
-    let mut files = Vec::with_capacity(metas.len());
-    for meta in metas {
-        let head_len = meta.size.min(SNIFF_LEN as u64);
-        let head = if head_len == 0 {
-            Default::default()
-        } else {
-            store.get_range(&meta.location, 0..head_len).await?
-        };
-        let format = formats::sniff(&head);
-        let loc = FileLocation::from_store(Arc::clone(&store), meta);
-        files.push((loc, format));
-    }
+    // Sniff the files concurrently (one small range request each on an object
+    // store); a file whose summary is cached needs none.
+    let mut files: Vec<(FileLocation, Option<Arc<dyn LogFormat>>)> =
+        futures::stream::iter(metas.into_iter().map(|meta| {
+            let store = Arc::clone(&store);
+            async move {
+                let loc = FileLocation::from_store(Arc::clone(&store), meta);
+                if let Some(hit) = summary_cache::lookup(&loc.cache_key()) {
+                    return Ok::<_, DataFusionError>((loc, Some(hit.format)));
+                }
+                let head_len = loc.meta.size.min(SNIFF_LEN as u64);
+                let head = if head_len == 0 {
+                    Default::default()
+                } else {
+                    store.get_range(&loc.meta.location, 0..head_len).await?
+                };
+                Ok((loc, formats::sniff(&head)))
+            }
+        }))
+        .buffered(SNIFF_CONCURRENCY)
+        .try_collect()
+        .await?;
     files.sort_by(|a, b| a.0.meta.location.cmp(&b.0.meta.location));
     Ok(ResolvedPath { url, files })
 }
