@@ -143,6 +143,46 @@ pub fn infer(
     Ok(Arc::new(decoder))
 }
 
+/// The decoder a [`MessageDecoder::portable_schema`] of a JSON decoder
+/// describes, described as `description` (its [`MessageDecoder::describe`]).
+pub fn from_portable_schema(
+    schema: &[u8],
+    description: &str,
+) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
+    let decoder = compile_schema(schema)?.described_as(description.to_string());
+    Ok(Arc::new(decoder))
+}
+
+/// Writes `node` as the JSON Schema that compiles back into the same node
+/// (`{}` is any value as JSON text).
+fn write_portable_schema(node: &Node, out: &mut String) {
+    match node {
+        Node::Null => out.push_str(r#"{"type":"null"}"#),
+        Node::Bool => out.push_str(r#"{"type":"boolean"}"#),
+        Node::Int => out.push_str(r#"{"type":"integer"}"#),
+        Node::Float => out.push_str(r#"{"type":"number"}"#),
+        Node::Str => out.push_str(r#"{"type":"string"}"#),
+        Node::Text => out.push_str("{}"),
+        Node::List(item) => {
+            out.push_str(r#"{"type":"array","items":"#);
+            write_portable_schema(item, out);
+            out.push('}');
+        }
+        Node::Struct(s) => {
+            out.push_str(r#"{"type":"object","properties":{"#);
+            for (i, (name, child)) in s.names.iter().zip(&s.children).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(out, name);
+                out.push(':');
+                write_portable_schema(child, out);
+            }
+            out.push_str("}}");
+        }
+    }
+}
+
 /// Compiles a JSON Schema document into a decoder.
 fn compile_schema(schema: &[u8]) -> Result<JsonDecoder, DecodeError> {
     let root = parse_document(schema, MAX_SCHEMA_DOCUMENT_DEPTH)?;
@@ -295,6 +335,16 @@ impl JsonDecoder {
 impl MessageDecoder for JsonDecoder {
     fn data_type(&self) -> &DataType {
         &self.data_type
+    }
+
+    fn portable_schema(&self) -> Option<Vec<u8>> {
+        let node = match (&self.root, self.wrapped) {
+            (Node::Struct(s), true) => s.children.first()?,
+            (root, _) => root,
+        };
+        let mut out = String::new();
+        write_portable_schema(node, &mut out);
+        Some(out.into_bytes())
     }
 
     fn decode(&self, payload: &[u8], out: &mut ColumnBuilder) -> Result<(), DecodeError> {

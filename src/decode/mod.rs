@@ -76,6 +76,14 @@ pub trait MessageDecoder: Send + Sync + fmt::Debug {
     /// A short description of the schema (`ros1msg sensor_msgs/Imu`), used in
     /// errors that name two conflicting definitions.
     fn describe(&self) -> String;
+
+    /// A self-contained schema that rebuilds this decoder exactly where its
+    /// channel's own schema cannot (a distributed worker reading a JSON topic
+    /// typed from sample payloads): see [`json::from_portable_schema`]. `None`
+    /// (the default): the decoder is rebuilt from the channel's schema.
+    fn portable_schema(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// Decodes `payload` as one new row of `out`; on error the partial row is
