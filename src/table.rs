@@ -42,6 +42,36 @@ pub enum ScalarType {
     Timestamp,
 }
 
+impl ScalarType {
+    /// Every scalar type.
+    pub const ALL: [ScalarType; 14] = [
+        ScalarType::Boolean,
+        ScalarType::Int8,
+        ScalarType::Int16,
+        ScalarType::Int32,
+        ScalarType::Int64,
+        ScalarType::UInt8,
+        ScalarType::UInt16,
+        ScalarType::UInt32,
+        ScalarType::UInt64,
+        ScalarType::Float32,
+        ScalarType::Float64,
+        ScalarType::Utf8,
+        ScalarType::Binary,
+        ScalarType::Timestamp,
+    ];
+
+    /// The type's name (`Float64`), as [`ScalarType::from_name`] takes it.
+    pub fn name(self) -> String {
+        format!("{self:?}")
+    }
+
+    /// The type named `name` (see [`ScalarType::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
 /// Type of a column of a [`TableDef`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnType {

@@ -79,6 +79,13 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 64, global = true)]
     pub max_width: usize,
 
+    /// Runs queries on these datafusion-distributed workers (`logsql worker`):
+    /// comma-separated `host:port` or URLs. This process plans and coordinates;
+    /// the workers scan. Needs the `distributed` feature.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "ADDR", value_delimiter = ',', global = true)]
+    pub workers: Vec<String>,
+
     /// What to do instead of running SQL.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -154,6 +161,15 @@ pub enum Command {
     Metadata {
         /// A log file, directory or glob.
         path: String,
+    },
+    /// Serves a datafusion-distributed worker until stopped: a coordinator
+    /// (`logsql --workers ADDR,... "SQL"`) sends it the scans of its queries.
+    /// It reads files and object stores with its own paths and environment.
+    #[cfg(feature = "distributed")]
+    Worker {
+        /// Address to listen on (gRPC).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+        listen: std::net::SocketAddr,
     },
 }
 

@@ -66,6 +66,13 @@ pub fn run(args: Args) -> CliResult {
             Command::Chunks { path } => app.run_table_function("chunks", path, &mut out),
             Command::Attachments { path } => app.run_table_function("attachments", path, &mut out),
             Command::Metadata { path } => app.run_table_function("metadata", path, &mut out),
+            #[cfg(feature = "distributed")]
+            Command::Worker { listen } => {
+                eprintln!("logsql worker listening on http://{listen}");
+                Ok(app
+                    .rt
+                    .block_on(logsql::engine::distributed::serve(*listen))?)
+            }
         };
     }
     if args.sql.is_none() && args.files.is_empty() {
@@ -114,7 +121,7 @@ impl App {
         if let Some(n) = args.target_partitions {
             config = config.with_target_partitions(n as usize);
         }
-        let ctx = logsql::session_context_with_config(config);
+        let ctx = session(args, config)?;
         let app = Self {
             rt,
             ctx,
@@ -176,6 +183,20 @@ impl App {
         self.run_statement(&format!("SELECT * FROM {function}({})", quote(path)), out)
             .map(|_| ())
     }
+}
+
+/// The session of the CLI: a local one, or with `--workers` a distributed one.
+fn session(args: &Args, config: SessionConfig) -> CliResult<SessionContext> {
+    #[cfg(feature = "distributed")]
+    if !args.workers.is_empty() {
+        use logsql::engine::distributed::{StaticWorkers, coordinator_context};
+        return Ok(coordinator_context(
+            config,
+            StaticWorkers::parse(&args.workers)?,
+        )?);
+    }
+    let _ = args;
+    Ok(logsql::session_context_with_config(config))
 }
 
 /// `s` as a SQL string literal.

@@ -10,10 +10,14 @@
 //! - [`read_topic`], [`decoded_batch`]: `read_topic('run.mcap', '/imu')`, one
 //!   topic's payloads decoded into typed columns ([`crate::decode`]);
 //! - [`functions`]: scalar functions (`length` over binary payloads);
-//! - [`stores`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on first use.
+//! - [`stores`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on first use;
+//! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
+//!   for datafusion-distributed.
 
 pub mod batch;
 pub mod decoded_batch;
+#[cfg(feature = "distributed")]
+pub mod distributed;
 pub mod file_format;
 pub mod functions;
 pub mod object_io;
@@ -36,7 +40,7 @@ use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::provider::DefaultTableFactory;
 use datafusion::error::Result;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::CreateExternalTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -121,16 +125,21 @@ pub fn session_context() -> SessionContext {
 /// object-store registry builds stores for `s3://`, `gs://`, `az://` and
 /// `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
-    let runtime = RuntimeEnvBuilder::new()
-        .with_object_store_registry(Arc::new(stores::StoreRegistry::default()))
-        .build_arc()
-        .expect("a runtime with default settings builds");
     let ctx = SessionContext::new_with_config_rt(
         config.with_option_extension(LogsqlOptions::default()),
-        runtime,
+        runtime_env(),
     );
     register(&ctx).expect("registering logsql on a fresh context cannot fail");
     ctx
+}
+
+/// A runtime whose object-store registry builds stores for `s3://`, `gs://`,
+/// `az://` and `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
+pub fn runtime_env() -> Arc<RuntimeEnv> {
+    RuntimeEnvBuilder::new()
+        .with_object_store_registry(Arc::new(stores::StoreRegistry::default()))
+        .build_arc()
+        .expect("a runtime with default settings builds")
 }
 
 /// `ctx.register_logsql()` as an extension method.

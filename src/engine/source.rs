@@ -39,18 +39,21 @@ use crate::formats::LogFormat;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
 #[derive(Clone)]
+///
+/// Everything a scan needs at execution time is a field here (the distributed
+/// plan codec, `engine::distributed::codec`, carries each one to workers).
 pub struct LogSource {
-    format: Option<Arc<dyn LogFormat>>,
+    pub(super) format: Option<Arc<dyn LogFormat>>,
     table_schema: TableSchema,
     projection: SplitProjection,
-    predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub(super) predicate: Option<Arc<dyn PhysicalExpr>>,
     metrics: ExecutionPlanMetricsSet,
-    batch_size: usize,
-    options: LogsqlOptions,
-    table: Option<Arc<TableSpec>>,
-    decoded: Option<Arc<DecodedSpec>>,
+    pub(super) batch_size: usize,
+    pub(super) options: LogsqlOptions,
+    pub(super) table: Option<Arc<TableSpec>>,
+    pub(super) decoded: Option<Arc<DecodedSpec>>,
     /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
-    skip: Arc<HashSet<ObjectPath>>,
+    pub(super) skip: Arc<HashSet<ObjectPath>>,
 }
 
 impl LogSource {

@@ -24,8 +24,8 @@ use parking_lot::RwLock;
 use super::file_format::LogFileFormat;
 use super::object_io::FileLocation;
 use super::scan::df_err;
-use super::summary_cache;
 use super::schema::messages_schema_for;
+use super::summary_cache;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 

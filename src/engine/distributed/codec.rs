@@ -1,0 +1,323 @@
+//! The physical-plan codec of logsql's scans: what a distributed worker
+//! receives instead of the coordinator's in-memory `DataSourceExec`.
+//!
+//! DataFusion serializes the format-agnostic part of a file scan itself (files
+//! and byte ranges, partition values, schema, projection, limit); this codec
+//! wraps it with everything [`LogSource`] needs at execution time (format,
+//! pushed-down predicate, every `logsql.*` option, skipped files, the typed
+//! table or decoded topic as planned), in the `logsql.scan.LogScanNode`
+//! message of `proto/logsql/scan.proto`. Table functions answered from
+//! summaries (`topics()`, ...) are memory scans that DataFusion serializes on
+//! its own.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::config::ExtensionOptions;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::object_store::path::Path as ObjectPath;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::physical_plan::from_proto::{
+    parse_physical_expr_with_converter, parse_protobuf_file_scan_config,
+    parse_table_schema_from_proto,
+};
+use datafusion_proto::physical_plan::to_proto::{
+    serialize_file_scan_config, serialize_physical_expr_with_converter,
+};
+use datafusion_proto::physical_plan::{
+    PhysicalExtensionCodec, PhysicalPlanDecodeContext, PhysicalProtoConverterExtension,
+};
+use datafusion_proto::protobuf;
+use prost::Message;
+
+use crate::decode::{MessageDecoder, json};
+use crate::engine::options::LogsqlOptions;
+use crate::engine::read_topic::DecodedSpec;
+use crate::engine::source::LogSource;
+use crate::engine::typed_tables::TableSpec;
+use crate::formats;
+use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
+
+/// The generated `logsql.scan` messages.
+mod wire {
+    #![allow(missing_docs, clippy::all)]
+    include!(concat!(env!("OUT_DIR"), "/logsql.scan.rs"));
+}
+
+/// Encodes and decodes logsql's scans (a `DataSourceExec` over a
+/// [`LogSource`]) for datafusion-distributed. Register it on the coordinator
+/// and on every worker (`with_distributed_user_codec`); [`super`] does both.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LogsqlCodec;
+
+fn codec_err(what: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Internal(format!("logsql plan codec: {what}"))
+}
+
+impl PhysicalExtensionCodec for LogsqlCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        _inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let node = wire::LogScanNode::decode(buf).map_err(codec_err)?;
+        let conf =
+            protobuf::FileScanExecConf::decode(node.file_scan_conf.as_ref()).map_err(codec_err)?;
+        let table_schema = parse_table_schema_from_proto(&conf)?;
+        let format = match node.format.as_str() {
+            "" => None,
+            name => Some(
+                formats::by_name(name)
+                    .ok_or_else(|| codec_err(format!("unknown log format {name:?}")))?,
+            ),
+        };
+        let decode_ctx = PhysicalPlanDecodeContext::new(ctx, self);
+        let predicate = match node.predicate.is_empty() {
+            true => None,
+            false => Some(parse_physical_expr_with_converter(
+                &protobuf::PhysicalExprNode::decode(node.predicate.as_ref()).map_err(codec_err)?,
+                table_schema.table_schema(),
+                &decode_ctx,
+                proto_converter,
+            )?),
+        };
+        let mut options = LogsqlOptions::default();
+        for o in &node.options {
+            options.set(&o.key, &o.value)?;
+        }
+        // `parse` takes the encoded form `Display` gave (`from` would encode again).
+        let skip = node
+            .skip
+            .iter()
+            .map(|p| ObjectPath::parse(p).map_err(codec_err))
+            .collect::<Result<HashSet<ObjectPath>>>()?;
+        let mut source = LogSource::new(format, table_schema)
+            .with_skip(Arc::new(skip))
+            .with_table(node.table.as_ref().map(table_from_wire).transpose()?)
+            .with_decoded(node.decoded.as_ref().map(decoded_from_wire).transpose()?)
+            .with_options(options);
+        source.predicate = predicate;
+        source.batch_size = usize::try_from(node.batch_size).map_err(codec_err)?;
+        let conf =
+            parse_protobuf_file_scan_config(&conf, &decode_ctx, proto_converter, Arc::new(source))?;
+        Ok(DataSourceExec::from_data_source(conf))
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
+        let Some((conf, source)) = node
+            .downcast_ref::<DataSourceExec>()
+            .and_then(|exec| exec.downcast_to_file_source::<LogSource>())
+        else {
+            return Err(DataFusionError::NotImplemented(format!(
+                "logsql plan codec: {} is not a logsql scan",
+                node.name()
+            )));
+        };
+        let predicate = match &source.predicate {
+            Some(p) => {
+                serialize_physical_expr_with_converter(p, self, proto_converter)?.encode_to_vec()
+            }
+            None => Vec::new(),
+        };
+        let options = source
+            .options
+            .entries()
+            .into_iter()
+            .filter_map(|e| {
+                e.value.map(|value| wire::SessionOption {
+                    key: e.key.trim_start_matches('.').to_string(),
+                    value,
+                })
+            })
+            .collect();
+        let mut skip: Vec<String> = source.skip.iter().map(|p| p.to_string()).collect();
+        skip.sort();
+        let wire = wire::LogScanNode {
+            file_scan_conf: serialize_file_scan_config(conf, self, proto_converter)?
+                .encode_to_vec()
+                .into(),
+            format: source
+                .format
+                .as_ref()
+                .map(|f| f.name().to_string())
+                .unwrap_or_default(),
+            predicate: predicate.into(),
+            batch_size: source.batch_size as u64,
+            options,
+            skip,
+            table: source.table.as_deref().map(table_to_wire),
+            decoded: source.decoded.as_deref().map(decoded_to_wire).transpose()?,
+        };
+        wire.encode(buf).map_err(codec_err)
+    }
+}
+
+fn table_to_wire(spec: &TableSpec) -> wire::TypedTable {
+    let columns = spec
+        .def
+        .columns
+        .iter()
+        .map(|c| {
+            let (kind, scalar, len) = match c.ty {
+                ColumnType::Scalar(t) => (wire::ColumnKind::Scalar, Some(t), 0),
+                ColumnType::FixedList(t, n) => (wire::ColumnKind::FixedList, Some(t), n as u64),
+                ColumnType::List(t) => (wire::ColumnKind::List, Some(t), 0),
+                ColumnType::StringMap => (wire::ColumnKind::StringMap, None, 0),
+            };
+            wire::Column {
+                name: c.name.clone(),
+                doc: c.doc.clone(),
+                kind: kind as i32,
+                scalar: scalar.map(ScalarType::name).unwrap_or_default(),
+                len,
+            }
+        })
+        .collect();
+    wire::TypedTable {
+        name: spec.name.clone(),
+        arg: spec.arg.clone(),
+        def_name: spec.def.name.clone(),
+        def_doc: spec.def.doc.clone(),
+        columns,
+        per_chunk: spec.def.per_chunk,
+    }
+}
+
+fn table_from_wire(t: &wire::TypedTable) -> Result<Arc<TableSpec>> {
+    let columns = t
+        .columns
+        .iter()
+        .map(|c| {
+            let scalar = || {
+                ScalarType::from_name(&c.scalar).ok_or_else(|| {
+                    codec_err(format!("column {:?}: unknown type {:?}", c.name, c.scalar))
+                })
+            };
+            let ty = match wire::ColumnKind::try_from(c.kind).map_err(codec_err)? {
+                wire::ColumnKind::Scalar => ColumnType::Scalar(scalar()?),
+                wire::ColumnKind::FixedList => {
+                    ColumnType::FixedList(scalar()?, usize::try_from(c.len).map_err(codec_err)?)
+                }
+                wire::ColumnKind::List => ColumnType::List(scalar()?),
+                wire::ColumnKind::StringMap => ColumnType::StringMap,
+            };
+            Ok(ColumnDef {
+                name: c.name.clone(),
+                ty,
+                doc: c.doc.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(TableSpec {
+        name: t.name.clone(),
+        arg: t.arg.clone(),
+        def: TableDef {
+            name: t.def_name.clone(),
+            doc: t.def_doc.clone(),
+            columns,
+            per_chunk: t.per_chunk,
+        },
+    }))
+}
+
+/// The message type as a one-field schema (the wire form of Arrow types).
+const MESSAGE_FIELD: &str = "message";
+
+fn schema_to_wire(schema: &Schema) -> Result<Vec<u8>> {
+    Ok(protobuf::Schema::try_from(schema)?.encode_to_vec())
+}
+
+fn schema_from_wire(bytes: &[u8]) -> Result<SchemaRef> {
+    let proto = protobuf::Schema::decode(bytes).map_err(codec_err)?;
+    Ok(Arc::new(Schema::try_from(&proto)?))
+}
+
+fn decoded_to_wire(spec: &DecodedSpec) -> Result<wire::DecodedTopic> {
+    let message_type = Schema::new(vec![Field::new(
+        MESSAGE_FIELD,
+        spec.message_type.clone(),
+        true,
+    )]);
+    let mut decoders = Vec::new();
+    for ((file_key, channel_id), decoder) in &spec.decoders {
+        let Some(schema) = decoder.portable_schema() else {
+            continue;
+        };
+        // The worker must get exactly this decoder back, or none.
+        let rebuilt = json::from_portable_schema(&schema, &decoder.describe())
+            .map_err(|e| codec_err(format!("{}: {e}", decoder.describe())))?;
+        if rebuilt.data_type() != decoder.data_type() {
+            return Err(DataFusionError::NotImplemented(format!(
+                "read_topic('{}'): the decoder {} cannot be sent to a worker (its type has no portable schema)",
+                spec.topic,
+                decoder.describe()
+            )));
+        }
+        decoders.push(wire::PortableDecoder {
+            file_key: file_key.clone(),
+            channel_id: *channel_id,
+            schema: schema.into(),
+            description: decoder.describe(),
+        });
+    }
+    decoders.sort_by(|a, b| (&a.file_key, a.channel_id).cmp(&(&b.file_key, b.channel_id)));
+    Ok(wire::DecodedTopic {
+        topic: spec.topic.clone(),
+        message_type: schema_to_wire(&message_type)?.into(),
+        schema: schema_to_wire(&spec.schema)?.into(),
+        descriptor_pool: spec
+            .pool
+            .as_ref()
+            .map(|p| p.encode_to_vec())
+            .unwrap_or_default()
+            .into(),
+        flatten: spec.flatten,
+        null_on_error: spec.null_on_error,
+        decoders,
+    })
+}
+
+fn decoded_from_wire(d: &wire::DecodedTopic) -> Result<Arc<DecodedSpec>> {
+    let message_type: DataType = schema_from_wire(&d.message_type)?
+        .field_with_name(MESSAGE_FIELD)?
+        .data_type()
+        .clone();
+    let pool = match d.descriptor_pool.is_empty() {
+        true => None,
+        false => Some(Arc::new(
+            prost_reflect::DescriptorPool::decode(d.descriptor_pool.as_ref()).map_err(codec_err)?,
+        )),
+    };
+    let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();
+    let mut by_schema: HashMap<&[u8], Arc<dyn MessageDecoder>> = HashMap::new();
+    for p in &d.decoders {
+        let decoder = match by_schema.get(p.schema.as_ref()) {
+            Some(d) => Arc::clone(d),
+            None => {
+                let d = json::from_portable_schema(&p.schema, &p.description).map_err(codec_err)?;
+                by_schema.insert(p.schema.as_ref(), Arc::clone(&d));
+                d
+            }
+        };
+        decoders.insert((p.file_key.clone(), p.channel_id), decoder);
+    }
+    Ok(Arc::new(DecodedSpec {
+        topic: d.topic.clone(),
+        message_type,
+        decoders,
+        pool,
+        flatten: d.flatten,
+        null_on_error: d.null_on_error,
+        schema: schema_from_wire(&d.schema)?,
+    }))
+}

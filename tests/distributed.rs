@@ -1,0 +1,442 @@
+//! Distributed execution (feature `distributed`): two workers on loopback run
+//! the scans of fleet queries and must return exactly what one process
+//! returns; the plan codec must survive a byte round trip with every option.
+//!
+//! `cargo test --features distributed --test distributed` (CI runs it).
+//! The coordinator has no local worker: every scan task is encoded, sent to a
+//! worker over gRPC and decoded there from bytes.
+
+#[path = "it/fixtures.rs"]
+mod fixtures;
+#[path = "../benches/support/gen.rs"]
+mod gen_support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::physical_plan::{ExecutionPlan, collect, displayable};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_distributed::{
+    DistributedExec, DistributedExt, DistributedMetricsFormat, explain_analyze,
+};
+use datafusion_proto::bytes::{
+    physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+};
+use logsql::engine::distributed::{
+    LogsqlCodec, StaticWorkers, coordinator_state_builder, serve_listener,
+};
+
+const HOUR: u64 = 3_600_000_000_000;
+
+/// Starts `n` workers on 127.0.0.1 (ephemeral ports) and returns their addresses.
+async fn start_workers(n: usize) -> Vec<String> {
+    let mut addresses = Vec::new();
+    for _ in 0..n {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        addresses.push(listener.local_addr().unwrap().to_string());
+        tokio::spawn(async move {
+            serve_listener(listener).await.expect("worker serves");
+        });
+    }
+    addresses
+}
+
+/// A coordinator for `workers` that splits every scan into small byte ranges
+/// (64 KiB a partition), so each file is cut across tasks and workers.
+fn coordinator(workers: &[String]) -> SessionContext {
+    let config = SessionConfig::new().with_target_partitions(3);
+    let state = coordinator_state_builder(config, StaticWorkers::parse(workers).unwrap())
+        .unwrap()
+        .with_distributed_file_scan_config_bytes_per_partition(64 * 1024)
+        .unwrap()
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    logsql::register(&ctx).unwrap();
+    ctx
+}
+
+/// `sql`'s result as a table, or its error as text.
+async fn run(ctx: &SessionContext, sql: &str) -> String {
+    let result = async { ctx.sql(sql).await?.collect().await }.await;
+    match result {
+        Ok(batches) => pretty_format_batches(&batches).unwrap().to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// Six 10-second generated recordings an hour apart under hive directories
+/// (`fleet/robot=r{1,2}/date=...`), and a copy of real fixtures of every format in
+/// `mixed/` (none are in the repo; the copies live in the temp dir).
+fn fleet(dir: &Path) -> bool {
+    for i in 0..6u64 {
+        let sub = dir.join(format!(
+            "fleet/robot=r{}/date=2026-05-0{}",
+            i % 2 + 1,
+            i / 3 + 1
+        ));
+        std::fs::create_dir_all(&sub).unwrap();
+        let opts = gen_support::Options {
+            seconds: 10,
+            image_bytes: 1000,
+            chunk_size: 65536,
+            start: gen_support::START_NS + i * HOUR,
+            ..Default::default()
+        };
+        gen_support::generate(&sub.join(format!("run{i}.mcap")), &opts).unwrap();
+    }
+    let mixed = dir.join("mixed");
+    std::fs::create_dir_all(&mixed).unwrap();
+    for (format, file) in [
+        ("mcap", "samples/compressed.mcap"),
+        ("mcap", "decode/json.mcap"),
+        ("mcap", "decode/protobuf.mcap"),
+        ("rosbag", "robot_localization-test1.bag"),
+        ("apollo", "generated/small.record"),
+        ("bddf", "basic.bddf"),
+        ("carla", "synth_0916_basic.log"),
+    ] {
+        let Some(path) = fixtures::file(format, file) else {
+            return false;
+        };
+        let name = file.replace('/', "_");
+        std::fs::copy(path, mixed.join(name)).unwrap();
+    }
+    true
+}
+
+/// Every query of a fleet returns the same result on two workers as in one process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fleet_queries_on_two_workers_match_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !fleet(tmp.path()) {
+        return;
+    }
+    let root = tmp.path().display().to_string();
+    let workers = start_workers(2).await;
+    let distributed = coordinator(&workers);
+    let local = logsql::session_context();
+    let window = format!(
+        "log_time >= to_timestamp_nanos({}) AND log_time < to_timestamp_nanos({})",
+        gen_support::START_NS + 2 * HOUR + 4_000_000_000,
+        gen_support::START_NS + 2 * HOUR + 5_000_000_000,
+    );
+    let queries = [
+        // Every message of the generated fleet, with payload hashes.
+        format!(
+            "SELECT robot, date, topic, count(*) AS n, min(log_time), max(log_time), \
+             sum(length(data)) AS bytes, count(DISTINCT md5(data)) AS payloads \
+             FROM '{root}/fleet/' GROUP BY robot, date, topic ORDER BY robot, date, topic"
+        ),
+        // Row by row in a one-second window (pruned on the workers).
+        format!(
+            "SELECT topic, log_time, sequence, md5(data) AS h FROM '{root}/fleet/' \
+             WHERE {window} ORDER BY log_time, topic"
+        ),
+        // Partition columns and LIMIT.
+        format!("SELECT count(*) FROM '{root}/fleet/' WHERE robot = 'r2' AND topic = '/imu'"),
+        format!("SELECT count(*) FROM (SELECT * FROM '{root}/fleet/' WHERE topic = '/tf' LIMIT 7)"),
+        // Real files of every format in one directory, each read by its own format.
+        format!(
+            "SELECT file, topic, count(*) AS n, min(log_time), max(log_time), sum(length(data)), \
+             count(DISTINCT md5(data)) FROM '{root}/mixed/' GROUP BY file, topic ORDER BY file, topic"
+        ),
+        // Summary table functions (memory scans, serialized by DataFusion).
+        format!("SELECT * FROM topics('{root}/mixed/') ORDER BY topic, message_type"),
+        // Decoded topics: ROS1 (compiled on the worker), JSON typed from samples
+        // (shipped as a portable schema), protobuf.
+        format!(
+            "SELECT count(*), sum(linear_acceleration.x), min(orientation.w), max(header.seq) \
+             FROM read_topic('{root}/fleet/', '/imu')"
+        ),
+        format!(
+            "SELECT * FROM read_topic('{root}/fleet/robot=r1/date=2026-05-01/run0.mcap', '/diagnostics') \
+             ORDER BY log_time LIMIT 5"
+        ),
+        format!(
+            "SELECT * FROM read_topic('{root}/mixed/decode_json.mcap', '/events') ORDER BY log_time"
+        ),
+        format!(
+            "SELECT * FROM read_topic('{root}/mixed/decode_protobuf.mcap', '/fixture/all_types', 'flatten') \
+             ORDER BY log_time"
+        ),
+        // Typed tables.
+        format!(
+            "SELECT count(*), min(log_time), max(log_time), sum(x), sum(yaw) \
+             FROM positions('{root}/mixed/synth_0916_basic.log')"
+        ),
+        format!("SELECT * FROM series('{root}/mixed/basic.bddf') ORDER BY 1"),
+        format!(
+            "SELECT count(*), min(log_time), max(log_time), sum(value[1]), sum(value[3]), max(sample) FROM \
+             (SELECT * FROM pod('{root}/mixed/basic.bddf', 'imu/accel'))"
+        ),
+    ];
+    for sql in &queries {
+        let expected = run(&local, sql).await;
+        assert!(!expected.starts_with("error"), "{sql}: {expected}");
+        let got = run(&distributed, sql).await;
+        assert_eq!(got, expected, "{sql}");
+    }
+
+    // The scans did run on the workers: the executed plan is distributed, its
+    // scan stage has one task per worker, and the scan metrics the workers sent
+    // back add up to every chunk of the six files, each read once.
+    let plan = distributed
+        .sql(&queries[0])
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    collect(Arc::clone(&plan), distributed.task_ctx())
+        .await
+        .unwrap();
+    let shown = explain_analyze(Arc::clone(&plan), DistributedMetricsFormat::Aggregated)
+        .await
+        .unwrap();
+    assert!(plan.downcast_ref::<DistributedExec>().is_some(), "{shown}");
+    assert!(shown.contains("tasks=2"), "{shown}");
+    assert!(shown.contains("t1: DataSourceExec"), "{shown}");
+    let local_plan = run(&local, &format!("EXPLAIN ANALYZE {}", queries[0])).await;
+    for name in ["chunks_total", "chunks_read", "files_total"] {
+        assert_eq!(
+            scan_metric(&shown, name),
+            scan_metric(&local_plan, name),
+            "{name}: {shown}\n{local_plan}"
+        );
+    }
+    assert_eq!(scan_metric(&shown, "chunks_read"), "90", "{shown}");
+    assert_eq!(scan_metric(&shown, "messages_read"), "15.66 K", "{shown}");
+}
+
+/// The value of metric `name` on the (first) scan line of a rendered plan.
+fn scan_metric(plan: &str, name: &str) -> String {
+    let key = format!(" {name}=");
+    let line = plan
+        .lines()
+        .find(|l| l.contains(&key) && l.contains("metrics=["))
+        .unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
+    let rest = &line[line.find(&key).unwrap() + key.len()..];
+    rest.split([',', ']']).next().unwrap().trim().to_string()
+}
+
+/// `logsql.on_error` reaches the workers: a truncated file fails the query
+/// with its name and offset, or (warn) yields what one process yields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn damage_policy_travels_to_the_workers() {
+    let Some(src) = fixtures::file("mcap", "samples/compressed.mcap") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(src).unwrap();
+    let cut = tmp.path().join("cut.mcap");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let sql = format!(
+        "SELECT topic, count(*), sum(length(data)) FROM '{}' GROUP BY topic ORDER BY topic",
+        cut.display()
+    );
+    let workers = start_workers(2).await;
+    let distributed = coordinator(&workers);
+    let local = logsql::session_context();
+    // The worker's error comes back whole: file, byte offset, cause.
+    let err = run(&distributed, &sql).await;
+    assert!(err.starts_with("error"), "{err}");
+    assert!(
+        err.contains(
+            "cut.mcap: truncated mcap file: Chunk record (opcode 0x06) of 1113 bytes \
+             extends past the end of the data (385 bytes left) at byte 374331"
+        ),
+        "{err}"
+    );
+    for ctx in [&local, &distributed] {
+        ctx.sql("SET logsql.on_error = 'warn'").await.unwrap();
+    }
+    let expected = run(&local, &sql).await;
+    assert!(!expected.starts_with("error"), "{expected}");
+    assert_eq!(run(&distributed, &sql).await, expected);
+}
+
+/// Encodes `plan`, decodes it in `worker`, and checks the decoded plan encodes
+/// to the same bytes (nothing lost) and returns the same rows.
+async fn assert_round_trip(plan: Arc<dyn ExecutionPlan>, coordinator: &SessionContext) {
+    let bytes = physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &LogsqlCodec)
+        .expect("encodes");
+    // A fresh session, as on a worker: nothing shared with the coordinator's.
+    let worker = logsql::session_context();
+    let decoded =
+        physical_plan_from_bytes_with_extension_codec(&bytes, &worker.task_ctx(), &LogsqlCodec)
+            .expect("decodes");
+    let again = physical_plan_to_bytes_with_extension_codec(Arc::clone(&decoded), &LogsqlCodec)
+        .expect("re-encodes");
+    assert_eq!(bytes, again, "the decoded plan encodes differently");
+    assert_eq!(
+        displayable(decoded.as_ref()).indent(true).to_string(),
+        displayable(plan.as_ref()).indent(true).to_string()
+    );
+    let expected = collect(plan, coordinator.task_ctx()).await;
+    let got = collect(decoded, worker.task_ctx()).await;
+    match (expected, got) {
+        (Ok(e), Ok(g)) => assert_eq!(
+            pretty_format_batches(&g).unwrap().to_string(),
+            pretty_format_batches(&e).unwrap().to_string()
+        ),
+        (Err(e), Err(g)) => assert_eq!(g.to_string(), e.to_string()),
+        (e, g) => panic!("coordinator: {e:?}\nworker: {g:?}"),
+    }
+}
+
+/// Every kind of logsql scan, with every option off its default, survives
+/// encoding and decoding exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_codec_carries_every_scan_and_option() {
+    let Some(json) = fixtures::file("mcap", "decode/json.mcap") else {
+        return;
+    };
+    let Some(bddf) = fixtures::file("bddf", "basic.bddf") else {
+        return;
+    };
+    let Some(descriptors) = fixtures::file("bddf", "bosdyn_api_descriptors.binpb") else {
+        return;
+    };
+    let carla = fixtures::file("carla", "synth_0916_basic.log").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("robot=r9/demo.mcap");
+    std::fs::create_dir_all(demo.parent().unwrap()).unwrap();
+    gen_support::generate(
+        &demo,
+        &gen_support::Options {
+            seconds: 4,
+            image_bytes: 500,
+            chunk_size: 32768,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let ctx = logsql::session_context();
+    for set in [
+        "SET logsql.on_error = 'warn'",
+        "SET logsql.batch_bytes = 4096",
+        "SET logsql.verify_checksums = false",
+        "SET logsql.decode_errors = 'null'",
+        &format!("SET logsql.descriptor_set = '{}'", descriptors.display()),
+    ] {
+        ctx.sql(set).await.unwrap();
+    }
+    let root = tmp.path().display();
+    let queries = [
+        format!(
+            "SELECT robot, topic, log_time, md5(data) FROM '{root}/' \
+             WHERE topic IN ('/tf', '/imu') AND log_time < to_timestamp_nanos({}) ORDER BY log_time LIMIT 50",
+            gen_support::START_NS + 1_000_000_000
+        ),
+        format!("SELECT * FROM read_topic('{}', '/events')", json.display()),
+        format!("SELECT * FROM read_topic('{root}/', '/imu', 'flatten') WHERE \"header.seq\" < 10"),
+        format!(
+            "SELECT * FROM read_topic('{}', 'bosdyn.api.RobotState') LIMIT 20",
+            bddf.display()
+        ),
+        format!(
+            "SELECT * FROM positions('{}') WHERE frame < 20",
+            carla.display()
+        ),
+        format!("SELECT * FROM series('{}')", bddf.display()),
+        format!("SELECT * FROM '{}'", bddf.display()),
+    ];
+    for sql in &queries {
+        let plan = ctx
+            .sql(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .create_physical_plan()
+            .await
+            .unwrap();
+        assert_round_trip(plan, &ctx).await;
+    }
+}
+
+/// Worker processes, killed when dropped.
+struct Processes(Vec<std::process::Child>);
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The CLI as deployed: two `logsql worker` processes, and `logsql --workers`
+/// coordinating a query over a directory of real files of every format.
+#[test]
+fn cli_workers_in_separate_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !fleet(tmp.path()) {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_logsql");
+    let mut addresses = Vec::new();
+    let mut workers = Processes(Vec::new());
+    for _ in 0..2 {
+        // A free port: bind, note it, release it for the worker.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let child = std::process::Command::new(bin)
+            .args(["worker", "--listen", &address])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        workers.0.push(child);
+        addresses.push(address);
+    }
+    for address in &addresses {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(address).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "worker {address} did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let root = tmp.path().display();
+    let sql = format!(
+        "SELECT file, topic, count(*) AS n, sum(length(data)) AS bytes, min(log_time) AS first \
+         FROM '{root}/mixed/' GROUP BY file, topic ORDER BY file, topic; \
+         SELECT robot, count(*) FROM read_topic('{root}/fleet/', '/imu') GROUP BY robot ORDER BY robot"
+    );
+    // 64 KiB of file a partition: these small files still make several tasks
+    // (single-task stages run on the coordinator itself).
+    let split = "SET distributed.file_scan_config_bytes_per_partition = 65536";
+    let run = |extra: &[&str], sql: &str| {
+        let out = std::process::Command::new(bin)
+            .args(extra)
+            .args(["--format", "csv", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let local = run(&[], &sql);
+    assert!(local.contains("r1,6000\nr2,6000"), "{local}");
+    let workers_arg = addresses.join(",");
+    let sql_split = format!("{split}; {sql}");
+    assert_eq!(run(&["--workers", &workers_arg], &sql_split), local);
+    // The work does go to the workers: with none listening, the query fails.
+    drop(workers);
+    let out = std::process::Command::new(bin)
+        .args(["--workers", &workers_arg, &sql_split])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error:"), "{stderr}");
+}
