@@ -18,6 +18,7 @@ installs them).
 """
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -242,6 +243,59 @@ def main():
             return None if got == want else f"{rows} vs {local}"
 
         checks.check("CREATE EXTERNAL TABLE over s3://", external_table)
+
+        def distributed():
+            probe = subprocess.run([args.logsql, "worker", "--help"], capture_output=True)
+            if probe.returncode != 0:
+                if os.environ.get("LOGSQL_INTEROP_DISTRIBUTED") == "1":
+                    return "the binary has no `worker` subcommand (built without --features distributed)"
+                print("     SKIPPED: the binary was built without the distributed feature")
+                return None
+            addresses = [f"127.0.0.1:{free_port()}" for _ in range(2)]
+            # The workers read s3:// with their own environment (the AWS_* above).
+            workers = [
+                subprocess.Popen(
+                    [args.logsql, "worker", "--listen", a],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for a in addresses
+            ]
+            try:
+                for a in addresses:
+                    host, port = a.split(":")
+                    deadline = time.time() + 30
+                    while True:
+                        try:
+                            socket.create_connection((host, int(port)), timeout=1).close()
+                            break
+                        except OSError:
+                            if time.time() > deadline:
+                                return f"worker {a} did not start"
+                            time.sleep(0.05)
+                sql = (
+                    f"SELECT robot, topic, count(*) AS n, sum(length(data)) AS bytes FROM 's3://{BUCKET}/fleet/' "
+                    "GROUP BY robot, topic ORDER BY robot, topic"
+                )
+                here = logsql.query(sql)
+                # 1 MiB partitions: each 5.7 MB object is split across tasks and workers.
+                split = "SET distributed.file_scan_config_bytes_per_partition = 1048576; "
+                proc = subprocess.run(
+                    [args.logsql, "--workers", ",".join(addresses), "--format", "ndjson", split + sql],
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                if proc.returncode != 0:
+                    return f"distributed query failed: {proc.stderr.strip()}"
+                remote = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+                return None if remote == here else f"on workers {remote} vs one process {here}"
+            finally:
+                for w in workers:
+                    w.kill()
+                    w.wait()
+
+        checks.check("a fleet on S3 queried through two `logsql worker` processes", distributed)
     finally:
         moto.kill()
         shutil.rmtree(tmp, ignore_errors=True)
