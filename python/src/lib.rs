@@ -1,0 +1,221 @@
+//! `logsql._native`: the Rust half of the `logsql` Python package
+//! (`python/logsql/__init__.py` is the API users see).
+//!
+//! - [`LogTable`]: a log-file table (`table(path)`, `topic_table(path, topic)`)
+//!   that datafusion-python takes through `__datafusion_table_provider__`
+//!   (datafusion-ffi), so projection, filters and limits reach logsql's scan and
+//!   the scan runs in parallel inside the user's own datafusion-python session;
+//! - [`sql`]: a query run by logsql's own session, its result an Arrow C stream
+//!   (`__arrow_c_stream__`) that pyarrow, pandas and polars import without copying;
+//! - [`summary`]: a file's summary (format, index, times, chunks, channels) as a dict.
+//!
+//! Scans always plan and run in logsql's session (its object stores, table
+//! functions and `logsql.*` options), whatever session calls them: the FFI
+//! session a foreign host passes has a default runtime without them.
+
+mod log_table;
+mod stream;
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+use datafusion::catalog::{TableFunctionArgs, TableProvider};
+use datafusion::common::{ScalarValue, TableReference};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::Expr;
+use datafusion::prelude::SessionContext;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use tokio::runtime::Runtime;
+
+use log_table::LogTable;
+use stream::ArrowStream;
+
+/// The runtime every logsql query of this process runs on.
+pub(crate) static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("logsql")
+        .build()
+        .expect("the logsql runtime starts")
+});
+
+/// A DataFusion error as a Python exception (`RuntimeError` with the full text:
+/// file, byte offset and cause for damaged files).
+pub(crate) fn py_err(e: DataFusionError) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+/// A logsql session with `options` set: `on_error = 'warn'` sets
+/// `logsql.on_error`; keys with a dot (`datafusion.execution.batch_size`) are
+/// set as given.
+fn session(options: Option<HashMap<String, String>>) -> PyResult<SessionContext> {
+    let ctx = logsql::session_context();
+    if let Some(options) = options {
+        let state = ctx.state_ref();
+        let mut state = state.write();
+        let config = state.config_mut().options_mut();
+        for (key, value) in options {
+            let key = match key.contains('.') {
+                true => key,
+                false => format!("logsql.{key}"),
+            };
+            config
+                .set(&key, &value)
+                .map_err(|e| PyValueError::new_err(format!("option {key}: {e}")))?;
+        }
+    }
+    Ok(ctx)
+}
+
+/// `logsql.table(path, options)`: every message of the log files at `path`
+/// (file, directory or glob; formats detected from content).
+#[pyfunction]
+#[pyo3(signature = (path, options=None))]
+fn table(
+    py: Python<'_>,
+    path: String,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<LogTable> {
+    let ctx = session(options)?;
+    let provider = py
+        .detach(|| RUNTIME.block_on(ctx.table_provider(TableReference::bare(path.as_str()))))
+        .map_err(py_err)?;
+    Ok(LogTable::new(provider, ctx, format!("table('{path}')")))
+}
+
+/// `logsql.topic_table(path, topic, flatten, options)`: one topic's messages
+/// decoded into typed columns (SQL `read_topic(path, topic)`).
+#[pyfunction]
+#[pyo3(signature = (path, topic, flatten=false, options=None))]
+fn topic_table(
+    py: Python<'_>,
+    path: String,
+    topic: String,
+    flatten: bool,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<LogTable> {
+    let ctx = session(options)?;
+    let mut args = vec![literal(&path), literal(&topic)];
+    if flatten {
+        args.push(literal("flatten"));
+    }
+    let state = ctx.state();
+    let function = state
+        .table_functions()
+        .get("read_topic")
+        .cloned()
+        .ok_or_else(|| PyRuntimeError::new_err("read_topic is not registered"))?;
+    let provider: Arc<dyn TableProvider> = py
+        .detach(|| function.create_table_provider_with_args(TableFunctionArgs::new(&args, &state)))
+        .map_err(py_err)?;
+    Ok(LogTable::new(
+        provider,
+        ctx,
+        format!("topic_table('{path}', '{topic}')"),
+    ))
+}
+
+fn literal(s: &str) -> Expr {
+    Expr::Literal(ScalarValue::Utf8(Some(s.to_string())), None)
+}
+
+/// `logsql.sql(query, options)` without pyarrow: the result as an Arrow C
+/// stream (the Python wrapper makes it a `pyarrow.Table`).
+#[pyfunction]
+#[pyo3(signature = (query, options=None))]
+fn sql(
+    py: Python<'_>,
+    query: String,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<ArrowStream> {
+    let ctx = session(options)?;
+    let stream = py
+        .detach(|| {
+            RUNTIME.block_on(async {
+                let df = ctx.sql(&query).await?;
+                df.execute_stream().await
+            })
+        })
+        .map_err(py_err)?;
+    Ok(ArrowStream::new(stream))
+}
+
+/// `logsql.info(path)`'s facts from the file's summary (a local file).
+#[pyfunction]
+fn summary<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
+    let (format, summary) = py
+        .detach(|| -> logsql::Result<_> {
+            let file = logsql::io::FileReader::open(&path)?;
+            let format = logsql::formats::detect(&file)?;
+            let summary = format.summary(&file)?;
+            Ok((format, summary))
+        })
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let d = PyDict::new(py);
+    d.set_item("path", &path)?;
+    d.set_item("format", format.name())?;
+    d.set_item("size", summary.file_size)?;
+    d.set_item("indexed", summary.indexed)?;
+    d.set_item("message_count", summary.message_count)?;
+    d.set_item("start_time_ns", summary.start_time)?;
+    d.set_item("end_time_ns", summary.end_time)?;
+    d.set_item("chunks", summary.chunks.len())?;
+    let mut compression: HashMap<&str, usize> = HashMap::new();
+    for c in &summary.chunks {
+        *compression.entry(c.compression.as_str()).or_default() += 1;
+    }
+    d.set_item("chunk_compression", compression)?;
+    let channels: Vec<Bound<'py, PyDict>> = summary
+        .channels
+        .values()
+        .map(|c| {
+            let ch = PyDict::new(py);
+            ch.set_item("id", c.id)?;
+            ch.set_item("topic", &c.topic)?;
+            ch.set_item("message_type", c.message_type.as_deref())?;
+            ch.set_item("message_encoding", &c.message_encoding)?;
+            ch.set_item("schema_encoding", c.schema_encoding.as_deref())?;
+            ch.set_item(
+                "message_count",
+                summary
+                    .channel_message_counts
+                    .as_ref()
+                    .and_then(|m| m.get(&c.id).copied()),
+            )?;
+            Ok(ch)
+        })
+        .collect::<PyResult<_>>()?;
+    d.set_item("channels", channels)?;
+    let metadata: Vec<(String, Vec<(String, String)>)> = summary
+        .metadata
+        .iter()
+        .map(|m| (m.name.clone(), m.metadata.clone().into_iter().collect()))
+        .collect();
+    d.set_item("metadata", metadata)?;
+    d.set_item("attachments", summary.attachments.len())?;
+    d.set_item("properties", summary.properties.clone())?;
+    d.set_item("damage", summary.damage.as_ref().map(|e| e.to_string()))?;
+    Ok(d)
+}
+
+/// The DataFusion (and datafusion-ffi) major version this module is built on.
+#[pyfunction]
+fn datafusion_major() -> u64 {
+    datafusion_ffi::version()
+}
+
+/// The `logsql._native` module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<LogTable>()?;
+    m.add_class::<ArrowStream>()?;
+    m.add_function(wrap_pyfunction!(table, m)?)?;
+    m.add_function(wrap_pyfunction!(topic_table, m)?)?;
+    m.add_function(wrap_pyfunction!(sql, m)?)?;
+    m.add_function(wrap_pyfunction!(summary, m)?)?;
+    m.add_function(wrap_pyfunction!(datafusion_major, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
