@@ -462,7 +462,8 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 /// The topics of one file: counts from the summary when it states them (times
-/// are then the bounds of the chunks holding each topic), else from a scan of
+/// are then the bounds of the chunks listing each topic, and the message times
+/// of chunks that list none), else from a scan of
 /// message headers (exact times).
 fn file_topics(
     loc: &super::object_io::FileLocation,
@@ -484,16 +485,47 @@ fn file_topics(
             })
             .clone()
     };
+    let sel = Selection {
+        time: None,
+        topics: None,
+        payload: false,
+        full_header: false,
+    };
     if let Some(counts) = &summary.channel_message_counts {
+        // A chunk that does not list its channels (an MCAP chunk without
+        // message indexes, e.g. one holding only schema records, whose index
+        // times are 0..0) gives each channel's times from its message headers.
+        let unlisted: Vec<&crate::model::ChunkMeta> = summary
+            .chunks
+            .iter()
+            .filter(|c| c.channels.is_none())
+            .collect();
+        let mut unlisted_times: BTreeMap<u64, (Option<u64>, Option<u64>)> = BTreeMap::new();
+        if !unlisted.is_empty() {
+            let file = loc.open().map_err(df_err)?;
+            let mut sink = |m: Message<'_>| {
+                let e = unlisted_times.entry(m.channel.id).or_default();
+                e.0 = min_opt(e.0, Some(m.log_time));
+                e.1 = e.1.max(Some(m.log_time));
+                Flow::Continue
+            };
+            for chunk in unlisted {
+                if let Err(e) = format.read_chunk(file.as_ref(), summary, chunk, &sel, &mut sink) {
+                    report(on_error, e)?;
+                }
+            }
+        }
         for ch in summary.channels.values() {
             row_of(&mut out, ch);
-            let bounds = summary
+            let listed = summary
                 .chunks
                 .iter()
-                .filter(|c| c.channels.as_ref().is_none_or(|ids| ids.contains(&ch.id)))
+                .filter(|c| c.channels.as_ref().is_some_and(|ids| ids.contains(&ch.id)))
                 .fold((None, None), |(lo, hi), c| {
                     (min_opt(lo, c.start_time), hi.max(c.end_time))
                 });
+            let unlisted = unlisted_times.get(&ch.id).copied().unwrap_or_default();
+            let bounds = (min_opt(listed.0, unlisted.0), listed.1.max(unlisted.1));
             let n = counts.get(&ch.id).copied().unwrap_or(0);
             let e = out.get_mut(&ch.topic).expect("inserted above");
             e.2 += n;
@@ -508,12 +540,6 @@ fn file_topics(
         row_of(&mut out, ch);
     }
     let file = loc.open().map_err(df_err)?;
-    let sel = Selection {
-        time: None,
-        topics: None,
-        payload: false,
-        full_header: false,
-    };
     let mut sink = |m: Message<'_>| {
         let e = out.entry(m.channel.topic.clone()).or_insert_with(|| {
             (

@@ -559,3 +559,40 @@ async fn topics_of_a_damaged_file_follow_on_error() {
     assert_eq!(n, scanned);
     assert!(n > 1000 && n < 2610, "{n}");
 }
+
+/// topics() times are the bounds of the chunks holding each topic, never
+/// widened by a chunk that holds no messages: the demo file's first chunk has
+/// only schema and channel records (index times 0..0, no message indexes).
+#[tokio::test]
+async fn topics_times_ignore_chunks_without_messages() {
+    let ctx = ctx();
+    let first_chunk = text(
+        &ctx,
+        &format!(
+            "SELECT CAST(start_time AS BIGINT) AS s, CAST(end_time AS BIGINT) AS e, message_count \
+             FROM chunks('{DEMO}') WHERE chunk_index = 0"
+        ),
+    )
+    .await;
+    assert!(first_chunk.contains("| 0 | 0 |"), "{first_chunk}");
+    let out = text(
+        &ctx,
+        &format!(
+            "SELECT t.topic, t.start_time, m.lo, t.end_time, m.hi FROM topics('{DEMO}') t \
+             JOIN (SELECT topic, min(log_time) lo, max(log_time) hi FROM '{DEMO}' GROUP BY topic) m \
+             ON t.topic = m.topic ORDER BY 1"
+        ),
+    )
+    .await;
+    assert_eq!(
+        out,
+        "+--------------------+----------------------+--------------------------+--------------------------+--------------------------+\n\
+         | topic              | start_time           | lo                       | end_time                 | hi                       |\n\
+         +--------------------+----------------------+--------------------------+--------------------------+--------------------------+\n\
+         | /camera/compressed | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20.001Z | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.901Z |\n\
+         | /diagnostics       | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20.003Z | 2023-11-14T22:13:29.010Z | 2023-11-14T22:13:29.003Z |\n\
+         | /imu               | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20Z     | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.995Z |\n\
+         | /tf                | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20.002Z | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.982Z |\n\
+         +--------------------+----------------------+--------------------------+--------------------------+--------------------------+"
+    );
+}
