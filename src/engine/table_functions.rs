@@ -494,14 +494,23 @@ fn file_topics(
     if let Some(counts) = &summary.channel_message_counts {
         // A chunk that does not list its channels (an MCAP chunk without
         // message indexes, e.g. one holding only schema records, whose index
-        // times are 0..0) gives each channel's times from its message headers.
+        // times are 0..0) gives each channel's times from its message headers,
+        // unless the chunks that do list theirs already hold every message the
+        // file states: then it holds none, and nothing is read.
         let unlisted: Vec<&crate::model::ChunkMeta> = summary
             .chunks
             .iter()
             .filter(|c| c.channels.is_none())
             .collect();
+        let listed_total: Option<u64> = summary
+            .chunks
+            .iter()
+            .filter(|c| c.channels.is_some())
+            .map(|c| c.message_count)
+            .sum();
+        let unlisted_are_empty = listed_total.is_some() && listed_total == summary.message_count;
         let mut unlisted_times: BTreeMap<u64, (Option<u64>, Option<u64>)> = BTreeMap::new();
-        if !unlisted.is_empty() {
+        if !unlisted.is_empty() && !unlisted_are_empty {
             let file = loc.open().map_err(df_err)?;
             let mut sink = |m: Message<'_>| {
                 let e = unlisted_times.entry(m.channel.id).or_default();
