@@ -38,10 +38,10 @@ use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
-#[derive(Clone)]
 ///
 /// Everything a scan needs at execution time is a field here (the distributed
 /// plan codec, `engine::distributed::codec`, carries each one to workers).
+#[derive(Clone)]
 pub struct LogSource {
     pub(super) format: Option<Arc<dyn LogFormat>>,
     table_schema: TableSchema,
