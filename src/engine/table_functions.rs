@@ -29,8 +29,7 @@ use super::scan::{df_err, report};
 use super::schema::timestamp_type;
 use super::url_table::resolve;
 use crate::formats::LogFormat;
-use crate::io::ReadAt;
-use crate::model::{Flow, Message, Selection, Summary};
+use crate::model::{Flow, Message, MessageSink, Selection, Summary};
 
 /// Which summary view a table function shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,12 +484,6 @@ fn file_topics(
             })
             .clone()
     };
-    let sel = Selection {
-        time: None,
-        topics: None,
-        payload: false,
-        full_header: false,
-    };
     if let Some(counts) = &summary.channel_message_counts {
         // A chunk that does not list its channels (an MCAP chunk without
         // message indexes, e.g. one holding only schema records, whose index
@@ -511,18 +504,13 @@ fn file_topics(
         let unlisted_are_empty = listed_total.is_some() && listed_total == summary.message_count;
         let mut unlisted_times: BTreeMap<u64, (Option<u64>, Option<u64>)> = BTreeMap::new();
         if !unlisted.is_empty() && !unlisted_are_empty {
-            let file = loc.open().map_err(df_err)?;
             let mut sink = |m: Message<'_>| {
                 let e = unlisted_times.entry(m.channel.id).or_default();
                 e.0 = min_opt(e.0, Some(m.log_time));
                 e.1 = e.1.max(Some(m.log_time));
                 Flow::Continue
             };
-            for chunk in unlisted {
-                if let Err(e) = format.read_chunk(file.as_ref(), summary, chunk, &sel, &mut sink) {
-                    report(on_error, e)?;
-                }
-            }
+            read_headers(loc, format, summary, unlisted, on_error, &mut sink)?;
         }
         for ch in summary.channels.values() {
             row_of(&mut out, ch);
@@ -548,7 +536,6 @@ fn file_topics(
     for ch in summary.channels.values() {
         row_of(&mut out, ch);
     }
-    let file = loc.open().map_err(df_err)?;
     let mut sink = |m: Message<'_>| {
         let e = out.entry(m.channel.topic.clone()).or_insert_with(|| {
             (
@@ -564,14 +551,35 @@ fn file_topics(
         e.4 = e.4.max(Some(m.log_time));
         Flow::Continue
     };
-    let reader: &dyn ReadAt = file.as_ref();
-    for chunk in &summary.chunks {
-        if let Err(e) = format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
-            report(on_error, e)?;
-        }
-    }
+    read_headers(loc, format, summary, &summary.chunks, on_error, &mut sink)?;
     if let Some(d) = &summary.damage {
         report(on_error, d.clone())?;
     }
     Ok(out)
+}
+
+/// Reads the message headers (no payloads) of `chunks` of one file into
+/// `sink`; a damaged chunk is reported as `on_error` says, and the others are
+/// still read.
+fn read_headers<'c>(
+    loc: &super::object_io::FileLocation,
+    format: &dyn LogFormat,
+    summary: &Summary,
+    chunks: impl IntoIterator<Item = &'c crate::model::ChunkMeta>,
+    on_error: OnError,
+    sink: &mut dyn MessageSink,
+) -> Result<()> {
+    let file = loc.open().map_err(df_err)?;
+    let sel = Selection {
+        time: None,
+        topics: None,
+        payload: false,
+        full_header: false,
+    };
+    for chunk in chunks {
+        if let Err(e) = format.read_chunk(file.as_ref(), summary, chunk, &sel, sink) {
+            report(on_error, e)?;
+        }
+    }
+    Ok(())
 }
