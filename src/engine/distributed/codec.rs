@@ -13,6 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::config::ExtensionOptions;
 use datafusion::datasource::source::DataSourceExec;
@@ -248,26 +249,28 @@ fn decoded_to_wire(spec: &DecodedSpec) -> Result<wire::DecodedTopic> {
         spec.message_type.clone(),
         true,
     )]);
+    // read_topic shares one decoder among the files whose channels have the
+    // same schema: each distinct decoder is made portable (and checked) once.
+    let mut portable: HashMap<*const (), Option<(Bytes, String)>> = HashMap::new();
     let mut decoders = Vec::new();
     for ((file_key, channel_id), decoder) in &spec.decoders {
-        let Some(schema) = decoder.portable_schema() else {
+        let shared = Arc::as_ptr(decoder) as *const ();
+        let entry = match portable.get(&shared) {
+            Some(entry) => entry.clone(),
+            None => {
+                let entry = portable_decoder(&spec.topic, decoder.as_ref())?;
+                portable.insert(shared, entry.clone());
+                entry
+            }
+        };
+        let Some((schema, description)) = entry else {
             continue;
         };
-        // The worker must get exactly this decoder back, or none.
-        let rebuilt = json::from_portable_schema(&schema, &decoder.describe())
-            .map_err(|e| codec_err(format!("{}: {e}", decoder.describe())))?;
-        if rebuilt.data_type() != decoder.data_type() {
-            return Err(DataFusionError::NotImplemented(format!(
-                "read_topic('{}'): the decoder {} cannot be sent to a worker (its type has no portable schema)",
-                spec.topic,
-                decoder.describe()
-            )));
-        }
         decoders.push(wire::PortableDecoder {
             file_key: file_key.clone(),
             channel_id: *channel_id,
-            schema: schema.into(),
-            description: decoder.describe(),
+            schema,
+            description,
         });
     }
     decoders.sort_by(|a, b| (&a.file_key, a.channel_id).cmp(&(&b.file_key, b.channel_id)));
@@ -287,6 +290,24 @@ fn decoded_to_wire(spec: &DecodedSpec) -> Result<wire::DecodedTopic> {
     })
 }
 
+/// `decoder`'s portable schema and description, checked to rebuild exactly
+/// this decoder; `None` when the worker compiles it from the channel.
+fn portable_decoder(topic: &str, decoder: &dyn MessageDecoder) -> Result<Option<(Bytes, String)>> {
+    let Some(schema) = decoder.portable_schema() else {
+        return Ok(None);
+    };
+    let description = decoder.describe();
+    // The worker must get exactly this decoder back, or none.
+    let rebuilt = json::from_portable_schema(&schema, &description)
+        .map_err(|e| codec_err(format!("{description}: {e}")))?;
+    if rebuilt.data_type() != decoder.data_type() {
+        return Err(DataFusionError::NotImplemented(format!(
+            "read_topic('{topic}'): the decoder {description} cannot be sent to a worker (its type has no portable schema)"
+        )));
+    }
+    Ok(Some((schema.into(), description)))
+}
+
 fn decoded_from_wire(d: &wire::DecodedTopic) -> Result<Arc<DecodedSpec>> {
     let message_type: DataType = schema_from_wire(&d.message_type)?
         .field_with_name(MESSAGE_FIELD)?
@@ -299,13 +320,15 @@ fn decoded_from_wire(d: &wire::DecodedTopic) -> Result<Arc<DecodedSpec>> {
         )),
     };
     let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();
-    let mut by_schema: HashMap<&[u8], Arc<dyn MessageDecoder>> = HashMap::new();
+    // Entries that shared a decoder on the coordinator share one here.
+    let mut shared: HashMap<(&[u8], &str), Arc<dyn MessageDecoder>> = HashMap::new();
     for p in &d.decoders {
-        let decoder = match by_schema.get(p.schema.as_ref()) {
+        let key = (p.schema.as_ref(), p.description.as_str());
+        let decoder = match shared.get(&key) {
             Some(d) => Arc::clone(d),
             None => {
                 let d = json::from_portable_schema(&p.schema, &p.description).map_err(codec_err)?;
-                by_schema.insert(p.schema.as_ref(), Arc::clone(&d));
+                shared.insert(key, Arc::clone(&d));
                 d
             }
         };
