@@ -126,6 +126,57 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The file this error names, where it names one.
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            Error::Io { file, .. }
+            | Error::Corrupt { file, .. }
+            | Error::Truncated { file, .. }
+            | Error::Checksum { file, .. }
+            | Error::Unsupported { file, .. }
+            | Error::UnknownFormat { file, .. } => Some(file),
+            Error::Invalid(_) | Error::UnsupportedTable { .. } => None,
+        }
+    }
+
+    /// Whether this is damage in the file's bytes (truncated, corrupt, or a
+    /// checksum mismatch), which `logsql.on_error` decides about; other errors
+    /// (I/O, an unknown or unsupported format, bad arguments) always fail.
+    pub fn is_damage(&self) -> bool {
+        matches!(
+            self,
+            Error::Truncated { .. } | Error::Corrupt { .. } | Error::Checksum { .. }
+        )
+    }
+
+    /// Whether this is the damage of an unfinished recording: the file simply
+    /// ends early (the writer died or is still writing), so a record or the
+    /// index at the end is missing or cut. Everything before [`Error::offset`]
+    /// is readable. (A length field corrupted to point past the end of the file
+    /// looks the same and is treated the same.)
+    pub fn is_unfinished_recording(&self) -> bool {
+        matches!(self, Error::Truncated { .. })
+    }
+
+    /// The one-line warning for an unfinished recording: the file, where its
+    /// readable data ends and how many bytes after that were dropped; `None` for
+    /// other errors.
+    pub fn unfinished_warning(&self) -> Option<String> {
+        match self {
+            Error::Truncated {
+                file,
+                format,
+                offset,
+                file_size,
+                message,
+            } => Some(format!(
+                "{file}: unfinished {format} recording: every complete message was read; readable data ends at byte {offset} of {file_size} ({} bytes dropped: {message})",
+                file_size.saturating_sub(*offset)
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// Convenience for building errors that name a file, a format and an offset.

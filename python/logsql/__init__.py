@@ -33,7 +33,7 @@ from typing import Any, Mapping, Optional, Union
 
 from . import _native
 
-__all__ = ["table", "topic_table", "sql", "info", "DATAFUSION_MAJOR", "__version__"]
+__all__ = ["table", "topic_table", "sql", "info", "QueryError", "DATAFUSION_MAJOR", "__version__"]
 
 __version__: str = _native.__version__
 
@@ -97,17 +97,42 @@ def topic_table(
     return _native.topic_table(os.fspath(path), topic, flatten, _options(options))
 
 
+class QueryError(RuntimeError):
+    """A query that failed after delivering rows (a damaged file under
+    ``on_error`` ``auto`` or ``error``): the message names the file, the byte
+    offset and the cause, and ``partial`` is a ``pyarrow.Table`` of every row the
+    query returned before the error (with a damaged file: every row computed
+    from its readable messages)."""
+
+    def __init__(self, message: str, partial: Any):
+        super().__init__(message)
+        #: The rows delivered before the error, as a ``pyarrow.Table``.
+        self.partial = partial
+
+
 def sql(query: str, options: Optional[Mapping[str, Any]] = None):
     """Runs one SQL statement with logsql's session and returns a ``pyarrow.Table``.
 
     Every logsql table is available: ``FROM 'run.mcap'``, ``read_topic(...)``,
     ``topics(...)``, typed tables (``positions('town.log')``), and all of
-    DataFusion's functions. A damaged file raises an error naming the file, the
-    byte offset and the cause (or, with ``options={"on_error": "warn"}``, logs it).
+    DataFusion's functions. An unfinished recording (a file that ends early)
+    gives every complete message and logs a warning. A corrupt file raises
+    :class:`QueryError`, naming the file, the byte offset and the cause, with the
+    rows computed from every readable message in ``partial``
+    (``options={"on_error": "warn"}`` only logs damage; ``"error"`` also raises
+    for unfinished recordings). Planning errors raise as before (no rows).
     """
     import pyarrow
 
-    return pyarrow.table(_native.sql(query, _options(options)))
+    reader = pyarrow.RecordBatchReader.from_stream(_native.sql(query, _options(options)))
+    batches = []
+    try:
+        for batch in reader:
+            batches.append(batch)
+    except Exception as e:  # the stream's error: raised after its rows
+        partial = pyarrow.Table.from_batches(batches, schema=reader.schema)
+        raise QueryError(str(e), partial) from e
+    return pyarrow.Table.from_batches(batches, schema=reader.schema)
 
 
 def _literal(text: str) -> str:

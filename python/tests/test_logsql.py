@@ -187,12 +187,27 @@ def test_damage_is_an_error_with_file_and_offset(tmp_path):
     cut = tmp_path / "cut.mcap"
     cut.write_bytes(data[: len(data) * 2 // 3])
     query = f"SELECT topic, count(*) AS n FROM '{cut}' GROUP BY topic ORDER BY topic"
-    with pytest.raises(Exception) as err:
-        logsql.sql(query)
+    readable = [("/diagnostics", 38), ("/tf", 560)]
+    # The default: an unfinished recording gives every complete message (and a warning).
+    assert rows(logsql.sql(query)) == readable
+    assert rows(logsql.sql(query, options={"on_error": "warn"})) == readable
+    # Strict: the error comes after the rows, which travel with it.
+    with pytest.raises(logsql.QueryError) as err:
+        logsql.sql(query, options={"on_error": "error"})
     assert "cut.mcap: truncated mcap file" in str(err.value)
     assert "at byte 374331" in str(err.value)
-    # on_error = 'warn': every readable message.
-    assert rows(logsql.sql(query, options={"on_error": "warn"})) == [("/diagnostics", 38), ("/tf", 560)]
+    assert rows(err.value.partial) == readable
+    # Corruption fails by default, also after every readable row: a flipped
+    # byte inside the last chunk's compressed data breaks its CRC or its frame.
+    bad = tmp_path / "bad.mcap"
+    broken = bytearray(data)
+    broken[len(data) * 2 // 3] ^= 0xFF
+    bad.write_bytes(bytes(broken))
+    with pytest.raises(logsql.QueryError) as err:
+        logsql.sql(f"SELECT count(*) AS n, sum(length(data)) AS b FROM '{bad}'")
+    assert "bad.mcap: corrupt mcap data at byte 374384" in str(err.value)
+    # Every chunk but the broken one (2 messages) is counted.
+    assert rows(err.value.partial) == [(824, 106440)]
 
 
 def test_version_mismatch_fails_clearly(monkeypatch):

@@ -55,8 +55,9 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
     pub format: Format,
 
-    /// What a damaged file does to a query: `error` fails it (after every
-    /// readable message), `warn` logs a warning and succeeds.
+    /// What a damaged file does to a query (after every readable row was
+    /// delivered): `auto` (default) warns of an unfinished recording and fails on
+    /// corruption, `error` fails on any damage, `warn` only warns.
     #[arg(long, value_enum, value_name = "POLICY", global = true)]
     pub on_error: Option<OnErrorPolicy>,
 
@@ -107,7 +108,10 @@ pub enum Format {
 /// Values of `--on-error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnErrorPolicy {
-    /// Fail the query after returning every readable message.
+    /// An unfinished recording (a file that ends early) warns; corruption fails
+    /// the query after every readable row (the default).
+    Auto,
+    /// Any damage fails the query, after every readable row.
     Error,
     /// Log a warning and let the query succeed.
     Warn,
@@ -117,6 +121,7 @@ impl OnErrorPolicy {
     /// The value of the `logsql.on_error` session option.
     pub fn as_option(self) -> &'static str {
         match self {
+            Self::Auto => "auto",
             Self::Error => "error",
             Self::Warn => "warn",
         }

@@ -200,7 +200,6 @@ impl FileFormat for LogFileFormat {
         mut conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let options = LogsqlOptions::from_config(state.config_options());
-        options.on_error()?;
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(source.with_options(options));
         }

@@ -15,6 +15,7 @@
 //!   for datafusion-distributed.
 
 pub mod batch;
+pub mod damage;
 pub mod decoded_batch;
 #[cfg(feature = "distributed")]
 pub mod distributed;
@@ -40,8 +41,10 @@ use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::provider::DefaultTableFactory;
 use datafusion::error::Result;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::CreateExternalTable;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use file_format::{LogFileFormat, LogFormatFactory};
@@ -55,8 +58,17 @@ use crate::formats;
 /// - `SELECT ... FROM 'run.mcap'` (a file, directory or glob; format detected from content),
 /// - the table functions `topics`, `chunks`, `attachments`, `metadata`,
 /// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
-/// - the `logsql.*` session options.
+/// - the `logsql.*` session options,
+/// - the physical optimizer rule [`damage::DeferScanErrors`]: a damaged file
+///   fails a query only after every readable row was delivered.
 pub fn register(ctx: &SessionContext) -> Result<()> {
+    register_with(ctx, true)
+}
+
+/// [`register`], with or without deferring scan errors to the end of the
+/// query (a distributed coordinator's plans are run by datafusion-distributed,
+/// whose workers report scan errors in their streams).
+pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<()> {
     {
         let state_ref = ctx.state_ref();
         let mut state = state_ref.write();
@@ -84,6 +96,17 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
                 .options_mut()
                 .extensions
                 .insert(LogsqlOptions::default());
+        }
+        let rule = damage::DeferScanErrors;
+        if defer_errors
+            && !state
+                .physical_optimizers()
+                .iter()
+                .any(|r| r.name() == rule.name())
+        {
+            *state = SessionStateBuilder::new_from_existing(state.clone())
+                .with_physical_optimizer_rule(Arc::new(rule))
+                .build();
         }
     }
     table_functions::register(ctx);

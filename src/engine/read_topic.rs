@@ -157,7 +157,7 @@ async fn plan(
     flatten: bool,
 ) -> Result<Arc<dyn TableProvider>> {
     let options = LogsqlOptions::from_config(state.config_options());
-    let null_on_error = options.null_on_decode_error()?;
+    let null_on_error = options.null_on_decode_error();
     let pool = options.descriptor_pool()?;
     let resolved = resolve(state, path).await?;
     let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();

@@ -22,6 +22,7 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use tokio::sync::mpsc::Sender;
 
 use super::batch::BatchBuilder;
+use super::damage::{DamageLog, report};
 use super::decoded_batch::DecodedBatchBuilder;
 use super::object_io::{CountingReader, FileLocation};
 use super::options::OnError;
@@ -101,6 +102,9 @@ pub struct ScanPlan {
     pub verify: bool,
     /// The decoded topic scanned (`read_topic`), or `None`.
     pub decoded: Option<Arc<DecodedSpec>>,
+    /// Where errors go when the query reports them at its end (see
+    /// [`super::damage`]); `None`: they end this scan's stream.
+    pub damage: Option<Arc<DamageLog>>,
 }
 
 impl ScanPlan {
@@ -164,7 +168,13 @@ impl ScanPlan {
             table,
             verify,
             decoded: None,
+            damage: None,
         })
+    }
+
+    /// The same plan recording its errors in `log` (see [`super::damage`]).
+    pub fn with_damage_log(self, damage: Option<Arc<DamageLog>>) -> Self {
+        Self { damage, ..self }
     }
 
     /// The same plan scanning one topic's decoded messages (`read_topic`):
@@ -211,7 +221,12 @@ pub fn scan_file(
 ) {
     let result = scan_file_inner(plan, loc, range, metrics, tx);
     if let Err(e) = result {
-        let _ = tx.blocking_send(Err(e));
+        match &plan.damage {
+            Some(log) => log.defer(e),
+            None => {
+                let _ = tx.blocking_send(Err(e));
+            }
+        }
     }
 }
 
@@ -225,10 +240,20 @@ fn scan_file_inner(
     let name = loc.display_name();
     let raw = loc.open().map_err(df_err)?;
     let file = CountingReader::new(raw.as_ref());
-    let cached = summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file)
-        .map_err(df_err)?;
-    let summary = &cached.summary;
     let owns_start = range.as_ref().is_none_or(|r| r.start == 0);
+    let cached = match summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file) {
+        Ok(cached) => cached,
+        // A file too damaged to have a summary has no readable message: the
+        // policy decides (once per file, by the partition owning its start).
+        Err(e) if e.is_damage() => {
+            if owns_start {
+                report(plan.on_error, e, plan.damage.as_deref())?;
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(df_err(e)),
+    };
+    let summary = &cached.summary;
     let in_range: Vec<&ChunkMeta> = summary
         .chunks
         .iter()
@@ -327,7 +352,7 @@ fn scan_file_inner(
                 return Err(e);
             }
             if let Err(e) = read {
-                outcome = report(plan.on_error, e);
+                outcome = report(plan.on_error, e, plan.damage.as_deref());
             }
             sink.flush()?;
         }
@@ -360,9 +385,16 @@ fn scan_file_inner(
             }
             Err(e) => {
                 metrics.chunks_read.add(1);
-                if let Err(e) = report(plan.on_error, e) {
-                    outcome = Err(e);
-                    break;
+                if let Err(e) = report(plan.on_error, e, plan.damage.as_deref()) {
+                    match &plan.damage {
+                        // The query fails at its end: the chunks after this
+                        // one are readable and still delivered.
+                        Some(log) => log.defer(e),
+                        None => {
+                            outcome = Err(e);
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -373,7 +405,7 @@ fn scan_file_inner(
     outcome?;
     if owns_start && !done {
         if let Some(damage) = &summary.damage {
-            report(plan.on_error, damage.clone())?;
+            report(plan.on_error, damage.clone(), plan.damage.as_deref())?;
         }
         if plan.verify
             && let Some(e) = summary_cache::verification(
@@ -383,25 +415,10 @@ fn scan_file_inner(
                 &metrics.bytes_verified,
             )
         {
-            report(plan.on_error, e)?;
+            report(plan.on_error, e, plan.damage.as_deref())?;
         }
     }
     Ok(())
-}
-
-/// Applies the `on_error` policy to a damage report.
-pub fn report(policy: OnError, e: crate::Error) -> Result<()> {
-    match policy {
-        OnError::Error => Err(DataFusionError::External(Box::new(e)).context(
-            "reading stopped at damaged data; every message before it was returned \
-             (SET logsql.on_error = 'warn', or the CLI's --on-error warn, to read past \
-             damage and only log it)",
-        )),
-        OnError::Warn => {
-            log::warn!("{e}");
-            Ok(())
-        }
-    }
 }
 
 /// What a [`BatchSink`] buffers rows in.

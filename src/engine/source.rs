@@ -29,6 +29,7 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
+use super::damage::DamageLog;
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::predicate::is_exact_pushable;
@@ -54,6 +55,9 @@ pub struct LogSource {
     pub(super) decoded: Option<Arc<DecodedSpec>>,
     /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
     pub(super) skip: Arc<HashSet<ObjectPath>>,
+    /// Where the scan records errors to report at the end of the query
+    /// (set by [`super::damage::DeferScanErrors`]; not sent to distributed workers).
+    damage: Option<Arc<DamageLog>>,
 }
 
 impl LogSource {
@@ -70,6 +74,16 @@ impl LogSource {
             table: None,
             decoded: None,
             skip: Default::default(),
+            damage: None,
+        }
+    }
+
+    /// The same source recording its errors in `log`, for the query's root to
+    /// report once every row was delivered (see [`super::damage`]).
+    pub fn with_damage_log(&self, log: Arc<DamageLog>) -> Self {
+        Self {
+            damage: Some(log),
+            ..self.clone()
         }
     }
 
@@ -112,12 +126,13 @@ impl FileSource for LogSource {
             self.predicate.clone(),
             self.batch_size,
             self.options.batch_bytes,
-            self.options.on_error()?,
+            self.options.on_error,
             config.limit,
             self.table.clone(),
             self.options.verify_checksums,
         )?
-        .with_decoded(self.decoded.clone());
+        .with_decoded(self.decoded.clone())
+        .with_damage_log(self.damage.clone());
         let opener = LogOpener {
             plan: Arc::new(plan),
             store,

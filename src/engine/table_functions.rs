@@ -23,9 +23,10 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
+use super::damage::report;
 use super::options::{LogsqlOptions, OnError};
 use super::predicate::scalar_str;
-use super::scan::{df_err, report};
+use super::scan::df_err;
 use super::schema::timestamp_type;
 use super::url_table::resolve;
 use crate::formats::LogFormat;
@@ -200,7 +201,7 @@ impl TableProvider for SummaryTable {
                 DataFusionError::Internal("logsql table functions need a SessionState".into())
             })?;
         let options = LogsqlOptions::from_config(state.config_options());
-        let on_error = options.on_error()?;
+        let on_error = options.on_error;
         let pool = options.descriptor_pool()?;
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
@@ -553,7 +554,7 @@ fn file_topics(
     };
     read_headers(loc, format, summary, &summary.chunks, on_error, &mut sink)?;
     if let Some(d) = &summary.damage {
-        report(on_error, d.clone())?;
+        report(on_error, d.clone(), None)?;
     }
     Ok(out)
 }
@@ -578,7 +579,7 @@ fn read_headers<'c>(
     };
     for chunk in chunks {
         if let Err(e) = format.read_chunk(file.as_ref(), summary, chunk, &sel, sink) {
-            report(on_error, e)?;
+            report(on_error, e, None)?;
         }
     }
     Ok(())

@@ -370,8 +370,23 @@ fn damaged_file_fails_unless_on_error_warn() {
         return;
     };
     let sql = sql_for("SELECT count(*) AS n FROM '{f}'", &f);
+    // The default: a recording whose last chunk was never closed is unfinished,
+    // not an error: every complete message (none here) and one warning.
     let out = logsql(&["--format", "csv", &sql]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "n\n0\n");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("warning: ")
+            && err.contains("chunk_not_closed.mcap: unfinished mcap recording")
+            && err.contains("readable data ends at byte 39 of 92 (53 bytes dropped"),
+        "{err}"
+    );
+    // Strict: the same rows, then the error.
+    let out = logsql(&["--format", "csv", "--on-error", "error", &sql]);
     assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "n\n0\n");
     let err = stderr(&out);
     // The engine names the file by its normalised absolute path.
     assert!(

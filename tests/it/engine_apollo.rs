@@ -225,7 +225,15 @@ async fn crashed_recordings_return_every_complete_message_then_fail() {
         topic_counts(&ctx, &format!("'{torn}'")).await,
         counts(201, 200, 0)
     );
+    // The default (`auto`): an unfinished recording gives every complete
+    // message and succeeds (with a warning); `error` makes it strict.
+    let default = logsql::session_context();
+    assert_eq!(
+        topic_counts(&default, &format!("'{torn}'")).await,
+        counts(201, 200, 0)
+    );
     let strict = logsql::session_context();
+    strict.sql("SET logsql.on_error = 'error'").await.unwrap();
     let e = error(
         &strict,
         &format!("SELECT count(*) FROM '{torn}' WHERE length(data) > 0"),

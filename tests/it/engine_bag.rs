@@ -260,6 +260,9 @@ async fn damaged_bags_give_clear_errors() {
         return;
     };
     let ctx = ctx();
+    // Strict: any damage fails the query (the default, `auto`, only warns of an
+    // unfinished recording; checked at the end).
+    query(&ctx, "SET logsql.on_error = 'error'").await;
     let e = path(&dir, "rosbagjs-empty-file.bag");
     let err = error(&ctx, &format!("SELECT count(*) FROM '{e}'")).await;
     assert!(err.contains("rosbagjs-empty-file.bag"), "{err}");
@@ -309,6 +312,13 @@ async fn damaged_bags_give_clear_errors() {
     )
     .await[0];
     assert!(n > 3000 && n < 16806, "{n}");
+    let lenient = self::ctx();
+    let q = format!("SELECT count(*) FROM '{c}' WHERE length(data) > 0");
+    assert_eq!(
+        ints(&lenient, &q).await,
+        [n],
+        "the default reads the same prefix"
+    );
     let full = path(&dir, "robot_localization-test1.bag");
     let extra = ints(
         &ctx,

@@ -196,6 +196,11 @@ async fn truncated_and_bad_files() {
     };
     let ctx = logsql::session_context();
     let f = path(&dir, "synth_0916_truncated.log");
+    // The default (`auto`): a cut recording is unfinished, every complete
+    // packet is read.
+    let n = ints(&ctx, &format!("SELECT count(*) FROM '{f}'")).await;
+    assert_eq!(n, [2980], "every complete packet, up to the cut");
+    ctx.sql("SET logsql.on_error = 'error'").await.unwrap();
     let e = error(&ctx, &format!("SELECT count(*) FROM frames('{f}')")).await;
     assert!(
         e.contains("synth_0916_truncated.log") && e.contains("byte"),

@@ -23,6 +23,8 @@ mod engine_carla;
 #[cfg(feature = "datafusion")]
 mod engine_concurrency;
 #[cfg(feature = "datafusion")]
+mod engine_damage;
+#[cfg(feature = "datafusion")]
 mod engine_decode;
 #[cfg(feature = "datafusion")]
 mod engine_fleet;

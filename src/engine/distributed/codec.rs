@@ -89,7 +89,9 @@ impl PhysicalExtensionCodec for LogsqlCodec {
         };
         let mut options = LogsqlOptions::default();
         for o in &node.options {
-            options.set(&o.key, &o.value)?;
+            // Keys travel as `entries()` names them (`logsql.on_error`).
+            let key = o.key.strip_prefix("logsql.").unwrap_or(&o.key);
+            options.set(key, &o.value)?;
         }
         // `parse` takes the encoded form `Display` gave (`from` would encode again).
         let skip = node

@@ -78,7 +78,7 @@ pub fn coordinator_context(
 ) -> Result<SessionContext> {
     let state = coordinator_state_builder(config, workers)?.build();
     let ctx = SessionContext::new_with_state(state);
-    super::register(&ctx)?;
+    super::register_with(&ctx, false)?;
     Ok(ctx)
 }
 

@@ -1,0 +1,267 @@
+//! Damaged files through SQL: every readable row reaches the user before an
+//! error, at every partition count and in every plan shape (issue 16).
+//!
+//! The reference is the byte-level reader itself (the [`LogFormat`] trait, no
+//! DataFusion): the messages it recovers from a cut file are what a query must
+//! return, whatever `logsql.on_error` says; the policy only decides whether an
+//! error follows the rows.
+
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::Int64Type;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+use logsql::formats::{self, LogFormat};
+use logsql::io::BytesReader;
+use logsql::model::{Flow, Message, Selection};
+
+use crate::fixtures;
+
+/// One message as a query returns it: topic, log time (ns), payload.
+type Row = (String, i64, Vec<u8>);
+
+/// What the reader recovers from `bytes`: every message of every chunk its
+/// summary lists (chunks that fail give what they gave), and whether it met
+/// damage (`Some(unfinished)`: only the end of the file is missing).
+fn reader_prefix(format: &dyn LogFormat, name: &str, bytes: &[u8]) -> (Vec<Row>, Option<bool>) {
+    let file = BytesReader::new(name, bytes.to_vec());
+    let summary = match format.summary(&file) {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Some(e.is_unfinished_recording())),
+    };
+    let mut unfinished = summary.damage.as_ref().map(|d| d.is_unfinished_recording());
+    let mut rows = Vec::new();
+    for chunk in &summary.chunks {
+        let mut sink = |m: Message<'_>| {
+            rows.push((m.channel.topic.clone(), m.log_time as i64, m.data.to_vec()));
+            Flow::Continue
+        };
+        if let Err(e) = format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink) {
+            unfinished = Some(unfinished.unwrap_or(true) && e.is_unfinished_recording());
+        }
+    }
+    (rows, unfinished)
+}
+
+/// Runs `sql` and returns every batch the stream delivered and the error that
+/// ended it, if any.
+async fn rows_then_error(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Option<String>) {
+    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut stream = df
+        .execute_stream()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut batches = Vec::new();
+    while let Some(next) = stream.next().await {
+        match next {
+            Ok(b) => batches.push(b),
+            Err(e) => {
+                assert!(
+                    stream.next().await.is_none(),
+                    "{sql}: the error ends the stream"
+                );
+                return (batches, Some(e.to_string()));
+            }
+        }
+    }
+    (batches, None)
+}
+
+/// `(topic, log_time, data)` rows of batches with those three columns.
+fn message_rows(batches: &[RecordBatch]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for b in batches {
+        let topic = b.column(0).as_string::<i32>();
+        let time = b.column(1).as_primitive::<Int64Type>();
+        let data = b.column(2).as_binary::<i32>();
+        for i in 0..b.num_rows() {
+            out.push((
+                topic.value(i).to_string(),
+                time.value(i),
+                data.value(i).to_vec(),
+            ));
+        }
+    }
+    out
+}
+
+fn session(partitions: usize, policy: &str) -> SessionContext {
+    let ctx = logsql::session_context_with_config(
+        SessionConfig::new().with_target_partitions(partitions),
+    );
+    let state = ctx.state_ref();
+    state
+        .write()
+        .config_mut()
+        .options_mut()
+        .set("logsql.on_error", policy)
+        .unwrap();
+    ctx
+}
+
+/// One fixture of each format, cut at six places: the query at 1, 2 and 8
+/// partitions, under each policy, returns exactly the reader's prefix; the
+/// error follows the rows when the policy says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_files_return_the_readers_prefix_at_every_partition_count() {
+    let files = [
+        ("mcap", "samples/compressed.mcap"),
+        ("rosbag", "rosbagjs-example-bz2.bag"),
+        ("rosbag", "robot_localization-test1.bag"),
+        ("apollo", "real/mytest.record"),
+        ("bddf", "basic.bddf"),
+        ("carla", "synth_0916_basic.log"),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (format_dir, relative) in files {
+        let Some(path) = fixtures::file(format_dir, relative) else {
+            return;
+        };
+        let bytes = std::fs::read(&path).unwrap();
+        let format = formats::detect(&BytesReader::new("probe", bytes.clone())).unwrap();
+        for sixth in 1..=6 {
+            let cut = bytes.len() * sixth / 7;
+            let file = tmp.path().join(format!(
+                "cut{sixth}-{}",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+            std::fs::write(&file, &bytes[..cut]).unwrap();
+            let name = file.display().to_string();
+            let (mut expected, damage) = reader_prefix(format.as_ref(), &name, &bytes[..cut]);
+            expected.sort();
+            let sql = format!("SELECT topic, CAST(log_time AS BIGINT) AS t, data FROM '{name}'");
+            for partitions in [1, 2, 8] {
+                for policy in ["auto", "error", "warn"] {
+                    let ctx = session(partitions, policy);
+                    let (batches, error) = rows_then_error(&ctx, &sql).await;
+                    let mut got = message_rows(&batches);
+                    got.sort();
+                    let what = format!(
+                        "{relative} cut at {cut} of {}, {partitions} partitions, on_error {policy}",
+                        bytes.len()
+                    );
+                    assert_eq!(got.len(), expected.len(), "{what}: {error:?}");
+                    assert!(got == expected, "{what}: other rows than the reader's");
+                    let fails = match (policy, damage) {
+                        (_, None) | ("warn", _) => false,
+                        ("error", Some(_)) => true,
+                        (_, Some(unfinished)) => !unfinished,
+                    };
+                    assert_eq!(error.is_some(), fails, "{what}: {error:?}");
+                    if let Some(e) = error {
+                        assert!(e.contains(&name) && e.contains("byte"), "{what}: {e}");
+                        assert!(
+                            e.contains(&format!("the query returned {} row", got.len())),
+                            "{what}: the note counts the rows: {e}"
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 6 * 6 * 3 * 3);
+}
+
+/// The rows of `sql` as text lines, sorted (any partition order).
+fn lines(batches: &[RecordBatch]) -> Vec<String> {
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(batches)
+        .unwrap()
+        .to_string();
+    let mut rows: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(str::to_string)
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// A corrupt chunk in the middle of a file, in every plan shape and at 1, 2 and
+/// 16 partitions: the strict run delivers what the `warn` run delivers, then
+/// fails (corruption fails under the default too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_plan_shape_delivers_its_rows_before_the_error() {
+    let Some(mcap) = fixtures::file("mcap", "samples/compressed.mcap") else {
+        return;
+    };
+    let Some(carla) = fixtures::file("carla", "synth_0916_basic.log") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // A flipped byte inside a zstd chunk two thirds in: that chunk fails its checksum.
+    let mut bytes = std::fs::read(&mcap).unwrap();
+    let at = bytes.len() * 2 / 3;
+    bytes[at] ^= 0xFF;
+    let dir = tmp.path().join("fleet");
+    std::fs::create_dir(&dir).unwrap();
+    let bad = dir.join("bad.mcap");
+    std::fs::write(&bad, &bytes).unwrap();
+    std::fs::copy(&mcap, dir.join("good.mcap")).unwrap();
+    // A CARLA recording cut in its second half (an unfinished recording).
+    let log = std::fs::read(&carla).unwrap();
+    let bad_carla = tmp.path().join("bad_carla.log");
+    std::fs::write(&bad_carla, &log[..log.len() * 3 / 5]).unwrap();
+    let b = bad.display().to_string();
+    let d = dir.display().to_string();
+    let c = bad_carla.display().to_string();
+    // (query, whether its damage is corruption, which fails under `auto` too)
+    let queries = [
+        (
+            format!("SELECT topic, log_time, md5(data) FROM '{b}'"),
+            true,
+        ),
+        (
+            format!("SELECT md5(data) FROM '{b}' WHERE topic = '/tf'"),
+            true,
+        ),
+        (
+            format!("SELECT topic, md5(data) FROM '{b}' LIMIT 5000"),
+            true,
+        ),
+        (
+            format!("SELECT topic, count(*), sum(length(data)) FROM '{b}' GROUP BY topic"),
+            true,
+        ),
+        (
+            format!(
+                "SELECT file, topic, count(*), sum(length(data)) FROM '{d}' GROUP BY file, topic"
+            ),
+            true,
+        ),
+        (
+            format!("SELECT log_time, transforms FROM read_topic('{b}', '/tf')"),
+            true,
+        ),
+        (
+            format!("SELECT count(*), sum(x) FROM positions('{c}')"),
+            false,
+        ),
+        (
+            format!("SELECT frame, count(*) FROM '{c}' GROUP BY frame"),
+            false,
+        ),
+    ];
+    for (sql, corrupt) in &queries {
+        for partitions in [1, 2, 16] {
+            let (lenient, error) = rows_then_error(&session(partitions, "warn"), sql).await;
+            assert!(error.is_none(), "{sql}: {error:?}");
+            assert!(!lines(&lenient).is_empty(), "{sql}: no rows at all");
+            for policy in ["auto", "error"] {
+                let (strict, error) = rows_then_error(&session(partitions, policy), sql).await;
+                let what = format!("{sql} at {partitions} partitions, on_error {policy}");
+                assert_eq!(lines(&strict), lines(&lenient), "{what}");
+                if policy == "auto" && !corrupt {
+                    assert!(
+                        error.is_none(),
+                        "{what}: an unfinished recording is no error: {error:?}"
+                    );
+                } else {
+                    let e = error.unwrap_or_else(|| panic!("{what}: no error"));
+                    assert!(e.contains("bad") && e.contains("byte"), "{what}: {e}");
+                }
+            }
+        }
+    }
+}
