@@ -180,6 +180,10 @@ pub fn decoded_sql(
 
 /// Streams the result of `sql` into a Parquet file at `output` (written as
 /// `<output>.partial`, renamed when complete). Returns the rows written.
+///
+/// A query that fails after delivering rows (a damaged file: the engine
+/// delivers every readable row first) leaves a complete Parquet file of those
+/// rows, and the error says so; one that fails before any row leaves no file.
 fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> CliResult<u64> {
     let df = app.rt.block_on(app.ctx.sql(sql))?;
     let mut stream = app.rt.block_on(df.execute_stream())?;
@@ -195,7 +199,17 @@ fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> Cli
     let mut writer = ArrowWriter::try_new(BufWriter::new(file), stream.schema(), Some(props))?;
     let progress = Progress::new(total);
     let mut rows = 0u64;
-    while let Some(batch) = app.rt.block_on(stream.next()).transpose()? {
+    let mut failed = None;
+    loop {
+        let batch = match app.rt.block_on(stream.next()) {
+            None => break,
+            Some(Ok(batch)) => batch,
+            Some(Err(e)) if rows > 0 => {
+                failed = Some(e);
+                break;
+            }
+            Some(Err(e)) => return Err(e.into()),
+        };
         writer.write(&batch)?;
         rows += batch.num_rows() as u64;
         progress.set(rows);
@@ -211,7 +225,13 @@ fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> Cli
     drop(progress);
     std::fs::rename(&partial, output).map_err(|e| CliError::io(output.display().to_string(), e))?;
     cleanup.0 = None;
-    Ok(rows)
+    match failed {
+        None => Ok(rows),
+        Some(e) => Err(CliError::from(e.context(format!(
+            "{} holds the {rows} rows read before the error (a complete Parquet file)",
+            output.display()
+        )))),
+    }
 }
 
 /// Prints the one-line result of writing `output`.
