@@ -171,7 +171,7 @@ impl Error {
                 file_size,
                 message,
             } => Some(format!(
-                "{file}: unfinished {format} recording: every complete message was read; readable data ends at byte {offset} of {file_size} ({} bytes dropped: {message})",
+                "{file}: unfinished {format} file: every complete message was read; readable data ends at byte {offset} of {file_size} ({} bytes dropped: {message})",
                 file_size.saturating_sub(*offset)
             )),
             _ => None,

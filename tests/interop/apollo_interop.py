@@ -244,17 +244,26 @@ class TolerantLogsql(Logsql):
 
 
 def torn_fails_by_default(logsql, path):
-    """Without --on-error warn, a torn recording is an error that says so."""
-    proc = subprocess.run(
-        [logsql.binary, f"SELECT count(*) FROM '{path}'", "--format", "ndjson"],
+    """A torn recording is unfinished: by default its complete messages and one
+    warning that says so; with --on-error error, the rows and then an error."""
+    run = lambda *extra: subprocess.run(
+        [logsql.binary, f"SELECT count(*) AS n FROM '{path}'", "--format", "ndjson", *extra],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    if proc.returncode == 0:
-        return "expected an error for the torn recording"
-    if "incomplete" not in proc.stderr or os.path.basename(path) not in proc.stderr:
-        return f"the error should name the file and say the recording is incomplete: {proc.stderr.strip()}"
+    proc = run()
+    if proc.returncode != 0:
+        return f"an unfinished recording is no error by default: {proc.stderr.strip()}"
+    if "unfinished record file" not in proc.stderr or os.path.basename(path) not in proc.stderr:
+        return f"the warning should name the file and say the recording is unfinished: {proc.stderr.strip()}"
+    strict = run("--on-error", "error")
+    if strict.returncode == 0:
+        return "expected an error for the torn recording with --on-error error"
+    if "incomplete" not in strict.stderr or os.path.basename(path) not in strict.stderr:
+        return f"the error should name the file and say the recording is incomplete: {strict.stderr.strip()}"
+    if strict.stdout != proc.stdout:
+        return f"the strict run printed other rows before its error: {strict.stdout!r} vs {proc.stdout!r}"
     return None
 
 

@@ -379,7 +379,7 @@ fn damaged_file_fails_unless_on_error_warn() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with("warning: ")
-            && err.contains("chunk_not_closed.mcap: unfinished mcap recording")
+            && err.contains("chunk_not_closed.mcap: unfinished mcap file")
             && err.contains("readable data ends at byte 39 of 92 (53 bytes dropped"),
         "{err}"
     );

@@ -17,12 +17,16 @@ use logsql::model::{Flow, Message, Selection};
 use crate::fixtures;
 
 /// One message as a query returns it: topic, log time (ns), payload.
-type Row = (String, i64, Vec<u8>);
+pub(crate) type Row = (String, i64, Vec<u8>);
 
 /// What the reader recovers from `bytes`: every message of every chunk its
 /// summary lists (chunks that fail give what they gave), and whether it met
 /// damage (`Some(unfinished)`: only the end of the file is missing).
-fn reader_prefix(format: &dyn LogFormat, name: &str, bytes: &[u8]) -> (Vec<Row>, Option<bool>) {
+pub(crate) fn reader_prefix(
+    format: &dyn LogFormat,
+    name: &str,
+    bytes: &[u8],
+) -> (Vec<Row>, Option<bool>) {
     let file = BytesReader::new(name, bytes.to_vec());
     let summary = match format.summary(&file) {
         Ok(s) => s,
