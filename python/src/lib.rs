@@ -207,8 +207,26 @@ fn datafusion_major() -> u64 {
 }
 
 /// The `logsql._native` module.
+/// Damage warnings (an unfinished recording, damage under `on_error = 'warn'`)
+/// go to stderr as `logsql warning: <file>: ...`; `LOGSQL_LOG` sets the level
+/// (`off`, `error`, `warn`, `info`, ...). Python's `logging` is not used: a
+/// scan thread would need the GIL, which the thread reading the results holds.
+fn init_logger() {
+    use std::io::Write;
+    let _ = env_logger::Builder::new()
+        .filter_level(log::LevelFilter::Warn)
+        .parse_env(env_logger::Env::new().filter("LOGSQL_LOG"))
+        .format(|buf, record| {
+            let level = record.level().as_str().to_ascii_lowercase();
+            let level = if level == "warn" { "warning".to_string() } else { level };
+            writeln!(buf, "logsql {level}: {}", record.args())
+        })
+        .try_init();
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    init_logger();
     m.add_class::<LogTable>()?;
     m.add_class::<ArrowStream>()?;
     m.add_function(wrap_pyfunction!(table, m)?)?;

@@ -182,7 +182,7 @@ def test_info_is_the_summary():
     assert d["damage"] is None
 
 
-def test_damage_is_an_error_with_file_and_offset(tmp_path):
+def test_damage_is_an_error_with_file_and_offset(tmp_path, capfd):
     data = pathlib.Path(fixture("mcap/samples/compressed.mcap")).read_bytes()
     cut = tmp_path / "cut.mcap"
     cut.write_bytes(data[: len(data) * 2 // 3])
@@ -190,6 +190,8 @@ def test_damage_is_an_error_with_file_and_offset(tmp_path):
     readable = [("/diagnostics", 38), ("/tf", 560)]
     # The default: an unfinished recording gives every complete message (and a warning).
     assert rows(logsql.sql(query)) == readable
+    warned = capfd.readouterr().err
+    assert "logsql warning: " in warned and "cut.mcap: unfinished mcap file" in warned, warned
     assert rows(logsql.sql(query, options={"on_error": "warn"})) == readable
     # Strict: the error comes after the rows, which travel with it.
     with pytest.raises(logsql.QueryError) as err:
