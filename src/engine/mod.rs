@@ -3,6 +3,7 @@
 //! - [`schema`]: the `messages` table schema;
 //! - [`predicate`], [`scan`], [`batch`]: pruning, the scan loop, batch building;
 //! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
+//! - [`file_order`]: `LIMIT` without `ORDER BY` reads log tables in file order;
 //! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
 //! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
 //! - [`typed_tables`], [`table_batch`]: the typed side tables of formats
@@ -19,6 +20,7 @@ pub mod decoded_batch;
 #[cfg(feature = "distributed")]
 pub mod distributed;
 pub mod file_format;
+pub mod file_order;
 pub mod functions;
 pub mod object_io;
 pub mod options;
@@ -40,6 +42,7 @@ use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::datasource::provider::DefaultTableFactory;
 use datafusion::error::Result;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::CreateExternalTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -54,6 +57,8 @@ use crate::formats;
 ///   and `STORED AS LOG` to detect each file's format),
 /// - `SELECT ... FROM 'run.mcap'` (a file, directory or glob; format detected from content),
 /// - the table functions `topics`, `chunks`, `attachments`, `metadata`,
+/// - reading log tables in file order under a `LIMIT` without `ORDER BY`
+///   ([`file_order`]),
 /// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
 /// - the `logsql.*` session options.
 pub fn register(ctx: &SessionContext) -> Result<()> {
@@ -84,6 +89,17 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
                 .options_mut()
                 .extensions
                 .insert(LogsqlOptions::default());
+        }
+        if !state
+            .physical_optimizers()
+            .iter()
+            .any(|r| r.name() == file_order::NAME)
+        {
+            let session_id = state.session_id().to_string();
+            *state = SessionStateBuilder::new_from_existing(state.clone())
+                .with_session_id(session_id)
+                .with_physical_optimizer_rule(Arc::new(file_order::FileOrderUnderLimit))
+                .build();
         }
     }
     table_functions::register(ctx);

@@ -1,0 +1,171 @@
+//! Query semantics across formats: `LIMIT` without `ORDER BY` returns the
+//! first messages in file order at every partition count, `topics()` reports
+//! the exact first/last time of every topic, and tables of different formats
+//! union with the same columns.
+
+use std::path::{Path, PathBuf};
+
+use datafusion::prelude::{SessionConfig, SessionContext};
+use logsql::io::FileReader;
+use logsql::model::{Flow, Message, Selection};
+
+use crate::fixtures;
+use crate::sql::{pairs, query, text};
+
+/// A context reading with `partitions` target partitions, splitting every
+/// file into byte ranges (DataFusion splits only files of 10 MiB and more by
+/// default; the fixtures are smaller).
+fn ctx_split(partitions: usize) -> SessionContext {
+    let config = SessionConfig::new()
+        .with_target_partitions(partitions)
+        .set_usize("datafusion.optimizer.repartition_file_min_size", 0);
+    logsql::session_context_with_config(config)
+}
+
+/// Every message of `path` as (topic, log_time), in file order: each chunk of
+/// the summary in turn, as the format's reader delivers it.
+fn file_order(path: &Path) -> Vec<(String, i64)> {
+    let file = FileReader::open(path).unwrap();
+    let format = logsql::formats::detect(&file).unwrap();
+    let summary = format.summary(&file).unwrap();
+    let mut out = Vec::new();
+    for chunk in &summary.chunks {
+        let mut sink = |m: Message<'_>| {
+            out.push((m.channel.topic.clone(), m.log_time as i64));
+            Flow::Continue
+        };
+        format
+            .read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink)
+            .unwrap();
+    }
+    out
+}
+
+/// Multi-chunk fixtures of every format (each splits into several ranges).
+fn limit_fixtures() -> Option<Vec<PathBuf>> {
+    Some(vec![
+        fixtures::file("rosbag", "robot_localization-test1.bag")?,
+        fixtures::file("rosbag", "embag-test.bag")?,
+        PathBuf::from("tests/data/demo.mcap"),
+        fixtures::file("bddf", "basic.bddf")?,
+        fixtures::file("carla", "srunner_0913_DistanceBetweenVehicles.log")?,
+        fixtures::file("apollo", "real/example.record.00000")?,
+    ])
+}
+
+#[tokio::test]
+async fn limit_without_order_by_returns_the_first_messages_in_file_order() {
+    let Some(files) = limit_fixtures() else {
+        return;
+    };
+    for path in files {
+        let f = path.display().to_string();
+        let all = file_order(&path);
+        let first: Vec<(String, i64)> = all.iter().take(7).cloned().collect();
+        // The topic of the last message: a pushed filter that skips most rows.
+        let topic = all.last().unwrap().0.clone();
+        let of_topic: Vec<(String, i64)> = all
+            .iter()
+            .filter(|(t, _)| *t == topic)
+            .take(5)
+            .cloned()
+            .collect();
+        assert!(!of_topic.is_empty() && all.len() > 7, "{f}");
+        for partitions in [1, 2, 16] {
+            let ctx = ctx_split(partitions);
+            for _ in 0..3 {
+                let got = pairs(
+                    &ctx,
+                    &format!("SELECT topic, CAST(log_time AS BIGINT) FROM '{f}' LIMIT 7"),
+                )
+                .await;
+                assert_eq!(got, first, "{f}, {partitions} partitions");
+                let got = pairs(
+                    &ctx,
+                    &format!(
+                        "SELECT topic, CAST(log_time AS BIGINT) FROM '{f}' \
+                         WHERE topic = '{topic}' LIMIT 5"
+                    ),
+                )
+                .await;
+                assert_eq!(got, of_topic, "{f}, {partitions} partitions, {topic}");
+            }
+        }
+    }
+}
+
+/// The limited scan reads the whole file in one partition; a full scan of the
+/// same file keeps its byte-range partitions (it stays parallel).
+#[tokio::test]
+async fn only_limited_scans_give_up_byte_range_partitions() {
+    let Some(bag) = fixtures::file("rosbag", "robot_localization-test1.bag") else {
+        return;
+    };
+    let f = bag.display().to_string();
+    let ctx = ctx_split(4);
+    let plan = text(&ctx, &format!("EXPLAIN SELECT log_time FROM '{f}' LIMIT 3")).await;
+    assert!(plan.contains("file_groups={1 group: [["), "{plan}");
+    assert!(!plan.contains(".bag:0.."), "{plan}");
+    let plan = text(
+        &ctx,
+        &format!("EXPLAIN SELECT topic, count(*) FROM '{f}' WHERE length(data) > 0 GROUP BY topic"),
+    )
+    .await;
+    assert!(plan.contains("file_groups={4 groups: [["), "{plan}");
+    // With ORDER BY, the sort decides the order: the scan stays parallel.
+    let plan = text(
+        &ctx,
+        &format!("EXPLAIN SELECT log_time FROM '{f}' ORDER BY log_time LIMIT 3"),
+    )
+    .await;
+    assert!(plan.contains("file_groups={4 groups: [["), "{plan}");
+}
+
+/// On a directory, a limited scan reads the files in path order, each in file
+/// order, when the query has a filter. Without one, DataFusion lists only
+/// enough files to cover the limit (by their statistics, whichever summary is
+/// read first): the rows are then the first of one file, in file order.
+#[tokio::test]
+async fn limit_on_a_directory_reads_files_in_path_order() {
+    let (Some(a), Some(b)) = (
+        fixtures::file("rosbag", "robot_localization-test2.bag"),
+        fixtures::file("rosbag", "robot_localization-test1.bag"),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&a, tmp.path().join("a.bag")).unwrap();
+    std::os::unix::fs::symlink(&b, tmp.path().join("b.bag")).unwrap();
+    let (in_a, in_b) = (file_order(&a), file_order(&b));
+    let want: Vec<(String, i64)> = in_a.iter().chain(in_b.iter().take(3)).cloned().collect();
+    let dir = format!("{}/", tmp.path().display());
+    let n = want.len();
+    for partitions in [1, 2, 16] {
+        let ctx = ctx_split(partitions);
+        let got = pairs(
+            &ctx,
+            &format!(
+                "SELECT topic, CAST(log_time AS BIGINT) FROM '{dir}' WHERE topic <> '' LIMIT {n}"
+            ),
+        )
+        .await;
+        assert_eq!(got, want, "{partitions} partitions");
+        let got = pairs(
+            &ctx,
+            &format!("SELECT topic, CAST(log_time AS BIGINT) FROM '{dir}' LIMIT 5"),
+        )
+        .await;
+        assert!(
+            got.as_slice() == &in_a[..5] || got.as_slice() == &in_b[..5],
+            "{partitions} partitions: {got:?}"
+        );
+    }
+    // The whole directory still counts every message of both files.
+    let ctx = ctx_split(2);
+    let batches = query(&ctx, &format!("SELECT count(*) FROM '{dir}'")).await;
+    let total = datafusion::arrow::array::AsArray::as_primitive::<
+        datafusion::arrow::datatypes::Int64Type,
+    >(batches[0].column(0))
+    .value(0);
+    assert_eq!(total as usize, in_a.len() + in_b.len());
+}
