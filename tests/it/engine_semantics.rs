@@ -169,3 +169,139 @@ async fn limit_on_a_directory_reads_files_in_path_order() {
     .value(0);
     assert_eq!(total as usize, in_a.len() + in_b.len());
 }
+
+/// One fixture of each of the five formats.
+fn one_of_each_format() -> Option<Vec<PathBuf>> {
+    Some(vec![
+        PathBuf::from("tests/data/demo.mcap"),
+        fixtures::file("rosbag", "robot_localization-test1.bag")?,
+        fixtures::file("bddf", "additional_indexes.bddf")?,
+        fixtures::file("carla", "synth_0915_basic.log")?,
+        fixtures::file("apollo", "generated/small.record")?,
+    ])
+}
+
+/// The column names of `SELECT * FROM <from>`.
+async fn columns(ctx: &SessionContext, from: &str) -> Vec<String> {
+    let df = ctx.sql(&format!("SELECT * FROM {from}")).await.unwrap();
+    df.schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect()
+}
+
+/// `SELECT * ... UNION ALL SELECT * ...` over files of all five formats: every
+/// file keeps its rows, and the extra columns are filled for their own format
+/// only.
+#[tokio::test]
+async fn tables_of_all_five_formats_union() {
+    let Some(files) = one_of_each_format() else {
+        return;
+    };
+    let ctx = logsql::session_context();
+    let union = files
+        .iter()
+        .map(|f| format!("SELECT * FROM '{}'", f.display()))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let got = text(
+        &ctx,
+        &format!(
+            "SELECT regexp_replace(file, '.*/', '') AS name, count(*) AS n, count(frame) AS frames, \
+             count(elapsed) AS elapsed, count(additional_indexes) AS indexed \
+             FROM ({union}) GROUP BY file ORDER BY name"
+        ),
+    )
+    .await;
+    assert_eq!(
+        got,
+        "+------------------------------+-------+--------+---------+---------+\n\
+         | name                         | n     | frames | elapsed | indexed |\n\
+         +------------------------------+-------+--------+---------+---------+\n\
+         | additional_indexes.bddf      | 333   | 0      | 0       | 272     |\n\
+         | demo.mcap                    | 2610  | 0      | 0       | 0       |\n\
+         | robot_localization-test1.bag | 16806 | 0      | 0       | 0       |\n\
+         | small.record                 | 1235  | 0      | 0       | 0       |\n\
+         | synth_0915_basic.log         | 2800  | 2800   | 2800    | 0       |\n\
+         +------------------------------+-------+--------+---------+---------+"
+    );
+    // Each count is the file's own.
+    for f in &files {
+        let alone = pairs(
+            &ctx,
+            &format!("SELECT file, count(*) FROM '{}' GROUP BY file", f.display()),
+        )
+        .await;
+        let name = f.file_name().unwrap().to_str().unwrap();
+        let line = got
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} ")))
+            .unwrap();
+        assert!(
+            line.contains(&format!("| {} ", alone[0].1)),
+            "{line}: {alone:?}"
+        );
+    }
+}
+
+/// A file alone, a union of single files and a directory mixing the five
+/// formats have the same columns: the common ones, then every format's extras.
+#[tokio::test]
+async fn every_messages_table_has_the_same_columns() {
+    let Some(files) = one_of_each_format() else {
+        return;
+    };
+    let ctx = logsql::session_context();
+    let want: Vec<String> = [
+        "topic",
+        "log_time",
+        "publish_time",
+        "sequence",
+        "message_type",
+        "message_encoding",
+        "data",
+        "file",
+        "additional_indexes",
+        "frame",
+        "elapsed",
+    ]
+    .map(String::from)
+    .to_vec();
+    for f in &files {
+        assert_eq!(columns(&ctx, &format!("'{}'", f.display())).await, want);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for f in &files {
+        let abs = std::fs::canonicalize(f).unwrap();
+        std::os::unix::fs::symlink(&abs, tmp.path().join(f.file_name().unwrap())).unwrap();
+    }
+    let dir = format!("'{}/'", tmp.path().display());
+    assert_eq!(columns(&ctx, &dir).await, want);
+    let union = format!(
+        "(SELECT * FROM '{}' UNION ALL SELECT * FROM '{}')",
+        files[0].display(),
+        files[3].display()
+    );
+    assert_eq!(columns(&ctx, &union).await, want);
+    // The directory reads every file's rows.
+    let n = pairs(
+        &ctx,
+        &format!("SELECT 'all', count(*) FROM {dir} WHERE frame IS NULL OR frame > 0"),
+    )
+    .await;
+    assert_eq!(
+        n,
+        vec![("all".to_string(), 2610 + 16806 + 333 + 2800 + 1235)]
+    );
+    // `CREATE EXTERNAL TABLE ... STORED AS <FORMAT>` gives the same columns.
+    query(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE runs STORED AS MCAP LOCATION '{}'",
+            files[0].display()
+        ),
+    )
+    .await;
+    assert_eq!(columns(&ctx, "runs").await, want);
+}
