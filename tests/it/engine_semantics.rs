@@ -305,3 +305,125 @@ async fn every_messages_table_has_the_same_columns() {
     .await;
     assert_eq!(columns(&ctx, "runs").await, want);
 }
+
+/// The log files of a fixture folder (recursively), in path order.
+fn fixture_files(format: &str, ext: &[&str]) -> Option<Vec<PathBuf>> {
+    fn walk(dir: &Path, ext: &[&str], out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, ext, out);
+            } else if ext
+                .iter()
+                .any(|x| p.file_name().unwrap().to_str().unwrap().contains(x))
+            {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&fixtures::dir(format)?, ext, &mut out);
+    out.sort();
+    Some(out)
+}
+
+/// `topics()` gives every topic's exact count and first/last `log_time`: the
+/// same as `GROUP BY topic` over the messages, for every fixture of every
+/// format (damaged ones with `on_error = 'warn'`, both sides then seeing the
+/// readable part).
+#[tokio::test]
+async fn topics_times_are_exact_for_every_fixture() {
+    let sets = [
+        ("rosbag", &[".bag"][..]),
+        ("mcap", &["samples/", ".mcap"][..]),
+        ("bddf", &[".bddf"][..]),
+        ("carla", &[".log"][..]),
+        ("apollo", &[".record"][..]),
+    ];
+    let ctx = logsql::session_context();
+    query(&ctx, "SET logsql.on_error = 'warn'").await;
+    let mut compared = 0;
+    for (format, ext) in sets {
+        let Some(mut files) = fixture_files(format, ext) else {
+            return;
+        };
+        if format == "mcap" {
+            files.retain(|p| p.to_str().unwrap().contains("/samples/"));
+        }
+        files.push(PathBuf::from("tests/data/demo.mcap"));
+        for f in files {
+            let f = f.display().to_string();
+            let exact = format!(
+                "SELECT topic, count(*) AS n, min(log_time) AS lo, max(log_time) AS hi \
+                 FROM '{f}' GROUP BY topic ORDER BY topic"
+            );
+            let topics = format!(
+                "SELECT topic, CAST(message_count AS BIGINT) AS n, start_time AS lo, end_time AS hi \
+                 FROM topics('{f}') WHERE message_count > 0 ORDER BY topic"
+            );
+            let want = match ctx.sql(&exact).await {
+                Ok(df) => df.collect().await,
+                Err(e) => Err(e),
+            };
+            let Ok(want) = want else {
+                // Not a readable log (an empty file, bad magic): topics() fails too.
+                let err = crate::sql::error(&ctx, &topics).await;
+                assert!(err.contains(f.rsplit('/').next().unwrap()), "{f}: {err}");
+                continue;
+            };
+            let want = datafusion::arrow::util::pretty::pretty_format_batches(&want)
+                .unwrap()
+                .to_string();
+            assert_eq!(text(&ctx, &topics).await, want, "{f}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 40, "{compared}");
+}
+
+/// A bag's `topics()` times come from its index data, without decompressing
+/// a chunk: with the compressed bytes of its chunk destroyed (the index data
+/// after it intact), a bag still gives every topic's exact times, while a
+/// scan of its payloads fails.
+#[tokio::test]
+async fn bag_topics_times_come_from_index_data_alone() {
+    let Some(bag) = fixtures::file("rosbag", "rosbagjs-example-bz2.bag") else {
+        return;
+    };
+    let f = bag.display().to_string();
+    let ctx = logsql::session_context();
+    let exact = text(
+        &ctx,
+        &format!(
+            "SELECT topic, count(*) AS n, min(log_time) AS lo, max(log_time) AS hi \
+             FROM '{f}' GROUP BY topic ORDER BY topic"
+        ),
+    )
+    .await;
+    let chunk = pairs(
+        &ctx,
+        &format!("SELECT compression, CAST(offset + length / 2 AS BIGINT) FROM chunks('{f}')"),
+    )
+    .await;
+    assert_eq!(chunk.len(), 1, "{chunk:?}");
+    let mut bytes = std::fs::read(&bag).unwrap();
+    let mid = chunk[0].1 as usize;
+    bytes[mid - 512..mid + 512].fill(0x5a);
+    let tmp = tempfile::tempdir().unwrap();
+    let broken = tmp.path().join("broken.bag");
+    std::fs::write(&broken, &bytes).unwrap();
+    let b = broken.display().to_string();
+    let ctx = logsql::session_context();
+    let topics = text(
+        &ctx,
+        &format!(
+            "SELECT topic, CAST(message_count AS BIGINT) AS n, start_time AS lo, end_time AS hi \
+             FROM topics('{b}') ORDER BY topic"
+        ),
+    )
+    .await;
+    assert_eq!(topics, exact);
+    assert!(exact.contains("| /tf "), "{exact}");
+    let err = crate::sql::error(&ctx, &format!("SELECT sum(length(data)) FROM '{b}'")).await;
+    assert!(err.contains("broken.bag"), "{err}");
+}
