@@ -427,3 +427,41 @@ async fn bag_topics_times_come_from_index_data_alone() {
     let err = crate::sql::error(&ctx, &format!("SELECT sum(length(data)) FROM '{b}'")).await;
     assert!(err.contains("broken.bag"), "{err}");
 }
+
+/// The CLI, at its default partition count and at 16 with every file split,
+/// prints the first messages in file order (CSV, exact text).
+#[cfg(feature = "cli")]
+#[test]
+fn cli_limit_prints_the_first_messages_in_file_order() {
+    let Some(bag) = fixtures::file("rosbag", "robot_localization-test1.bag") else {
+        return;
+    };
+    let f = bag.display().to_string();
+    let fix: Vec<i64> = file_order(&bag)
+        .into_iter()
+        .filter(|(t, _)| t == "/fix")
+        .map(|(_, t)| t)
+        .take(2)
+        .collect();
+    let want = format!(
+        "topic,t\n/imu/data,{}\n/husky_velocity_controller/odom,{}\n/fix,{}\ntopic,t\n/fix,{}\n/fix,{}\n",
+        1432235498025043042i64, 1432235498028275834i64, 1432235498039331631i64, fix[0], fix[1]
+    );
+    let sql = format!(
+        "SET datafusion.optimizer.repartition_file_min_size = 0; \
+         SELECT topic, CAST(log_time AS BIGINT) AS t FROM '{f}' LIMIT 3; \
+         SELECT topic, CAST(log_time AS BIGINT) AS t FROM '{f}' WHERE topic = '/fix' LIMIT 2"
+    );
+    for args in [&[][..], &["--target-partitions", "16"][..]] {
+        for _ in 0..3 {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_logsql"))
+                .args(args)
+                .args(["--format", "csv", &sql])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), want, "{args:?}");
+        }
+    }
+}
