@@ -6,10 +6,14 @@
 //! runs after DataFusion's (after `LimitPushdown`): under a limit whose input
 //! keeps row order (projections, filters, batch coalescing, the limit nodes
 //! themselves), a log-table scan is read in one partition, its files in path
-//! order (DataFusion's listing order) and each file whole, in file order.
-//! Round-robin repartitions under such a limit, or between it and the root of
-//! the plan, are removed, since they interleave batches. Scans without a limit keep their partitions, so full
-//! scans stay parallel.
+//! order and each file whole, in file order. Round-robin repartitions under
+//! such a limit, or between it and the root of the plan, are removed, since
+//! they interleave batches. Scans without a limit keep their partitions, so
+//! full scans stay parallel.
+//!
+//! Which files a limited scan of a directory holds is DataFusion's choice:
+//! without a filter, its listing table keeps only enough files to cover the
+//! limit by their statistics, taking them as their summaries arrive.
 
 use std::sync::Arc;
 
