@@ -26,7 +26,7 @@ use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::read_topic::DecodedSpec;
 use super::scan::df_err;
-use super::schema::{col, messages_schema_for, table_schema};
+use super::schema::{col, messages_table_schema, table_schema};
 use super::source::LogSource;
 use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
@@ -170,7 +170,7 @@ impl FileFormat for LogFileFormat {
         Ok(match (&self.table, &self.decoded) {
             (Some(t), _) => table_schema(&t.def),
             (_, Some(d)) => Arc::clone(&d.schema),
-            _ => messages_schema_for(self.format.as_ref()),
+            _ => messages_table_schema(),
         })
     }
 

@@ -3,6 +3,7 @@
 //! - [`schema`]: the `messages` table schema;
 //! - [`predicate`], [`scan`], [`batch`]: pruning, the scan loop, batch building;
 //! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
+//! - [`file_order`]: `LIMIT` without `ORDER BY` reads log tables in file order;
 //! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
 //! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
 //! - [`typed_tables`], [`table_batch`]: the typed side tables of formats
@@ -20,6 +21,7 @@ pub mod decoded_batch;
 #[cfg(feature = "distributed")]
 pub mod distributed;
 pub mod file_format;
+pub mod file_order;
 pub mod functions;
 pub mod object_io;
 pub mod options;
@@ -57,6 +59,8 @@ use crate::formats;
 ///   and `STORED AS LOG` to detect each file's format),
 /// - `SELECT ... FROM 'run.mcap'` (a file, directory or glob; format detected from content),
 /// - the table functions `topics`, `chunks`, `attachments`, `metadata`,
+/// - reading log tables in file order under a `LIMIT` without `ORDER BY`
+///   ([`file_order`]),
 /// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
 /// - the `logsql.*` session options,
 /// - the physical optimizer rule [`damage::DeferScanErrors`]: a damaged file
@@ -97,15 +101,25 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 .extensions
                 .insert(LogsqlOptions::default());
         }
-        let rule = damage::DeferScanErrors;
-        if defer_errors
-            && !state
-                .physical_optimizers()
-                .iter()
-                .any(|r| r.name() == rule.name())
-        {
+        // Rules added once, in this order, after DataFusion's own: reading
+        // limited scans in file order, then deferring scan errors to the root
+        // (which must see the final plan).
+        let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = Vec::new();
+        let has = |name: &str| state.physical_optimizers().iter().any(|r| r.name() == name);
+        if !has(file_order::NAME) {
+            rules.push(Arc::new(file_order::FileOrderUnderLimit));
+        }
+        let defer = damage::DeferScanErrors;
+        if defer_errors && !has(defer.name()) {
+            rules.push(Arc::new(defer));
+        }
+        if !rules.is_empty() {
+            let session_id = state.session_id().to_string();
             *state = SessionStateBuilder::new_from_existing(state.clone())
-                .with_physical_optimizer_rule(Arc::new(rule))
+                .with_session_id(session_id)
+                .with_physical_optimizer_rules(
+                    state.physical_optimizers().iter().cloned().chain(rules).collect(),
+                )
                 .build();
         }
     }

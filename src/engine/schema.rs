@@ -1,10 +1,10 @@
 //! Table schemas: the `messages` table (common columns, plus the extra columns
-//! of a format such as CARLA's `frame`), and the typed side tables of
+//! of every format such as CARLA's `frame`), and the typed side tables of
 //! [`crate::table`] in Arrow terms.
 
 use std::sync::{Arc, LazyLock};
 
-use crate::formats::{self, LogFormat};
+use crate::formats;
 use crate::model::{ExtraColumn, ExtraKind};
 use crate::table::{ColumnType, ScalarType, TableDef};
 
@@ -48,31 +48,30 @@ static MESSAGES: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
-/// The schema of the `messages` table of every format.
+/// The common columns of the `messages` table (without the formats' extra
+/// columns; see [`messages_table_schema`]).
 pub fn messages_schema() -> SchemaRef {
     Arc::clone(&MESSAGES)
 }
 
-/// The `messages` schema of a table of `format`: the common columns, then the
-/// format's extra columns. For auto-detected tables (`None`), the extra columns
-/// of every format (null for rows of formats that lack them).
-pub fn messages_schema_for(format: Option<&Arc<dyn LogFormat>>) -> SchemaRef {
-    let extras: Vec<ExtraColumn> = match format {
-        Some(f) => f.extra_columns().to_vec(),
-        None => {
-            let mut all: Vec<ExtraColumn> = Vec::new();
-            for f in formats::all() {
-                for c in f.extra_columns() {
-                    if !all.iter().any(|e| e.name == c.name) {
-                        all.push(*c);
-                    }
-                }
+/// The `messages` schema of every log table: the common columns, then the
+/// extra columns of every format (CARLA's `frame`, BDDF's
+/// `additional_indexes`, ...), null for rows of formats that lack them. One
+/// schema for every format, so that tables of different formats union
+/// (`SELECT * FROM 'a.bddf' UNION ALL SELECT * FROM 'b.log'`) and a file has
+/// the same columns alone as in a directory of mixed formats.
+pub fn messages_table_schema() -> SchemaRef {
+    Arc::clone(&MESSAGES_TABLE)
+}
+
+static MESSAGES_TABLE: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let mut extras: Vec<ExtraColumn> = Vec::new();
+    for f in formats::all() {
+        for c in f.extra_columns() {
+            if !extras.iter().any(|e| e.name == c.name) {
+                extras.push(*c);
             }
-            all
         }
-    };
-    if extras.is_empty() {
-        return messages_schema();
     }
     let mut fields: Vec<Field> = MESSAGES
         .fields()
@@ -85,7 +84,7 @@ pub fn messages_schema_for(format: Option<&Arc<dyn LogFormat>>) -> SchemaRef {
             .map(|c| Field::new(c.name, extra_type(c.kind), true)),
     );
     Arc::new(Schema::new(fields))
-}
+});
 
 /// The Arrow type of an extra column.
 pub fn extra_type(kind: ExtraKind) -> DataType {

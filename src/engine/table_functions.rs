@@ -1,9 +1,11 @@
 //! Table functions answered from file summaries: `topics`, `chunks`,
 //! `attachments` and `metadata`. Each takes a file, directory or glob.
 //!
-//! `topics` reads no chunk when the file states per-channel message counts;
-//! otherwise it counts by reading message headers only (indexes where the
-//! format has them), never payloads.
+//! `topics` takes counts from the file's per-channel message counts when it
+//! states them, and each topic's exact first/last time from the message
+//! headers of the few chunks that decide it; otherwise it counts by reading
+//! message headers. Headers come from indexes where the format has them (a
+//! bag's index data, MCAP's message indexes), never from payloads.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,7 +32,7 @@ use super::scan::df_err;
 use super::schema::timestamp_type;
 use super::url_table::resolve;
 use crate::formats::LogFormat;
-use crate::model::{Flow, Message, MessageSink, Selection, Summary};
+use crate::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
 
 /// Which summary view a table function shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -461,10 +463,9 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// The topics of one file: counts from the summary when it states them (times
-/// are then the bounds of the chunks listing each topic, and the message times
-/// of chunks that list none), else from a scan of
-/// message headers (exact times).
+/// The topics of one file: counts from the summary when it states them, with
+/// each topic's exact first/last time from the fewest chunks that decide it
+/// ([`channel_times`]); else counts and times from a scan of message headers.
 fn file_topics(
     loc: &super::object_io::FileLocation,
     format: &dyn LogFormat,
@@ -486,44 +487,10 @@ fn file_topics(
             .clone()
     };
     if let Some(counts) = &summary.channel_message_counts {
-        // A chunk that does not list its channels (an MCAP chunk without
-        // message indexes, e.g. one holding only schema records, whose index
-        // times are 0..0) gives each channel's times from its message headers,
-        // unless the chunks that do list theirs already hold every message the
-        // file states: then it holds none, and nothing is read.
-        let unlisted: Vec<&crate::model::ChunkMeta> = summary
-            .chunks
-            .iter()
-            .filter(|c| c.channels.is_none())
-            .collect();
-        let listed_total: Option<u64> = summary
-            .chunks
-            .iter()
-            .filter(|c| c.channels.is_some())
-            .map(|c| c.message_count)
-            .sum();
-        let unlisted_are_empty = listed_total.is_some() && listed_total == summary.message_count;
-        let mut unlisted_times: BTreeMap<u64, (Option<u64>, Option<u64>)> = BTreeMap::new();
-        if !unlisted.is_empty() && !unlisted_are_empty {
-            let mut sink = |m: Message<'_>| {
-                let e = unlisted_times.entry(m.channel.id).or_default();
-                e.0 = min_opt(e.0, Some(m.log_time));
-                e.1 = e.1.max(Some(m.log_time));
-                Flow::Continue
-            };
-            read_headers(loc, format, summary, unlisted, on_error, &mut sink)?;
-        }
+        let times = channel_times(loc, format, summary, counts, on_error)?;
         for ch in summary.channels.values() {
             row_of(&mut out, ch);
-            let listed = summary
-                .chunks
-                .iter()
-                .filter(|c| c.channels.as_ref().is_some_and(|ids| ids.contains(&ch.id)))
-                .fold((None, None), |(lo, hi), c| {
-                    (min_opt(lo, c.start_time), hi.max(c.end_time))
-                });
-            let unlisted = unlisted_times.get(&ch.id).copied().unwrap_or_default();
-            let bounds = (min_opt(listed.0, unlisted.0), listed.1.max(unlisted.1));
+            let bounds = times.get(&ch.id).copied().unwrap_or_default();
             let n = counts.get(&ch.id).copied().unwrap_or(0);
             let e = out.get_mut(&ch.topic).expect("inserted above");
             e.2 += n;
@@ -557,6 +524,160 @@ fn file_topics(
         report(on_error, d.clone(), None)?;
     }
     Ok(out)
+}
+
+/// First and last `log_time` of a channel.
+type Span = (Option<u64>, Option<u64>);
+
+/// The exact first and last `log_time` of every channel with messages, by
+/// reading the message headers (indexes where the format has them: a bag's
+/// index data, MCAP's message indexes) of as few chunks as the summary allows.
+///
+/// A chunk listing one channel alone gives its times from the summary. Else,
+/// for a channel's first time, the chunks listing it are read by increasing
+/// start time until the next one starts after the earliest message found
+/// (symmetrically for the last time): in a file whose chunks follow time order,
+/// that is the first and last chunk of each channel. A chunk that lists no
+/// channels (an MCAP chunk without message indexes) is read unless the listed
+/// chunks already hold every message the file states. A chunk that cannot be
+/// read is reported as `on_error` says, and then counts with its bounds.
+fn channel_times(
+    loc: &super::object_io::FileLocation,
+    format: &dyn LogFormat,
+    summary: &Summary,
+    counts: &BTreeMap<u64, u64>,
+    on_error: OnError,
+) -> Result<BTreeMap<u64, Span>> {
+    let mut chunks = ChunkTimes::new(loc, format, summary, on_error);
+    let mut out: BTreeMap<u64, Span> = BTreeMap::new();
+    let merge = |out: &mut BTreeMap<u64, Span>, id: u64, (lo, hi): Span| {
+        let e = out.entry(id).or_default();
+        *e = (min_opt(e.0, lo), e.1.max(hi));
+    };
+    let unlisted: Vec<&ChunkMeta> = summary
+        .chunks
+        .iter()
+        .filter(|c| c.channels.is_none())
+        .collect();
+    let listed_total: Option<u64> = summary
+        .chunks
+        .iter()
+        .filter(|c| c.channels.is_some())
+        .map(|c| c.message_count)
+        .sum();
+    if listed_total.is_none() || listed_total != summary.message_count {
+        for chunk in unlisted {
+            for (&id, &span) in chunks.read(chunk)? {
+                merge(&mut out, id, span);
+            }
+        }
+    }
+    for (&id, _) in counts.iter().filter(|&(_, &n)| n > 0) {
+        let mut holding: Vec<&ChunkMeta> = summary
+            .chunks
+            .iter()
+            .filter(|c| c.channels.as_ref().is_some_and(|ids| ids.contains(&id)))
+            .collect();
+        // First time: chunks by start (unknown first), until one starts later.
+        holding.sort_by_key(|c| c.start_time);
+        let mut lo = None;
+        for chunk in &holding {
+            if let (Some(lo), Some(start)) = (lo, chunk.start_time)
+                && start >= lo
+            {
+                break;
+            }
+            lo = min_opt(lo, chunks.of(chunk, id)?.0);
+        }
+        // Last time: chunks by end, latest (or unknown) first.
+        holding.sort_by_key(|c| std::cmp::Reverse(c.end_time.unwrap_or(u64::MAX)));
+        let mut hi = None;
+        for chunk in &holding {
+            if let (Some(hi), Some(end)) = (hi, chunk.end_time)
+                && end <= hi
+            {
+                break;
+            }
+            hi = hi.max(chunks.of(chunk, id)?.1);
+        }
+        merge(&mut out, id, (lo, hi));
+    }
+    Ok(out)
+}
+
+/// Per-channel times of the chunks of one file, each chunk read at most once.
+struct ChunkTimes<'a> {
+    loc: &'a super::object_io::FileLocation,
+    format: &'a dyn LogFormat,
+    summary: &'a Summary,
+    on_error: OnError,
+    file: Option<Box<dyn crate::io::ReadAt>>,
+    read: BTreeMap<u64, BTreeMap<u64, Span>>,
+}
+
+impl<'a> ChunkTimes<'a> {
+    fn new(
+        loc: &'a super::object_io::FileLocation,
+        format: &'a dyn LogFormat,
+        summary: &'a Summary,
+        on_error: OnError,
+    ) -> Self {
+        Self {
+            loc,
+            format,
+            summary,
+            on_error,
+            file: None,
+            read: BTreeMap::new(),
+        }
+    }
+
+    /// Channel `id`'s times in `chunk`: the chunk's bounds when it lists that
+    /// channel alone, else from its message headers.
+    fn of(&mut self, chunk: &ChunkMeta, id: u64) -> Result<Span> {
+        if chunk.channels.as_deref() == Some(&[id][..])
+            && chunk.start_time.is_some()
+            && chunk.end_time.is_some()
+        {
+            return Ok((chunk.start_time, chunk.end_time));
+        }
+        Ok(self.read(chunk)?.get(&id).copied().unwrap_or_default())
+    }
+
+    /// Every channel's times in `chunk`, from its message headers.
+    fn read(&mut self, chunk: &ChunkMeta) -> Result<&BTreeMap<u64, Span>> {
+        if !self.read.contains_key(&chunk.offset) {
+            if self.file.is_none() {
+                self.file = Some(self.loc.open().map_err(df_err)?);
+            }
+            let file = self.file.as_deref().expect("opened above");
+            let sel = Selection {
+                time: None,
+                topics: None,
+                payload: false,
+                full_header: false,
+            };
+            let mut times: BTreeMap<u64, Span> = BTreeMap::new();
+            let mut sink = |m: Message<'_>| {
+                let e = times.entry(m.channel.id).or_default();
+                *e = (min_opt(e.0, Some(m.log_time)), e.1.max(Some(m.log_time)));
+                Flow::Continue
+            };
+            if let Err(e) = self
+                .format
+                .read_chunk(file, self.summary, chunk, &sel, &mut sink)
+            {
+                report(self.on_error, e)?;
+                // Unreadable: its bounds stand for every channel it lists.
+                for &id in chunk.channels.iter().flatten() {
+                    let t = times.entry(id).or_default();
+                    *t = (min_opt(t.0, chunk.start_time), t.1.max(chunk.end_time));
+                }
+            }
+            self.read.insert(chunk.offset, times);
+        }
+        Ok(&self.read[&chunk.offset])
+    }
 }
 
 /// Reads the message headers (no payloads) of `chunks` of one file into

@@ -24,7 +24,7 @@ use parking_lot::RwLock;
 use super::file_format::LogFileFormat;
 use super::object_io::FileLocation;
 use super::scan::df_err;
-use super::schema::messages_schema_for;
+use super::schema::messages_table_schema;
 use super::summary_cache;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -155,7 +155,7 @@ impl UrlTableFactory for LogUrlTableFactory {
             .iter()
             .all(|(_, f)| f.as_ref().map(|f| f.name()) == first.as_ref().map(|f| f.name()));
         let format = if same_format { first } else { None };
-        let schema = messages_schema_for(format.as_ref());
+        let schema = messages_table_schema();
         listing_table(&resolved, &logs, LogFileFormat::new(format), schema).map(Some)
     }
 }

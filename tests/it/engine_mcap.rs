@@ -566,9 +566,10 @@ async fn topics_of_a_damaged_file_follow_on_error() {
     assert!(n > 1000 && n < 2610, "{n}");
 }
 
-/// topics() times are the bounds of the chunks holding each topic, never
-/// widened by a chunk that holds no messages: the demo file's first chunk has
-/// only schema and channel records (index times 0..0, no message indexes).
+/// topics() times are each topic's exact first and last message time (from
+/// the message indexes of the chunks that decide them), never widened by a
+/// chunk that holds no messages: the demo file's first chunk has only schema
+/// and channel records (index times 0..0, no message indexes).
 #[tokio::test]
 async fn topics_times_ignore_chunks_without_messages() {
     let ctx = ctx();
@@ -592,13 +593,13 @@ async fn topics_times_ignore_chunks_without_messages() {
     .await;
     assert_eq!(
         out,
-        "+--------------------+----------------------+--------------------------+--------------------------+--------------------------+\n\
-         | topic              | start_time           | lo                       | end_time                 | hi                       |\n\
-         +--------------------+----------------------+--------------------------+--------------------------+--------------------------+\n\
-         | /camera/compressed | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20.001Z | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.901Z |\n\
-         | /diagnostics       | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20.003Z | 2023-11-14T22:13:29.010Z | 2023-11-14T22:13:29.003Z |\n\
-         | /imu               | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20Z     | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.995Z |\n\
-         | /tf                | 2023-11-14T22:13:20Z | 2023-11-14T22:13:20.002Z | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.982Z |\n\
-         +--------------------+----------------------+--------------------------+--------------------------+--------------------------+"
+        "+--------------------+--------------------------+--------------------------+--------------------------+--------------------------+\n\
+         | topic              | start_time               | lo                       | end_time                 | hi                       |\n\
+         +--------------------+--------------------------+--------------------------+--------------------------+--------------------------+\n\
+         | /camera/compressed | 2023-11-14T22:13:20.001Z | 2023-11-14T22:13:20.001Z | 2023-11-14T22:13:29.901Z | 2023-11-14T22:13:29.901Z |\n\
+         | /diagnostics       | 2023-11-14T22:13:20.003Z | 2023-11-14T22:13:20.003Z | 2023-11-14T22:13:29.003Z | 2023-11-14T22:13:29.003Z |\n\
+         | /imu               | 2023-11-14T22:13:20Z     | 2023-11-14T22:13:20Z     | 2023-11-14T22:13:29.995Z | 2023-11-14T22:13:29.995Z |\n\
+         | /tf                | 2023-11-14T22:13:20.002Z | 2023-11-14T22:13:20.002Z | 2023-11-14T22:13:29.982Z | 2023-11-14T22:13:29.982Z |\n\
+         +--------------------+--------------------------+--------------------------+--------------------------+--------------------------+"
     );
 }

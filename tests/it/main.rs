@@ -32,6 +32,8 @@ mod engine_decode;
 mod engine_fleet;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
+#[cfg(feature = "datafusion")]
+mod engine_semantics;
 mod fixtures;
 /// The benchmark recording generator (the demo file's), for generated fleets.
 #[cfg(feature = "datafusion")]
