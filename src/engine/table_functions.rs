@@ -667,7 +667,7 @@ impl<'a> ChunkTimes<'a> {
                 .format
                 .read_chunk(file, self.summary, chunk, &sel, &mut sink)
             {
-                report(self.on_error, e)?;
+                report(self.on_error, e, None)?;
                 // Unreadable: its bounds stand for every channel it lists.
                 for &id in chunk.channels.iter().flatten() {
                     let t = times.entry(id).or_default();
