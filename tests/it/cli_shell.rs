@@ -222,9 +222,10 @@ fn shell(home: &Path) -> PtySession {
     s
 }
 
-/// Leaves the shell with Ctrl-D and waits for it to end.
+/// Leaves the shell with `\q` and waits for it to end. (A Ctrl-D typed before
+/// the prompt shows is lost: the terminal is not in raw mode then.)
 fn leave(mut s: PtySession) {
-    s.send_control('d').unwrap();
+    s.send_line("\\q").unwrap();
     s.exp_eof().unwrap();
 }
 
