@@ -41,8 +41,8 @@ readable message; --on-error warn (or SET logsql.on_error = 'warn') logs them in
 )]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// SQL to run: one or more statements separated by `;`. Without SQL and
-    /// without -f, opens an interactive shell (or reads statements from stdin
+    /// SQL to run: one or more statements separated by `;`. Without SQL, -c
+    /// and -f, opens an interactive shell (or reads statements from stdin
     /// when it is not a terminal).
     #[arg(value_name = "SQL")]
     pub sql: Option<String>,

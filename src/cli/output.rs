@@ -143,6 +143,10 @@ impl Printer {
                         shown += keep;
                     }
                 }
+                if rows == 0 && batches.error.is_some() {
+                    // An error before any row (or Ctrl-C): no empty table above it.
+                    return batches.finish(rows);
+                }
                 let table = pretty_format_batches_with_schema(text_schema, &cells)?;
                 writeln!(out, "{table}").map_err(|e| CliError::io("writing output", e))?;
                 if (shown as u64) < rows {
@@ -571,6 +575,13 @@ mod tests {
                 Format::Ndjson => assert_eq!(out.lines().count(), 4, "{out}"),
             }
         }
+        // An error before any row prints no (empty) table; JSON stays valid.
+        let (out, result) =
+            print_with(printer(Format::Table), failing(&b).split_off(2), b.schema());
+        assert!(result.is_err());
+        assert_eq!(out, "");
+        let (out, _) = print_with(printer(Format::Json), failing(&b).split_off(2), b.schema());
+        assert_eq!(out, "[]\n");
     }
 
     #[test]
