@@ -147,6 +147,48 @@ fn explain_analyze_prints_whole_plans() {
 }
 
 #[test]
+fn every_format_prints_the_rows_before_a_damaged_file_s_error() {
+    // The demo cut at 3/4: 1,962 messages are readable before the cut chunk.
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.mcap");
+    let data = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(DEMO)).unwrap();
+    std::fs::write(&cut, &data[..data.len() * 3 / 4]).unwrap();
+    let sql = format!("SELECT topic, log_time FROM '{}'", cut.display());
+    for format in ["table", "csv", "json", "ndjson"] {
+        let out = run(&[
+            "--on-error",
+            "error",
+            "--target-partitions",
+            "1",
+            "--format",
+            format,
+            &sql,
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        let err = text(&out.stderr);
+        assert!(
+            err.starts_with(&format!("error: {}: truncated mcap file", cut.display())),
+            "{format}: {err}"
+        );
+        let stdout = text(&out.stdout);
+        let rows = match format {
+            "table" => {
+                assert!(stdout.ends_with("+\n1962 rows (40 shown)\n"), "{stdout}");
+                stdout.lines().filter(|l| l.starts_with("| /")).count()
+            }
+            "csv" => stdout.lines().count() - 1,
+            "json" => serde_json::from_str::<serde_json::Value>(&stdout)
+                .expect("stdout is valid JSON")
+                .as_array()
+                .map_or(0, Vec::len),
+            _ => stdout.lines().count(),
+        };
+        let want = if format == "table" { 40 } else { 1962 };
+        assert_eq!(rows, want, "{format}");
+    }
+}
+
+#[test]
 fn csv_with_a_nested_column_fails_before_any_output() {
     let out = run(&[
         "--format",
