@@ -9,7 +9,7 @@
 //! Timestamps print as RFC 3339 UTC with a fixed number of fractional digits
 //! per column, so that the text sorts in time order: 9 for nanoseconds
 //! (`2022-11-08T04:07:03.461434034Z`), 6 for microseconds, 3 for milliseconds,
-//! none for seconds.
+//! none for seconds (a nested column takes the unit of its first timestamp).
 //!
 //! When the stream fails after some batches, every format first prints the
 //! rows it received (the table so far; JSON closes its array), then returns
@@ -19,7 +19,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::util::pretty::pretty_format_batches_with_schema;
 use datafusion::arrow::{csv, json};
@@ -371,36 +372,55 @@ fn column_strings(col: &ArrayRef, map: impl Fn(String) -> String) -> CliResult<A
     Ok(Arc::new(b.finish()))
 }
 
-/// `batch` with its timestamp columns as fixed-width RFC 3339 text (for the
-/// CSV and JSON writers, whose own timestamp text drops trailing zeros).
+/// `batch` with its timestamps (also those nested in structs and lists) as
+/// fixed-width RFC 3339 text, for the CSV and JSON writers, whose own
+/// timestamp text drops trailing zeros.
 fn fixed_times(batch: &RecordBatch) -> CliResult<RecordBatch> {
     let schema = batch.schema();
-    if !schema
-        .fields()
-        .iter()
-        .any(|f| matches!(f.data_type(), DataType::Timestamp(..)))
-    {
-        return Ok(batch.clone());
-    }
+    let mut changed = false;
     let mut fields = Vec::with_capacity(schema.fields().len());
     let mut columns = Vec::with_capacity(schema.fields().len());
     for (f, col) in schema.fields().iter().zip(batch.columns()) {
-        if matches!(f.data_type(), DataType::Timestamp(..)) {
-            fields.push(Arc::new(Field::new(
-                f.name(),
-                DataType::Utf8,
-                f.is_nullable(),
-            )));
-            columns.push(column_strings(col, |s| s)?);
-        } else {
+        let text = times_as_text(f.data_type());
+        if &text == f.data_type() {
             fields.push(Arc::clone(f));
             columns.push(Arc::clone(col));
+            continue;
         }
+        let options = CastOptions {
+            safe: false,
+            format_options: format_options(f.data_type()),
+        };
+        columns.push(cast_with_options(col, &text, &options)?);
+        fields.push(Arc::new(f.as_ref().clone().with_data_type(text)));
+        changed = true;
+    }
+    if !changed {
+        return Ok(batch.clone());
     }
     Ok(RecordBatch::try_new(
         Arc::new(Schema::new(fields)),
         columns,
     )?)
+}
+
+/// `data_type` with every timestamp in it (nested in structs and lists too) as Utf8.
+fn times_as_text(data_type: &DataType) -> DataType {
+    let field = |f: &FieldRef| {
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(times_as_text(f.data_type())),
+        )
+    };
+    match data_type {
+        DataType::Timestamp(..) => DataType::Utf8,
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        other => other.clone(),
+    }
 }
 
 /// A writer that remembers whether the reader of the output went away.

@@ -228,7 +228,7 @@ fn timestamps_keep_nine_fractional_digits_in_every_format() {
          {\"log_time\":\"2023-11-14T22:13:20.001000000Z\"}]\n"
     );
     assert!(ok(&[&sql]).contains("| 2023-11-14T22:13:20.000000000Z |"));
-    // Other units keep their own width; nested timestamps too (in table output).
+    // Other units keep their own width; nested timestamps have their unit's width too.
     assert_eq!(
         ok(&[
             "--format",
@@ -246,6 +246,16 @@ fn timestamps_keep_nine_fractional_digits_in_every_format() {
     assert!(
         out.contains("{seq: 0, stamp: 2023-11-14T22:13:20.000000000Z, frame_id: imu_link}"),
         "{out}"
+    );
+    let out = ok(&[
+        "--format",
+        "ndjson",
+        &format!("SELECT header FROM read_topic('{DEMO}', '/imu') LIMIT 2"),
+    ]);
+    assert_eq!(
+        out,
+        "{\"header\":{\"seq\":0,\"stamp\":\"2023-11-14T22:13:20.000000000Z\",\"frame_id\":\"imu_link\"}}\n\
+         {\"header\":{\"seq\":1,\"stamp\":\"2023-11-14T22:13:20.005000000Z\",\"frame_id\":\"imu_link\"}}\n"
     );
 }
 
