@@ -7,7 +7,7 @@ mod bddf_reader;
 mod carla_reader;
 #[cfg(feature = "cli")]
 mod cli;
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "cli", unix))]
 mod cli_shell;
 mod decode_cdr;
 mod decode_common;
