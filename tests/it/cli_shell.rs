@@ -287,8 +287,10 @@ fn ctrl_c_cancels_the_running_query_and_the_shell_goes_on() {
     let mut s = shell(home.path());
     s.send_line("SELECT sum(value) AS total FROM generate_series(1, 100000000000);")
         .unwrap();
-    // Ctrl-C once the statement runs (the terminal is out of rustyline's raw mode).
-    std::thread::sleep(Duration::from_millis(1500));
+    // Ctrl-C once the statement runs: rustyline has left raw mode (it turns
+    // bracketed paste off then), and the statement has had time to start.
+    s.exp_string("\x1b[?2004l").unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
     s.send_control('c').unwrap();
     s.exp_string("error: query cancelled (Ctrl-C)").unwrap();
     s.exp_string("logsql> ").unwrap();
