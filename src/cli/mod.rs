@@ -149,16 +149,9 @@ fn not_a_path(sql: &str) -> CliResult {
 }
 
 /// The error of a statement stopped by Ctrl-C.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("query cancelled (Ctrl-C)")]
 struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("query cancelled (Ctrl-C)")
-    }
-}
-
-impl std::error::Error for Cancelled {}
 
 /// `stream`, ending with a [`Cancelled`] error (and dropping the query's stream,
 /// which stops its tasks) as soon as `interrupt` changes.
