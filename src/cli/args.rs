@@ -41,8 +41,8 @@ readable message; --on-error warn (or SET logsql.on_error = 'warn') logs them in
 )]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// SQL to run: one or more statements separated by `;`. Without SQL and
-    /// without -f, opens an interactive shell (or reads statements from stdin
+    /// SQL to run: one or more statements separated by `;`. Without SQL, -c
+    /// and -f, opens an interactive shell (or reads statements from stdin
     /// when it is not a terminal).
     #[arg(value_name = "SQL")]
     pub sql: Option<String>,
@@ -50,6 +50,23 @@ pub struct Args {
     /// Runs the statements in FILE (repeatable; files run before SQL).
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     pub files: Vec<PathBuf>,
+
+    /// Runs SQL (repeatable, in order; after -f files, before the positional SQL).
+    #[arg(short = 'c', long = "command", value_name = "SQL")]
+    pub commands: Vec<String>,
+
+    /// Writes query results to FILE (replaced if it exists) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// No banner and no row-count / timing lines.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// In `table` output, show at most N rows of a result and count the rest
+    /// (`0` or `inf`: every row).
+    #[arg(long, value_name = "N", default_value = "40", value_parser = parse_max_rows, global = true)]
+    pub max_rows: MaxRows,
 
     /// Output format of query results.
     #[arg(long, value_enum, default_value_t = Format::Table, global = true)]
@@ -103,6 +120,24 @@ pub enum Format {
     Json,
     /// One JSON object per line.
     Ndjson,
+}
+
+/// The value of `--max-rows`: a row limit, or `None` for every row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxRows(pub Option<usize>);
+
+/// Parses `--max-rows`: a count, with `0` and `inf` meaning no limit.
+fn parse_max_rows(s: &str) -> Result<MaxRows, String> {
+    if s.eq_ignore_ascii_case("inf") {
+        return Ok(MaxRows(None));
+    }
+    match s.parse::<usize>() {
+        Ok(0) => Ok(MaxRows(None)),
+        Ok(n) => Ok(MaxRows(Some(n))),
+        Err(_) => Err(format!(
+            "'{s}' is not a row count (a number, 0 or inf for all)"
+        )),
+    }
 }
 
 /// Values of `--on-error`.
@@ -240,5 +275,30 @@ mod tests {
         }
         let a = Args::try_parse_from(["logsql", "info", "a.mcap", "--on-error", "warn"]).unwrap();
         assert_eq!(a.on_error, Some(OnErrorPolicy::Warn));
+    }
+
+    #[test]
+    fn shell_habits_parse() {
+        let a = Args::try_parse_from([
+            "logsql",
+            "-c",
+            "SELECT 1",
+            "--command",
+            "SELECT 2",
+            "-o",
+            "out.txt",
+            "-q",
+        ])
+        .unwrap();
+        assert_eq!(a.commands, ["SELECT 1", "SELECT 2"]);
+        assert_eq!(a.output, Some(PathBuf::from("out.txt")));
+        assert!(a.quiet);
+        assert_eq!(a.max_rows, MaxRows(Some(40)));
+        for (v, want) in [("7", Some(7)), ("0", None), ("inf", None)] {
+            let a = Args::try_parse_from(["logsql", "--max-rows", v, "SELECT 1"]).unwrap();
+            assert_eq!(a.max_rows, MaxRows(want), "{v}");
+        }
+        let e = Args::try_parse_from(["logsql", "--max-rows", "many"]).unwrap_err();
+        assert!(e.to_string().contains("'many' is not a row count"), "{e}");
     }
 }

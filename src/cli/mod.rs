@@ -22,12 +22,20 @@ pub mod shell;
 pub mod statements;
 pub mod units;
 
+use std::future::Future;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Parser;
+use datafusion::error::DataFusionError;
+use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
 use tokio::runtime::Runtime;
+use tokio::sync::watch;
 
 use args::{Args, Command, Format};
 use error::{CliError, CliResult};
@@ -51,14 +59,13 @@ pub fn main() -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(args: Args) -> CliResult {
     let mut app = App::new(&args)?;
-    let stdout = io::stdout();
+    let mut out = output(&args)?;
     if let Some(command) = &args.command {
-        if args.sql.is_some() || !args.files.is_empty() {
+        if args.sql.is_some() || !args.files.is_empty() || !args.commands.is_empty() {
             return Err(CliError::msg(
-                "give either SQL (or -f) or a subcommand, not both",
+                "give either SQL (or -f / -c) or a subcommand, not both",
             ));
         }
-        let mut out = BufWriter::new(stdout.lock());
         return match command {
             Command::Info { files, all } => info::run(files, *all, &mut out),
             Command::Export(e) => export::run(&app, e, &mut out),
@@ -75,26 +82,94 @@ pub fn run(args: Args) -> CliResult {
             }
         };
     }
-    if args.sql.is_none() && args.files.is_empty() {
+    if args.sql.is_none() && args.files.is_empty() && args.commands.is_empty() {
         if io::stdin().is_terminal() {
-            return shell::run(&mut app);
+            app.timing = !args.quiet;
+            return shell::run(&mut app, &mut out, args.quiet);
         }
         let mut script = String::new();
         io::stdin()
             .read_to_string(&mut script)
             .map_err(|e| CliError::io("reading stdin", e))?;
-        return app.run_script(&script, &mut BufWriter::new(stdout.lock()));
+        return app.run_script(&script, &mut out);
     }
-    let mut out = BufWriter::new(stdout.lock());
+    for sql in args.commands.iter().chain(&args.sql) {
+        not_a_path(sql)?;
+    }
     for file in &args.files {
         let script = std::fs::read_to_string(file)
             .map_err(|e| CliError::io(file.display().to_string(), e))?;
         app.run_script(&script, &mut out)?;
     }
-    if let Some(sql) = &args.sql {
+    for sql in args.commands.iter().chain(&args.sql) {
         app.run_script(sql, &mut out)?;
     }
     Ok(())
+}
+
+/// Where results go: `-o FILE` (replaced), else stdout.
+fn output(args: &Args) -> CliResult<Box<dyn Write>> {
+    Ok(match &args.output {
+        Some(path) => Box::new(BufWriter::new(
+            std::fs::File::create(path).map_err(|e| CliError::io(path.display().to_string(), e))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout())),
+    })
+}
+
+/// Fails with a hint when the SQL given is a log file's path (`logsql run.mcap`):
+/// an existing file or directory, or a name with a log extension, that does not
+/// parse as SQL.
+fn not_a_path(sql: &str) -> CliResult {
+    let text = sql.trim();
+    let path = Path::new(text);
+    let log_extension = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        // CARLA recordings have no extension of their own; `.log` is the usual one.
+        e.eq_ignore_ascii_case("log")
+            || logsql::formats::all()
+                .iter()
+                .any(|f| f.extensions().iter().any(|x| x.eq_ignore_ascii_case(e)))
+    });
+    if !(log_extension || path.exists())
+        || datafusion::sql::parser::DFParser::parse_sql(text).is_ok()
+    {
+        return Ok(());
+    }
+    let what = if path.is_dir() {
+        "is a directory"
+    } else if path.exists() {
+        "is a file"
+    } else {
+        "looks like a file name"
+    };
+    Err(CliError::msg(format!(
+        "'{text}' {what}, not SQL: try logsql info {text} or logsql \"SELECT * FROM {} LIMIT 10\"",
+        quote(text)
+    )))
+}
+
+/// The error of a statement stopped by Ctrl-C.
+#[derive(Debug, thiserror::Error)]
+#[error("query cancelled (Ctrl-C)")]
+struct Cancelled;
+
+/// `stream`, ending with a [`Cancelled`] error (and dropping the query's stream,
+/// which stops its tasks) as soon as `interrupt` changes.
+fn cancellable(
+    stream: SendableRecordBatchStream,
+    interrupt: watch::Receiver<u64>,
+) -> SendableRecordBatchStream {
+    let schema = stream.schema();
+    let batches = futures::stream::unfold(Some((stream, interrupt)), |state| async move {
+        let (mut stream, mut interrupt) = state?;
+        tokio::select! {
+            batch = stream.next() => batch.map(|b| (b, Some((stream, interrupt)))),
+            _ = interrupt.changed() => {
+                Some((Err(DataFusionError::External(Box::new(Cancelled))), None))
+            }
+        }
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, batches))
 }
 
 /// What every command runs on: a runtime, a session, and the result printer.
@@ -107,6 +182,11 @@ pub struct App {
     pub printer: Printer,
     /// Whether results printed so far showed anything (tables get a blank line between them).
     shown: bool,
+    /// Whether each result is followed by `N rows in T s` on stderr.
+    pub timing: bool,
+    /// Counts Ctrl-C presses once [`App::cancel_on_ctrl_c`] is on: a change
+    /// cancels the running statement.
+    interrupt: Option<watch::Receiver<u64>>,
 }
 
 impl App {
@@ -128,8 +208,12 @@ impl App {
             printer: Printer {
                 format: args.format,
                 max_width: args.max_width,
+                max_rows: args.max_rows.0,
             },
             shown: false,
+            // Statements given on the command line show their time only to a person.
+            timing: !args.quiet && io::stderr().is_terminal(),
+            interrupt: None,
         };
         let mut settings = Vec::new();
         if let Some(policy) = args.on_error {
@@ -159,7 +243,19 @@ impl App {
     /// the first error.
     pub fn run_script(&mut self, script: &str, out: &mut dyn Write) -> CliResult {
         for stmt in statements::script(script) {
-            self.run_statement(&stmt, out)?;
+            self.run_timed(&stmt, out)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one statement like [`App::run_statement`], then (with `timing` on)
+    /// prints `N rows in T s` on stderr.
+    pub fn run_timed(&mut self, stmt: &str, out: &mut dyn Write) -> CliResult {
+        let started = Instant::now();
+        let (rows, has_columns) = self.run_statement(stmt, out)?;
+        if self.timing && has_columns {
+            let s = if rows == 1 { "" } else { "s" };
+            eprintln!("{rows} row{s} in {:.3} s", started.elapsed().as_secs_f64());
         }
         Ok(())
     }
@@ -167,15 +263,64 @@ impl App {
     /// Plans, executes and prints one statement; returns the number of rows
     /// and whether the statement had a result to show.
     pub fn run_statement(&mut self, stmt: &str, out: &mut dyn Write) -> CliResult<(u64, bool)> {
-        let df = self.rt.block_on(self.ctx.sql(stmt))?;
+        if let Some(interrupt) = &mut self.interrupt {
+            // Ctrl-C pressed before this statement does not cancel it.
+            interrupt.mark_unchanged();
+        }
+        let df = self.wait(self.ctx.sql(stmt))?;
         let has_columns = !df.schema().fields().is_empty();
-        let stream = self.rt.block_on(df.execute_stream())?;
+        let mut stream = self.wait(df.execute_stream())?;
+        if let Some(interrupt) = &self.interrupt {
+            stream = cancellable(stream, interrupt.clone());
+        }
         if has_columns && self.shown && self.printer.format == Format::Table {
             writeln!(out).map_err(|e| CliError::io("writing output", e))?;
         }
         let rows = self.printer.print(&self.rt, stream, out)?;
         self.shown |= has_columns;
         Ok((rows, has_columns))
+    }
+
+    /// From now on, Ctrl-C (SIGINT) cancels the running statement instead of
+    /// ending the process (the shell's behaviour).
+    pub fn cancel_on_ctrl_c(&mut self) -> CliResult {
+        let (tx, rx) = watch::channel(0u64);
+        let _runtime = self.rt.enter();
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            // Registered here, before the first statement runs.
+            let mut sigint = signal(SignalKind::interrupt())
+                .map_err(|e| CliError::io("listening for Ctrl-C", e))?;
+            self.rt.spawn(async move {
+                while sigint.recv().await.is_some() {
+                    tx.send_modify(|n| *n += 1);
+                }
+            });
+        }
+        #[cfg(not(unix))]
+        self.rt.spawn(async move {
+            while tokio::signal::ctrl_c().await.is_ok() {
+                tx.send_modify(|n| *n += 1);
+            }
+        });
+        self.interrupt = Some(rx);
+        Ok(())
+    }
+
+    /// Waits for `fut` on the runtime; with Ctrl-C handling on, a Ctrl-C
+    /// abandons it with a cancellation error.
+    fn wait<T>(&self, fut: impl Future<Output = datafusion::error::Result<T>>) -> CliResult<T> {
+        let Some(interrupt) = &self.interrupt else {
+            return Ok(self.rt.block_on(fut)?);
+        };
+        let mut interrupt = interrupt.clone();
+        self.rt.block_on(async move {
+            tokio::select! {
+                r = fut => Ok(r?),
+                _ = interrupt.changed() => Err(CliError::msg(Cancelled.to_string())),
+            }
+        })
     }
 
     /// `SELECT * FROM <function>('<path>')`.

@@ -1,16 +1,26 @@
 //! Printing query results as a table, CSV, JSON or NDJSON.
 //!
 //! CSV, JSON and NDJSON are written batch by batch as the query streams, so
-//! memory stays flat however large the result. The table needs every row to
-//! size its columns; its cells are rendered to (cut) strings as batches
-//! arrive, so a large payload column costs at most `--max-width` characters a
-//! row. Timestamps print as RFC 3339 UTC (`2022-11-08T04:07:03.461434034Z`).
+//! memory stays flat however large the result. The table needs its rows to
+//! size its columns: it keeps the first `--max-rows` rows (as cut strings: a
+//! large payload column costs at most `--max-width` characters a row) and only
+//! counts the rest. EXPLAIN results (`plan_type`, `plan`) print whole.
+//!
+//! Timestamps print as RFC 3339 UTC with a fixed number of fractional digits
+//! per column, so that the text sorts in time order: 9 for nanoseconds
+//! (`2022-11-08T04:07:03.461434034Z`), 6 for microseconds, 3 for milliseconds,
+//! none for seconds (a nested column takes the unit of its first timestamp).
+//!
+//! When the stream fails after some batches, every format first prints the
+//! rows it received (the table so far; JSON closes its array), then returns
+//! the error.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringBuilder};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::compute::{CastOptions, cast_with_options};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::util::pretty::pretty_format_batches_with_schema;
 use datafusion::arrow::{csv, json};
@@ -28,6 +38,40 @@ pub struct Printer {
     pub format: Format,
     /// Table cells longer than this many characters are cut (0: never).
     pub max_width: usize,
+    /// Table output shows at most this many rows (`None`: all) and counts the rest.
+    pub max_rows: Option<usize>,
+}
+
+/// The batches of a stream, polled on a runtime; a stream error ends them and
+/// is kept for after the rows received so far are printed.
+struct Batches<'a> {
+    rt: &'a Runtime,
+    stream: SendableRecordBatchStream,
+    error: Option<CliError>,
+}
+
+impl Batches<'_> {
+    /// The next batch, or `None` at the end of the stream or at its first error.
+    fn next(&mut self) -> Option<RecordBatch> {
+        if self.error.is_some() {
+            return None;
+        }
+        match self.rt.block_on(self.stream.next())? {
+            Ok(b) => Some(b),
+            Err(e) => {
+                self.error = Some(CliError::from(e));
+                None
+            }
+        }
+    }
+
+    /// `rows` when the stream ended normally, else its error.
+    fn finish(self, rows: u64) -> CliResult<u64> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        }
+    }
 }
 
 impl Printer {
@@ -35,7 +79,8 @@ impl Printer {
     ///
     /// Results without columns (`SET`, `CREATE ...`) print nothing. The stream is
     /// polled on `rt` from the calling thread, so writing never blocks the
-    /// runtime's workers.
+    /// runtime's workers. A stream error is returned after the rows received
+    /// before it are printed.
     pub fn print(
         &self,
         rt: &Runtime,
@@ -57,46 +102,69 @@ impl Printer {
     fn print_to(
         &self,
         rt: &Runtime,
-        mut stream: SendableRecordBatchStream,
+        stream: SendableRecordBatchStream,
         out: &mut dyn Write,
     ) -> CliResult<u64> {
         let schema = stream.schema();
-        let mut next = || {
-            rt.block_on(stream.next())
-                .transpose()
-                .map_err(CliError::from)
+        let mut batches = Batches {
+            rt,
+            stream,
+            error: None,
         };
         let mut rows = 0u64;
         if schema.fields().is_empty() {
-            while let Some(b) = next()? {
+            while let Some(b) = batches.next() {
                 rows += b.num_rows() as u64;
             }
-            return Ok(rows);
+            return batches.finish(rows);
         }
         let flush =
             |out: &mut dyn Write| out.flush().map_err(|e| CliError::io("writing output", e));
         match self.format {
             Format::Table => {
+                let printer = if is_explain(&schema) {
+                    // Plans print whole: every line, every metric.
+                    Self {
+                        max_width: 0,
+                        max_rows: None,
+                        ..*self
+                    }
+                } else {
+                    *self
+                };
                 let text_schema = text_schema(&schema);
                 let mut cells = Vec::new();
-                while let Some(b) = next()? {
+                let mut shown = 0usize;
+                while let Some(b) = batches.next() {
                     rows += b.num_rows() as u64;
-                    if b.num_rows() > 0 {
-                        cells.push(self.text_batch(&b, &text_schema)?);
+                    let room = printer.max_rows.map_or(b.num_rows(), |m| m - shown);
+                    let keep = b.num_rows().min(room);
+                    if keep > 0 {
+                        cells.push(printer.text_batch(&b.slice(0, keep), &text_schema)?);
+                        shown += keep;
                     }
+                }
+                if rows == 0 && batches.error.is_some() {
+                    // An error before any row (or Ctrl-C): no empty table above it.
+                    return batches.finish(rows);
                 }
                 let table = pretty_format_batches_with_schema(text_schema, &cells)?;
                 writeln!(out, "{table}").map_err(|e| CliError::io("writing output", e))?;
+                if (shown as u64) < rows {
+                    writeln!(out, "{rows} rows ({shown} shown)")
+                        .map_err(|e| CliError::io("writing output", e))?;
+                }
                 flush(out)?;
             }
             Format::Csv => {
+                check_flat(&schema)?;
                 let mut w = csv::WriterBuilder::new().with_header(true).build(&mut *out);
                 let mut wrote = false;
-                while let Some(b) = next()? {
+                while let Some(b) = batches.next() {
                     if b.num_rows() > 0 || !wrote {
                         rows += b.num_rows() as u64;
                         // Each write flushes through to `out`.
-                        w.write(&b)?;
+                        w.write(&fixed_times(&b)?)?;
                         wrote = true;
                     }
                 }
@@ -109,11 +177,12 @@ impl Printer {
                 let mut w = json::WriterBuilder::new()
                     .with_explicit_nulls(true)
                     .build::<_, json::writer::JsonArray>(&mut *out);
-                while let Some(b) = next()? {
+                while let Some(b) = batches.next() {
                     rows += b.num_rows() as u64;
-                    w.write(&b)?;
+                    w.write(&fixed_times(&b)?)?;
                     flush(w.get_mut())?;
                 }
+                // Closes the array, also after a stream error: stdout stays valid JSON.
                 w.finish()?;
                 let out = w.into_inner();
                 writeln!(out).map_err(|e| CliError::io("writing output", e))?;
@@ -123,31 +192,29 @@ impl Printer {
                 let mut w = json::WriterBuilder::new()
                     .with_explicit_nulls(true)
                     .build::<_, json::writer::LineDelimited>(&mut *out);
-                while let Some(b) = next()? {
+                while let Some(b) = batches.next() {
                     rows += b.num_rows() as u64;
-                    w.write(&b)?;
+                    w.write(&fixed_times(&b)?)?;
                     flush(w.get_mut())?;
                 }
                 w.finish()?;
                 flush(w.get_mut())?;
             }
         }
-        Ok(rows)
+        batches.finish(rows)
     }
 
     /// Renders a batch's cells as (cut) strings.
     fn text_batch(&self, batch: &RecordBatch, text_schema: &SchemaRef) -> CliResult<RecordBatch> {
-        let options = FormatOptions::default();
         let columns = batch
             .columns()
             .iter()
-            .map(|col| self.column_text(col, &options))
+            .map(|col| self.column_text(col))
             .collect::<CliResult<Vec<ArrayRef>>>()?;
         Ok(RecordBatch::try_new(Arc::clone(text_schema), columns)?)
     }
 
-    fn column_text(&self, col: &ArrayRef, options: &FormatOptions) -> CliResult<ArrayRef> {
-        let mut b = StringBuilder::with_capacity(col.len(), col.len() * 16);
+    fn column_text(&self, col: &ArrayRef) -> CliResult<ArrayRef> {
         let binary = |i: usize| -> Option<&[u8]> {
             match col.data_type() {
                 DataType::Binary => Some(col.as_binary::<i32>().value(i)),
@@ -156,21 +223,21 @@ impl Printer {
                 _ => None,
             }
         };
-        let is_binary = matches!(
+        if matches!(
             col.data_type(),
             DataType::Binary | DataType::LargeBinary | DataType::BinaryView
-        );
-        let formatter = ArrayFormatter::try_new(col.as_ref(), options)?;
-        for i in 0..col.len() {
-            if col.is_null(i) {
-                b.append_null();
-            } else if is_binary {
-                b.append_value(self.cut_hex(binary(i).unwrap_or_default()));
-            } else {
-                b.append_value(self.cut(formatter.value(i).to_string()));
+        ) {
+            let mut b = StringBuilder::with_capacity(col.len(), col.len() * 16);
+            for i in 0..col.len() {
+                if col.is_null(i) {
+                    b.append_null();
+                } else {
+                    b.append_value(self.cut_hex(binary(i).unwrap_or_default()));
+                }
             }
+            return Ok(Arc::new(b.finish()));
         }
-        Ok(Arc::new(b.finish()))
+        column_strings(col, |s| self.cut(s))
     }
 
     /// Cuts `s` to `max_width` characters, marking the cut with `…`.
@@ -195,6 +262,164 @@ impl Printer {
             s.push('…');
         }
         s
+    }
+}
+
+/// Whether a result is a query plan (`EXPLAIN`, `EXPLAIN ANALYZE`): columns
+/// `plan_type` and `plan`, both text.
+fn is_explain(schema: &Schema) -> bool {
+    let f = schema.fields();
+    f.len() == 2
+        && f[0].name() == "plan_type"
+        && f[1].name() == "plan"
+        && f.iter().all(|f| f.data_type() == &DataType::Utf8)
+}
+
+/// Fails when a column is nested (struct, list, map, ...): CSV cannot hold it.
+fn check_flat(schema: &Schema) -> CliResult {
+    match schema.fields().iter().find(|f| f.data_type().is_nested()) {
+        None => Ok(()),
+        Some(f) => {
+            let kind = match f.data_type() {
+                DataType::Struct(_) => "a struct",
+                DataType::Map(..) => "a map",
+                DataType::Union(..) => "a union",
+                DataType::Dictionary(..) | DataType::RunEndEncoded(..) => "nested",
+                _ => "a list",
+            };
+            Err(CliError::msg(format!(
+                "column '{}' is {kind}, which CSV cannot hold: select its fields \
+                 (read_topic(..., 'flatten') gives flat dotted columns) or use --format json / ndjson",
+                f.name(),
+            )))
+        }
+    }
+}
+
+/// RFC 3339 formats of timestamps by unit (second, milli, micro, nano): naive,
+/// UTC (`Z`) and with an offset.
+const TIME_FORMATS: [[&str; 3]; 4] = [
+    [
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M:%SZ",
+        "%Y-%m-%dT%H:%M:%S%:z",
+    ],
+    [
+        "%Y-%m-%dT%H:%M:%S%.3f",
+        "%Y-%m-%dT%H:%M:%S%.3fZ",
+        "%Y-%m-%dT%H:%M:%S%.3f%:z",
+    ],
+    [
+        "%Y-%m-%dT%H:%M:%S%.6f",
+        "%Y-%m-%dT%H:%M:%S%.6fZ",
+        "%Y-%m-%dT%H:%M:%S%.6f%:z",
+    ],
+    [
+        "%Y-%m-%dT%H:%M:%S%.9f",
+        "%Y-%m-%dT%H:%M:%S%.9fZ",
+        "%Y-%m-%dT%H:%M:%S%.9f%:z",
+    ],
+];
+
+/// How a column's values print: timestamps with the fixed number of
+/// fractional digits of their unit, everything else as Arrow prints it.
+/// In a nested column, the first timestamp type inside decides.
+fn format_options(data_type: &DataType) -> FormatOptions<'static> {
+    let Some(DataType::Timestamp(unit, tz)) = first_timestamp(data_type) else {
+        return FormatOptions::default();
+    };
+    let formats = &TIME_FORMATS[match unit {
+        TimeUnit::Second => 0,
+        TimeUnit::Millisecond => 1,
+        TimeUnit::Microsecond => 2,
+        TimeUnit::Nanosecond => 3,
+    }];
+    let utc = tz
+        .as_deref()
+        .is_some_and(|tz| matches!(tz, "UTC" | "Z" | "+00:00" | "Etc/UTC"));
+    FormatOptions::default()
+        .with_timestamp_format(Some(formats[0]))
+        .with_timestamp_tz_format(Some(if utc { formats[1] } else { formats[2] }))
+}
+
+/// `data_type` if it is a timestamp, else the first timestamp type nested in it.
+fn first_timestamp(data_type: &DataType) -> Option<&DataType> {
+    match data_type {
+        DataType::Timestamp(..) => Some(data_type),
+        DataType::Struct(fields) => fields.iter().find_map(|f| first_timestamp(f.data_type())),
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => first_timestamp(f.data_type()),
+        _ => None,
+    }
+}
+
+/// A column's values as strings (nulls stay null), each passed through `map`.
+fn column_strings(col: &ArrayRef, map: impl Fn(String) -> String) -> CliResult<ArrayRef> {
+    let options = format_options(col.data_type());
+    let formatter = ArrayFormatter::try_new(col.as_ref(), &options)?;
+    let mut b = StringBuilder::with_capacity(col.len(), col.len() * 16);
+    for i in 0..col.len() {
+        if col.is_null(i) {
+            b.append_null();
+        } else {
+            b.append_value(map(formatter.value(i).to_string()));
+        }
+    }
+    Ok(Arc::new(b.finish()))
+}
+
+/// `batch` with its timestamps (also those nested in structs and lists) as
+/// fixed-width RFC 3339 text, for the CSV and JSON writers, whose own
+/// timestamp text drops trailing zeros.
+fn fixed_times(batch: &RecordBatch) -> CliResult<RecordBatch> {
+    let schema = batch.schema();
+    let mut changed = false;
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for (f, col) in schema.fields().iter().zip(batch.columns()) {
+        let text = times_as_text(f.data_type());
+        if &text == f.data_type() {
+            fields.push(Arc::clone(f));
+            columns.push(Arc::clone(col));
+            continue;
+        }
+        let options = CastOptions {
+            safe: false,
+            format_options: format_options(f.data_type()),
+        };
+        columns.push(cast_with_options(col, &text, &options)?);
+        fields.push(Arc::new(f.as_ref().clone().with_data_type(text)));
+        changed = true;
+    }
+    if !changed {
+        return Ok(batch.clone());
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+/// `data_type` with every timestamp in it (nested in structs and lists too) as Utf8.
+fn times_as_text(data_type: &DataType) -> DataType {
+    let field = |f: &FieldRef| {
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(times_as_text(f.data_type())),
+        )
+    };
+    match data_type {
+        DataType::Timestamp(..) => DataType::Utf8,
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        other => other.clone(),
     }
 }
 
@@ -264,22 +489,40 @@ mod tests {
         .unwrap()
     }
 
-    fn print(format: Format, batches: Vec<RecordBatch>, schema: SchemaRef) -> String {
+    /// Prints `items` (batches, or an error) with `printer`: its output and result.
+    fn print_with(
+        printer: Printer,
+        items: Vec<datafusion::error::Result<RecordBatch>>,
+        schema: SchemaRef,
+    ) -> (String, CliResult<u64>) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let stream = Box::pin(RecordBatchStreamAdapter::new(
             schema,
-            futures::stream::iter(batches.into_iter().map(Ok)),
+            futures::stream::iter(items),
         ));
         let mut out = Vec::new();
+        let result = printer.print(&rt, stream, &mut out);
+        (String::from_utf8(out).unwrap(), result)
+    }
+
+    fn printer(format: Format) -> Printer {
         Printer {
             format,
             max_width: 32,
+            max_rows: None,
         }
-        .print(&rt, stream, &mut out)
-        .unwrap();
-        String::from_utf8(out).unwrap()
+    }
+
+    fn print(format: Format, batches: Vec<RecordBatch>, schema: SchemaRef) -> String {
+        let (out, result) = print_with(
+            printer(format),
+            batches.into_iter().map(Ok).collect(),
+            schema,
+        );
+        result.unwrap();
+        out
     }
 
     #[test]
@@ -319,5 +562,169 @@ mod tests {
             print(Format::Table, vec![], b.schema()).contains("| topic | n | log_time | data |")
         );
         assert_eq!(print(Format::Table, vec![], Arc::new(Schema::empty())), "");
+    }
+
+    /// Batches, then a stream error (as a damaged file ends its stream).
+    fn failing(b: &RecordBatch) -> Vec<datafusion::error::Result<RecordBatch>> {
+        vec![
+            Ok(b.clone()),
+            Ok(b.clone()),
+            Err(datafusion::error::DataFusionError::Execution(
+                "run.mcap: truncated".into(),
+            )),
+        ]
+    }
+
+    #[test]
+    fn every_format_prints_the_rows_before_a_stream_error() {
+        let b = sample();
+        for format in [Format::Table, Format::Csv, Format::Json, Format::Ndjson] {
+            let (out, result) = print_with(printer(format), failing(&b), b.schema());
+            let err = result.expect_err("the stream error is returned");
+            assert!(err.to_string().contains("run.mcap: truncated"), "{err}");
+            match format {
+                Format::Table => {
+                    assert_eq!(out.matches("| /tf ").count(), 2, "{out}");
+                    assert!(out.ends_with("+\n"), "{out}");
+                }
+                Format::Csv => assert_eq!(out.lines().count(), 5, "{out}"),
+                Format::Json => {
+                    let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+                    assert_eq!(v.as_array().unwrap().len(), 4);
+                }
+                Format::Ndjson => assert_eq!(out.lines().count(), 4, "{out}"),
+            }
+        }
+        // An error before any row prints no (empty) table; JSON stays valid.
+        let (out, result) =
+            print_with(printer(Format::Table), failing(&b).split_off(2), b.schema());
+        assert!(result.is_err());
+        assert_eq!(out, "");
+        let (out, _) = print_with(printer(Format::Json), failing(&b).split_off(2), b.schema());
+        assert_eq!(out, "[]\n");
+    }
+
+    #[test]
+    fn explain_plans_print_whole() {
+        let line = format!(
+            "DataSourceExec: file_groups={{1 group: [[{}]]}}, metrics=[chunks_read=3, chunks_total=413]",
+            "x".repeat(80)
+        );
+        let plan = RecordBatch::try_from_iter([
+            (
+                "plan_type",
+                Arc::new(StringArray::from(vec!["Plan with Metrics"])) as ArrayRef,
+            ),
+            (
+                "plan",
+                Arc::new(StringArray::from(vec![format!(
+                    "ProjectionExec: expr=[a]\n  {line}"
+                )])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let out = print(Format::Table, vec![plan.clone()], plan.schema());
+        assert!(
+            out.contains(&format!("|                   |   {line} |")),
+            "{out}"
+        );
+        assert!(out.contains("chunks_read=3, chunks_total=413]"), "{out}");
+        assert!(!out.contains('…'), "{out}");
+    }
+
+    #[test]
+    fn csv_refuses_nested_columns_before_any_output() {
+        let nested = datafusion::arrow::array::StructArray::from(vec![(
+            Arc::new(Field::new("x", DataType::Float64, false)),
+            Arc::new(datafusion::arrow::array::Float64Array::from(vec![1.5])) as ArrayRef,
+        )]);
+        let b = RecordBatch::try_from_iter([("linear_acceleration", Arc::new(nested) as ArrayRef)])
+            .unwrap();
+        let (out, result) = print_with(printer(Format::Csv), vec![Ok(b.clone())], b.schema());
+        assert_eq!(out, "");
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "column 'linear_acceleration' is a struct, which CSV cannot hold: \
+             select its fields (read_topic(..., 'flatten') gives flat dotted columns) or use --format json / ndjson"
+        );
+    }
+
+    #[test]
+    fn timestamps_have_the_fixed_digits_of_their_unit() {
+        use datafusion::arrow::array::{
+            TimestampMicrosecondArray, TimestampMillisecondArray, TimestampSecondArray,
+        };
+        let b = RecordBatch::try_from_iter([
+            (
+                "ns",
+                Arc::new(
+                    TimestampNanosecondArray::from(vec![1_490_149_580_100_000_000])
+                        .with_timezone("UTC"),
+                ) as ArrayRef,
+            ),
+            (
+                "us",
+                Arc::new(TimestampMicrosecondArray::from(vec![1_490_149_580_000_000])) as ArrayRef,
+            ),
+            (
+                "ms",
+                Arc::new(
+                    TimestampMillisecondArray::from(vec![1_490_149_580_120])
+                        .with_timezone("+02:00"),
+                ) as ArrayRef,
+            ),
+            (
+                "s",
+                Arc::new(TimestampSecondArray::from(vec![1_490_149_580]).with_timezone("UTC"))
+                    as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let csv = print(Format::Csv, vec![b.clone()], b.schema());
+        assert_eq!(
+            csv,
+            "ns,us,ms,s\n2017-03-22T02:26:20.100000000Z,2017-03-22T02:26:20.000000,\
+             2017-03-22T04:26:20.120+02:00,2017-03-22T02:26:20Z\n"
+        );
+        let nd = print(Format::Ndjson, vec![b.clone()], b.schema());
+        assert_eq!(
+            nd,
+            "{\"ns\":\"2017-03-22T02:26:20.100000000Z\",\"us\":\"2017-03-22T02:26:20.000000\",\
+             \"ms\":\"2017-03-22T04:26:20.120+02:00\",\"s\":\"2017-03-22T02:26:20Z\"}\n"
+        );
+        let json = print(Format::Json, vec![b.clone()], b.schema());
+        assert_eq!(format!("[{}]\n", nd.trim_end()), json);
+        let table = print(Format::Table, vec![b.clone()], b.schema());
+        assert!(
+            table.contains(
+                "| 2017-03-22T02:26:20.100000000Z | 2017-03-22T02:26:20.000000 | 2017-03-22T04:26:20.120+02:00 | 2017-03-22T02:26:20Z |"
+            ),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn max_rows_keeps_the_first_rows_and_counts_the_rest() {
+        let b = sample();
+        let p = Printer {
+            max_rows: Some(3),
+            ..printer(Format::Table)
+        };
+        let (out, result) = print_with(
+            p,
+            vec![Ok(b.clone()), Ok(b.clone()), Ok(b.clone())],
+            b.schema(),
+        );
+        assert_eq!(result.unwrap(), 6);
+        assert_eq!(out.matches("| /tf ").count(), 2, "{out}");
+        assert_eq!(out.matches("| /diagnostics ").count(), 1, "{out}");
+        assert!(out.ends_with("+\n6 rows (3 shown)\n"), "{out}");
+        // CSV is not cut.
+        let p = Printer {
+            max_rows: Some(3),
+            ..printer(Format::Csv)
+        };
+        let (out, _) = print_with(p, vec![Ok(b.clone()), Ok(b.clone())], b.schema());
+        assert_eq!(out.lines().count(), 5, "{out}");
     }
 }

@@ -9,6 +9,8 @@ mod carla_reader;
 mod cli;
 #[cfg(feature = "cli")]
 mod cli_damage;
+#[cfg(all(feature = "cli", unix))]
+mod cli_shell;
 mod decode_cdr;
 mod decode_common;
 mod decode_json;
