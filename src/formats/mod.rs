@@ -112,14 +112,21 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         })
     }
 
-    /// Verifies a whole-file checksum that cannot be checked chunk by chunk
-    /// (BDDF's SHA1 over the file). `None`: the format has none (per-chunk
-    /// checksums are verified by `read_chunk`). Called by the engine once per
-    /// file when `logsql.verify_checksums` is on; a mismatch becomes
-    /// [`Summary::damage`].
-    fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
+    /// The file's whole-file checksum (BDDF's SHA1 over the file), as a digest
+    /// to feed with the file's bytes in order. `None`: the format has none
+    /// (per-chunk checksums are verified by `read_chunk`). The engine feeds it
+    /// with the bytes a full scan reads anyway, and [`LogFormat::verify`] with
+    /// the whole file.
+    fn file_digest(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Box<dyn FileDigest>> {
         let _ = (file, summary);
         None
+    }
+
+    /// Verifies the whole-file checksum of [`LogFormat::file_digest`] by reading
+    /// the covered bytes. `None`: the format has none.
+    fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
+        let digest = self.file_digest(file, summary)?;
+        Some(feed_digest(file, digest, 0))
     }
 
     /// The format's own human-readable description of the file, for `logsql
@@ -141,6 +148,33 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     {
         crate::decode::decoder_for(channel)
     }
+}
+
+/// A whole-file checksum being computed: bytes `0..end()` of the file, fed in order.
+pub trait FileDigest: Send {
+    /// The end of the covered bytes (exclusive); the digest covers `0..end()`.
+    fn end(&self) -> u64;
+    /// Adds the next bytes of the file.
+    fn update(&mut self, bytes: &[u8]);
+    /// Compares the digest of every byte fed with the stored one: a mismatch is
+    /// an [`Error::Checksum`] naming the file, the offset and both values.
+    fn finish(self: Box<Self>) -> Result<()>;
+}
+
+/// Feeds `digest` with `file[from..digest.end()]` in bounded pieces and finishes it.
+pub fn feed_digest(file: &dyn ReadAt, mut digest: Box<dyn FileDigest>, from: u64) -> Result<()> {
+    const PIECE: u64 = 1 << 20;
+    let end = digest.end().min(file.size());
+    let mut buf = vec![0u8; PIECE.min(end.saturating_sub(from)) as usize];
+    let mut pos = from;
+    while pos < end {
+        let n = (end - pos).min(PIECE) as usize;
+        file.read_exact_at(pos, &mut buf[..n])
+            .map_err(|e| Error::io(file.name(), e))?;
+        digest.update(&buf[..n]);
+        pos += n as u64;
+    }
+    digest.finish()
 }
 
 /// Every format logsql reads, in sniffing order.

@@ -37,6 +37,7 @@ use prost::Message;
 use crate::decode::{MessageDecoder, json};
 use crate::engine::options::LogsqlOptions;
 use crate::engine::read_topic::DecodedSpec;
+use crate::engine::damage::DamageReportExec;
 use crate::engine::source::LogSource;
 use crate::engine::typed_tables::TableSpec;
 use crate::formats;
@@ -62,11 +63,23 @@ impl PhysicalExtensionCodec for LogsqlCodec {
     fn try_decode(
         &self,
         buf: &[u8],
-        _inputs: &[Arc<dyn ExecutionPlan>],
+        inputs: &[Arc<dyn ExecutionPlan>],
         ctx: &TaskContext,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let node = wire::LogScanNode::decode(buf).map_err(codec_err)?;
+        let node = match wire::LogsqlNode::decode(buf).map_err(codec_err)?.node {
+            Some(wire::logsql_node::Node::Scan(scan)) => scan,
+            Some(wire::logsql_node::Node::DamageReport(_)) => {
+                let [input] = inputs else {
+                    return Err(codec_err("a damage report node has one input"));
+                };
+                return Ok(Arc::new(DamageReportExec::new(
+                    Arc::clone(input),
+                    Arc::default(),
+                )));
+            }
+            None => return Err(codec_err("empty node")),
+        };
         let conf =
             protobuf::FileScanExecConf::decode(node.file_scan_conf.as_ref()).map_err(codec_err)?;
         let table_schema = parse_table_schema_from_proto(&conf)?;
@@ -117,6 +130,12 @@ impl PhysicalExtensionCodec for LogsqlCodec {
         buf: &mut Vec<u8>,
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
+        if node.downcast_ref::<DamageReportExec>().is_some() {
+            let wire = wire::LogsqlNode {
+                node: Some(wire::logsql_node::Node::DamageReport(wire::DamageReport {})),
+            };
+            return wire.encode(buf).map_err(codec_err);
+        }
         let Some((conf, source)) = node
             .downcast_ref::<DataSourceExec>()
             .and_then(|exec| exec.downcast_to_file_source::<LogSource>())
@@ -160,6 +179,9 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             skip,
             table: source.table.as_deref().map(table_to_wire),
             decoded: source.decoded.as_deref().map(decoded_to_wire).transpose()?,
+        };
+        let wire = wire::LogsqlNode {
+            node: Some(wire::logsql_node::Node::Scan(wire)),
         };
         wire.encode(buf).map_err(codec_err)
     }

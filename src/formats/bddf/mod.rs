@@ -43,7 +43,7 @@ use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, MessageSink, Selection, Summary};
 use crate::table::{RowSink, TableDef};
 
-use super::LogFormat;
+use super::{FileDigest, LogFormat};
 use sha1::{Digest, Sha1};
 
 pub mod index;
@@ -58,8 +58,6 @@ pub mod proto {
 }
 
 /// Bytes hashed per read by [`LogFormat::verify`].
-const VERIFY_BUFFER: usize = 1 << 20;
-
 /// The extra `messages` columns.
 const EXTRA: &[ExtraColumn] = &[ExtraColumn {
     name: "additional_indexes",
@@ -162,40 +160,49 @@ impl LogFormat for BddfFormat {
         }
     }
 
-    fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
+    fn file_digest(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Box<dyn FileDigest>> {
         let index = summary.private::<BddfIndex>()?;
         let trailer = index.trailer?;
         if index.checksum_type == index::CHECKSUM_NONE {
             return None;
         }
-        Some(verify_sha1(file, trailer))
+        Some(Box::new(Sha1Digest {
+            ctx: context(file),
+            trailer,
+            hasher: Sha1::new(),
+        }))
     }
 }
 
-/// SHA1 over `file[0 .. trailer.at + 16]` (everything before the digest),
-/// read in bounded pieces, compared with the stored digest.
-fn verify_sha1(file: &dyn ReadAt, trailer: index::Trailer) -> Result<()> {
-    let ctx = context(file);
-    let end = trailer.at + 16;
-    let mut h = Sha1::new();
-    let mut buf = vec![0u8; VERIFY_BUFFER.min(end as usize)];
-    let mut pos = 0u64;
-    while pos < end {
-        let n = (end - pos).min(buf.len() as u64) as usize;
-        file.read_exact_at(pos, &mut buf[..n])
-            .map_err(|e| ctx.io(e))?;
-        h.update(&buf[..n]);
-        pos += n as u64;
+/// The SHA1 over `file[0 .. trailer.at + 16]` (everything before the stored
+/// digest), compared with the stored digest.
+struct Sha1Digest {
+    ctx: ErrorContext,
+    trailer: index::Trailer,
+    hasher: Sha1,
+}
+
+impl FileDigest for Sha1Digest {
+    fn end(&self) -> u64 {
+        self.trailer.at + 16
     }
-    let computed: [u8; 20] = h.finalize().into();
-    if computed == trailer.sha1 {
-        Ok(())
-    } else {
-        Err(ctx.digest_mismatch(
-            trailer.at + 16,
-            format!("sha1 over file[0..{end}]"),
-            index::hex(&trailer.sha1),
-            index::hex(&computed),
-        ))
+
+    fn update(&mut self, bytes: &[u8]) {
+        self.hasher.update(bytes);
+    }
+
+    fn finish(self: Box<Self>) -> Result<()> {
+        let end = self.end();
+        let computed: [u8; 20] = self.hasher.finalize().into();
+        if computed == self.trailer.sha1 {
+            Ok(())
+        } else {
+            Err(self.ctx.digest_mismatch(
+                end,
+                format!("sha1 over file[0..{end}]"),
+                index::hex(&self.trailer.sha1),
+                index::hex(&computed),
+            ))
+        }
     }
 }
