@@ -13,18 +13,139 @@
 //! `AWS_REGION`, `AWS_ENDPOINT` (an S3-compatible server), `AWS_ALLOW_HTTP`;
 //! GCS `GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_APPLICATION_CREDENTIALS`; Azure
 //! `AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`, ....
+//!
+//! Requests fail fast by default: [`RemoteLimits`] (`LOGSQL_REMOTE_RETRIES`,
+//! `LOGSQL_REMOTE_TIMEOUT`) bounds retries and connection waits, and
+//! [`describe_error`] turns a failed request into its cause (connection refused,
+//! unresolvable host, HTTP 403/404, timeout) for the user.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::object_store::ObjectStore;
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
+use object_store::{BackoffConfig, ClientConfigKey, RetryConfig};
 use url::Url;
+
+use crate::error::Error;
+
+/// Environment variable: how many times a failed remote request is retried.
+pub const RETRIES_VAR: &str = "LOGSQL_REMOTE_RETRIES";
+/// Environment variable: seconds to wait for a connection, and for a request's retries in all.
+pub const TIMEOUT_VAR: &str = "LOGSQL_REMOTE_TIMEOUT";
+
+/// How long remote requests may take before they fail, from the environment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RemoteLimits {
+    /// Retries of a failed request (connection errors, 5xx answers); default 2.
+    pub retries: usize,
+    /// The wait for a connection, and the time after which no retry starts; default 5 s.
+    pub timeout: Duration,
+}
+
+impl Default for RemoteLimits {
+    fn default() -> Self {
+        Self {
+            retries: 2,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl RemoteLimits {
+    /// The limits `LOGSQL_REMOTE_RETRIES` and `LOGSQL_REMOTE_TIMEOUT` (seconds,
+    /// decimals allowed) set, the defaults for those not set; an unreadable value
+    /// is an error naming the variable.
+    pub fn from_env() -> Result<Self> {
+        Self::parse(
+            std::env::var(RETRIES_VAR).ok().as_deref(),
+            std::env::var(TIMEOUT_VAR).ok().as_deref(),
+        )
+    }
+
+    /// The limits given the two variables' values.
+    pub fn parse(retries: Option<&str>, timeout: Option<&str>) -> Result<Self> {
+        let mut limits = Self::default();
+        if let Some(v) = retries {
+            limits.retries = v.trim().parse().map_err(|_| {
+                DataFusionError::Configuration(format!(
+                    "{RETRIES_VAR}={v:?}: expected a whole number of retries (0: none)"
+                ))
+            })?;
+        }
+        if let Some(v) = timeout {
+            limits.timeout = v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .ok_or_else(|| {
+                    DataFusionError::Configuration(format!(
+                        "{TIMEOUT_VAR}={v:?}: expected a number of seconds greater than 0"
+                    ))
+                })?;
+        }
+        Ok(limits)
+    }
+
+    /// The retry policy of object_store's clients.
+    pub fn retry_config(&self) -> RetryConfig {
+        RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: Duration::from_millis(100),
+                max_backoff: Duration::from_secs(1),
+                base: 2.0,
+            },
+            max_retries: self.retries,
+            retry_timeout: self.timeout,
+        }
+    }
+
+    /// The connection timeout as an object_store configuration value.
+    fn connect_timeout(&self) -> String {
+        format!("{}ms", self.timeout.as_millis().max(1))
+    }
+}
+
+/// Fails when no AWS credential source is configured and the instance metadata
+/// service is disabled (`AWS_EC2_METADATA_DISABLED`): object_store would
+/// otherwise send unsigned requests nowhere useful, or wait for the service.
+fn check_aws_credentials(url: &Url, builder: &AmazonS3Builder) -> Result<()> {
+    let set = |k: AmazonS3ConfigKey| builder.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let skip_signature = builder
+        .get_config_value(&AmazonS3ConfigKey::SkipSignature)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let configured = skip_signature
+        || set(AmazonS3ConfigKey::AccessKeyId)
+        || set(AmazonS3ConfigKey::WebIdentityTokenFile)
+        || set(AmazonS3ConfigKey::ContainerCredentialsRelativeUri)
+        || set(AmazonS3ConfigKey::ContainerCredentialsFullUri);
+    let imds_disabled = std::env::var("AWS_EC2_METADATA_DISABLED")
+        .is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    if configured || !imds_disabled {
+        return Ok(());
+    }
+    Err(DataFusionError::External(Box::new(Error::Remote {
+        url: url.to_string(),
+        message: format!(
+            "no AWS credentials found: {AWS_CREDENTIAL_SOURCES}; the instance metadata \
+             service is disabled (AWS_EC2_METADATA_DISABLED)"
+        ),
+    })))
+}
+
+/// Where object_store looks for AWS credentials, for error messages.
+const AWS_CREDENTIAL_SOURCES: &str = "looked for AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, \
+     AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN and AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/\
+     _FULL_URI in the environment (profile files such as ~/.aws/credentials are not read: \
+     export the keys, or set AWS_SKIP_SIGNATURE=true for a public bucket)";
 
 /// The store for `url`'s scheme and bucket (or host), built from the
 /// environment; `None` for schemes logsql does not build stores for.
@@ -32,34 +153,109 @@ pub fn store_from_env(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
     let fail = |e: object_store::Error| {
         DataFusionError::Configuration(format!("cannot open the object store for {url}: {e}"))
     };
+    let limits = RemoteLimits::from_env()?;
+    let (retry, connect) = (limits.retry_config(), limits.connect_timeout());
+    // A connect timeout the environment sets (AWS_CONNECT_TIMEOUT, ...) wins.
     let store: Arc<dyn ObjectStore> = match url.scheme() {
-        "s3" | "s3a" => Arc::new(
-            AmazonS3Builder::from_env()
+        "s3" | "s3a" => {
+            let mut b = AmazonS3Builder::from_env()
                 .with_url(url.as_str())
-                .build()
-                .map_err(fail)?,
-        ),
-        "gs" | "gcs" => Arc::new(
-            GoogleCloudStorageBuilder::from_env()
+                .with_retry(retry);
+            let key = AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout);
+            if b.get_config_value(&key).is_none() {
+                b = b.with_config(key, connect);
+            }
+            check_aws_credentials(url, &b)?;
+            Arc::new(b.build().map_err(fail)?)
+        }
+        "gs" | "gcs" => {
+            let mut b = GoogleCloudStorageBuilder::from_env()
                 .with_url(url.as_str())
-                .build()
-                .map_err(fail)?,
-        ),
-        "az" | "azure" | "abfs" | "abfss" | "adl" => Arc::new(
-            MicrosoftAzureBuilder::from_env()
+                .with_retry(retry);
+            let key = GoogleConfigKey::Client(ClientConfigKey::ConnectTimeout);
+            if b.get_config_value(&key).is_none() {
+                b = b.with_config(key, connect);
+            }
+            Arc::new(b.build().map_err(fail)?)
+        }
+        "az" | "azure" | "abfs" | "abfss" | "adl" => {
+            let mut b = MicrosoftAzureBuilder::from_env()
                 .with_url(url.as_str())
-                .build()
-                .map_err(fail)?,
-        ),
+                .with_retry(retry);
+            let key = AzureConfigKey::Client(ClientConfigKey::ConnectTimeout);
+            if b.get_config_value(&key).is_none() {
+                b = b.with_config(key, connect);
+            }
+            Arc::new(b.build().map_err(fail)?)
+        }
+        // `http://` URLs need plain HTTP allowed (object_store's clients refuse it by default).
         "http" | "https" => Arc::new(
             HttpBuilder::new()
                 .with_url(&url[..url::Position::BeforePath])
+                .with_retry(retry)
+                .with_config(ClientConfigKey::ConnectTimeout, connect)
+                .with_config(ClientConfigKey::AllowHttp, "true")
                 .build()
                 .map_err(fail)?,
         ),
         _ => return Ok(None),
     };
     Ok(Some(store))
+}
+
+/// What went wrong with a request for `url`, said plainly: the object is not
+/// there (HTTP 404), access is denied (401/403), the host name does not resolve,
+/// the connection is refused or times out; otherwise object_store's own message.
+pub fn describe_error(e: &object_store::Error) -> String {
+    use object_store::Error as E;
+    let status = match e {
+        E::NotFound { .. } => Some("not found (HTTP 404)"),
+        E::PermissionDenied { .. } => Some("access denied (HTTP 403): check the credentials"),
+        E::Unauthenticated { .. } => Some("not authenticated (HTTP 401): check the credentials"),
+        _ => None,
+    };
+    if let Some(status) = status {
+        return status.to_string();
+    }
+    let mut innermost = e.to_string();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(http) = err.downcast_ref::<object_store::client::HttpError>()
+            && matches!(http.kind(), object_store::client::HttpErrorKind::Timeout)
+        {
+            let limits = RemoteLimits::from_env().unwrap_or_default();
+            return format!(
+                "timed out (connection wait {:?}, {} retries; set {TIMEOUT_VAR} / {RETRIES_VAR})",
+                limits.timeout, limits.retries
+            );
+        }
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return "connection refused (nothing listens at this address)".to_string();
+        }
+        let text = err.to_string();
+        if text.starts_with("dns error") || text.contains("failed to lookup address") {
+            return "cannot resolve the host name (DNS lookup failed)".to_string();
+        }
+        if text.contains("instance metadata") || text.contains("169.254.169.254") {
+            return format!(
+                "no AWS credentials found: {AWS_CREDENTIAL_SOURCES}; the instance metadata \
+                 service did not answer: {text}"
+            );
+        }
+        innermost = text;
+        cur = err.source();
+    }
+    innermost
+}
+
+/// A failed request for `url` as a logsql error naming the URL and the cause.
+pub fn remote_error(url: impl Into<String>, e: &object_store::Error) -> Error {
+    Error::Remote {
+        url: url.into(),
+        message: describe_error(e),
+    }
 }
 
 /// Registers the store for `url` in `runtime` unless one is registered already.
