@@ -322,4 +322,58 @@ mod tests {
         let unknown = Url::parse("ftp://example.com/run.mcap").unwrap();
         assert!(registry.get_store(&unknown).is_err());
     }
+
+    #[test]
+    fn remote_limits_read_the_two_variables() {
+        assert_eq!(
+            RemoteLimits::parse(None, None).unwrap(),
+            RemoteLimits::default()
+        );
+        let l = RemoteLimits::parse(Some("0"), Some("1.5")).unwrap();
+        assert_eq!(l.retries, 0);
+        assert_eq!(l.timeout, Duration::from_millis(1500));
+        let retry = l.retry_config();
+        assert_eq!(retry.max_retries, 0);
+        assert_eq!(retry.retry_timeout, Duration::from_millis(1500));
+        assert_eq!(l.connect_timeout(), "1500ms");
+        let e = RemoteLimits::parse(Some("-1"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("LOGSQL_REMOTE_RETRIES=\"-1\": expected a whole number"),
+            "{e}"
+        );
+        for bad in ["0", "-2", "soon", "inf"] {
+            let e = RemoteLimits::parse(None, Some(bad))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("expected a number of seconds greater than 0"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn http_statuses_are_said_plainly() {
+        let source: Box<dyn std::error::Error + Send + Sync> = "x".into();
+        let e = object_store::Error::NotFound {
+            path: "a".into(),
+            source,
+        };
+        assert_eq!(describe_error(&e), "not found (HTTP 404)");
+        let e = object_store::Error::PermissionDenied {
+            path: "a".into(),
+            source: "x".into(),
+        };
+        assert_eq!(
+            describe_error(&e),
+            "access denied (HTTP 403): check the credentials"
+        );
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: "something else".into(),
+        };
+        assert_eq!(describe_error(&e), "something else");
+    }
 }

@@ -7,6 +7,8 @@ mod bddf_reader;
 mod carla_reader;
 #[cfg(feature = "cli")]
 mod cli;
+#[cfg(feature = "cli")]
+mod cli_errors;
 mod decode_cdr;
 mod decode_common;
 mod decode_json;
