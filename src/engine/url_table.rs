@@ -57,7 +57,22 @@ impl ResolvedPath {
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
-    super::stores::ensure(state.runtime_env(), store_url.as_ref())?;
+    super::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(|e| {
+        // A store that cannot be built (no credentials) is named by the path asked for.
+        match e {
+            DataFusionError::External(inner) => match inner.downcast::<crate::Error>() {
+                Ok(err) => match *err {
+                    crate::Error::Remote { message, .. } => {
+                        let url = path.to_string();
+                        DataFusionError::External(Box::new(crate::Error::Remote { url, message }))
+                    }
+                    other => DataFusionError::External(Box::new(other)),
+                },
+                Err(inner) => DataFusionError::External(inner),
+            },
+            e => e,
+        }
+    })?;
     let store = state.runtime_env().object_store(&store_url)?;
     refuse_special_file(&url, path)?;
     // A failed request says its cause (refused, DNS, 403, 404, ...) and the URL.

@@ -264,7 +264,7 @@ fn s3_without_credentials_says_where_it_looked() {
     let out = run(&["SELECT count(*) FROM 's3://bucket/x.mcap'"], &env);
     fails_with(
         &out,
-        "s3://bucket/: no AWS credentials found: looked for AWS_ACCESS_KEY_ID/\
+        "s3://bucket/x.mcap: no AWS credentials found: looked for AWS_ACCESS_KEY_ID/\
          AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN and \
          AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/_FULL_URI in the environment (profile files \
          such as ~/.aws/credentials are not read: export the keys, or set \
