@@ -124,17 +124,12 @@ impl Source {
     }
 }
 
-/// Whether `path` is a URL of a store (`s3://`, `https://`, ...) rather than a local path.
-fn is_url(path: &str) -> bool {
-    url::Url::parse(path).is_ok_and(|u| u.scheme().len() > 1 && u.scheme() != "file")
-}
-
 /// Files named directly, and the log files found (recursively) under
 /// directories; URLs are listed through the engine's object stores.
 fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
     let mut out = Vec::new();
     for path in paths {
-        if is_url(path) {
+        if !logsql::engine::url_table::is_local(path) {
             let state = app.ctx.state();
             let resolved = app
                 .rt

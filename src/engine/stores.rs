@@ -217,6 +217,26 @@ pub fn describe_error(e: &object_store::Error) -> String {
     if let Some(status) = status {
         return status.to_string();
     }
+    let cause = cause(e);
+    // A request to the EC2 instance metadata service (credentials) failed.
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        let text = err.to_string();
+        if text.contains("/latest/api/token") || text.contains("/latest/meta-data/") {
+            return format!(
+                "no AWS credentials found: {AWS_CREDENTIAL_SOURCES}; the instance metadata \
+                 service (AWS_METADATA_ENDPOINT, default http://169.254.169.254; \
+                 AWS_EC2_METADATA_DISABLED=true skips it) failed: {cause}"
+            );
+        }
+        cur = err.source();
+    }
+    cause
+}
+
+/// The cause at the bottom of a failed request: a timeout, a refused
+/// connection, a failed DNS lookup, or else the innermost message.
+fn cause(e: &object_store::Error) -> String {
     let mut innermost = e.to_string();
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
@@ -237,12 +257,6 @@ pub fn describe_error(e: &object_store::Error) -> String {
         let text = err.to_string();
         if text.starts_with("dns error") || text.contains("failed to lookup address") {
             return "cannot resolve the host name (DNS lookup failed)".to_string();
-        }
-        if text.contains("instance metadata") || text.contains("169.254.169.254") {
-            return format!(
-                "no AWS credentials found: {AWS_CREDENTIAL_SOURCES}; the instance metadata \
-                 service did not answer: {text}"
-            );
         }
         innermost = text;
         cur = err.source();

@@ -152,8 +152,9 @@ fn refuse_special_file(url: &ListingTableUrl, path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether `path` names local files (no URL scheme, or `file://`).
-fn is_local(path: &str) -> bool {
+/// Whether `path` names local files (no URL scheme, or `file://`), not an
+/// object store's (`s3://`, `https://`, ...).
+pub fn is_local(path: &str) -> bool {
     match url::Url::parse(path) {
         // A one-letter scheme is a Windows drive (`C:\\logs`).
         Ok(u) => u.scheme() == "file" || u.scheme().len() == 1,

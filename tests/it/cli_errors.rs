@@ -271,6 +271,22 @@ fn s3_without_credentials_says_where_it_looked() {
          AWS_SKIP_SIGNATURE=true for a public bucket); the instance metadata service is \
          disabled (AWS_EC2_METADATA_DISABLED)",
     );
+    // Without AWS_EC2_METADATA_DISABLED the instance metadata service is asked
+    // (here a refused loopback port standing for it).
+    let metadata = format!("http://127.0.0.1:{}", refused_port());
+    let mut asked = env.to_vec();
+    asked[0] = ("AWS_METADATA_ENDPOINT", Some(metadata.as_str()));
+    let out = run(&["SELECT count(*) FROM 's3://bucket/x.mcap'"], &asked);
+    fails_with(
+        &out,
+        "s3://bucket/x.mcap: no AWS credentials found: looked for AWS_ACCESS_KEY_ID/\
+         AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN and \
+         AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/_FULL_URI in the environment (profile files \
+         such as ~/.aws/credentials are not read: export the keys, or set \
+         AWS_SKIP_SIGNATURE=true for a public bucket); the instance metadata service \
+         (AWS_METADATA_ENDPOINT, default http://169.254.169.254; AWS_EC2_METADATA_DISABLED=true \
+         skips it) failed: connection refused (nothing listens at this address)",
+    );
     // With credentials, the refused endpoint is the cause.
     let mut env = env.to_vec();
     env.extend([
