@@ -15,7 +15,8 @@
 //! `AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`, ....
 //!
 //! Requests fail fast by default: [`RemoteLimits`] (`LOGSQL_REMOTE_RETRIES`,
-//! `LOGSQL_REMOTE_TIMEOUT`) bounds retries and connection waits, and
+//! `LOGSQL_REMOTE_TIMEOUT`, `LOGSQL_REMOTE_REQUEST_TIMEOUT`) bounds retries,
+//! connection waits and requests, and
 //! [`describe_error`] turns a failed request into its cause (connection refused,
 //! unresolvable host, HTTP 403/404, timeout) for the user.
 
@@ -39,6 +40,8 @@ use crate::error::Error;
 pub const RETRIES_VAR: &str = "LOGSQL_REMOTE_RETRIES";
 /// Environment variable: seconds to wait for a connection, and for a request's retries in all.
 pub const TIMEOUT_VAR: &str = "LOGSQL_REMOTE_TIMEOUT";
+/// Environment variable: seconds one request may take, its answer's transfer included.
+pub const REQUEST_TIMEOUT_VAR: &str = "LOGSQL_REMOTE_REQUEST_TIMEOUT";
 
 /// How long remote requests may take before they fail, from the environment.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,6 +50,8 @@ pub struct RemoteLimits {
     pub retries: usize,
     /// The wait for a connection, and the time after which no retry starts; default 5 s.
     pub timeout: Duration,
+    /// The time one request may take, body included (large chunk reads); default 30 s.
+    pub request_timeout: Duration,
 }
 
 impl Default for RemoteLimits {
@@ -54,44 +59,46 @@ impl Default for RemoteLimits {
         Self {
             retries: 2,
             timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
         }
     }
 }
 
 impl RemoteLimits {
-    /// The limits `LOGSQL_REMOTE_RETRIES` and `LOGSQL_REMOTE_TIMEOUT` (seconds,
-    /// decimals allowed) set, the defaults for those not set; an unreadable value
-    /// is an error naming the variable.
+    /// The limits `LOGSQL_REMOTE_RETRIES`, `LOGSQL_REMOTE_TIMEOUT` and
+    /// `LOGSQL_REMOTE_REQUEST_TIMEOUT` (seconds, decimals allowed) set, the
+    /// defaults for those not set; an unreadable value is an error naming the variable.
     pub fn from_env() -> Result<Self> {
-        Self::parse(
-            std::env::var(RETRIES_VAR).ok().as_deref(),
-            std::env::var(TIMEOUT_VAR).ok().as_deref(),
-        )
+        Self::parse(|name| std::env::var(name).ok())
     }
 
-    /// The limits given the two variables' values.
-    pub fn parse(retries: Option<&str>, timeout: Option<&str>) -> Result<Self> {
+    /// The limits given how to look a variable up.
+    pub fn parse(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut limits = Self::default();
-        if let Some(v) = retries {
+        if let Some(v) = var(RETRIES_VAR) {
             limits.retries = v.trim().parse().map_err(|_| {
                 DataFusionError::Configuration(format!(
                     "{RETRIES_VAR}={v:?}: expected a whole number of retries (0: none)"
                 ))
             })?;
         }
-        if let Some(v) = timeout {
-            limits.timeout = v
-                .trim()
+        let seconds = |name: &str, default: Duration| -> Result<Duration> {
+            let Some(v) = var(name) else {
+                return Ok(default);
+            };
+            v.trim()
                 .parse::<f64>()
                 .ok()
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .and_then(|s| Duration::try_from_secs_f64(s).ok())
                 .ok_or_else(|| {
                     DataFusionError::Configuration(format!(
-                        "{TIMEOUT_VAR}={v:?}: expected a number of seconds greater than 0"
+                        "{name}={v:?}: expected a number of seconds greater than 0"
                     ))
-                })?;
-        }
+                })
+        };
+        limits.timeout = seconds(TIMEOUT_VAR, limits.timeout)?;
+        limits.request_timeout = seconds(REQUEST_TIMEOUT_VAR, limits.request_timeout)?;
         Ok(limits)
     }
 
@@ -108,9 +115,32 @@ impl RemoteLimits {
         }
     }
 
-    /// The connection timeout as an object_store configuration value.
-    fn connect_timeout(&self) -> String {
-        format!("{}ms", self.timeout.as_millis().max(1))
+    /// The client settings the limits give, as object_store configuration values.
+    fn client_config(&self) -> [(ClientConfigKey, String); 2] {
+        let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
+        [
+            (ClientConfigKey::ConnectTimeout, ms(self.timeout)),
+            (ClientConfigKey::Timeout, ms(self.request_timeout)),
+        ]
+    }
+
+    /// `builder` with the retry policy, and the client settings the environment
+    /// does not set itself (`AWS_CONNECT_TIMEOUT`, `AWS_TIMEOUT`, ... win), given
+    /// the builder's configuration getter and setter for client keys.
+    fn apply<B>(
+        &self,
+        builder: B,
+        with_retry: impl Fn(B, RetryConfig) -> B,
+        get: impl Fn(&B, ClientConfigKey) -> Option<String>,
+        set: impl Fn(B, ClientConfigKey, String) -> B,
+    ) -> B {
+        let mut b = with_retry(builder, self.retry_config());
+        for (key, value) in self.client_config() {
+            if get(&b, key).is_none() {
+                b = set(b, key, value);
+            }
+        }
+        b
     }
 }
 
@@ -154,46 +184,48 @@ pub fn store_from_env(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
         DataFusionError::Configuration(format!("cannot open the object store for {url}: {e}"))
     };
     let limits = RemoteLimits::from_env()?;
-    let (retry, connect) = (limits.retry_config(), limits.connect_timeout());
-    // A connect timeout the environment sets (AWS_CONNECT_TIMEOUT, ...) wins.
     let store: Arc<dyn ObjectStore> = match url.scheme() {
         "s3" | "s3a" => {
-            let mut b = AmazonS3Builder::from_env()
-                .with_url(url.as_str())
-                .with_retry(retry);
-            let key = AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout);
-            if b.get_config_value(&key).is_none() {
-                b = b.with_config(key, connect);
-            }
+            let b = limits.apply(
+                AmazonS3Builder::from_env().with_url(url.as_str()),
+                AmazonS3Builder::with_retry,
+                |b, k| b.get_config_value(&AmazonS3ConfigKey::Client(k)),
+                |b, k, v| b.with_config(AmazonS3ConfigKey::Client(k), v),
+            );
             check_aws_credentials(url, &b)?;
             Arc::new(b.build().map_err(fail)?)
         }
-        "gs" | "gcs" => {
-            let mut b = GoogleCloudStorageBuilder::from_env()
-                .with_url(url.as_str())
-                .with_retry(retry);
-            let key = GoogleConfigKey::Client(ClientConfigKey::ConnectTimeout);
-            if b.get_config_value(&key).is_none() {
-                b = b.with_config(key, connect);
-            }
-            Arc::new(b.build().map_err(fail)?)
-        }
-        "az" | "azure" | "abfs" | "abfss" | "adl" => {
-            let mut b = MicrosoftAzureBuilder::from_env()
-                .with_url(url.as_str())
-                .with_retry(retry);
-            let key = AzureConfigKey::Client(ClientConfigKey::ConnectTimeout);
-            if b.get_config_value(&key).is_none() {
-                b = b.with_config(key, connect);
-            }
-            Arc::new(b.build().map_err(fail)?)
-        }
+        "gs" | "gcs" => Arc::new(
+            limits
+                .apply(
+                    GoogleCloudStorageBuilder::from_env().with_url(url.as_str()),
+                    GoogleCloudStorageBuilder::with_retry,
+                    |b, k| b.get_config_value(&GoogleConfigKey::Client(k)),
+                    |b, k, v| b.with_config(GoogleConfigKey::Client(k), v),
+                )
+                .build()
+                .map_err(fail)?,
+        ),
+        "az" | "azure" | "abfs" | "abfss" | "adl" => Arc::new(
+            limits
+                .apply(
+                    MicrosoftAzureBuilder::from_env().with_url(url.as_str()),
+                    MicrosoftAzureBuilder::with_retry,
+                    |b, k| b.get_config_value(&AzureConfigKey::Client(k)),
+                    |b, k, v| b.with_config(AzureConfigKey::Client(k), v),
+                )
+                .build()
+                .map_err(fail)?,
+        ),
         // `http://` URLs need plain HTTP allowed (object_store's clients refuse it by default).
         "http" | "https" => Arc::new(
-            HttpBuilder::new()
-                .with_url(&url[..url::Position::BeforePath])
-                .with_retry(retry)
-                .with_config(ClientConfigKey::ConnectTimeout, connect)
+            limits
+                .apply(
+                    HttpBuilder::new().with_url(&url[..url::Position::BeforePath]),
+                    HttpBuilder::with_retry,
+                    |_, _| None,
+                    HttpBuilder::with_config,
+                )
                 .with_config(ClientConfigKey::AllowHttp, "true")
                 .build()
                 .map_err(fail)?,
@@ -245,8 +277,9 @@ fn cause(e: &object_store::Error) -> String {
         {
             let limits = RemoteLimits::from_env().unwrap_or_default();
             return format!(
-                "timed out (connection wait {:?}, {} retries; set {TIMEOUT_VAR} / {RETRIES_VAR})",
-                limits.timeout, limits.retries
+                "timed out (connections wait {:?} and requests {:?}, with {} retries: \
+                 {TIMEOUT_VAR}, {REQUEST_TIMEOUT_VAR}, {RETRIES_VAR})",
+                limits.timeout, limits.request_timeout, limits.retries
             );
         }
         if let Some(io) = err.downcast_ref::<std::io::Error>()
@@ -338,33 +371,51 @@ mod tests {
     }
 
     #[test]
-    fn remote_limits_read_the_two_variables() {
-        assert_eq!(
-            RemoteLimits::parse(None, None).unwrap(),
-            RemoteLimits::default()
-        );
-        let l = RemoteLimits::parse(Some("0"), Some("1.5")).unwrap();
+    fn remote_limits_read_the_three_variables() {
+        let parse = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            RemoteLimits::parse(move |name| {
+                vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+            })
+        };
+        assert_eq!(parse(&[]).unwrap(), RemoteLimits::default());
+        let l = parse(&[
+            (RETRIES_VAR, "0"),
+            (TIMEOUT_VAR, "1.5"),
+            (REQUEST_TIMEOUT_VAR, "60"),
+        ])
+        .unwrap();
         assert_eq!(l.retries, 0);
         assert_eq!(l.timeout, Duration::from_millis(1500));
+        assert_eq!(l.request_timeout, Duration::from_secs(60));
         let retry = l.retry_config();
         assert_eq!(retry.max_retries, 0);
         assert_eq!(retry.retry_timeout, Duration::from_millis(1500));
-        assert_eq!(l.connect_timeout(), "1500ms");
-        let e = RemoteLimits::parse(Some("-1"), None)
-            .unwrap_err()
-            .to_string();
+        assert_eq!(
+            l.client_config(),
+            [
+                (ClientConfigKey::ConnectTimeout, "1500ms".to_string()),
+                (ClientConfigKey::Timeout, "60000ms".to_string())
+            ]
+        );
+        let e = parse(&[(RETRIES_VAR, "-1")]).unwrap_err().to_string();
         assert!(
             e.contains("LOGSQL_REMOTE_RETRIES=\"-1\": expected a whole number"),
             "{e}"
         );
         for bad in ["0", "-2", "soon", "inf"] {
-            let e = RemoteLimits::parse(None, Some(bad))
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("expected a number of seconds greater than 0"),
-                "{e}"
-            );
+            for var in [TIMEOUT_VAR, REQUEST_TIMEOUT_VAR] {
+                let e = parse(&[(var, bad)]).unwrap_err().to_string();
+                assert!(
+                    e.contains(&format!(
+                        "{var}={bad:?}: expected a number of seconds greater than 0"
+                    )),
+                    "{e}"
+                );
+            }
         }
     }
 

@@ -340,6 +340,32 @@ fn remote_limits_are_checked() {
 }
 
 #[test]
+fn a_server_that_never_answers_times_out() {
+    // Accepts connections and reads requests, never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming().flatten() {
+            open.push(stream);
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/x.mcap");
+    let env = [
+        ("LOGSQL_REMOTE_RETRIES", Some("0")),
+        ("LOGSQL_REMOTE_REQUEST_TIMEOUT", Some("1")),
+    ];
+    let out = run(&[&format!("SELECT count(*) FROM '{url}'")], &env);
+    fails_with(
+        &out,
+        &format!(
+            "{url}: timed out (connections wait 5s and requests 1s, with 0 retries: \
+             LOGSQL_REMOTE_TIMEOUT, LOGSQL_REMOTE_REQUEST_TIMEOUT, LOGSQL_REMOTE_RETRIES)"
+        ),
+    );
+}
+
+#[test]
 fn directories_without_logs_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("emptydir");
