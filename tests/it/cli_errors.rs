@@ -412,6 +412,23 @@ fn pipes_and_devices_are_refused_not_waited_on() {
         fails_with(&out, &format!("{p} {PIPE_ERROR}"));
     }
     assert!(!dir.path().join("o.parquet").exists());
+    // In a directory, a pipe is not a log file: skipped, never opened.
+    if let Some(f) = compressed() {
+        std::fs::copy(&f, dir.path().join("compressed.mcap")).unwrap();
+        let d = format!("{}/", dir.path().display());
+        let out = run(
+            &[
+                "--format",
+                "csv",
+                &format!("SELECT count(*) AS n FROM '{d}'"),
+            ],
+            &[],
+        );
+        assert_eq!(stdout(&out), "n\n826\n", "{}", stderr(&out));
+        let out = run(&["info", "--format", "ndjson", &d], &[]);
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(v["messages"], 826);
+    }
     let out = run(&["SELECT count(*) FROM '/dev/null'"], &[]);
     fails_with(
         &out,
