@@ -102,6 +102,32 @@ pub enum Error {
         /// Table name asked for.
         table: String,
     },
+    /// A request to an object store or web server failed; `message` says why
+    /// (connection refused, unresolvable host, HTTP 403 or 404, timeout, no credentials).
+    #[error("{url}: {message}")]
+    Remote {
+        /// The URL asked for.
+        url: String,
+        /// The cause, phrased for users.
+        message: String,
+    },
+    /// A path that is not a regular file (a pipe, a device, a socket): readers
+    /// need random access, and opening a pipe with no writer would block.
+    #[error(
+        "{file} is {kind}, not a regular file: logsql needs random access; save it to a file first"
+    )]
+    NotRegularFile {
+        /// The path.
+        file: String,
+        /// What it is instead (`a pipe`, `a character device`, `a socket`, ...).
+        kind: &'static str,
+    },
+    /// A directory that holds no log file.
+    #[error("{path}: no log files in this directory")]
+    NoLogFiles {
+        /// The directory as the user named it.
+        path: String,
+    },
 }
 
 /// Errors travel inside `Result`s on hot paths: keep them small.
@@ -135,7 +161,10 @@ impl Error {
             | Error::Truncated { file, .. }
             | Error::Checksum { file, .. }
             | Error::Unsupported { file, .. }
-            | Error::UnknownFormat { file, .. } => Some(file),
+            | Error::UnknownFormat { file, .. }
+            | Error::NotRegularFile { file, .. } => Some(file),
+            Error::Remote { url, .. } => Some(url),
+            Error::NoLogFiles { path } => Some(path),
             Error::Invalid(_) | Error::UnsupportedTable { .. } => None,
         }
     }

@@ -71,13 +71,48 @@ pub struct FileReader {
 
 impl FileReader {
     /// Opens `path` for reading.
+    ///
+    /// A path that is not a regular file (a pipe such as `<(cat f.mcap)`, a
+    /// device, a socket) is refused with [`Error::NotRegularFile`] before it is
+    /// opened: opening a pipe with no writer would block forever.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let name = path.display().to_string();
+        check_regular_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(&name, e))?;
         let size = file.metadata().map_err(|e| Error::io(&name, e))?.len();
         Ok(Self { name, file, size })
     }
+}
+
+/// Fails with [`Error::NotRegularFile`] when `path` (symbolic links followed) is
+/// a pipe, a device or a socket; a missing path is an [`Error::Io`]. Only
+/// `stat`s the path, so it never blocks on a pipe.
+pub fn check_regular_file(path: &Path) -> Result<()> {
+    let name = || path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(name(), e))?;
+    let ty = meta.file_type();
+    if ty.is_file() || ty.is_dir() {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    let kind = {
+        use std::os::unix::fs::FileTypeExt;
+        if ty.is_fifo() {
+            "a pipe"
+        } else if ty.is_char_device() {
+            "a character device"
+        } else if ty.is_block_device() {
+            "a block device"
+        } else if ty.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        }
+    };
+    #[cfg(not(unix))]
+    let kind = "a special file";
+    Err(Error::NotRegularFile { file: name(), kind })
 }
 
 impl ReadAt for FileReader {

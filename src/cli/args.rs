@@ -168,9 +168,10 @@ impl OnErrorPolicy {
 pub enum Command {
     /// Summarises log files: format, size, time range, chunks and compression, topics.
     Info {
-        /// Log files (a directory stands for the log files under it).
+        /// Log files (a directory stands for the log files under it), or
+        /// object-store URLs (`s3://bucket/run.mcap`, `https://host/run.bag`, a prefix ending in `/`).
         #[arg(required = true, value_name = "FILE")]
-        files: Vec<PathBuf>,
+        files: Vec<String>,
         /// Also print the detailed listing where the format has one (CARLA:
         /// every frame's events, like `show_recorder_file_info(name, True)`).
         #[arg(long)]
@@ -224,8 +225,9 @@ pub struct ExportArgs {
     #[arg(long = "topic", short = 't', value_name = "TOPIC")]
     pub topics: Vec<String>,
     /// Keeps messages with log_time >= TIME: RFC 3339 (`2022-11-08T04:07:03Z`),
-    /// integer nanoseconds (`1667880423000000000`) or seconds with a decimal
-    /// point (`1667880423.0`) since the epoch.
+    /// or a time since the epoch with its unit (`1667880423s`, `...ms`, `...us`,
+    /// `1667880423000000000ns`) or seconds with a decimal point (`1667880423.0`).
+    /// A bare integer is refused (seconds or nanoseconds?).
     #[arg(long, value_name = "TIME")]
     pub start: Option<String>,
     /// Keeps messages with log_time < TIME (same forms as --start).
@@ -241,6 +243,48 @@ pub struct ExportArgs {
     /// (`linear_acceleration.x`), for tools that read no nested Parquet.
     #[arg(long, requires = "decode")]
     pub flatten: bool,
+}
+
+/// The global options a subcommand reads (by clap id); `None`: every one (the
+/// summary-table shortcuts run a query and print it like any query).
+fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
+    match subcommand {
+        "info" => Some(&["format", "no_verify"]),
+        "export" => Some(&["on_error", "target_partitions", "descriptors", "no_verify"]),
+        _ => None,
+    }
+}
+
+/// The first global option given on the command line that the subcommand
+/// ignores, as an error message: such options are refused rather than
+/// silently dropped (`logsql info --format csv` is fine, `export --max-width`
+/// is not).
+pub fn unused_global_option(matches: &clap::ArgMatches) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::parser::ValueSource;
+    let (name, sub) = matches.subcommand()?;
+    let used = global_options_used(name)?;
+    let command = Args::command();
+    let unused = command.get_arguments().find(|arg| {
+        let id = arg.get_id().as_str();
+        arg.is_global_set()
+            && !used.contains(&id)
+            && [matches, sub]
+                .iter()
+                .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
+    })?;
+    let flag = unused
+        .get_long()
+        .map_or_else(|| unused.get_id().to_string(), |l| format!("--{l}"));
+    let accepted: Vec<String> = command
+        .get_arguments()
+        .filter(|a| used.contains(&a.get_id().as_str()))
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect();
+    Some(format!(
+        "{flag} does not apply to `logsql {name}` (of the global options it reads only {})",
+        accepted.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -300,5 +344,53 @@ mod tests {
         }
         let e = Args::try_parse_from(["logsql", "--max-rows", "many"]).unwrap_err();
         assert!(e.to_string().contains("'many' is not a row count"), "{e}");
+    }
+
+    fn unused(argv: &[&str]) -> Option<String> {
+        unused_global_option(&Args::command().try_get_matches_from(argv).unwrap())
+    }
+
+    #[test]
+    fn global_options_a_subcommand_ignores_are_named() {
+        assert_eq!(
+            unused(&["logsql", "info", "a.mcap", "--format", "json"]),
+            None
+        );
+        assert_eq!(unused(&["logsql", "--no-verify", "info", "a.mcap"]), None);
+        assert_eq!(
+            unused(&["logsql", "info", "a.mcap", "--on-error", "warn"]).as_deref(),
+            Some(
+                "--on-error does not apply to `logsql info` \
+                 (of the global options it reads only --format, --no-verify)"
+            )
+        );
+        assert_eq!(
+            unused(&[
+                "logsql",
+                "--max-width",
+                "9",
+                "export",
+                "a.mcap",
+                "o.parquet"
+            ])
+            .as_deref(),
+            Some(
+                "--max-width does not apply to `logsql export` (of the global options it \
+                 reads only --on-error, --target-partitions, --descriptors, --no-verify)"
+            )
+        );
+        assert_eq!(
+            unused(&[
+                "logsql",
+                "topics",
+                "a.mcap",
+                "--format",
+                "csv",
+                "--max-width",
+                "9"
+            ]),
+            None
+        );
+        assert_eq!(unused(&["logsql", "--format", "csv", "SELECT 1"]), None);
     }
 }

@@ -49,6 +49,9 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         )));
     }
     let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
+    if !topics.is_empty() {
+        check_topics(&a.input, &topics, &file_topics(app, &a.input)?)?;
+    }
     if a.decode {
         return run_decoded(app, a, start, end, started, out);
     }
@@ -92,19 +95,7 @@ fn run_decoded(
         return report(out, rows, &a.output, started);
     }
     let topics: Vec<String> = if a.topics.is_empty() {
-        let sql = format!(
-            "SELECT DISTINCT topic FROM topics({}) ORDER BY topic",
-            quote(&a.input)
-        );
-        let batches = app
-            .rt
-            .block_on(async { app.ctx.sql(&sql).await?.collect().await })?;
-        let mut v = Vec::new();
-        for b in &batches {
-            let col = datafusion::arrow::array::cast::AsArray::as_string::<i32>(b.column(0));
-            v.extend(col.iter().flatten().map(str::to_string));
-        }
-        v
+        file_topics(app, &a.input)?
     } else {
         a.topics.clone()
     };
@@ -134,6 +125,44 @@ fn run_decoded(
         )));
     }
     Ok(())
+}
+
+/// The distinct topics of the log(s) `input` names, sorted.
+fn file_topics(app: &App, input: &str) -> CliResult<Vec<String>> {
+    let sql = format!(
+        "SELECT DISTINCT topic FROM topics({}) ORDER BY topic",
+        quote(input)
+    );
+    let batches = app
+        .rt
+        .block_on(async { app.ctx.sql(&sql).await?.collect().await })?;
+    let mut v = Vec::new();
+    for b in &batches {
+        let col = datafusion::arrow::array::cast::AsArray::as_string::<i32>(b.column(0));
+        v.extend(col.iter().flatten().map(str::to_string));
+    }
+    Ok(v)
+}
+
+/// Fails, listing the topics `input` has, when some of `wanted` is not one of them.
+pub fn check_topics(input: &str, wanted: &BTreeSet<&str>, known: &[String]) -> CliResult {
+    let missing: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|t| !known.iter().any(|k| k == t))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let listed = if known.is_empty() {
+        "it has no topics".to_string()
+    } else {
+        format!("its topics: {}", known.join(", "))
+    };
+    Err(CliError::msg(format!(
+        "--topic {}: no such topic in {input}; {listed}",
+        missing.join(", ")
+    )))
 }
 
 /// A file name for `topic`: `/camera/image_raw` -> `camera.image_raw`.
@@ -381,6 +410,26 @@ mod tests {
         assert_eq!(
             export_sql("a.mcap", &BTreeSet::new(), None, None),
             "SELECT * FROM 'a.mcap'"
+        );
+    }
+
+    #[test]
+    fn unknown_topics_are_listed_with_the_known_ones() {
+        let known = vec!["/a".to_string(), "/b".to_string()];
+        let wanted: BTreeSet<&str> = ["/a"].into_iter().collect();
+        assert!(check_topics("run.bag", &wanted, &known).is_ok());
+        let wanted: BTreeSet<&str> = ["/a", "/nope", "/x"].into_iter().collect();
+        assert_eq!(
+            check_topics("run.bag", &wanted, &known)
+                .unwrap_err()
+                .to_string(),
+            "--topic /nope, /x: no such topic in run.bag; its topics: /a, /b"
+        );
+        assert_eq!(
+            check_topics("e.mcap", &wanted, &[])
+                .unwrap_err()
+                .to_string(),
+            "--topic /a, /nope, /x: no such topic in e.mcap; it has no topics"
         );
     }
 

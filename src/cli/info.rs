@@ -10,10 +10,14 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use logsql::engine::object_io::FileLocation;
 use logsql::formats::{self, LogFormat};
 use logsql::io::{FileReader, ReadAt};
 use logsql::model::{Flow, Message, Selection, Summary};
+use serde_json::{Value, json};
 
+use super::App;
+use super::args::Format;
 use super::error::{CliError, CliResult};
 use super::units::{bytes, duration, rfc3339};
 
@@ -23,26 +27,66 @@ const LABEL: usize = 14;
 /// Reader properties shown by other lines of the summary (`index`, `compression`).
 const HIDDEN_PROPERTIES: &[&str] = &["index", "chunk_compression"];
 
+/// What `info` prints and checks.
+#[derive(Debug, Clone, Copy)]
+pub struct InfoOptions {
+    /// Also print the format's detailed listing (text output only).
+    pub all: bool,
+    /// Text (`table`), a JSON array of summaries (`json`) or one per line (`ndjson`).
+    pub format: Format,
+    /// Verify whole-file checksums (off with `--no-verify`).
+    pub verify: bool,
+}
+
 /// Prints the summary of each file (directories stand for the log files under
-/// them). A file that cannot be read is reported and the others still printed;
-/// the command then fails.
-pub fn run(paths: &[PathBuf], all: bool, out: &mut dyn Write) -> CliResult {
-    let files = expand(paths)?;
+/// them; `s3://`, `https://`, ... URLs are read with range requests). A file
+/// that cannot be read is reported and the others still printed; the command
+/// then fails.
+pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) -> CliResult {
+    if opts.format == Format::Csv {
+        return Err(CliError::msg(
+            "info prints text (--format table), json or ndjson, not csv",
+        ));
+    }
+    let files = expand(app, paths)?;
     let mut failed = Vec::new();
+    let mut objects = Vec::new();
+    let write = |out: &mut dyn Write, s: &str| {
+        write!(out, "{s}")
+            .and_then(|_| out.flush())
+            .map_err(|e| CliError::io("writing output", e))
+    };
     for (i, file) in files.iter().enumerate() {
-        let text = describe(file, all);
-        let write = |out: &mut dyn Write, s: &str| write!(out, "{s}").and_then(|_| out.flush());
-        if i > 0 {
-            write(out, "\n").map_err(|e| CliError::io("writing output", e))?;
-        }
-        match text {
-            Ok(text) => write(out, &text).map_err(|e| CliError::io("writing output", e))?,
+        let source = file.clone();
+        let described = app
+            .rt
+            .block_on(app.rt.spawn_blocking(move || -> CliResult<Described> {
+                let reader = source.open()?;
+                describe(reader.as_ref(), opts)
+            }))
+            .map_err(|e| CliError::msg(format!("info task failed: {e}")))?;
+        match described {
+            Ok(Described::Text(text)) => {
+                if i > 0 {
+                    write(out, "\n")?;
+                }
+                write(out, &text)?;
+            }
+            Ok(Described::Json(v)) if opts.format == Format::Ndjson => {
+                write(out, &format!("{v}\n"))?;
+            }
+            Ok(Described::Json(v)) => objects.push(v),
             Err(e) if files.len() == 1 => return Err(e),
             Err(e) => {
                 eprintln!("error: {e}");
-                failed.push(file.display().to_string());
+                failed.push(file.name());
             }
         }
+    }
+    if opts.format == Format::Json {
+        let text = serde_json::to_string_pretty(&objects)
+            .map_err(|e| CliError::msg(format!("writing JSON: {e}")))?;
+        write(out, &format!("{text}\n"))?;
     }
     if failed.is_empty() {
         Ok(())
@@ -56,12 +100,55 @@ pub fn run(paths: &[PathBuf], all: bool, out: &mut dyn Write) -> CliResult {
     }
 }
 
-/// Files named directly, and the log files found (recursively) under directories.
-fn expand(paths: &[PathBuf]) -> CliResult<Vec<PathBuf>> {
+/// A file `info` summarises: a local path, or an object in a store.
+#[derive(Clone)]
+enum Source {
+    Local(PathBuf),
+    Remote(FileLocation),
+}
+
+impl Source {
+    fn name(&self) -> String {
+        match self {
+            Source::Local(p) => p.display().to_string(),
+            Source::Remote(loc) => loc.display_name(),
+        }
+    }
+
+    /// Opens the file; on a blocking thread of the runtime (object stores block on it).
+    fn open(&self) -> CliResult<Box<dyn ReadAt>> {
+        Ok(match self {
+            Source::Local(p) => Box::new(FileReader::open(p)?),
+            Source::Remote(loc) => loc.open()?,
+        })
+    }
+}
+
+/// Files named directly, and the log files found (recursively) under
+/// directories; URLs are listed through the engine's object stores.
+fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
     let mut out = Vec::new();
     for path in paths {
+        if !logsql::engine::url_table::is_local(path) {
+            let state = app.ctx.state();
+            let resolved = app
+                .rt
+                .block_on(logsql::engine::url_table::resolve(&state, path))?;
+            let before = out.len();
+            if let [(loc, _)] = resolved.files.as_slice() {
+                // One object: summarised (or said not to be a log) whatever it holds.
+                out.push(Source::Remote(loc.clone()));
+            } else {
+                out.extend(resolved.log_files().map(|(l, _)| Source::Remote(l.clone())));
+            }
+            if out.len() == before {
+                return Err(logsql::Error::NoLogFiles { path: path.clone() }.into());
+            }
+            continue;
+        }
+        let path = Path::new(path);
         if !path.is_dir() {
-            out.push(path.clone());
+            out.push(Source::Local(path.to_path_buf()));
             continue;
         }
         let mut found = Vec::new();
@@ -73,14 +160,14 @@ fn expand(paths: &[PathBuf]) -> CliResult<Vec<PathBuf>> {
                 .ok()
                 .is_some_and(|r| formats::detect(&r).is_ok());
             if is_log {
-                out.push(f);
+                out.push(Source::Local(f));
             }
         }
         if out.len() == before {
-            return Err(CliError::msg(format!(
-                "{}: no log file found in this directory",
-                path.display()
-            )));
+            return Err(logsql::Error::NoLogFiles {
+                path: path.display().to_string(),
+            }
+            .into());
         }
     }
     Ok(out)
@@ -109,16 +196,65 @@ struct TopicRow {
     count: Option<u64>,
 }
 
-/// The summary text of one file.
-fn describe(path: &Path, all: bool) -> CliResult<String> {
-    let reader = FileReader::open(path)?;
-    let format = formats::detect(&reader)?;
-    let summary = format.summary(&reader)?;
+/// One file's summary, as text or as a JSON object.
+enum Described {
+    Text(String),
+    Json(Value),
+}
+
+/// What `info` reports about one file.
+struct Facts {
+    file: String,
+    format: &'static str,
+    size: u64,
+    /// Reader properties shown as their own lines.
+    properties: Vec<(String, String)>,
+    indexed: bool,
+    index_note: Option<String>,
+    checksum: Option<Result<(), String>>,
+    damage: Option<String>,
+    messages: Option<u64>,
+    count_note: Option<&'static str>,
+    read_error: Option<String>,
+    start: Option<u64>,
+    end: Option<u64>,
+    span: Option<u64>,
+    chunks: usize,
+    codecs: BTreeMap<String, Codec>,
+    channels: usize,
+    topics: BTreeMap<String, TopicRow>,
+    attachments: usize,
+    metadata: usize,
+}
+
+/// The summary of one file, as text or JSON.
+fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<Described> {
+    let format = formats::detect(reader)?;
+    let summary = format.summary(reader)?;
     // Formats with their own established listing (CARLA's recorder info) print it.
-    if let Some(text) = format.info_text(&reader, &summary, all) {
-        return Ok(text?);
+    if opts.format == Format::Table
+        && let Some(text) = format.info_text(reader, &summary, opts.all)
+    {
+        return Ok(Described::Text(text?));
     }
-    let checksum = format.verify(&reader, &summary);
+    let facts = gather(format.as_ref(), reader, &summary, opts.verify);
+    Ok(if opts.format == Format::Table {
+        Described::Text(text(&facts))
+    } else {
+        Described::Json(to_json(&facts))
+    })
+}
+
+/// Reads what `info` reports from the summary (counting message headers when
+/// the file states no per-topic counts).
+fn gather(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary, verify: bool) -> Facts {
+    let checksum = if verify {
+        format
+            .verify(reader, summary)
+            .map(|r| r.map_err(|e| e.to_string()))
+    } else {
+        None
+    };
 
     // Per-topic counts: from the file, else counted by the engine.
     let mut topics: BTreeMap<String, TopicRow> = BTreeMap::new();
@@ -151,7 +287,7 @@ fn describe(path: &Path, all: bool) -> CliResult<String> {
             total = total.or(Some(0));
         }
         None => {
-            let counted = count_messages(format.as_ref(), &reader, &summary);
+            let counted = count_messages(format, reader, summary);
             for (topic, (n, s, e)) in counted.topics {
                 topics.entry(topic).or_default().count = Some(n);
                 start = min_opt(start, s);
@@ -162,18 +298,117 @@ fn describe(path: &Path, all: bool) -> CliResult<String> {
             }
             total = total.or(Some(counted.total));
             count_note = Some("counted from message headers: the file states no per-topic counts");
-            read_error = counted.error;
+            read_error = counted.error.map(|e| e.to_string());
         }
     }
     let span = match (start, end) {
         (Some(s), Some(e)) if e >= s => Some(e - s),
         _ => None,
     };
+    let mut index_note = None;
+    let mut properties = Vec::new();
+    for (k, v) in &summary.properties {
+        match k.as_str() {
+            // Shown in the lines below, in more detail.
+            "index" => index_note = Some(v.clone()),
+            k if HIDDEN_PROPERTIES.contains(&k) => {}
+            _ => properties.push((k.to_string(), v.clone())),
+        }
+    }
+    Facts {
+        file: reader.name().to_string(),
+        format: format.name(),
+        size: summary.file_size,
+        properties,
+        indexed: summary.indexed,
+        index_note,
+        checksum,
+        damage: summary.damage.as_ref().map(|d| d.to_string()),
+        messages: total,
+        count_note,
+        read_error,
+        start,
+        end,
+        span,
+        chunks: summary.chunks.len(),
+        codecs: codecs(summary),
+        channels: summary.channels.len(),
+        topics,
+        attachments: summary.attachments.len(),
+        metadata: summary.metadata.len(),
+    }
+}
 
-    let width = summary
+/// A topic's mean message rate over the file's span, in Hz.
+fn frequency(count: Option<u64>, span: Option<u64>) -> Option<f64> {
+    match (count, span) {
+        (Some(n), Some(d)) if d > 0 => Some(n as f64 / (d as f64 / 1e9)),
+        _ => None,
+    }
+}
+
+/// The summary as one JSON object.
+fn to_json(f: &Facts) -> Value {
+    let time = |t: Option<u64>| t.map(|ns| rfc3339(ns as i64));
+    let topics: Vec<Value> = f
+        .topics
+        .iter()
+        .map(|(topic, t)| {
+            json!({
+                "topic": topic,
+                "message_types": t.types,
+                "encodings": t.encodings,
+                "messages": t.count,
+                "frequency_hz": frequency(t.count, f.span),
+            })
+        })
+        .collect();
+    let compression: Vec<Value> = f
+        .codecs
+        .iter()
+        .map(|(name, c)| {
+            json!({
+                "codec": name,
+                "chunks": c.chunks,
+                "compressed_bytes": c.compressed,
+                "uncompressed_bytes": (!c.unknown).then_some(c.uncompressed),
+            })
+        })
+        .collect();
+    json!({
+        "file": f.file,
+        "format": f.format,
+        "size_bytes": f.size,
+        "properties": f.properties.iter().cloned().collect::<BTreeMap<_, _>>(),
+        "indexed": f.indexed,
+        "index": index_line(f.indexed, f.index_note.as_deref()),
+        "checksum": f.checksum.as_ref().map(|r| match r {
+            Ok(()) => "ok".to_string(),
+            Err(e) => format!("mismatch: {e}"),
+        }),
+        "damage": f.damage,
+        "messages": f.messages,
+        "messages_counted_from_headers": f.count_note.is_some(),
+        "read_error": f.read_error,
+        "start": time(f.start),
+        "start_ns": f.start,
+        "end": time(f.end),
+        "end_ns": f.end,
+        "duration_ns": f.span,
+        "chunks": f.chunks,
+        "compression": compression,
+        "channels": f.channels,
+        "topics": topics,
+        "attachments": f.attachments,
+        "metadata": f.metadata,
+    })
+}
+
+/// The summary as aligned text.
+fn text(f: &Facts) -> String {
+    let width = f
         .properties
         .iter()
-        .filter(|(k, _)| !HIDDEN_PROPERTIES.contains(&k.as_str()))
         .map(|(k, _)| k.chars().count() + 2)
         .fold(LABEL, usize::max);
     let mut s = String::new();
@@ -185,61 +420,51 @@ fn describe(path: &Path, all: bool) -> CliResult<String> {
         };
         let _ = writeln!(s, "{label:<width$}{value}");
     };
-    line("file", &path.display().to_string());
-    line("format", format.name());
-    line(
-        "size",
-        &format!("{} ({} bytes)", bytes(summary.file_size), summary.file_size),
-    );
-    let mut index_note = None;
-    for (k, v) in &summary.properties {
-        match k.as_str() {
-            // Shown in the lines below, in more detail.
-            "index" => index_note = Some(v.as_str()),
-            k if HIDDEN_PROPERTIES.contains(&k) => {}
-            _ => line(k, if v.is_empty() { "(none)" } else { v }),
-        }
+    line("file", &f.file);
+    line("format", f.format);
+    line("size", &format!("{} ({} bytes)", bytes(f.size), f.size));
+    for (k, v) in &f.properties {
+        line(k, if v.is_empty() { "(none)" } else { v });
     }
-    line("index", &index_line(summary.indexed, index_note));
-    match &checksum {
+    line("index", &index_line(f.indexed, f.index_note.as_deref()));
+    match &f.checksum {
         Some(Ok(())) => line("checksum", "ok (whole file verified)"),
         Some(Err(e)) => line("checksum", &format!("MISMATCH: {e}")),
         None => {}
     }
-    if let Some(damage) = &summary.damage {
-        line("damage", &damage.to_string());
+    if let Some(damage) = &f.damage {
+        line("damage", damage);
         line(
             "",
             "(messages before the damage are readable; queries fail at it unless --on-error warn)",
         );
     }
-    line("messages", &total.map_or("?".into(), |n| n.to_string()));
-    if let Some(note) = count_note {
+    line(
+        "messages",
+        &f.messages.map_or("?".into(), |n| n.to_string()),
+    );
+    if let Some(note) = f.count_note {
         line("", &format!("({note})"));
     }
-    if let Some(e) = &read_error {
-        line("read error", &e.to_string());
+    if let Some(e) = &f.read_error {
+        line("read error", e);
     }
-    line("duration", &span.map_or("?".into(), duration));
-    line("start", &start.map_or("?".into(), time_line));
-    line("end", &end.map_or("?".into(), time_line));
-    line("chunks", &summary.chunks.len().to_string());
-    for (i, c) in compression_lines(&summary).iter().enumerate() {
+    line("duration", &f.span.map_or("?".into(), duration));
+    line("start", &f.start.map_or("?".into(), time_line));
+    line("end", &f.end.map_or("?".into(), time_line));
+    line("chunks", &f.chunks.to_string());
+    for (i, c) in compression_lines(&f.codecs).iter().enumerate() {
         line(if i == 0 { "compression" } else { "" }, c);
     }
-    line("channels", &summary.channels.len().to_string());
-    line("topics", &topics.len().to_string());
-    if !topics.is_empty() {
+    line("channels", &f.channels.to_string());
+    line("topics", &f.topics.len().to_string());
+    if !f.topics.is_empty() {
         let mut rows = vec![
             ["topic", "message_type", "encoding", "messages", "frequency"]
                 .map(String::from)
                 .to_vec(),
         ];
-        for (topic, t) in &topics {
-            let freq = match (t.count, span) {
-                (Some(n), Some(d)) if d > 0 => format!("{:.2} Hz", n as f64 / (d as f64 / 1e9)),
-                _ => "-".into(),
-            };
+        for (topic, t) in &f.topics {
             rows.push(vec![
                 if topic.is_empty() {
                     "\"\"".into()
@@ -249,14 +474,14 @@ fn describe(path: &Path, all: bool) -> CliResult<String> {
                 t.types.join(", "),
                 t.encodings.join(", "),
                 t.count.map_or("?".into(), |n| n.to_string()),
-                freq,
+                frequency(t.count, f.span).map_or("-".into(), |hz| format!("{hz:.2} Hz")),
             ]);
         }
         s.push_str(&align(&rows, &[false, false, false, true, true], "  "));
     }
-    let _ = writeln!(s, "{:<width$}{}", "attachments:", summary.attachments.len());
-    let _ = writeln!(s, "{:<width$}{}", "metadata:", summary.metadata.len());
-    Ok(s)
+    let _ = writeln!(s, "{:<width$}{}", "attachments:", f.attachments);
+    let _ = writeln!(s, "{:<width$}{}", "metadata:", f.metadata);
+    s
 }
 
 /// Where the summary came from: the file's index, or a recovery walk.
@@ -288,24 +513,26 @@ fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// One line per codec: chunk count, compressed and uncompressed sizes, ratio.
-fn compression_lines(summary: &Summary) -> Vec<String> {
-    #[derive(Default)]
-    struct Codec {
-        chunks: usize,
-        compressed: u64,
-        uncompressed: u64,
-        unknown: bool,
-    }
-    let mut codecs: BTreeMap<&str, Codec> = BTreeMap::new();
+/// Chunks, compressed and uncompressed bytes of one codec.
+#[derive(Default)]
+struct Codec {
+    chunks: usize,
+    compressed: u64,
+    uncompressed: u64,
+    /// Some chunk does not state its uncompressed size.
+    unknown: bool,
+}
+
+/// The chunks of `summary` per codec (`none` for uncompressed chunks).
+fn codecs(summary: &Summary) -> BTreeMap<String, Codec> {
+    let mut codecs: BTreeMap<String, Codec> = BTreeMap::new();
     for c in &summary.chunks {
-        let codec = codecs
-            .entry(if c.compression.is_empty() {
-                "none"
-            } else {
-                c.compression.as_str()
-            })
-            .or_default();
+        let name = if c.compression.is_empty() {
+            "none"
+        } else {
+            c.compression.as_str()
+        };
+        let codec = codecs.entry(name.to_string()).or_default();
         codec.chunks += 1;
         codec.compressed += c.compressed_size;
         match c.uncompressed_size {
@@ -313,6 +540,11 @@ fn compression_lines(summary: &Summary) -> Vec<String> {
             None => codec.unknown = true,
         }
     }
+    codecs
+}
+
+/// One line per codec: chunk count, compressed and uncompressed sizes, ratio.
+fn compression_lines(codecs: &BTreeMap<String, Codec>) -> Vec<String> {
     if codecs.is_empty() {
         return vec!["-".into()];
     }
@@ -320,7 +552,7 @@ fn compression_lines(summary: &Summary) -> Vec<String> {
         .iter()
         .map(|(name, c)| {
             let plural = if c.chunks == 1 { "" } else { "s" };
-            if *name == "none" {
+            if name == "none" {
                 return format!("none: {} chunk{plural}, {}", c.chunks, bytes(c.compressed));
             }
             let mut l = format!(

@@ -28,7 +28,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::Parser;
 use datafusion::error::DataFusionError;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -45,7 +44,14 @@ use output::Printer;
 /// 0 on success, 1 after printing `error: <message>` to stderr (2 for usage
 /// errors, from clap).
 pub fn main() -> ExitCode {
-    let args = Args::parse();
+    let matches = <Args as clap::CommandFactory>::command().get_matches();
+    let args =
+        <Args as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some(message) = args::unused_global_option(&matches) {
+        <Args as clap::CommandFactory>::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
     logger::init();
     match run(args) {
         Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
@@ -67,7 +73,14 @@ pub fn run(args: Args) -> CliResult {
             ));
         }
         return match command {
-            Command::Info { files, all } => info::run(files, *all, &mut out),
+            Command::Info { files, all } => {
+                let opts = info::InfoOptions {
+                    all: *all,
+                    format: args.format,
+                    verify: !args.no_verify,
+                };
+                info::run(&app, files, opts, &mut out)
+            }
             Command::Export(e) => export::run(&app, e, &mut out),
             Command::Topics { path } => app.run_table_function("topics", path, &mut out),
             Command::Chunks { path } => app.run_table_function("chunks", path, &mut out),

@@ -61,50 +61,91 @@ pub fn bytes(n: u64) -> String {
     format!("{v:.2} {}", UNITS[unit])
 }
 
-/// Parses a time argument into nanoseconds since the epoch: integer nanoseconds
-/// (`1667880423461434034`), decimal seconds (`1667880423.5`), or an RFC 3339 /
-/// ISO 8601 timestamp (`2022-11-08T04:07:03.5Z`; no offset means UTC).
+/// Parses a time argument into nanoseconds since the epoch: an RFC 3339 / ISO
+/// 8601 timestamp (`2022-11-08T04:07:03.5Z`; no offset means UTC), or a number
+/// with its unit: `1667880423s`, `1667880423500ms`, `...us`, `...ns`, or seconds
+/// with a decimal point (`1667880423.5`, `1667880423.5s`).
+///
+/// A bare integer is refused: it could be seconds or nanoseconds, and the
+/// message shows both readings and how to say which.
 pub fn parse_time(s: &str) -> Result<i64, String> {
     let t = s.trim();
-    let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
     let (neg, body) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, t),
     };
-    let out_of_range = || format!("time '{s}' is out of range");
-    if digits(body) {
-        let v: i64 = body.parse().map_err(|_| out_of_range())?;
+    let split = body
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(body.len());
+    let (number, unit) = body.split_at(split);
+    let numeric = !number.is_empty()
+        && number.bytes().filter(|&b| b == b'.').count() <= 1
+        && number.bytes().any(|b| b.is_ascii_digit());
+    // Anything else after the number (`2022-11-08...`) is for the timestamp parser.
+    let digits = match unit {
+        _ if !numeric => None,
+        "" if !number.contains('.') => return Err(bare_integer(s, number, neg)),
+        "" | "s" => Some(9),
+        "ms" => Some(6),
+        "us" | "µs" => Some(3),
+        "ns" => Some(0),
+        _ => None,
+    };
+    if let Some(digits) = digits {
+        let v = scaled(number, digits).map_err(|e| format!("time '{s}' {e}"))?;
         return Ok(if neg { -v } else { v });
     }
-    if let Some((int, frac)) = body.split_once('.')
-        && (digits(int) || int.is_empty())
-        && digits(frac)
-    {
-        let secs: i64 = if int.is_empty() {
-            0
-        } else {
-            int.parse().map_err(|_| out_of_range())?
-        };
-        if frac.len() > 9 && frac[9..].bytes().any(|b| b != b'0') {
-            return Err(format!(
-                "time '{s}' has more than 9 decimals (finer than a nanosecond)"
-            ));
-        }
-        let frac9: i64 = format!("{:0<9}", &frac[..frac.len().min(9)])
+    string_to_timestamp_nanos(t).map_err(|_| unreadable(s))
+}
+
+/// `number` (digits, at most one decimal point) times 10^`digits`, as an integer.
+fn scaled(number: &str, digits: u32) -> Result<i64, &'static str> {
+    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+    let whole: i64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| "is out of range")?
+    };
+    let d = digits as usize;
+    if frac.len() > d && frac[d..].bytes().any(|b| b != b'0') {
+        return Err("is finer than a nanosecond");
+    }
+    let kept = &frac[..frac.len().min(d)];
+    let frac: i64 = if d == 0 {
+        0
+    } else {
+        format!("{kept:0<d$}")
             .parse()
-            .map_err(|_| out_of_range())?;
-        let v = secs
-            .checked_mul(1_000_000_000)
-            .and_then(|v| v.checked_add(frac9))
-            .ok_or_else(out_of_range)?;
-        return Ok(if neg { -v } else { v });
-    }
-    string_to_timestamp_nanos(t).map_err(|_| {
-        format!(
-            "cannot read time '{s}': expected RFC 3339 (2022-11-08T04:07:03.5Z), \
-             integer nanoseconds or decimal seconds since the epoch"
-        )
-    })
+            .map_err(|_| "is out of range")?
+    };
+    whole
+        .checked_mul(10i64.pow(digits))
+        .and_then(|v| v.checked_add(frac))
+        .ok_or("is out of range")
+}
+
+fn unreadable(s: &str) -> String {
+    format!(
+        "cannot read time '{s}': expected RFC 3339 (2022-11-08T04:07:03.5Z) or a number with \
+         its unit: 1667880423s, 1667880423500ms, 1667880423500000us, 1667880423500000000ns, \
+         or seconds with a decimal point (1667880423.5)"
+    )
+}
+
+/// The message for a bare integer: both readings, and how to choose.
+fn bare_integer(s: &str, number: &str, neg: bool) -> String {
+    let sign = if neg { "-" } else { "" };
+    let reading = |digits| {
+        scaled(number, digits)
+            .map(|v| rfc3339(if neg { -v } else { v }))
+            .unwrap_or_else(|_| "out of range".into())
+    };
+    format!(
+        "time '{s}' has no unit: as seconds it is {}, as nanoseconds {}; write \
+         {sign}{number}s or {sign}{number}ns (or ms, us), or an RFC 3339 time",
+        reading(9),
+        reading(0)
+    )
 }
 
 #[cfg(test)]
@@ -127,11 +168,20 @@ mod tests {
     }
 
     #[test]
-    fn parse_time_accepts_three_forms() {
+    fn parse_time_accepts_rfc3339_and_numbers_with_units() {
         assert_eq!(
-            parse_time("1667880423461434034"),
+            parse_time("1667880423461434034ns"),
             Ok(1_667_880_423_461_434_034)
         );
+        assert_eq!(parse_time("1432235520s"), Ok(1_432_235_520_000_000_000));
+        assert_eq!(parse_time("1432235520000ms"), Ok(1_432_235_520_000_000_000));
+        assert_eq!(
+            parse_time("1432235520000001us"),
+            Ok(1_432_235_520_000_001_000)
+        );
+        assert_eq!(parse_time("1432235520.25s"), Ok(1_432_235_520_250_000_000));
+        assert_eq!(parse_time("1.5ms"), Ok(1_500_000));
+        assert_eq!(parse_time("-2s"), Ok(-2_000_000_000));
         assert_eq!(parse_time("1667880423.5"), Ok(1_667_880_423_500_000_000));
         assert_eq!(
             parse_time("1667880423.461434034"),
@@ -145,11 +195,43 @@ mod tests {
             parse_time("2022-11-08T05:07:03+01:00"),
             Ok(1_667_880_423_000_000_000)
         );
-        assert!(parse_time("yesterday").unwrap_err().contains("yesterday"));
-        assert!(parse_time("1.0000000001").is_err());
         for ns in [0, 1_667_880_423_461_434_034, 951_782_400_500_000_000] {
             assert_eq!(parse_time(&rfc3339(ns)), Ok(ns));
         }
+    }
+
+    #[test]
+    fn parse_time_refuses_bare_integers_and_odd_input() {
+        assert_eq!(
+            parse_time("1432235520").unwrap_err(),
+            "time '1432235520' has no unit: as seconds it is 2015-05-21T19:12:00Z, \
+             as nanoseconds 1970-01-01T00:00:01.432235520Z; write 1432235520s or \
+             1432235520ns (or ms, us), or an RFC 3339 time"
+        );
+        assert_eq!(
+            parse_time("99999999999999999999").unwrap_err(),
+            "time '99999999999999999999' has no unit: as seconds it is out of range, \
+             as nanoseconds out of range; write 99999999999999999999s or \
+             99999999999999999999ns (or ms, us), or an RFC 3339 time"
+        );
+        assert!(parse_time("yesterday").unwrap_err().contains("'yesterday'"));
+        assert!(
+            parse_time("12h")
+                .unwrap_err()
+                .starts_with("cannot read time '12h'")
+        );
+        assert_eq!(
+            parse_time("1.0000000001").unwrap_err(),
+            "time '1.0000000001' is finer than a nanosecond"
+        );
+        assert_eq!(
+            parse_time("1.5ns").unwrap_err(),
+            "time '1.5ns' is finer than a nanosecond"
+        );
+        assert_eq!(
+            parse_time("99999999999s").unwrap_err(),
+            "time '99999999999s' is out of range"
+        );
     }
 
     #[test]

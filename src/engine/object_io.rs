@@ -49,7 +49,7 @@ impl ObjectStoreReader {
         let bytes = self
             .handle
             .block_on(self.store.get_range(&self.location, range))
-            .map_err(io::Error::other)?;
+            .map_err(|e| io::Error::other(super::stores::describe_error(&e)))?;
         if bytes.len() as u64 != len {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }

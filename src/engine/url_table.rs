@@ -57,20 +57,60 @@ impl ResolvedPath {
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
-    super::stores::ensure(state.runtime_env(), store_url.as_ref())?;
+    super::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(|e| {
+        // A store that cannot be built (no credentials) is named by the path asked for.
+        match e {
+            DataFusionError::External(inner) => match inner.downcast::<crate::Error>() {
+                Ok(err) => match *err {
+                    crate::Error::Remote { message, .. } => {
+                        let url = path.to_string();
+                        DataFusionError::External(Box::new(crate::Error::Remote { url, message }))
+                    }
+                    other => DataFusionError::External(Box::new(other)),
+                },
+                Err(inner) => DataFusionError::External(inner),
+            },
+            e => e,
+        }
+    })?;
     let store = state.runtime_env().object_store(&store_url)?;
-    let metas: Vec<ObjectMeta> = url
-        .list_all_files(state, store.as_ref(), "")
-        .await?
-        .try_collect()
-        .await?;
+    refuse_special_file(&url, path)?;
+    // A failed request says its cause (refused, DNS, 403, 404, ...) and the URL.
+    let remote = !store_url.as_str().starts_with("file://");
+    let explain = |e: DataFusionError| match e {
+        DataFusionError::ObjectStore(os) if remote => {
+            DataFusionError::External(Box::new(super::stores::remote_error(path, &os)))
+        }
+        e => e,
+    };
+    // A web server answers HEAD for one file; listing needs WebDAV (PROPFIND),
+    // which plain servers refuse.
+    let http = ["http://", "https://"]
+        .iter()
+        .any(|s| store_url.as_str().starts_with(s));
+    let metas: Vec<ObjectMeta> = if http && !url.is_collection() && url.get_glob().is_none() {
+        let head = store.head(url.prefix()).await;
+        vec![head.map_err(|e| explain(e.into()))?]
+    } else {
+        url.list_all_files(state, store.as_ref(), "")
+            .await
+            .map_err(explain)?
+            .try_collect()
+            .await
+            .map_err(explain)?
+    };
     // Sniff the files concurrently (one small range request each on an object
     // store); a file whose summary is cached needs none.
     let mut files: Vec<(FileLocation, Option<Arc<dyn LogFormat>>)> =
         futures::stream::iter(metas.into_iter().map(|meta| {
+            let store_url = &store_url;
             let store = Arc::clone(&store);
             async move {
-                let loc = FileLocation::from_store(Arc::clone(&store), meta);
+                let mut loc = FileLocation::from_store(Arc::clone(&store), meta);
+                if remote {
+                    // The object's URL, not the store's description.
+                    loc.name = format!("{}{}", store_url.as_str(), loc.meta.location);
+                }
                 if let Some(hit) = summary_cache::lookup(&loc.cache_key()) {
                     return Ok::<_, DataFusionError>((loc, Some(hit.format)));
                 }
@@ -78,7 +118,17 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                 let head = if head_len == 0 {
                     Default::default()
                 } else {
-                    store.get_range(&loc.meta.location, 0..head_len).await?
+                    store
+                        .get_range(&loc.meta.location, 0..head_len)
+                        .await
+                        .map_err(|e| {
+                            if loc.local {
+                                DataFusionError::from(e)
+                            } else {
+                                let err = super::stores::remote_error(loc.display_name(), &e);
+                                DataFusionError::External(Box::new(err))
+                            }
+                        })?
                 };
                 Ok((loc, formats::sniff(&head)))
             }
@@ -88,6 +138,42 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
         .await?;
     files.sort_by(|a, b| a.0.meta.location.cmp(&b.0.meta.location));
     Ok(ResolvedPath { url, files })
+}
+
+/// Refuses a local pipe, device or socket before anything opens it (a pipe
+/// with no writer would block the open forever).
+fn refuse_special_file(url: &ListingTableUrl, path: &str) -> Result<()> {
+    if url.get_glob().is_none() && is_local(path) {
+        let local = std::path::Path::new(path.strip_prefix("file://").unwrap_or(path));
+        if local.exists() {
+            crate::io::check_regular_file(local).map_err(df_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` names local files (no URL scheme, or `file://`), not an
+/// object store's (`s3://`, `https://`, ...).
+pub fn is_local(path: &str) -> bool {
+    match url::Url::parse(path) {
+        // A one-letter scheme is a Windows drive (`C:\\logs`).
+        Ok(u) => u.scheme() == "file" || u.scheme().len() == 1,
+        Err(_) => true,
+    }
+}
+
+/// Whether `path` (parsed as `url`) names a directory: a URL ending in `/`, or
+/// a local directory, not a glob.
+fn is_directory(url: &ListingTableUrl, path: &str) -> bool {
+    if url.get_glob().is_some() {
+        return false;
+    }
+    if is_local(path) {
+        let local = path.strip_prefix("file://").unwrap_or(path);
+        std::path::Path::new(local).is_dir()
+    } else {
+        url.is_collection()
+    }
 }
 
 /// The url-table factory that recognises log files.
@@ -121,11 +207,16 @@ impl UrlTableFactory for LogUrlTableFactory {
         let Some(state) = self.state.upgrade().map(|s| s.read().clone()) else {
             return Ok(None);
         };
-        if ListingTableUrl::parse(path).is_err() {
+        let Ok(url) = ListingTableUrl::parse(path) else {
             return Ok(None);
-        }
+        };
+        // Not even DataFusion's own tables may open it.
+        refuse_special_file(&url, path)?;
         let resolved = match resolve(&state, path).await {
             Ok(r) => r,
+            // A remote path's failure (refused, DNS, 403, 404, no credentials) is
+            // the answer; a local one may still be DataFusion's to read.
+            Err(e) if !is_local(path) => return Err(e),
             Err(_) => return datafusion_url_table(&state, path).await,
         };
         let logs: Vec<_> = resolved.log_files().collect();
@@ -135,6 +226,18 @@ impl UrlTableFactory for LogUrlTableFactory {
                 .next()
                 .unwrap_or_default()
                 .to_ascii_lowercase();
+            // A directory (even one named `x.mcap`) with no log file, and no
+            // file DataFusion reads either: say so, rather than "table not found".
+            if is_directory(&resolved.url, path) {
+                return match datafusion_url_table(&state, path).await {
+                    Ok(Some(table)) => Ok(Some(table)),
+                    _ => Err(DataFusionError::External(Box::new(
+                        crate::Error::NoLogFiles {
+                            path: path.to_string(),
+                        },
+                    ))),
+                };
+            }
             // One explicit file of unknown content: say so, rather than "table not found".
             if let [(loc, None)] = resolved.files.as_slice()
                 && !DATAFUSION_EXTENSIONS.contains(&ext.as_str())

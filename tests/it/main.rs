@@ -9,6 +9,8 @@ mod carla_reader;
 mod cli;
 #[cfg(feature = "cli")]
 mod cli_damage;
+#[cfg(feature = "cli")]
+mod cli_errors;
 #[cfg(all(feature = "cli", unix))]
 mod cli_shell;
 mod decode_cdr;
