@@ -218,7 +218,11 @@ fn init_logger() {
         .parse_env(env_logger::Env::new().filter("LOGSQL_LOG"))
         .format(|buf, record| {
             let level = record.level().as_str().to_ascii_lowercase();
-            let level = if level == "warn" { "warning".to_string() } else { level };
+            let level = if level == "warn" {
+                "warning".to_string()
+            } else {
+                level
+            };
             writeln!(buf, "logsql {level}: {}", record.args())
         })
         .try_init();

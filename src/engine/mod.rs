@@ -118,7 +118,12 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
             *state = SessionStateBuilder::new_from_existing(state.clone())
                 .with_session_id(session_id)
                 .with_physical_optimizer_rules(
-                    state.physical_optimizers().iter().cloned().chain(rules).collect(),
+                    state
+                        .physical_optimizers()
+                        .iter()
+                        .cloned()
+                        .chain(rules)
+                        .collect(),
                 )
                 .build();
         }

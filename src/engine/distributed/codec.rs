@@ -35,9 +35,9 @@ use datafusion_proto::protobuf;
 use prost::Message;
 
 use crate::decode::{MessageDecoder, json};
+use crate::engine::damage::DamageReportExec;
 use crate::engine::options::LogsqlOptions;
 use crate::engine::read_topic::DecodedSpec;
-use crate::engine::damage::DamageReportExec;
 use crate::engine::source::LogSource;
 use crate::engine::typed_tables::TableSpec;
 use crate::formats;
