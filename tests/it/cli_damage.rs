@@ -41,8 +41,9 @@ fn printed_rows(format: &str, stdout: &str) -> usize {
 fn cut_files_print_the_readers_prefix_in_every_format() {
     let files = [
         ("mcap", "samples/compressed.mcap", 3, 4),
-        ("rosbag", "rosbagjs-example-bz2.bag", 1, 2),
-        ("apollo", "real/mytest.record", 2, 3),
+        ("rosbag", "robot_localization-test1.bag", 1, 2),
+        // A recording whose recorder crashed (no index, last section torn).
+        ("apollo", "generated/crash_torn_tail.record", 1, 1),
     ];
     let tmp = tempfile::tempdir().unwrap();
     for (dir, relative, num, den) in files {
