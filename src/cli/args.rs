@@ -29,8 +29,9 @@ Examples:
   logsql export run.mcap imu.parquet --topic /imu --decode
   logsql                                    (interactive shell; \\q to quit)
 
-Timestamps print as RFC 3339 UTC. Damaged files fail the query after returning every
-readable message; --on-error warn (or SET logsql.on_error = 'warn') logs them instead.";
+Timestamps print as RFC 3339 UTC. Every readable message of a damaged file is returned first;
+then an unfinished recording (a file that ends early) is a warning and corruption an error
+(--on-error error makes both errors, --on-error warn both warnings).";
 
 /// `logsql`: SQL over robot log files.
 #[derive(Debug, Parser)]
