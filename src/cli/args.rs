@@ -89,8 +89,9 @@ pub struct Args {
     #[arg(long = "descriptors", value_name = "FILE", global = true)]
     pub descriptors: Vec<PathBuf>,
 
-    /// Skip verifying whole-file checksums (BDDF SHA1), which reads the whole
-    /// file once. Sets `logsql.verify_checksums = false`.
+    /// Skip whole-file checksums (BDDF SHA1), which a full scan verifies in
+    /// its pass and `logsql info` by reading the file. Sets
+    /// `logsql.verify_checksums = 'never'`.
     #[arg(long, global = true)]
     pub no_verify: bool,
 

@@ -233,7 +233,7 @@ impl App {
             settings.push(format!("SET logsql.on_error = '{}'", policy.as_option()));
         }
         if args.no_verify {
-            settings.push("SET logsql.verify_checksums = false".to_string());
+            settings.push("SET logsql.verify_checksums = never".to_string());
         }
         if !args.descriptors.is_empty() {
             let paths: Vec<String> = args

@@ -18,6 +18,7 @@
 pub mod batch;
 pub mod damage;
 pub mod decoded_batch;
+pub mod digest;
 #[cfg(feature = "distributed")]
 pub mod distributed;
 pub mod file_format;

@@ -26,10 +26,14 @@ config_namespace! {
         /// Upper bound on the payload bytes of one record batch (the row bound is
         /// DataFusion's `datafusion.execution.batch_size`).
         pub batch_bytes: usize, default = 2 * 1024 * 1024
-        /// Verify whole-file checksums that cannot be checked chunk by chunk (BDDF's
-        /// SHA1 over the file): once per file and process, by reading the whole file.
-        /// A mismatch is reported like other damage (see `on_error`).
-        pub verify_checksums: bool, default = true
+        /// Whole-file checksums that cannot be checked chunk by chunk (BDDF's SHA1
+        /// over the file). `auto` (the default): verified by a scan that reads the
+        /// whole file anyway, in the same pass; a scan of part of a file reads only
+        /// the bytes its chunks need. `always`: also verified before a partial
+        /// read, by reading the whole file once per file and process. `never`.
+        /// A mismatch is reported like other damage (see `on_error`). Per-chunk
+        /// checksums (MCAP chunk CRCs) are verified on every chunk read.
+        pub verify_checksums: VerifyChecksums, default = VerifyChecksums::Auto
         /// Comma-separated paths of protobuf `FileDescriptorSet` files (`protoc
         /// --descriptor_set_out`, `buf build -o`) giving the schemas of protobuf
         /// payloads that a file names only by type (BDDF). Matching channels get
@@ -172,6 +176,45 @@ impl FromStr for OnError {
 }
 
 typed_option!(OnError);
+
+/// When whole-file checksums are verified (`logsql.verify_checksums`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VerifyChecksums {
+    /// When a scan reads the whole file anyway, in the same pass.
+    #[default]
+    Auto,
+    /// Always, reading the whole file when the query would not.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl fmt::Display for VerifyChecksums {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Always => "always",
+            Self::Never => "never",
+        })
+    }
+}
+
+impl FromStr for VerifyChecksums {
+    type Err = DataFusionError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "always" | "true" | "on" => Ok(Self::Always),
+            "never" | "false" | "off" => Ok(Self::Never),
+            other => Err(DataFusionError::Configuration(format!(
+                "logsql.verify_checksums must be 'auto', 'always' or 'never', not '{other}'"
+            ))),
+        }
+    }
+}
+
+typed_option!(VerifyChecksums);
 
 /// What `read_topic` does with a payload that does not decode (`logsql.decode_errors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

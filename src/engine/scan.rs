@@ -24,8 +24,10 @@ use tokio::sync::mpsc::Sender;
 use super::batch::BatchBuilder;
 use super::damage::{DamageLog, report};
 use super::decoded_batch::DecodedBatchBuilder;
+use super::digest::DigestingReader;
 use super::object_io::{CountingReader, FileLocation};
 use super::options::OnError;
+use super::options::VerifyChecksums;
 use super::predicate::{self, ChunkStatistics};
 use super::read_topic::DecodedSpec;
 use super::summary_cache;
@@ -48,7 +50,8 @@ pub struct ScanMetrics {
     pub bytes_decompressed: Count,
     /// Messages parsed from the chunks read.
     pub messages_read: Count,
-    /// Bytes read to verify whole-file checksums (BDDF SHA1), once per file and session.
+    /// Bytes read only to verify whole-file checksums (BDDF SHA1): the bytes between
+    /// the chunks of a full scan, or the whole file under `verify_checksums = 'always'`.
     pub bytes_verified: Count,
     /// Files opened by the scan (their summaries read, or found in the cache).
     pub files_total: Count,
@@ -98,8 +101,8 @@ pub struct ScanPlan {
     pub limit: Option<usize>,
     /// The typed table scanned, or `None` for `messages`.
     pub table: Option<Arc<TableSpec>>,
-    /// Whether whole-file checksums are verified (`logsql.verify_checksums`).
-    pub verify: bool,
+    /// When whole-file checksums are verified (`logsql.verify_checksums`).
+    pub verify: VerifyChecksums,
     /// The decoded topic scanned (`read_topic`), or `None`.
     pub decoded: Option<Arc<DecodedSpec>>,
     /// Where errors go when the query reports them at its end (see
@@ -121,7 +124,7 @@ impl ScanPlan {
         on_error: OnError,
         limit: Option<usize>,
         table: Option<Arc<TableSpec>>,
-        verify: bool,
+        verify: VerifyChecksums,
     ) -> Result<Self> {
         let mut needed: Vec<usize> = output.to_vec();
         if let Some(p) = &predicate {
@@ -359,13 +362,35 @@ fn scan_file_inner(
         outcome?;
         return Ok(());
     }
+    // A scan that reads every chunk of the whole file verifies the file's
+    // whole-file checksum in the same pass (`verify_checksums = 'auto'`).
+    let key = loc.cache_key();
+    let full_pass = plan.verify == VerifyChecksums::Auto
+        && owns_start
+        && range.as_ref().is_none_or(|r| r.end >= summary.file_size)
+        && plan.selection.payload
+        && plan.limit.is_none()
+        && plan.table.is_none()
+        && wanted_channels.is_none()
+        && summary.damage.is_none()
+        && keep.len() == summary.chunks.len()
+        && keep.iter().all(|k| *k)
+        && !summary_cache::is_verified(&key);
+    let digest = full_pass
+        .then(|| format.file_digest(&file, summary))
+        .flatten()
+        .map(|d| DigestingReader::new(&file, raw.as_ref(), d, &metrics.bytes_verified));
+    let reader: &dyn crate::io::ReadAt = match &digest {
+        Some(d) => d,
+        None => &file,
+    };
     for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
         if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
             && !listed.iter().any(|c| wanted.contains(c))
         {
             continue;
         }
-        let read = sink.read_chunk(format.as_ref(), &file, summary, chunk, plan);
+        let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
         metrics.bytes_read.add(file.take_count() as usize);
         if let Some(e) = sink.take_error() {
             return Err(e);
@@ -407,14 +432,21 @@ fn scan_file_inner(
         if let Some(damage) = &summary.damage {
             report(plan.on_error, damage.clone(), plan.damage.as_deref())?;
         }
-        if plan.verify
-            && let Some(e) = summary_cache::verification(
-                &loc.cache_key(),
+        let verified = match digest {
+            Some(d) => d.finish().map(|outcome| {
+                let mismatch = outcome.err();
+                summary_cache::record_verification(&key, mismatch.clone());
+                mismatch
+            }),
+            None if plan.verify == VerifyChecksums::Always => Some(summary_cache::verification(
+                &key,
                 &cached,
                 raw.as_ref(),
                 &metrics.bytes_verified,
-            )
-        {
+            )),
+            None => None,
+        };
+        if let Some(Some(e)) = verified {
             report(plan.on_error, e, plan.damage.as_deref())?;
         }
     }

@@ -81,6 +81,23 @@ pub fn get_or_load(
 static VERIFIED: LazyLock<Mutex<HashMap<String, Option<crate::Error>>>> =
     LazyLock::new(Default::default);
 
+/// Whether `key`'s whole-file checksum was verified in this process.
+pub fn is_verified(key: &str) -> bool {
+    VERIFIED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(key)
+}
+
+/// Records the outcome of verifying `key`'s whole-file checksum (the mismatch, if any).
+pub fn record_verification(key: &str, mismatch: Option<crate::Error>) {
+    let mut done = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+    if done.len() >= CAPACITY {
+        done.clear();
+    }
+    done.insert(key.to_string(), mismatch);
+}
+
 /// Verifies `file`'s whole-file checksum (see [`LogFormat::verify`]) once per
 /// file and process; returns the mismatch, if any. Bytes read are added to `bytes`.
 pub fn verification(
@@ -95,10 +112,6 @@ pub fn verification(
     let counting = super::object_io::CountingReader::new(file);
     let outcome = cached.format.verify(&counting, &cached.summary)?.err();
     bytes.add(counting.take_count() as usize);
-    let mut done = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
-    if done.len() >= CAPACITY {
-        done.clear();
-    }
-    done.insert(key.to_string(), outcome.clone());
+    record_verification(key, outcome.clone());
     outcome
 }

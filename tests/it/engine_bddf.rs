@@ -304,3 +304,94 @@ async fn a_descriptor_set_gives_protobuf_series_their_schema() {
     let e = error(&ctx, &q).await;
     assert!(e.contains("/no/such/file.binpb"), "{e}");
 }
+
+/// `verify_checksums`: a window query reads its window's bytes only (the
+/// whole-file SHA1 is not checked), a full scan checks it in the same pass
+/// (reading only the bytes between blocks on top), `always` checks it for any
+/// query, `never` for none.
+#[tokio::test]
+async fn whole_file_checksums_never_make_a_window_read_everything() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let size = std::fs::metadata(dir.join("long_sparse.bddf"))
+        .unwrap()
+        .len();
+    // A flipped byte in the last block's payload: the SHA1 no longer matches,
+    // and no block header or index changes.
+    let mut bytes = std::fs::read(dir.join("long_sparse.bddf")).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("logsql-")
+        .tempdir()
+        .unwrap();
+    let good = tmp.path().join("good.bddf");
+    std::fs::write(&good, &bytes).unwrap();
+    let last_block = bytes.len() - 2_000;
+    bytes[last_block] ^= 0x01;
+    let bad = tmp.path().join("bad.bddf");
+    std::fs::write(&bad, &bytes).unwrap();
+    let lo = 1_700_000_300_000_000_000i64;
+    let hi = lo + 60_000_000_000;
+    let window = |f: &std::path::Path| {
+        format!(
+            "SELECT count(*), sum(length(data)) FROM '{}' WHERE topic = 'imu/accel' AND \
+             log_time >= to_timestamp_nanos({lo}) AND log_time < to_timestamp_nanos({hi})",
+            f.display()
+        )
+    };
+    let full =
+        |f: &std::path::Path| format!("SELECT count(*), sum(length(data)) FROM '{}'", f.display());
+
+    // The default (`auto`): the window reads ~10% and verifies nothing...
+    let ctx = logsql::session_context();
+    let plan = analyze(&ctx, &window(&good)).await;
+    assert_eq!(metric(&plan, "bytes_verified"), 0, "{plan}");
+    assert!(metric(&plan, "bytes_read") * 5 < size, "{plan}");
+    // ...so the window of the damaged copy reads fine (its blocks are intact).
+    let rows = ints(
+        &ctx,
+        &window(&bad).replace("count(*), sum(length(data))", "count(*)"),
+    )
+    .await;
+    assert!((118..=122).contains(&rows[0]), "{rows:?}");
+    // A full scan checks the SHA1 in its pass: bytes read plus bytes read only
+    // for the digest are the file, not twice the file.
+    let plan = analyze(&ctx, &full(&good)).await;
+    let read = metric(&plan, "bytes_read");
+    let verified = metric(&plan, "bytes_verified");
+    assert!(verified > 0 && verified * 10 < size, "{plan}");
+    assert!(read + verified <= size + size / 20, "{plan}");
+    let e = error(&ctx, &full(&bad)).await;
+    assert!(e.contains("bad.bddf") && e.contains("sha1"), "{e}");
+
+    // `always`: the window checks the SHA1 too (reading the whole file once).
+    let always = logsql::session_context();
+    always
+        .sql("SET logsql.verify_checksums = 'always'")
+        .await
+        .unwrap();
+    let e = error(&always, &window(&bad)).await;
+    assert!(e.contains("bad.bddf") && e.contains("sha1"), "{e}");
+
+    // `never`: not even a full scan checks it.
+    let never = logsql::session_context();
+    never
+        .sql("SET logsql.verify_checksums = 'never'")
+        .await
+        .unwrap();
+    let n = ints(
+        &never,
+        &format!(
+            "SELECT count(*) FROM '{}' WHERE length(data) >= 0",
+            bad.display()
+        ),
+    )
+    .await;
+    assert!(n[0] > 0);
+    let e = never
+        .sql("SET logsql.verify_checksums = 'sometimes'")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("must be 'auto', 'always' or 'never'"), "{e}");
+}
