@@ -2,7 +2,7 @@
 //! for benchmarks and manual testing.
 //!
 //! ```text
-//! cargo run --release --example gen_bag -- OUT.bag [--compression none|bz2|lz4] [--seconds 367] [--chunk-size 786432]
+//! cargo run --release --example gen_bag -- OUT.bag [--compression none|bz2|lz4] [--seconds 367] [--chunk-size 786432] [--image-bytes 50000]
 //! ```
 //!
 //! Content (the layout of the benchmark described in the ROS bag notes):
@@ -21,6 +21,11 @@
 //! (connections, then chunk infos) ends the file. `lz4` chunks are LZ4 frames
 //! like `roslz4` writes them (independent 1 MiB blocks, content checksum);
 //! `bz2` chunks are level-9 bzip2 streams.
+//!
+//! `--image-bytes` sets the camera images' mean size (default 50,000). The
+//! small test file `tests/data/demo.bag` (103,573 bytes, 17 lz4 chunks, 625
+//! messages over 2 s) is written by `tests/data/regenerate.sh` with
+//! `--compression lz4 --seconds 2 --chunk-size 16384 --image-bytes 1000`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -218,7 +223,9 @@ impl Ser {
     }
 }
 
-fn payload(conn: u32, seq: u32, t: u64, rng: &mut Rng) -> Vec<u8> {
+/// One message of connection `conn`; camera images are about `image_bytes` long
+/// (uniform in ±10%).
+fn payload(conn: u32, seq: u32, t: u64, rng: &mut Rng, image_bytes: usize) -> Vec<u8> {
     let s = t as f64 * 1e-9;
     let mut m = Ser::default();
     match conn {
@@ -270,7 +277,8 @@ fn payload(conn: u32, seq: u32, t: u64, rng: &mut Rng) -> Vec<u8> {
         }
         4 => {
             m.header(seq, t, "camera_link").string("jpeg");
-            let n = 45_000 + (rng.next() % 10_000) as usize;
+            let spread = (image_bytes / 5).max(1);
+            let n = image_bytes - image_bytes / 10 + (rng.next() % spread as u64) as usize;
             m.u32(n as u32);
             // Incompressible bytes, like JPEG data.
             let end = m.0.len() + n;
@@ -497,6 +505,7 @@ fn main() -> ExitCode {
     let mut codec = Codec::Lz4;
     let mut seconds = 367u64;
     let mut threshold = 768 << 10;
+    let mut image_bytes = 50_000usize;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--compression" => {
@@ -517,9 +526,15 @@ fn main() -> ExitCode {
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(threshold)
             }
+            "--image-bytes" => {
+                image_bytes = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(image_bytes)
+            }
             "-h" | "--help" => {
                 eprintln!(
-                    "usage: gen_bag OUT.bag [--compression none|bz2|lz4] [--seconds 367] [--chunk-size 786432]"
+                    "usage: gen_bag OUT.bag [--compression none|bz2|lz4] [--seconds 367] [--chunk-size 786432] [--image-bytes 50000]"
                 );
                 return ExitCode::SUCCESS;
             }
@@ -528,11 +543,11 @@ fn main() -> ExitCode {
     }
     let Some(out) = out else {
         eprintln!(
-            "usage: gen_bag OUT.bag [--compression none|bz2|lz4] [--seconds 367] [--chunk-size 786432]"
+            "usage: gen_bag OUT.bag [--compression none|bz2|lz4] [--seconds 367] [--chunk-size 786432] [--image-bytes 50000]"
         );
         return ExitCode::FAILURE;
     };
-    match generate(&out, codec, seconds, threshold) {
+    match generate(&out, codec, seconds, threshold, image_bytes) {
         Ok((size, chunks, messages)) => {
             println!("{out}: {size} bytes, {chunks} chunks, {messages} messages");
             ExitCode::SUCCESS
@@ -549,6 +564,7 @@ fn generate(
     codec: Codec,
     seconds: u64,
     threshold: usize,
+    image_bytes: usize,
 ) -> std::io::Result<(u64, usize, u64)> {
     let conns = connections();
     let file = File::create(out)?;
@@ -569,7 +585,7 @@ fn generate(
     let mut seqs = vec![0u32; conns.len()];
     let mut messages = 0u64;
     let mut emit = |w: &mut BagWriter, conn: usize, t: u64, rng: &mut Rng| -> std::io::Result<()> {
-        let data = payload(conns[conn].id, seqs[conn], t, rng);
+        let data = payload(conns[conn].id, seqs[conn], t, rng, image_bytes);
         seqs[conn] += 1;
         messages += 1;
         w.message(&conns[conn], t, &data)

@@ -2,7 +2,7 @@
 //! benchmarks and interop checks.
 //!
 //! ```text
-//! cargo run --example gen_bddf -- OUT.bddf [--mb 200] [--seed 1]
+//! cargo run --example gen_bddf -- OUT.bddf [--mb 200] [--kb N] [--seed 1] [--image-bytes 60000]
 //! ```
 //!
 //! Series (all written the way the official `bosdyn.bddf.DataWriter` does:
@@ -23,6 +23,11 @@
 //! Times start at 1700000000 s (Unix) and advance in 10 ms ticks until the
 //! file holds `--mb` megabytes (10^6 bytes) of blocks; the default 200 MB
 //! covers about 14 minutes.
+//!
+//! `--kb` (10^3 bytes, instead of `--mb`) and `--image-bytes` (the images'
+//! mean size, default 60,000) make small files: `tests/data/demo.bddf`
+//! (102,980 bytes, 1.0 s of data) is written by `tests/data/regenerate.sh`
+//! with `--kb 100 --image-bytes 1000`.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -289,19 +294,32 @@ fn main() -> std::io::Result<()> {
     let mut path = None;
     let mut mb = 200u64;
     let mut seed = 1u64;
+    let mut kb: Option<u64> = None;
+    let mut image_bytes = 60_000u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--mb" => mb = it.next().and_then(|v| v.parse().ok()).expect("--mb N"),
             "--seed" => seed = it.next().and_then(|v| v.parse().ok()).expect("--seed N"),
+            "--kb" => kb = Some(it.next().and_then(|v| v.parse().ok()).expect("--kb N")),
+            "--image-bytes" => {
+                image_bytes = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--image-bytes N")
+            }
             p if path.is_none() && !p.starts_with("--") => path = Some(p.to_string()),
             other => {
-                panic!("unknown argument {other:?}; usage: gen_bddf OUT.bddf [--mb 200] [--seed 1]")
+                panic!(
+                    "unknown argument {other:?}; usage: gen_bddf OUT.bddf [--mb 200] [--kb N] [--seed 1] [--image-bytes 60000]"
+                )
             }
         }
     }
-    let path = path.expect("usage: gen_bddf OUT.bddf [--mb 200] [--seed 1]");
-    let target = mb * 1_000_000;
+    let path = path
+        .expect("usage: gen_bddf OUT.bddf [--mb 200] [--kb N] [--seed 1] [--image-bytes 60000]");
+    // `--kb` (10^3 bytes) makes files smaller than 1 MB, like the test data.
+    let target = kb.map_or(mb * 1_000_000, |kb| kb * 1_000);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x1000_0000_01b3));
     let serial = format!("BD-{}", 10_000_000 + seed);
     let mut w = Writer::create(
@@ -407,7 +425,9 @@ fn main() -> std::io::Result<()> {
             w.write_data(state, t, &buf, &[])?;
         }
         if tick % 20 == 3 {
-            let n = 40_000 + rng.below(40_000) as usize;
+            // Uniform in [2/3, 4/3) of --image-bytes (40-80 kB by default).
+            let lo = (image_bytes * 2 / 3).max(1);
+            let n = (lo + rng.below(lo)) as usize;
             rng.fill(&mut buf, n);
             w.write_data(image, t + 1_000_000, &buf, &[])?;
         }

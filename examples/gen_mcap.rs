@@ -11,7 +11,7 @@
 //! 1 Hz (json); see `benches/support/gen.rs`.
 //!
 //! The small demo file in the repository, `tests/data/demo.mcap` (254,620 bytes, 15 zstd
-//! chunks, 2,610 messages, 10 s from 2023-11-14T22:13:20Z), is made with
+//! chunks, 2,610 messages, 10 s from 2023-11-14T22:13:20Z), is made (by `tests/data/regenerate.sh`) with
 //!
 //! ```text
 //! cargo run --example gen_mcap -- tests/data/demo.mcap --seconds 10 --image-bytes 1000 --chunk-size 65536

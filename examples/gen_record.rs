@@ -8,7 +8,8 @@
 //! so they decode with `logsql::formats::apollo::descriptor_pool`.
 //!
 //! ```text
-//! cargo run --example gen_record -- OUT.record [--size-mb 200] [--chunk-interval-ms 500] [--seed 1]
+//! cargo run --example gen_record -- OUT.record [--size-mb 200] [--size-kb N] [--chunk-interval-ms 500] [--seed 1]
+//!     [--image-bytes 60000] [--lidar-points 4000]
 //! ```
 //!
 //! Channels (per second of recording, about 2 MB/s):
@@ -21,6 +22,12 @@
 //! The default 200 MB at a 500 ms chunk interval gives about 100 s of
 //! recording and 200 chunks. About 1% of messages are written slightly out of
 //! time order, as the recorder's callback threads do.
+//!
+//! `--size-kb` (KiB, instead of `--size-mb`), `--image-bytes` and
+//! `--lidar-points` make small files: `tests/data/demo.record` (174,109 bytes,
+//! 8 chunks, 694 messages over 3.1 s, the obstacles channel declared late) is
+//! written by `tests/data/regenerate.sh` with `--size-kb 150 --image-bytes 500
+//! --lidar-points 40 --chunk-interval-ms 500`.
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -641,6 +648,7 @@ fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let mut out_path = None;
     let (mut size_mb, mut interval_ms, mut seed) = (200u64, 500u64, 1u64);
+    let (mut size_kb, mut image_bytes, mut lidar_points) = (None, 60_000u64, 4000u64);
     while let Some(a) = args.next() {
         let mut value = |name: &str| -> u64 {
             args.next()
@@ -649,11 +657,14 @@ fn main() -> std::io::Result<()> {
         };
         match a.as_str() {
             "--size-mb" => size_mb = value("--size-mb"),
+            "--size-kb" => size_kb = Some(value("--size-kb")),
+            "--image-bytes" => image_bytes = value("--image-bytes"),
+            "--lidar-points" => lidar_points = value("--lidar-points"),
             "--chunk-interval-ms" => interval_ms = value("--chunk-interval-ms"),
             "--seed" => seed = value("--seed"),
             "-h" | "--help" => {
                 println!(
-                    "usage: gen_record OUT.record [--size-mb 200] [--chunk-interval-ms 500] [--seed 1]"
+                    "usage: gen_record OUT.record [--size-mb 200] [--size-kb N] [--chunk-interval-ms 500] [--seed 1] [--image-bytes 60000] [--lidar-points 4000]"
                 );
                 return Ok(());
             }
@@ -695,8 +706,9 @@ fn main() -> std::io::Result<()> {
     }
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let start: u64 = 1_700_000_000_000_000_000;
-    let limit = size_mb << 20;
-    let mut image = vec![0u8; 60_000];
+    // `--size-kb` (KiB) makes files smaller than 1 MiB, like the test data.
+    let limit = size_kb.map_or(size_mb << 20, |kb| kb << 10);
+    let mut image = vec![0u8; image_bytes as usize];
     let mut held: Option<(usize, u64, Vec<u8>)> = None;
     let mut tick: u64 = 0;
     let mut obstacles_declared = false;
@@ -790,7 +802,7 @@ fn main() -> std::io::Result<()> {
             ));
         }
         if tick.is_multiple_of(10) {
-            let points = (0..4000u32)
+            let points = (0..lidar_points as u32)
                 .map(|i| {
                     let a = f64::from(i) * 0.0015708;
                     let r = 10.0 + rng.unit() * 50.0;
@@ -812,7 +824,7 @@ fn main() -> std::io::Result<()> {
                     is_dense: Some(false),
                     point: points,
                     measurement_time: Some(t0 as f64 / 1e9),
-                    width: Some(4000),
+                    width: Some(lidar_points as u32),
                     height: Some(1),
                 }
                 .encode_to_vec(),
