@@ -48,7 +48,10 @@ pub(crate) fn reader_prefix(
 
 /// Runs `sql` and returns every batch the stream delivered and the error that
 /// ended it, if any.
-async fn rows_then_error(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, Option<String>) {
+pub(crate) async fn rows_then_error(
+    ctx: &SessionContext,
+    sql: &str,
+) -> (Vec<RecordBatch>, Option<String>) {
     let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     let mut stream = df
         .execute_stream()
@@ -71,7 +74,7 @@ async fn rows_then_error(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, 
 }
 
 /// `(topic, log_time, data)` rows of batches with those three columns.
-fn message_rows(batches: &[RecordBatch]) -> Vec<Row> {
+pub(crate) fn message_rows(batches: &[RecordBatch]) -> Vec<Row> {
     let mut out = Vec::new();
     for b in batches {
         let topic = b.column(0).as_string::<i32>();

@@ -50,4 +50,6 @@ mod mcap_samples;
 #[cfg(feature = "datafusion")]
 mod queries;
 #[cfg(feature = "datafusion")]
+mod self_contained;
+#[cfg(feature = "datafusion")]
 mod sql;
