@@ -1,8 +1,10 @@
 //! Locating the shared fixtures (`../shared/fixtures/<format>/`).
 //!
 //! Tests that need them call [`dir`]: when `../shared` is absent the test prints
-//! why it is skipped and returns early, unless `LOGSQL_REQUIRE_FIXTURES=1`
-//! (set by CI), in which case a missing fixture fails the test.
+//! `SKIPPED: <test name>: ...` and returns early, unless
+//! `LOGSQL_REQUIRE_FIXTURES=1` (set by CI), in which case a missing fixture
+//! fails the test. (`self_contained` tests the repository's own files in
+//! `tests/data/` and never skips.)
 
 use std::path::PathBuf;
 
@@ -21,8 +23,12 @@ pub fn dir(format: &str) -> Option<PathBuf> {
             dir.display()
         );
     }
+    // libtest names each test's thread after the test: the line says which
+    // test skipped (`README.md`, "Testing", counts them).
+    let thread = std::thread::current();
     eprintln!(
-        "SKIPPED: fixture folder {} not found (set LOGSQL_FIXTURES or check out ../shared)",
+        "SKIPPED: {}: fixture folder {} not found (set LOGSQL_FIXTURES or check out ../shared)",
+        thread.name().unwrap_or("(unnamed thread)"),
         dir.display()
     );
     None

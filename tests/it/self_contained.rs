@@ -11,7 +11,8 @@
 //! the scan's metrics through the plan's metrics API, and a truncated copy
 //! (every complete message and a warning by default; the rows then an error
 //! naming the file and byte offset under `on_error = 'error'`). Then one
-//! `read_topic` decode per decoder the files carry.
+//! `read_topic` decode per decoder the files carry (ros1, protobuf, json),
+//! BDDF's POD series and CARLA's typed tables.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -562,4 +563,39 @@ async fn read_topic_decodes_each_decoder_the_files_carry() {
     )
     .await;
     assert_eq!(got, [10.0, 10.0, 0.0, 9.0]);
+    // BDDF stores no protobuf schemas (the payloads are typed by name only):
+    // its POD series decode with `pod()`. imu/accel: 102 float64[3] samples in
+    // 11 blocks of 10 (the last partial), z = 9.81 ± 0.1; the battery: 21 int32
+    // samples 3900 + [0, 5).
+    let got = first_row_f64(
+        &ctx,
+        "SELECT count(*), count(DISTINCT block), min(value[3]), max(value[3]) \
+         FROM pod('tests/data/demo.bddf', 'imu/accel')",
+    )
+    .await;
+    assert_eq!(got[..2], [102.0, 11.0]);
+    assert!(got[2] >= 9.71 && got[3] < 9.91, "{got:?}");
+    let got = first_row_f64(
+        &ctx,
+        "SELECT count(*), min(value), max(value) FROM pod('tests/data/demo.bddf', 'battery/cell_mv')",
+    )
+    .await;
+    assert_eq!(got, [21.0, 3900.0, 3904.0]);
+    // CARLA packets decode through its typed tables: 13 actors move in frames
+    // 1..99 (the last frame destroys them), the collision of frame 100 is the
+    // hero's (actor 4) with actor 5.
+    let got = first_row_f64(
+        &ctx,
+        "SELECT count(*), count(DISTINCT actor_id), min(frame), max(frame) \
+         FROM positions('tests/data/demo.log')",
+    )
+    .await;
+    assert_eq!(got, [1287.0, 13.0, 1.0, 99.0]);
+    let got = first_row_f64(
+        &ctx,
+        "SELECT count(*), min(frame), min(actor1_id), min(actor2_id), \
+         count(*) FILTER (WHERE actor1_is_hero) FROM collisions('tests/data/demo.log')",
+    )
+    .await;
+    assert_eq!(got, [1.0, 100.0, 4.0, 5.0, 1.0]);
 }
