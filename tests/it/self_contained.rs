@@ -17,7 +17,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::SessionContext;
@@ -294,6 +294,29 @@ fn topic_figures(rows: &[Row]) -> Vec<(String, i64, i64, i64)> {
     out
 }
 
+/// Per topic: count, first and last log time, by `GROUP BY topic`.
+async fn sql_topic_figures(ctx: &SessionContext, path: &str) -> Vec<(String, i64, i64, i64)> {
+    let sql = format!(
+        "SELECT topic, count(*), CAST(min(log_time) AS BIGINT), \
+         CAST(max(log_time) AS BIGINT) FROM '{path}' GROUP BY topic ORDER BY topic"
+    );
+    let mut out = Vec::new();
+    for b in query(ctx, &sql).await {
+        let topic = datafusion::arrow::compute::cast(b.column(0), &DataType::Utf8).unwrap();
+        let topic = topic.as_string::<i32>();
+        let int = |i: usize| b.column(i).as_primitive::<Int64Type>();
+        for r in 0..b.num_rows() {
+            out.push((
+                topic.value(r).to_string(),
+                int(1).value(r),
+                int(2).value(r),
+                int(3).value(r),
+            ));
+        }
+    }
+    out
+}
+
 /// What the byte-level reader reads from `bytes` (named `name`), and whether it
 /// met damage (`Some(unfinished)`).
 fn reader_rows(name: &str, bytes: &[u8]) -> (Vec<Row>, Option<bool>) {
@@ -339,6 +362,14 @@ async fn every_format_gives_its_counts_times_and_payloads() {
             .map(|&(t, n, first, last)| (t.to_string(), n, first, last))
             .collect();
         assert_eq!(figures, want, "{}", demo.path);
+        // The same figures from SQL aggregates (answered from the summary
+        // where the format's index allows).
+        assert_eq!(
+            sql_topic_figures(&ctx, demo.path).await,
+            want,
+            "{}",
+            demo.path
+        );
         assert_eq!(payload_sha1(&got), demo.payload_sha1, "{}", demo.path);
     }
 }
@@ -512,11 +543,7 @@ async fn first_row_f64(ctx: &SessionContext, sql: &str) -> Vec<f64> {
     let b = &batches[0];
     (0..b.num_columns())
         .map(|i| {
-            let c = datafusion::arrow::compute::cast(
-                b.column(i),
-                &datafusion::arrow::datatypes::DataType::Float64,
-            )
-            .unwrap();
+            let c = datafusion::arrow::compute::cast(b.column(i), &DataType::Float64).unwrap();
             let c = c.as_primitive::<Float64Type>();
             assert!(!c.is_null(0), "{sql}: column {i} is null");
             c.value(0)
