@@ -262,7 +262,8 @@ def main():
             problem = diff_multisets(expected, got)
             if problem:
                 return problem
-            return None if "truncated" in err else f"no truncation warning: {err[:300]}"
+            # A cut file is an unfinished recording: one warning, saying so.
+            return None if "unfinished bddf file" in err else f"no truncation warning: {err[:300]}"
         checks.check(f"cut {label}: logsql returns every block", recovers)
 
     print(f"{checks.passed} passed, {checks.failed} failed")
