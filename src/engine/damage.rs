@@ -315,3 +315,54 @@ fn written_count(batch: &RecordBatch) -> u64 {
         })
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn physical(
+        ctx: &datafusion::prelude::SessionContext,
+        sql: &str,
+    ) -> Arc<dyn ExecutionPlan> {
+        ctx.sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_plans_with_logsql_scans_get_a_report_root_once() {
+        let ctx = crate::session_context();
+        let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.mcap");
+        let plan = physical(
+            &ctx,
+            &format!("SELECT count(*) FROM '{demo}' WHERE length(data) > 0"),
+        )
+        .await;
+        assert_eq!(plan.name(), "DamageReportExec");
+        // The rule leaves a plan it already wrapped alone.
+        let again = DeferScanErrors
+            .optimize(Arc::clone(&plan), &ConfigOptions::default())
+            .unwrap();
+        assert!(Arc::ptr_eq(&plan, &again));
+        let plain = physical(&ctx, "SELECT 1").await;
+        assert_ne!(plain.name(), "DamageReportExec");
+    }
+
+    #[test]
+    fn several_errors_become_one_with_the_others_named() {
+        let log = DamageLog::default();
+        assert!(log.take().is_none());
+        for i in 0..5 {
+            log.defer(DataFusionError::Execution(format!("damage {i}")));
+        }
+        let e = log.take().unwrap().to_string();
+        assert!(e.contains("damage 0"), "{e}");
+        assert!(e.contains("4 more damaged places: Execution error: damage 1; Execution error: damage 2; Execution error: damage 3; ..."), "{e}");
+        assert!(log.take().is_none(), "taken once");
+        assert!(log.first_warning_for("a.mcap"));
+        assert!(!log.first_warning_for("a.mcap"));
+    }
+}
