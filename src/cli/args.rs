@@ -178,6 +178,13 @@ pub enum Command {
         /// every frame's events, like `show_recorder_file_info(name, True)`).
         #[arg(long)]
         all: bool,
+        /// Leave out the per-topic timelines (message rate over the recording,
+        /// and gaps), which read every message's time from the index.
+        #[arg(long)]
+        no_timeline: bool,
+        /// Draw timelines with ASCII characters instead of Unicode blocks.
+        #[arg(long)]
+        ascii: bool,
     },
     /// Writes the messages of a log (optionally filtered) to a Parquet file (zstd).
     ///

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use super::App;
 use super::args::Format;
 use super::error::{CliError, CliResult};
+use super::timeline::Timeline;
 use super::units::{bytes, duration, rfc3339};
 
 /// Minimum width of the label column.
@@ -36,6 +37,10 @@ pub struct InfoOptions {
     pub format: Format,
     /// Verify whole-file checksums (off with `--no-verify`).
     pub verify: bool,
+    /// Print (or put in the JSON) each topic's timeline and gaps.
+    pub timeline: bool,
+    /// Draw timelines with ASCII characters instead of Unicode blocks.
+    pub ascii: bool,
 }
 
 /// Prints the summary of each file (directories stand for the log files under
@@ -225,6 +230,7 @@ struct Facts {
     topics: BTreeMap<String, TopicRow>,
     attachments: usize,
     metadata: usize,
+    timeline: Option<Timeline>,
 }
 
 /// The summary of one file, as text or JSON.
@@ -237,9 +243,12 @@ fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<Described> {
     {
         return Ok(Described::Text(text?));
     }
-    let facts = gather(format.as_ref(), reader, &summary, opts.verify);
+    let mut facts = gather(format.as_ref(), reader, &summary, opts.verify);
+    if opts.timeline {
+        facts.timeline = Timeline::read(format.as_ref(), reader, &summary);
+    }
     Ok(if opts.format == Format::Table {
-        Described::Text(text(&facts))
+        Described::Text(text(&facts, opts.ascii))
     } else {
         Described::Json(to_json(&facts))
     })
@@ -336,6 +345,7 @@ fn gather(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary, verify
         topics,
         attachments: summary.attachments.len(),
         metadata: summary.metadata.len(),
+        timeline: None,
     }
 }
 
@@ -401,11 +411,12 @@ fn to_json(f: &Facts) -> Value {
         "topics": topics,
         "attachments": f.attachments,
         "metadata": f.metadata,
+        "timeline": f.timeline.as_ref().map(Timeline::json),
     })
 }
 
 /// The summary as aligned text.
-fn text(f: &Facts) -> String {
+fn text(f: &Facts, ascii: bool) -> String {
     let width = f
         .properties
         .iter()
@@ -478,6 +489,10 @@ fn text(f: &Facts) -> String {
             ]);
         }
         s.push_str(&align(&rows, &[false, false, false, true, true], "  "));
+    }
+    if let Some(t) = &f.timeline {
+        let _ = writeln!(s, "timeline:");
+        s.push_str(&t.text(ascii));
     }
     let _ = writeln!(s, "{:<width$}{}", "attachments:", f.attachments);
     let _ = writeln!(s, "{:<width$}{}", "metadata:", f.metadata);

@@ -5,6 +5,7 @@
 //! - [`statements`]: splitting scripts at `;`;
 //! - [`shell`]: the interactive shell;
 //! - [`info`]: `logsql info`, a human summary of log files;
+//! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`error`], [`logger`], [`units`]: error rendering, warnings on stderr, human units.
 //!
@@ -20,6 +21,7 @@ pub mod logger;
 pub mod output;
 pub mod shell;
 pub mod statements;
+pub mod timeline;
 pub mod units;
 
 use std::future::Future;
@@ -73,11 +75,18 @@ pub fn run(args: Args) -> CliResult {
             ));
         }
         return match command {
-            Command::Info { files, all } => {
+            Command::Info {
+                files,
+                all,
+                no_timeline,
+                ascii,
+            } => {
                 let opts = info::InfoOptions {
                     all: *all,
                     format: args.format,
                     verify: !args.no_verify,
+                    timeline: !no_timeline,
+                    ascii: *ascii,
                 };
                 info::run(&app, files, opts, &mut out)
             }

@@ -13,6 +13,8 @@ mod cli_damage;
 mod cli_errors;
 #[cfg(all(feature = "cli", unix))]
 mod cli_shell;
+#[cfg(feature = "cli")]
+mod cli_timeline;
 mod decode_cdr;
 mod decode_common;
 mod decode_json;
