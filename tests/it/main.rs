@@ -54,4 +54,6 @@ mod queries;
 #[cfg(feature = "datafusion")]
 mod self_contained;
 #[cfg(feature = "datafusion")]
+mod slt;
+#[cfg(feature = "datafusion")]
 mod sql;
