@@ -14,7 +14,7 @@ use std::ops::Range;
 use datafusion::physical_plan::metrics::Count;
 use parking_lot::Mutex;
 
-use crate::formats::{FileDigest, feed_digest};
+use crate::formats::{FileDigest, feed_digest, feed_range};
 use crate::io::ReadAt;
 
 /// A reader that feeds a [`FileDigest`] with the bytes read through it, in
@@ -68,13 +68,11 @@ impl<'a> DigestingReader<'a> {
         if at.start > fed.upto && fed.upto < end {
             // The bytes between the last read and this one, for the digest alone.
             let gap = fed.upto..at.start.min(end);
-            let mut buf = vec![0u8; (gap.end - gap.start) as usize];
-            if self.raw.read_exact_at(gap.start, &mut buf).is_err() {
+            if feed_range(self.raw, fed.digest.as_mut(), gap.clone()).is_err() {
                 *state = None;
                 return;
             }
-            self.verified.add(buf.len());
-            fed.digest.update(&buf);
+            self.verified.add((gap.end - gap.start) as usize);
             fed.upto = gap.end;
         }
         if at.start <= fed.upto && fed.upto < at.end.min(end) {

@@ -161,20 +161,31 @@ pub trait FileDigest: Send {
     fn finish(self: Box<Self>) -> Result<()>;
 }
 
-/// Feeds `digest` with `file[from..digest.end()]` in bounded pieces and finishes it.
+/// Feeds `digest` with `file[from..digest.end()]` and finishes it.
 pub fn feed_digest(file: &dyn ReadAt, mut digest: Box<dyn FileDigest>, from: u64) -> Result<()> {
-    const PIECE: u64 = 1 << 20;
     let end = digest.end().min(file.size());
-    let mut buf = vec![0u8; PIECE.min(end.saturating_sub(from)) as usize];
-    let mut pos = from;
-    while pos < end {
-        let n = (end - pos).min(PIECE) as usize;
+    feed_range(file, digest.as_mut(), from..end)?;
+    digest.finish()
+}
+
+/// Feeds `digest` with `file[range]`, read in pieces of at most 1 MiB (so
+/// memory stays bounded however large the range).
+pub fn feed_range(
+    file: &dyn ReadAt,
+    digest: &mut dyn FileDigest,
+    range: std::ops::Range<u64>,
+) -> Result<()> {
+    const PIECE: u64 = 1 << 20;
+    let mut buf = vec![0u8; PIECE.min(range.end.saturating_sub(range.start)) as usize];
+    let mut pos = range.start;
+    while pos < range.end {
+        let n = (range.end - pos).min(PIECE) as usize;
         file.read_exact_at(pos, &mut buf[..n])
             .map_err(|e| Error::io(file.name(), e))?;
         digest.update(&buf[..n]);
         pos += n as u64;
     }
-    digest.finish()
+    Ok(())
 }
 
 /// Every format logsql reads, in sniffing order.
