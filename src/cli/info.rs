@@ -243,10 +243,19 @@ fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<Described> {
     {
         return Ok(Described::Text(text?));
     }
-    let mut facts = gather(format.as_ref(), reader, &summary, opts.verify);
-    if opts.timeline {
-        facts.timeline = Timeline::read(format.as_ref(), reader, &summary);
-    }
+    // One header-only read serves the timelines and, where the file states no
+    // per-topic counts, the counts.
+    let times = opts
+        .timeline
+        .then(|| header_times(format.as_ref(), reader, &summary));
+    let mut facts = gather(
+        format.as_ref(),
+        reader,
+        &summary,
+        opts.verify,
+        times.as_ref(),
+    );
+    facts.timeline = times.and_then(|t| Timeline::from_times(t.topics, t.bytes_decompressed));
     Ok(if opts.format == Format::Table {
         Described::Text(text(&facts, opts.ascii))
     } else {
@@ -255,8 +264,14 @@ fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<Described> {
 }
 
 /// Reads what `info` reports from the summary (counting message headers when
-/// the file states no per-topic counts).
-fn gather(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary, verify: bool) -> Facts {
+/// the file states no per-topic counts: from `times` when they were read).
+fn gather(
+    format: &dyn LogFormat,
+    reader: &dyn ReadAt,
+    summary: &Summary,
+    verify: bool,
+    times: Option<&HeaderTimes>,
+) -> Facts {
     let checksum = if verify {
         format
             .verify(reader, summary)
@@ -296,7 +311,8 @@ fn gather(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary, verify
             total = total.or(Some(0));
         }
         None => {
-            let counted = count_messages(format, reader, summary);
+            let counted =
+                times.map_or_else(|| count_messages(format, reader, summary), Counted::from);
             for (topic, (n, s, e)) in counted.topics {
                 topics.entry(topic).or_default().count = Some(n);
                 start = min_opt(start, s);
@@ -632,34 +648,99 @@ struct Counted {
 }
 
 fn count_messages(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> Counted {
-    let mut out = Counted {
-        topics: BTreeMap::new(),
-        total: 0,
-        error: None,
-    };
+    let mut topics: BTreeMap<String, (u64, Option<u64>, Option<u64>)> = BTreeMap::new();
+    let mut total = 0;
+    let (_, error) = walk_headers(format, reader, summary, |m| {
+        let e = topics
+            .entry(m.channel.topic.clone())
+            .or_insert((0, None, None));
+        e.0 += 1;
+        e.1 = min_opt(e.1, Some(m.log_time));
+        e.2 = max_opt(e.2, Some(m.log_time));
+        total += 1;
+    });
+    Counted {
+        topics,
+        total,
+        error,
+    }
+}
+
+impl From<&HeaderTimes> for Counted {
+    fn from(t: &HeaderTimes) -> Self {
+        Counted {
+            topics: t
+                .topics
+                .iter()
+                .map(|(topic, times)| {
+                    let (first, last) = (times.iter().min(), times.iter().max());
+                    (
+                        topic.clone(),
+                        (times.len() as u64, first.copied(), last.copied()),
+                    )
+                })
+                .collect(),
+            total: t.topics.values().map(|v| v.len() as u64).sum(),
+            error: t.error.clone(),
+        }
+    }
+}
+
+/// Every message's log time per topic, from a header-only read of every chunk
+/// (for the timelines).
+struct HeaderTimes {
+    topics: BTreeMap<String, Vec<u64>>,
+    /// Bytes decompressed where the index did not hold the times.
+    bytes_decompressed: u64,
+    /// The first chunk that could not be read to its end.
+    error: Option<logsql::Error>,
+}
+
+fn header_times(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> HeaderTimes {
+    let mut topics: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let (bytes_decompressed, error) = walk_headers(format, reader, summary, |m| {
+        topics
+            .entry(m.channel.topic.clone())
+            .or_default()
+            .push(m.log_time);
+    });
+    HeaderTimes {
+        topics,
+        bytes_decompressed,
+        error,
+    }
+}
+
+/// Reads every chunk's message headers (no payloads; the formats answer from
+/// their indexes where they can), handing each message to `f`. Returns the
+/// bytes decompressed and the first chunk that could not be read to its end.
+fn walk_headers(
+    format: &dyn LogFormat,
+    reader: &dyn ReadAt,
+    summary: &Summary,
+    mut f: impl FnMut(&Message<'_>),
+) -> (u64, Option<logsql::Error>) {
     let sel = Selection {
         time: None,
         topics: None,
         payload: false,
         full_header: false,
     };
+    let mut decompressed = 0;
+    let mut error = None;
     for chunk in &summary.chunks {
         let mut sink = |m: Message<'_>| {
-            let e = out
-                .topics
-                .entry(m.channel.topic.clone())
-                .or_insert((0, None, None));
-            e.0 += 1;
-            e.1 = min_opt(e.1, Some(m.log_time));
-            e.2 = max_opt(e.2, Some(m.log_time));
-            out.total += 1;
+            f(&m);
             Flow::Continue
         };
-        if let Err(err) = format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
-            out.error.get_or_insert(err);
+        match format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
+            Ok(r) => decompressed += r.bytes_decompressed,
+            Err(e) => {
+                error.get_or_insert(e);
+            }
         }
     }
-    out
+    (decompressed, error)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Topic timelines for `logsql info`: each topic's message rate over the
 //! recording's span as a fixed-width bar, and the gaps where it went silent.
 //!
-//! The message times come from a header-only read of every chunk, which the
+//! The message times come from `info`'s header-only read of every chunk
+//! (the one that counts messages where a file states no counts), which the
 //! formats answer from their indexes where they hold per-message times (MCAP
 //! message indexes, bag index data, BDDF's file index) without decompressing
 //! payloads; [`Timeline::bytes_decompressed`] says where more had to be read.
@@ -9,9 +10,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use logsql::formats::LogFormat;
-use logsql::io::ReadAt;
-use logsql::model::{Flow, Message, Selection, Summary};
 use serde_json::{Value, json};
 
 /// Buckets of a timeline (characters of its bar).
@@ -54,35 +52,12 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// Reads every message's topic and time (header-only) and builds the timelines.
-    pub fn read(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> Option<Self> {
-        let sel = Selection {
-            time: None,
-            topics: None,
-            payload: false,
-            full_header: false,
-        };
-        let mut times: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        let mut decompressed = 0;
-        for chunk in &summary.chunks {
-            let mut sink = |m: Message<'_>| {
-                times
-                    .entry(m.channel.topic.clone())
-                    .or_default()
-                    .push(m.log_time);
-                Flow::Continue
-            };
-            if let Ok(r) = format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
-                decompressed += r.bytes_decompressed;
-            }
-        }
-        let mut t = Self::from_times(times)?;
-        t.bytes_decompressed = decompressed;
-        Some(t)
-    }
-
-    /// The timelines of these per-topic message times (`None` without messages).
-    pub fn from_times(mut times: BTreeMap<String, Vec<u64>>) -> Option<Self> {
+    /// The timelines of these per-topic message times (`None` without messages),
+    /// read with `bytes_decompressed` decompressed.
+    pub fn from_times(
+        mut times: BTreeMap<String, Vec<u64>>,
+        bytes_decompressed: u64,
+    ) -> Option<Self> {
         let start = times.values().flatten().min().copied()?;
         let end = times.values().flatten().max().copied()?;
         let bucket_ns = (end - start) / WIDTH as u64 + 1;
@@ -103,7 +78,7 @@ impl Timeline {
             end,
             bucket_ns,
             topics,
-            bytes_decompressed: 0,
+            bytes_decompressed,
         })
     }
 
@@ -255,11 +230,8 @@ mod tests {
             .filter(|&t| !(4 * S..6 * S).contains(&t))
             .collect();
         let b: Vec<u64> = (25..50u64).map(|i| i * S / 5).collect();
-        let t = Timeline::from_times(BTreeMap::from([
-            ("/a".to_string(), a),
-            ("/b".to_string(), b),
-        ]))
-        .unwrap();
+        let times = BTreeMap::from([("/a".to_string(), a), ("/b".to_string(), b)]);
+        let t = Timeline::from_times(times, 0).unwrap();
         assert_eq!((t.start, t.end), (0, 99 * S / 10));
         assert_eq!(t.topics["/a"].gaps, [(39 * S / 10, 21 * S / 10)]);
         assert_eq!(t.topics["/b"].gaps, [(0, 5 * S)]);
