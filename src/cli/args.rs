@@ -27,6 +27,7 @@ Examples:
   logsql \"COPY (SELECT * FROM 'run.mcap' WHERE topic = '/tf') TO 'tf.parquet'\"
   logsql \"SELECT avg(linear_acceleration.x) FROM read_topic('run.mcap', '/imu')\"
   logsql export run.mcap imu.parquet --topic /imu --decode
+  logsql plot \"SELECT log_time, linear_acceleration FROM read_topic('run.mcap', '/imu')\" -o imu.png
   logsql                                    (interactive shell; \\q to quit)
 
 Timestamps print as RFC 3339 UTC. Every readable message of a damaged file is returned first;
@@ -192,6 +193,12 @@ pub enum Command {
     /// time filters skip whole chunks. SQL can do the same with
     /// `COPY (SELECT ...) TO 'out.parquet'`.
     Export(ExportArgs),
+    /// Draws a query's result as a chart: the first column is the x axis
+    /// (timestamps as UTC times), every other numeric column a series (struct
+    /// columns: one per numeric field). With -o, a PNG or SVG image; without,
+    /// a text chart. Long results are reduced to each pixel column's first,
+    /// last, lowest and highest point, so spikes stay visible.
+    Plot(PlotArgs),
     /// Lists the topics of a log: `SELECT * FROM topics('PATH')`.
     Topics {
         /// A log file, directory or glob.
@@ -254,12 +261,40 @@ pub struct ExportArgs {
     pub flatten: bool,
 }
 
+/// Arguments of `logsql plot`.
+#[derive(Debug, clap::Args)]
+pub struct PlotArgs {
+    /// The query to draw (one statement).
+    #[arg(value_name = "SQL")]
+    pub sql: String,
+    /// The image to write, `.png` or `.svg` (replaced if it exists). Without
+    /// it, a text chart is printed.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// How series are drawn.
+    #[arg(long, value_enum, default_value_t = crate::cli::plot::Kind::Line)]
+    pub kind: crate::cli::plot::Kind,
+    /// A title above the chart.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Image width in pixels (default 1200); for a text chart, characters
+    /// (default: the terminal's width, else 100).
+    #[arg(long, value_name = "N")]
+    pub width: Option<u32>,
+    /// Image height in pixels (default 600); for a text chart, lines per series.
+    #[arg(long, value_name = "N")]
+    pub height: Option<u32>,
+    /// Says nothing on stderr about what was drawn.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
 /// The global options a subcommand reads (by clap id); `None`: every one (the
 /// summary-table shortcuts run a query and print it like any query).
 fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
     match subcommand {
         "info" => Some(&["format", "no_verify"]),
-        "export" => Some(&["on_error", "target_partitions", "descriptors", "no_verify"]),
+        "export" | "plot" => Some(&["on_error", "target_partitions", "descriptors", "no_verify"]),
         _ => None,
     }
 }

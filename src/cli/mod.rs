@@ -7,6 +7,7 @@
 //! - [`info`]: `logsql info`, a human summary of log files;
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
+//! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
 //! - [`error`], [`logger`], [`units`]: error rendering, warnings on stderr, human units.
 //!
 //! Everything runs on one [`App`]: a tokio runtime and a logsql `SessionContext`.
@@ -19,6 +20,7 @@ pub mod export;
 pub mod info;
 pub mod logger;
 pub mod output;
+pub mod plot;
 pub mod shell;
 pub mod statements;
 pub mod timeline;
@@ -91,6 +93,7 @@ pub fn run(args: Args) -> CliResult {
                 info::run(&app, files, opts, &mut out)
             }
             Command::Export(e) => export::run(&app, e, &mut out),
+            Command::Plot(p) => plot::run(&app, p, p.quiet || args.quiet, &mut out),
             Command::Topics { path } => app.run_table_function("topics", path, &mut out),
             Command::Chunks { path } => app.run_table_function("chunks", path, &mut out),
             Command::Attachments { path } => app.run_table_function("attachments", path, &mut out),

@@ -11,6 +11,8 @@ mod cli;
 mod cli_damage;
 #[cfg(feature = "cli")]
 mod cli_errors;
+#[cfg(feature = "cli")]
+mod cli_plot;
 #[cfg(all(feature = "cli", unix))]
 mod cli_shell;
 #[cfg(feature = "cli")]
