@@ -61,15 +61,23 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
             .and_then(|_| out.flush())
             .map_err(|e| CliError::io("writing output", e))
     };
+    // Several files: one more timeline, across all of them.
+    let mut all = (opts.timeline && files.len() > 1).then(AllTimes::default);
     for (i, file) in files.iter().enumerate() {
         let source = file.clone();
         let described = app
             .rt
-            .block_on(app.rt.spawn_blocking(move || -> CliResult<Described> {
+            .block_on(app.rt.spawn_blocking(move || {
                 let reader = source.open()?;
                 describe(reader.as_ref(), opts)
             }))
             .map_err(|e| CliError::msg(format!("info task failed: {e}")))?;
+        let described = described.map(|(description, times)| {
+            if let (Some(all), Some(times)) = (all.as_mut(), times) {
+                all.add(file.name(), times);
+            }
+            description
+        });
         match described {
             Ok(Described::Text(text)) => {
                 if i > 0 {
@@ -87,6 +95,12 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
                 failed.push(file.name());
             }
         }
+    }
+    match all.and_then(|all| all.describe(opts)) {
+        Some(Described::Text(text)) => write(out, &format!("\n{text}"))?,
+        Some(Described::Json(v)) if opts.format == Format::Ndjson => write(out, &format!("{v}\n"))?,
+        Some(Described::Json(v)) => objects.push(v),
+        None => {}
     }
     if opts.format == Format::Json {
         let text = serde_json::to_string_pretty(&objects)
@@ -233,15 +247,19 @@ struct Facts {
     timeline: Option<Timeline>,
 }
 
-/// The summary of one file, as text or JSON.
-fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<Described> {
+/// One file's message times per topic (sorted) and the bytes decompressed to read them.
+type FileTimes = (BTreeMap<String, Vec<u64>>, u64);
+
+/// The summary of one file, as text or JSON, and its message times when the
+/// timelines were read.
+fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<(Described, Option<FileTimes>)> {
     let format = formats::detect(reader)?;
     let summary = format.summary(reader)?;
     // Formats with their own established listing (CARLA's recorder info) print it.
     if opts.format == Format::Table
         && let Some(text) = format.info_text(reader, &summary, opts.all)
     {
-        return Ok(Described::Text(text?));
+        return Ok((Described::Text(text?), None));
     }
     // One header-only read serves the timelines and, where the file states no
     // per-topic counts, the counts.
@@ -255,12 +273,57 @@ fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<Described> {
         opts.verify,
         times.as_ref(),
     );
-    facts.timeline = times.and_then(|t| Timeline::from_times(t.topics, t.bytes_decompressed));
-    Ok(if opts.format == Format::Table {
+    let mut times = times.map(|t| (t.topics, t.bytes_decompressed));
+    facts.timeline = times
+        .as_mut()
+        .and_then(|(topics, bytes)| Timeline::from_times(topics, *bytes));
+    let description = if opts.format == Format::Table {
         Described::Text(text(&facts, opts.ascii))
     } else {
         Described::Json(to_json(&facts))
-    })
+    };
+    Ok((description, times))
+}
+
+/// The per-topic message times of several files, merged for one timeline.
+#[derive(Default)]
+struct AllTimes {
+    /// File names, in the order they were read.
+    files: Vec<String>,
+    /// Message times per topic, across the files.
+    topics: BTreeMap<String, Vec<u64>>,
+    /// Bytes decompressed to find them.
+    bytes_decompressed: u64,
+}
+
+impl AllTimes {
+    /// Adds one file's times.
+    fn add(&mut self, file: String, (topics, bytes): FileTimes) {
+        self.files.push(file);
+        self.bytes_decompressed += bytes;
+        for (topic, mut times) in topics {
+            self.topics.entry(topic).or_default().append(&mut times);
+        }
+    }
+
+    /// The timeline across every file, as text or JSON (`None` without messages).
+    fn describe(mut self, opts: InfoOptions) -> Option<Described> {
+        let timeline = Timeline::from_times(&mut self.topics, self.bytes_decompressed)?;
+        let n = self.files.len();
+        Some(if opts.format == Format::Table {
+            Described::Text(format!(
+                "all {n} files:\ntimeline:\n{}",
+                timeline.text(opts.ascii)
+            ))
+        } else {
+            let messages: usize = self.topics.values().map(Vec::len).sum();
+            Described::Json(serde_json::json!({
+                "files": self.files,
+                "messages": messages,
+                "timeline": timeline.json(),
+            }))
+        })
+    }
 }
 
 /// Reads what `info` reports from the summary (counting message headers when

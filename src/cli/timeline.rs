@@ -53,9 +53,9 @@ pub struct Timeline {
 
 impl Timeline {
     /// The timelines of these per-topic message times (`None` without messages),
-    /// read with `bytes_decompressed` decompressed.
+    /// read with `bytes_decompressed` decompressed. Sorts each topic's times.
     pub fn from_times(
-        mut times: BTreeMap<String, Vec<u64>>,
+        times: &mut BTreeMap<String, Vec<u64>>,
         bytes_decompressed: u64,
     ) -> Option<Self> {
         let start = times.values().flatten().min().copied()?;
@@ -231,7 +231,7 @@ mod tests {
             .collect();
         let b: Vec<u64> = (25..50u64).map(|i| i * S / 5).collect();
         let times = BTreeMap::from([("/a".to_string(), a), ("/b".to_string(), b)]);
-        let t = Timeline::from_times(times, 0).unwrap();
+        let t = Timeline::from_times(&mut times, 0).unwrap();
         assert_eq!((t.start, t.end), (0, 99 * S / 10));
         assert_eq!(t.topics["/a"].gaps, [(39 * S / 10, 21 * S / 10)]);
         assert_eq!(t.topics["/b"].gaps, [(0, 5 * S)]);

@@ -10,6 +10,11 @@ const T0: u64 = 1_700_000_000 * S;
 
 /// `/a` at 10 Hz over 10 s, silent from 4 s to 6 s; `/b` at 5 Hz from 5 s.
 fn recording(path: &Path) {
+    recording_part(path, |_| true);
+}
+
+/// The messages of [`recording`] at the times (ns after T0) `keep` accepts.
+fn recording_part(path: &Path, keep: impl Fn(u64) -> bool) {
     let mut w = mcap::Writer::new(std::io::BufWriter::new(
         std::fs::File::create(path).unwrap(),
     ))
@@ -21,6 +26,7 @@ fn recording(path: &Path) {
         .filter(|t| !(4 * S..6 * S).contains(t))
         .map(|t| (t, a))
         .chain((25..50u64).map(|i| (i * S / 5, b)))
+        .filter(|(t, _)| keep(*t))
         .collect();
     messages.sort();
     for (i, (t, channel_id)) in messages.into_iter().enumerate() {
@@ -124,4 +130,47 @@ fn timelines_show_and_list_the_gaps_and_match_sql_counts() {
     assert_eq!(t["bytes_decompressed"], 0);
     // --no-timeline leaves it out.
     assert!(!logsql(&["info", "--no-timeline", &name]).contains("timeline:"));
+}
+
+#[test]
+fn a_directory_gets_one_timeline_across_its_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = tmp.path().join("whole.mcap");
+    recording(&whole);
+    let dir = tmp.path().join("split");
+    std::fs::create_dir(&dir).unwrap();
+    // The same recording split at 4.5 s into two files (inside /a's pause).
+    recording_part(&dir.join("part1.mcap"), |t| t < 9 * S / 2);
+    recording_part(&dir.join("part2.mcap"), |t| t >= 9 * S / 2);
+    let (whole, dir) = (whole.display().to_string(), dir.display().to_string());
+
+    let single = logsql(&["info", "--ascii", &whole]);
+    let split = logsql(&["info", "--ascii", &dir]);
+    // After the two files' own summaries: the timeline across both, equal to
+    // the unsplit recording's (its bars and its gaps).
+    let (_, across) = split
+        .split_once("\nall 2 files:\ntimeline:\n")
+        .expect(&split);
+    let timeline = single.split_once("timeline:\n").unwrap().1;
+    let timeline = timeline.split_once("attachments:").unwrap().0;
+    assert_eq!(across, timeline);
+    assert!(across.contains("    /a  2.100 s from +3.900 s"), "{across}");
+    assert_eq!(split.matches("timeline:").count(), 3, "{split}");
+
+    let json = |path: &str| -> serde_json::Value {
+        serde_json::from_str(&logsql(&["info", "--format", "json", path])).unwrap()
+    };
+    let (single, split) = (json(&whole), json(&dir));
+    let objects = split.as_array().unwrap();
+    assert_eq!(objects.len(), 3);
+    let all = &objects[2];
+    assert_eq!(all["messages"], 80 + 25);
+    assert_eq!(all["files"].as_array().unwrap().len(), 2);
+    assert_eq!(all["timeline"], single[0]["timeline"]);
+    // ndjson: the same object on the last line.
+    let ndjson = logsql(&["info", "--format", "ndjson", &dir]);
+    let last: serde_json::Value = serde_json::from_str(ndjson.lines().last().unwrap()).unwrap();
+    assert_eq!(&last, all);
+    // One file: no timeline across files.
+    assert_eq!(json(&whole).as_array().unwrap().len(), 1);
 }
