@@ -230,7 +230,7 @@ mod tests {
             .filter(|&t| !(4 * S..6 * S).contains(&t))
             .collect();
         let b: Vec<u64> = (25..50u64).map(|i| i * S / 5).collect();
-        let times = BTreeMap::from([("/a".to_string(), a), ("/b".to_string(), b)]);
+        let mut times = BTreeMap::from([("/a".to_string(), a), ("/b".to_string(), b)]);
         let t = Timeline::from_times(&mut times, 0).unwrap();
         assert_eq!((t.start, t.end), (0, 99 * S / 10));
         assert_eq!(t.topics["/a"].gaps, [(39 * S / 10, 21 * S / 10)]);
