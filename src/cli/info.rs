@@ -62,7 +62,8 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
             .map_err(|e| CliError::io("writing output", e))
     };
     // Several files: one more timeline, across all of them.
-    let mut all = (opts.timeline && files.len() > 1).then(AllTimes::default);
+    let distinct: std::collections::BTreeSet<String> = files.iter().map(Source::name).collect();
+    let mut all = (opts.timeline && distinct.len() > 1).then(AllTimes::default);
     for (i, file) in files.iter().enumerate() {
         let source = file.clone();
         let described = app

@@ -187,7 +187,10 @@ fn text_charts_have_a_panel_per_series() {
         lines[1].ends_with(" 0.324") && lines[9].ends_with(" -0.324"),
         "{text}"
     );
-    assert!(lines[10].starts_with("22:13:20.000") && lines[10].ends_with("22:13:29.994"));
+    assert!(
+        lines[10].starts_with("22:13:20.000") && lines[10].ends_with("22:13:29.995"),
+        "{text}"
+    );
     assert_eq!(lines.last(), Some(&"x: log_time (UTC, 2023-11-14)"));
     let braille = text
         .chars()

@@ -1,9 +1,15 @@
 //! Small SQL helpers shared by the engine tests: run a query, render it, read
-//! integer columns and scan metrics from `EXPLAIN ANALYZE`.
+//! integer columns, and run a plan for its rendering and its scans' metrics.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Int64Type, UInt64Type};
 use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::SessionContext;
 
 /// Runs `sql` and collects its batches (panics with the query on error).
@@ -37,37 +43,71 @@ pub async fn text(ctx: &SessionContext, sql: &str) -> String {
         .to_string()
 }
 
-/// The rendered plan of `EXPLAIN ANALYZE <sql>` (metrics included).
-pub async fn analyze(ctx: &SessionContext, sql: &str) -> String {
-    text(ctx, &format!("EXPLAIN ANALYZE {sql}")).await
+/// An executed plan: its rendering as `EXPLAIN ANALYZE` prints it (the text,
+/// through `Deref<Target = str>` and `Display`) and the metrics of its logsql
+/// scans, read through the plan's metrics API.
+pub struct Analyzed {
+    text: String,
+    /// Each metric name's sum over every `DataSourceExec` node and partition.
+    metrics: BTreeMap<String, u64>,
 }
 
-/// A metric of the scan node, summed over partitions, from an EXPLAIN ANALYZE plan.
-/// DataFusion prints large counts with a unit (`17.64 K`): those come back
-/// approximately (to its printed precision).
-pub fn metric(plan: &str, name: &str) -> u64 {
-    let key = format!("{name}=");
-    let line = plan
-        .lines()
-        .find(|l| l.contains("DataSourceExec") && l.contains(&key))
-        .unwrap_or_else(|| panic!("no {name} in:\n{plan}"));
-    let rest = &line[line.find(&key).unwrap() + key.len()..];
-    let number: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_digit() || *c == '.')
-        .collect();
-    let value: f64 = number
-        .parse()
-        .unwrap_or_else(|_| panic!("bad {name} in {line}"));
-    let unit = rest[number.len()..].trim_start().chars().next();
-    let scale = match unit {
-        Some('K') => 1e3,
-        Some('M') => 1e6,
-        Some('G') => 1e9,
-        Some('T') => 1e12,
-        _ => 1.0,
-    };
-    (value * scale).round() as u64
+impl std::ops::Deref for Analyzed {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for Analyzed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Runs `sql` to the end and returns its plan with metrics, as `EXPLAIN
+/// ANALYZE <sql>` would show it.
+pub async fn analyze(ctx: &SessionContext, sql: &str) -> Analyzed {
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .create_physical_plan()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    collect(plan.clone(), ctx.task_ctx())
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let text = DisplayableExecutionPlan::with_metrics(plan.as_ref())
+        .indent(true)
+        .to_string();
+    let mut metrics = BTreeMap::new();
+    scan_metrics(&plan, &mut metrics);
+    Analyzed { text, metrics }
+}
+
+/// Adds the metrics of the `DataSourceExec` nodes under `plan` to `sums`.
+fn scan_metrics(plan: &Arc<dyn ExecutionPlan>, sums: &mut BTreeMap<String, u64>) {
+    if plan.downcast_ref::<DataSourceExec>().is_some()
+        && let Some(metrics) = plan.metrics()
+    {
+        for metric in metrics.iter() {
+            let name = metric.value().name().to_string();
+            *sums.entry(name).or_default() += metric.value().as_usize() as u64;
+        }
+    }
+    for child in plan.children() {
+        scan_metrics(child, sums);
+    }
+}
+
+/// A metric of the plan's scans, summed over nodes and partitions (exact:
+/// read through the metrics API, not from the rendered text).
+pub fn metric(plan: &Analyzed, name: &str) -> u64 {
+    *plan
+        .metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no {name} metric in:\n{plan}"))
 }
 
 /// Single-column i64/u64 values of a query, in row order.
