@@ -27,9 +27,9 @@ const WINDOWS: usize = 2;
 
 /// A file in an object store, read with range requests.
 ///
-/// A small read fetches a [`READ_AHEAD`] window (near the end of the object,
+/// A small read fetches a `READ_AHEAD` (4 KiB) window (near the end of the object,
 /// the object's last bytes: a suffix request for the footer) and the last
-/// [`WINDOWS`] windows answer the reads that fall inside them; a large read
+/// `WINDOWS` windows answer the reads that fall inside them; a large read
 /// (a summary section, a chunk) fetches only what a window does not already
 /// hold. So a scan requests the footer and the summary, then only the byte
 /// ranges of the chunks it reads, never the whole object.
