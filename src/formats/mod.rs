@@ -19,6 +19,7 @@ pub mod carla;
 pub mod channels;
 pub mod chunk_io;
 pub mod mcap;
+pub mod ros2;
 
 /// How many leading bytes [`LogFormat::sniff`] is given.
 pub const SNIFF_LEN: usize = 64;
@@ -196,6 +197,7 @@ pub fn all() -> Vec<Arc<dyn LogFormat>> {
         Arc::new(apollo::ApolloFormat),
         Arc::new(bddf::BddfFormat),
         Arc::new(carla::CarlaFormat),
+        Arc::new(ros2::Ros2Format),
     ]
 }
 
