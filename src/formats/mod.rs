@@ -54,6 +54,13 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead>;
 
+    /// Name endings of files that accompany a file of this format and are not
+    /// one themselves (SQLite's `-wal`, `-shm` and `-journal` beside a `.db3`).
+    /// A table stored as this format leaves them out instead of refusing them.
+    fn companion_suffixes(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Format-specific `messages` columns after the common ones, filled from
     /// [`Message::extra`](crate::model::Message::extra).
     fn extra_columns(&self) -> &'static [ExtraColumn] {
@@ -187,6 +194,15 @@ pub fn feed_range(
         pos += n as u64;
     }
     Ok(())
+}
+
+/// Whether `path` names a companion file of `format` (see
+/// [`LogFormat::companion_suffixes`]).
+pub fn is_companion(format: &dyn LogFormat, path: &str) -> bool {
+    format
+        .companion_suffixes()
+        .iter()
+        .any(|s| path.ends_with(s))
 }
 
 /// Every format logsql reads, in sniffing order.

@@ -51,6 +51,7 @@ mod mcap_conformance;
 mod mcap_samples;
 #[cfg(feature = "datafusion")]
 mod queries;
+mod ros2_reader;
 #[cfg(feature = "datafusion")]
 mod self_contained;
 #[cfg(feature = "datafusion")]

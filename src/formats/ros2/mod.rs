@@ -122,6 +122,10 @@ impl LogFormat for Ros2Format {
         &["db3"]
     }
 
+    fn companion_suffixes(&self) -> &'static [&'static str] {
+        &["-wal", "-shm", "-journal"]
+    }
+
     fn sniff(&self, head: &[u8]) -> bool {
         head.starts_with(db::SQLITE_MAGIC) || head.starts_with(db::ZSTD_MAGIC)
     }
