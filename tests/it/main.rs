@@ -39,6 +39,8 @@ mod engine_fleet;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
 #[cfg(feature = "datafusion")]
+mod engine_ros2;
+#[cfg(feature = "datafusion")]
 mod engine_semantics;
 mod fixtures;
 /// The benchmark recording generator (the demo file's), for generated fleets.
