@@ -33,6 +33,10 @@ pub fn read_all(file: &dyn ReadAt) -> Result<Vec<Row>, logsql::Error> {
     Ok(out)
 }
 
+/// Per topic: type, serialization format, count, first and last time, and
+/// the md5 of the per-message md5s.
+type TopicFacts = (String, String, u64, Option<u64>, Option<u64>, Md5);
+
 fn expected(dir: &Path) -> Value {
     let text = std::fs::read_to_string(dir.join("expected.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -63,8 +67,7 @@ fn every_fixture_bag_equals_the_sqlite_rows() {
         bags += 1;
         // Per topic: type, serialization format, count, first, last, md5 of
         // the per-message md5s (file by file, each by timestamp then id).
-        let mut got: BTreeMap<String, (String, String, u64, Option<u64>, Option<u64>, Md5)> =
-            BTreeMap::new();
+        let mut got: BTreeMap<String, TopicFacts> = BTreeMap::new();
         for path in db3_files(&dir.join(bag)) {
             let file = FileReader::open(&path).unwrap();
             let summary = Ros2Format.summary(&file).unwrap();
