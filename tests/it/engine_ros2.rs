@@ -356,3 +356,60 @@ async fn a_database_that_is_not_a_bag_fails_naming_the_file() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn humble_bags_decode_with_the_bundled_interfaces_and_a_msg_path() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let decoded = |storage: &str, bag: &str, topic: &str| {
+        format!(
+            "SELECT * EXCEPT (file, publish_time) FROM read_topic('{}/', '{topic}') ORDER BY 1, 2",
+            dir.join(storage).join(bag).display()
+        )
+    };
+    // (MCAP stores a publish time, rosbag2 SQLite none.)
+    // wbag (no message_definitions): std_msgs/msg/String from the bundled
+    // interfaces decodes as the MCAP twin (which stores its schema) does.
+    let db3 = text(&ctx, &decoded("sqlite3", "wbag", "AAA")).await;
+    assert_eq!(db3, text(&ctx, &decoded("mcap", "wbag", "AAA")).await);
+    assert_eq!(db3.lines().count(), 804 + 4);
+    assert!(db3.contains("| Hello, world! 1 - 1 "), "{db3}");
+    // test_msgs is not bundled: the error names the type and the way out.
+    let convert_a = format!("{}/", dir.join("sqlite3/convert_a").display());
+    let err = error(
+        &ctx,
+        &format!("SELECT * FROM read_topic('{convert_a}', 'b_basictypes')"),
+    )
+    .await;
+    assert!(
+        err.contains("no message definition for test_msgs/msg/BasicTypes: the bag stores none (rosbag2 before Iron), logsql.msg_path is not set"),
+        "{err}"
+    );
+    // With the type's .msg in a msg path: the same values as the MCAP twin.
+    let msgs = tempfile::tempdir().unwrap();
+    let pkg = msgs.path().join("test_msgs/msg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let def: String = rusqlite::Connection::open(dir.join("sqlite3/cdr_test/cdr_test_0.db3"))
+        .unwrap()
+        .query_row(
+            "SELECT encoded_message_definition FROM message_definitions WHERE topic_type = 'test_msgs/msg/BasicTypes'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    std::fs::write(pkg.join("BasicTypes.msg"), def).unwrap();
+    ctx.sql(&format!(
+        "SET logsql.msg_path = '{}'",
+        msgs.path().display()
+    ))
+    .await
+    .unwrap();
+    let db3 = text(&ctx, &decoded("sqlite3", "convert_a", "b_basictypes")).await;
+    assert_eq!(
+        db3,
+        text(&ctx, &decoded("mcap", "convert_a", "b_basictypes")).await
+    );
+    assert_eq!(db3.lines().count(), 50 + 4);
+}
