@@ -192,6 +192,11 @@ fn schema_versions_and_metadata_are_read() {
 /// stores each payload as a zstd frame.
 pub fn write_bag(path: &Path, n: i64, payload: usize, index: bool, compress: bool) {
     let conn = rusqlite::Connection::open(path).unwrap();
+    fill_bag(&conn, n, payload, index, compress);
+}
+
+/// [`write_bag`] into an open database.
+fn fill_bag(conn: &rusqlite::Connection, n: i64, payload: usize, index: bool, compress: bool) {
     conn.execute_batch(
         "CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL,
            serialization_format TEXT NOT NULL, offered_qos_profiles TEXT NOT NULL);
@@ -355,4 +360,40 @@ fn truncation_and_corruption_sweep() {
             }
         }
     }
+}
+
+/// A recording cut by a crash: every row is still in the `-wal` file beside
+/// the database (no checkpoint ran). SQLite applies it.
+#[test]
+fn a_write_ahead_log_beside_the_database_is_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let cut = dir.path().join("cut");
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::create_dir_all(&cut).unwrap();
+    let path = live.join("w_0.db3");
+    // The files are copied while the writer is still open: its close would
+    // fold the log into the database (a checkpoint) and delete it.
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.pragma_update(None, "journal_mode", "wal").unwrap();
+    holder.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    fill_bag(&holder, 100, 16, true, false);
+    let wal_len = std::fs::metadata(live.join("w_0.db3-wal")).unwrap().len();
+    assert!(wal_len > 0);
+    for name in ["w_0.db3", "w_0.db3-wal"] {
+        std::fs::copy(live.join(name), cut.join(name)).unwrap();
+    }
+    drop(holder);
+    let rows = read_all(&FileReader::open(cut.join("w_0.db3")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 100);
+    assert_eq!(rows[99].2, payload_of(99, 16));
+    // The database file alone does not hold them.
+    let alone = dir.path().join("alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    std::fs::copy(cut.join("w_0.db3"), alone.join("w_0.db3")).unwrap();
+    let without = read_all(&FileReader::open(alone.join("w_0.db3")).unwrap());
+    assert!(
+        without.as_ref().map_or(true, |r| r.len() < 100),
+        "{without:?}"
+    );
 }
