@@ -35,6 +35,16 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     /// Whether the file's first bytes (up to [`SNIFF_LEN`]) look like this format.
     fn sniff(&self, head: &[u8]) -> bool;
 
+    /// Whether the file named `name` (a path or URL) whose first bytes are
+    /// `head` is of this format. Content alone decides ([`LogFormat::sniff`])
+    /// unless a format's files may come wrapped in a generic container: a
+    /// rosbag2 database compressed whole is a zstd frame, claimed only under
+    /// its name `*.db3.zstd` (other zstd files are not log files).
+    fn sniff_named(&self, name: &str, head: &[u8]) -> bool {
+        let _ = name;
+        self.sniff(head)
+    }
+
     /// Reads what describes the file: channels, chunk list, statistics.
     ///
     /// Reads only the file's index when it has a usable one; otherwise walks the
@@ -230,12 +240,18 @@ pub fn sniff(head: &[u8]) -> Option<Arc<dyn LogFormat>> {
     all().into_iter().find(|f| f.sniff(head))
 }
 
+/// The format of the file named `name` whose first bytes are `head` (see
+/// [`LogFormat::sniff_named`]).
+pub fn sniff_named(name: &str, head: &[u8]) -> Option<Arc<dyn LogFormat>> {
+    all().into_iter().find(|f| f.sniff_named(name, head))
+}
+
 /// Detects the format of `file` from its content.
 pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
     let head = file
         .read_upto(0, SNIFF_LEN)
         .map_err(|e| Error::io(file.name(), e))?;
-    sniff(&head).ok_or_else(|| Error::UnknownFormat {
+    sniff_named(file.name(), &head).ok_or_else(|| Error::UnknownFormat {
         file: file.name().to_string(),
         known: all()
             .iter()

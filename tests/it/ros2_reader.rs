@@ -287,7 +287,10 @@ fn a_database_compressed_whole_is_read_through_a_temporary_copy() {
     let packed = zstd::bulk::compress(&raw, 3).unwrap();
     let zpath = dir.path().join("b_0.db3.zstd");
     std::fs::write(&zpath, &packed).unwrap();
-    assert!(Ros2Format.sniff(&packed[..16]));
+    // A zstd frame is a bag only under its rosbag2 name.
+    assert!(!Ros2Format.sniff(&packed[..16]));
+    assert!(Ros2Format.sniff_named("b_0.db3.zstd", &packed[..16]));
+    assert!(logsql::formats::sniff_named("x.csv.zst", &packed[..16]).is_none());
     let rows = read_all(&FileReader::open(&zpath).unwrap()).unwrap();
     assert_eq!(rows.len(), 100);
     assert_eq!(rows[99].2, payload_of(99, 32));

@@ -8,9 +8,10 @@
 //!
 //! [`Ros2Format`] implements [`LogFormat`]:
 //!
-//! - [`LogFormat::sniff`]: the SQLite header (or a zstd frame: a database
-//!   compressed whole, `compression_mode: file`). A SQLite database without
-//!   the rosbag2 tables `topics` and `messages` is refused by the summary.
+//! - [`LogFormat::sniff`]: the SQLite header; [`LogFormat::sniff_named`]
+//!   also a zstd frame named `*.db3.zstd` (a database compressed whole,
+//!   `compression_mode: file`). A SQLite database without the rosbag2 tables
+//!   `topics` and `messages` is refused by the summary.
 //! - [`LogFormat::summary`] opens the database ([`db`]) and reads `topics`,
 //!   `message_definitions` and `schema` where the schema version has them,
 //!   `count(*)` and the time bounds (from the `timestamp` index). One channel
@@ -127,7 +128,11 @@ impl LogFormat for Ros2Format {
     }
 
     fn sniff(&self, head: &[u8]) -> bool {
-        head.starts_with(db::SQLITE_MAGIC) || head.starts_with(db::ZSTD_MAGIC)
+        head.starts_with(db::SQLITE_MAGIC)
+    }
+
+    fn sniff_named(&self, name: &str, head: &[u8]) -> bool {
+        self.sniff(head) || (head.starts_with(db::ZSTD_MAGIC) && name.ends_with(".db3.zstd"))
     }
 
     fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
