@@ -460,3 +460,13 @@ pub fn aggregate(conn: &Connection, expr: &str, name: &str) -> Result<Option<i64
     })
     .map_err(|e| sql_err(name, e))
 }
+
+/// `count(*)`, `min(timestamp)` and `max(timestamp)` of `messages` in one pass.
+pub fn count_and_bounds(conn: &Connection, name: &str) -> Result<(i64, Option<i64>, Option<i64>)> {
+    conn.query_row(
+        "SELECT count(*), min(timestamp), max(timestamp) FROM messages",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .map_err(|e| sql_err(name, e))
+}

@@ -213,15 +213,23 @@ impl LogFormat for Ros2Format {
             );
         }
 
-        let count = db::aggregate(&conn, "count(*)", name)?.unwrap_or(0).max(0) as u64;
-        let (start, end) = if count > 0 {
-            (
-                db::aggregate(&conn, "min(timestamp)", name)?,
-                db::aggregate(&conn, "max(timestamp)", name)?,
-            )
+        // With the timestamp index: count(*) walks the (small) index, min and
+        // max are one index seek each. Without it: one pass over the table.
+        let (count, start, end) = if layout.time_index {
+            let count = db::aggregate(&conn, "count(*)", name)?.unwrap_or(0);
+            let (start, end) = if count > 0 {
+                (
+                    db::aggregate(&conn, "min(timestamp)", name)?,
+                    db::aggregate(&conn, "max(timestamp)", name)?,
+                )
+            } else {
+                (None, None)
+            };
+            (count, start, end)
         } else {
-            (None, None)
+            db::count_and_bounds(&conn, name)?
         };
+        let count = count.max(0) as u64;
         // Per-topic counts from metadata.yaml: only for a bag of this one file,
         // and only when they add up to the rows the database holds.
         let channel_message_counts = meta.as_ref().filter(|_| only_file).and_then(|m| {
