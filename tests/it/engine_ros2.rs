@@ -413,3 +413,64 @@ async fn humble_bags_decode_with_the_bundled_interfaces_and_a_msg_path() {
     );
     assert_eq!(db3.lines().count(), 50 + 4);
 }
+
+/// The CLI: `--msg-path` sets `logsql.msg_path`; `info` on a bag database.
+#[cfg(feature = "cli")]
+#[test]
+fn cli_msg_path_and_info() {
+    use std::process::Command;
+    let Some(dir) = dir() else {
+        return;
+    };
+    let msgs = tempfile::tempdir().unwrap();
+    let pkg = msgs.path().join("test_msgs/msg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("BasicTypes.msg"),
+        "bool bool_value\nbyte byte_value\nchar char_value\nfloat32 float32_value\nfloat64 float64_value\n\
+         int8 int8_value\nuint8 uint8_value\nint16 int16_value\nuint16 uint16_value\nint32 int32_value\n\
+         uint32 uint32_value\nint64 int64_value\nuint64 uint64_value\n",
+    )
+    .unwrap();
+    let bag = format!("{}/", dir.join("sqlite3/convert_a").display());
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--msg-path", msgs.path().to_str().unwrap(), "--format", "csv", "-q"])
+        .arg(format!(
+            "SELECT count(*) AS n, min(uint8_value) AS lo, max(uint8_value) AS hi FROM read_topic('{bag}', 'b_basictypes')"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "n,lo,hi\n50,100,100\n"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "info",
+            dir.join("sqlite3/talker/talker.db3").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "format:          ros2\n",
+        "schema_version:  4\n",
+        "ros_distro:      rolling\n",
+        "timestamp_index: true\n",
+        "messages:        20\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+}
