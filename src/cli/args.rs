@@ -38,7 +38,7 @@ then an unfinished recording (a file that ends early) is a warning and corruptio
 #[command(
     name = "logsql",
     version,
-    about = "SQL over robot and simulator log files (MCAP, ROS1 bag, Apollo record, BDDF, CARLA) with Apache DataFusion"
+    about = "SQL over robot and simulator log files (MCAP, ROS1 bag, ROS 2 bag, Apollo record, BDDF, CARLA) with Apache DataFusion"
 )]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
