@@ -21,6 +21,21 @@ pub trait ReadAt: Send + Sync {
     ///
     /// Fails with [`io::ErrorKind::UnexpectedEof`] if the range passes the end.
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// The file's path on the local file system, when it is a local file.
+    ///
+    /// For readers that must hand a path to a library doing its own I/O
+    /// (SQLite for ROS 2 `.db3` bags); others never need it.
+    fn local_path(&self) -> Option<&Path> {
+        None
+    }
+
+    /// Records `bytes` read from this file by someone else than
+    /// [`ReadAt::read_exact_at`] (SQLite reading a `.db3` by path), so that a
+    /// wrapper counting bytes for the scan metrics counts them too.
+    fn note_external_read(&self, bytes: u64) {
+        let _ = bytes;
+    }
 }
 
 impl dyn ReadAt + '_ {
@@ -65,6 +80,7 @@ impl dyn ReadAt + '_ {
 #[derive(Debug)]
 pub struct FileReader {
     name: String,
+    path: std::path::PathBuf,
     file: File,
     size: u64,
 }
@@ -81,7 +97,12 @@ impl FileReader {
         check_regular_file(path)?;
         let file = File::open(path).map_err(|e| Error::io(&name, e))?;
         let size = file.metadata().map_err(|e| Error::io(&name, e))?.len();
-        Ok(Self { name, file, size })
+        Ok(Self {
+            name,
+            path: path.to_path_buf(),
+            file,
+            size,
+        })
     }
 }
 
@@ -118,6 +139,9 @@ pub fn check_regular_file(path: &Path) -> Result<()> {
 impl ReadAt for FileReader {
     fn name(&self) -> &str {
         &self.name
+    }
+    fn local_path(&self) -> Option<&Path> {
+        Some(&self.path)
     }
     fn size(&self) -> u64 {
         self.size

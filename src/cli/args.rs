@@ -39,7 +39,7 @@ then an unfinished recording (a file that ends early) is a warning and corruptio
 #[command(
     name = "logsql",
     version,
-    about = "SQL over robot and simulator log files (MCAP, ROS1 bag, Apollo record, BDDF, CARLA) with Apache DataFusion"
+    about = "SQL over robot and simulator log files (MCAP, ROS1 bag, ROS 2 bag, Apollo record, BDDF, CARLA) with Apache DataFusion"
 )]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
@@ -89,6 +89,12 @@ pub struct Args {
     /// only by type (BDDF); repeatable. Sets `logsql.descriptor_set`.
     #[arg(long = "descriptors", value_name = "FILE", global = true)]
     pub descriptors: Vec<PathBuf>,
+
+    /// Directory of ROS 2 `.msg` files (`<dir>/<pkg>/msg/<Type>.msg`, e.g.
+    /// `/opt/ros/humble/share`) for decoding `.db3` bags that store no message
+    /// definitions; repeatable. Sets `logsql.msg_path`.
+    #[arg(long = "msg-path", value_name = "DIR", global = true)]
+    pub msg_path: Vec<PathBuf>,
 
     /// Skip whole-file checksums (BDDF SHA1), which a full scan verifies in
     /// its pass and `logsql info` by reading the file. Sets
@@ -294,7 +300,13 @@ pub struct PlotArgs {
 fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
     match subcommand {
         "info" => Some(&["format", "no_verify"]),
-        "export" | "plot" => Some(&["on_error", "target_partitions", "descriptors", "no_verify"]),
+        "export" | "plot" => Some(&[
+            "on_error",
+            "target_partitions",
+            "descriptors",
+            "msg_path",
+            "no_verify",
+        ]),
         _ => None,
     }
 }
@@ -420,7 +432,7 @@ mod tests {
             .as_deref(),
             Some(
                 "--max-width does not apply to `logsql export` (of the global options it \
-                 reads only --on-error, --target-partitions, --descriptors, --no-verify)"
+                 reads only --on-error, --target-partitions, --descriptors, --msg-path, --no-verify)"
             )
         );
         assert_eq!(

@@ -258,6 +258,14 @@ impl App {
                 quote(&paths.join(","))
             ));
         }
+        if !args.msg_path.is_empty() {
+            let paths: Vec<String> = args
+                .msg_path
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            settings.push(format!("SET logsql.msg_path = {}", quote(&paths.join(","))));
+        }
         for set in settings {
             app.rt.block_on(app.ctx.sql(&set))?;
         }

@@ -98,6 +98,14 @@ impl ReadAt for DigestingReader<'_> {
         self.feed(offset..offset + buf.len() as u64, buf);
         Ok(())
     }
+
+    fn local_path(&self) -> Option<&std::path::Path> {
+        self.inner.local_path()
+    }
+
+    fn note_external_read(&self, bytes: u64) {
+        self.inner.note_external_read(bytes);
+    }
 }
 
 #[cfg(test)]

@@ -181,7 +181,11 @@ impl FileFormat for LogFileFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        if self.skip.contains(&object.location) {
+        let companion = self
+            .format
+            .as_ref()
+            .is_some_and(|f| crate::formats::is_companion(f.as_ref(), object.location.as_ref()));
+        if self.skip.contains(&object.location) || companion {
             let mut stats = Statistics::new_unknown(&table_schema);
             stats.num_rows = Precision::Exact(0);
             return Ok(stats);

@@ -242,4 +242,11 @@ impl ReadAt for CountingReader<'_> {
         self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
         self.inner.read_exact_at(offset, buf)
     }
+    fn local_path(&self) -> Option<&std::path::Path> {
+        self.inner.local_path()
+    }
+    fn note_external_read(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.inner.note_external_read(bytes);
+    }
 }

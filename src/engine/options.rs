@@ -39,6 +39,12 @@ config_namespace! {
         /// payloads that a file names only by type (BDDF). Matching channels get
         /// `schema_encoding = 'protobuf'` and a schema in `channels()`.
         pub descriptor_set: String, default = String::new()
+        /// Comma-separated directories of ROS 2 `.msg` files laid out as
+        /// `<dir>/<pkg>/msg/<Type>.msg` (a ROS install's `share` directory, e.g.
+        /// `/opt/ros/humble/share`), giving `read_topic` the definitions of `cdr`
+        /// topics whose bag stores none (rosbag2 `.db3` bags before Iron). Types
+        /// not found there come from the common interfaces logsql carries.
+        pub msg_path: String, default = String::new()
         /// What `read_topic` does with a message that does not decode with its
         /// schema: `error` fails the query with an error naming the file, topic,
         /// time and schema; `null` returns a row whose message columns are null,

@@ -173,6 +173,7 @@ async fn plan(
         let channels: Vec<Channel> = all
             .filter(|c| c.topic == topic)
             .map(|c| with_pool_schema(c, pool.as_deref()))
+            .map(|c| crate::formats::ros2::interfaces::with_definition(c, &options.msg_path))
             .collect();
         if channels.is_empty() {
             continue;

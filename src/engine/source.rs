@@ -257,7 +257,10 @@ struct LogOpener {
 
 impl FileOpener for LogOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
-        if self.skip.contains(&file.object_meta.location) {
+        let companion = self.plan.format.as_ref().is_some_and(|f| {
+            crate::formats::is_companion(f.as_ref(), file.object_meta.location.as_ref())
+        });
+        if self.skip.contains(&file.object_meta.location) || companion {
             return Ok(Box::pin(async { Ok(futures::stream::empty().boxed()) }));
         }
         let plan = Arc::clone(&self.plan);

@@ -51,7 +51,7 @@ pub fn get_or_load(
             let head = file
                 .read_upto(0, formats::SNIFF_LEN)
                 .map_err(|e| crate::Error::io(file.name(), e))?;
-            if !f.sniff(&head) {
+            if !f.sniff_named(file.name(), &head) {
                 return Err(crate::Error::Corrupt {
                     file: file.name().to_string(),
                     format: f.name(),

@@ -130,7 +130,10 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                             }
                         })?
                 };
-                Ok((loc, formats::sniff(&head)))
+                Ok((
+                    loc.clone(),
+                    formats::sniff_named(loc.meta.location.as_ref(), &head),
+                ))
             }
         }))
         .buffered(SNIFF_CONCURRENCY)

@@ -19,6 +19,7 @@ pub mod carla;
 pub mod channels;
 pub mod chunk_io;
 pub mod mcap;
+pub mod ros2;
 
 /// How many leading bytes [`LogFormat::sniff`] is given.
 pub const SNIFF_LEN: usize = 64;
@@ -33,6 +34,16 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
 
     /// Whether the file's first bytes (up to [`SNIFF_LEN`]) look like this format.
     fn sniff(&self, head: &[u8]) -> bool;
+
+    /// Whether the file named `name` (a path or URL) whose first bytes are
+    /// `head` is of this format. Content alone decides ([`LogFormat::sniff`])
+    /// unless a format's files may come wrapped in a generic container: a
+    /// rosbag2 database compressed whole is a zstd frame, claimed only under
+    /// its name `*.db3.zstd` (other zstd files are not log files).
+    fn sniff_named(&self, name: &str, head: &[u8]) -> bool {
+        let _ = name;
+        self.sniff(head)
+    }
 
     /// Reads what describes the file: channels, chunk list, statistics.
     ///
@@ -52,6 +63,13 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         sel: &Selection,
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead>;
+
+    /// Name endings of files that accompany a file of this format and are not
+    /// one themselves (SQLite's `-wal`, `-shm` and `-journal` beside a `.db3`).
+    /// A table stored as this format leaves them out instead of refusing them.
+    fn companion_suffixes(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Format-specific `messages` columns after the common ones, filled from
     /// [`Message::extra`](crate::model::Message::extra).
@@ -188,6 +206,15 @@ pub fn feed_range(
     Ok(())
 }
 
+/// Whether `path` names a companion file of `format` (see
+/// [`LogFormat::companion_suffixes`]).
+pub fn is_companion(format: &dyn LogFormat, path: &str) -> bool {
+    format
+        .companion_suffixes()
+        .iter()
+        .any(|s| path.ends_with(s))
+}
+
 /// Every format logsql reads, in sniffing order.
 pub fn all() -> Vec<Arc<dyn LogFormat>> {
     vec![
@@ -196,6 +223,7 @@ pub fn all() -> Vec<Arc<dyn LogFormat>> {
         Arc::new(apollo::ApolloFormat),
         Arc::new(bddf::BddfFormat),
         Arc::new(carla::CarlaFormat),
+        Arc::new(ros2::Ros2Format),
     ]
 }
 
@@ -212,12 +240,18 @@ pub fn sniff(head: &[u8]) -> Option<Arc<dyn LogFormat>> {
     all().into_iter().find(|f| f.sniff(head))
 }
 
+/// The format of the file named `name` whose first bytes are `head` (see
+/// [`LogFormat::sniff_named`]).
+pub fn sniff_named(name: &str, head: &[u8]) -> Option<Arc<dyn LogFormat>> {
+    all().into_iter().find(|f| f.sniff_named(name, head))
+}
+
 /// Detects the format of `file` from its content.
 pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
     let head = file
         .read_upto(0, SNIFF_LEN)
         .map_err(|e| Error::io(file.name(), e))?;
-    sniff(&head).ok_or_else(|| Error::UnknownFormat {
+    sniff_named(file.name(), &head).ok_or_else(|| Error::UnknownFormat {
         file: file.name().to_string(),
         known: all()
             .iter()

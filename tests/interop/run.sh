@@ -2,9 +2,10 @@
 # Python interop tests: MCAP files written by the official Python `mcap` writer,
 # ROS1 bags written by the python `rosbags` writer and Apollo records written by
 # the pip `cyber_record` writer, BDDF files written by the official
-# `bosdyn.bddf` writer (bosdyn-core), each read back by the official reader and by
+# `bosdyn.bddf` writer (bosdyn-core), ROS 2 bags (SQLite storage) written by the
+# python `rosbags` rosbag2 writer, each read back by the official reader and by
 # the logsql binary and compared field by field (see mcap_interop.py,
-# bag_interop.py, apollo_interop.py, bddf_interop.py).
+# bag_interop.py, apollo_interop.py, bddf_interop.py, ros2_interop.py).
 #
 #   bash tests/interop/run.sh
 #
@@ -15,7 +16,7 @@
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core moto[server] boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag
-# apollo carla bddf s3; carla_interop.py
+# apollo carla bddf ros2 s3; carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
 # s3_interop.py reads from a moto S3 server on 127.0.0.1 through a byte-counting relay and
 # needs the gen_mcap example beside the logsql binary, which `cargo test` builds).
@@ -56,7 +57,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf s3}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 s3}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?

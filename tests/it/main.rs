@@ -41,6 +41,8 @@ mod engine_fleet;
 #[cfg(feature = "datafusion")]
 mod engine_mcap;
 #[cfg(feature = "datafusion")]
+mod engine_ros2;
+#[cfg(feature = "datafusion")]
 mod engine_semantics;
 mod fixtures;
 /// The benchmark recording generator (the demo file's), for generated fleets.
@@ -53,6 +55,7 @@ mod mcap_conformance;
 mod mcap_samples;
 #[cfg(feature = "datafusion")]
 mod queries;
+mod ros2_reader;
 #[cfg(feature = "datafusion")]
 mod self_contained;
 #[cfg(feature = "datafusion")]

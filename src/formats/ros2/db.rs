@@ -1,0 +1,472 @@
+//! A rosbag2 SQLite database opened with the bundled SQLite (`rusqlite`).
+//!
+//! SQLite does its own I/O, so it is given a path: the file's own when it is a
+//! local file, else a temporary copy (a remote `.db3`, an in-memory buffer);
+//! a file compressed whole (`compression_mode: file`, `NAME_0.db3.zstd`) is
+//! decompressed to a temporary file. Both copies are bounded by
+//! [`MAX_COPY_BYTES`].
+//!
+//! The database is opened read-only. When a non-empty `-wal` or `-journal`
+//! file lies beside it (a recording cut by a crash) it is opened with
+//! `mode=ro` so that SQLite itself applies the write-ahead log; otherwise (and
+//! when that fails, e.g. in a read-only directory) with `immutable=1`, which
+//! takes no locks and creates no side files.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::error::{Error, Result};
+use crate::io::ReadAt;
+
+/// The format name in errors.
+pub(super) const FORMAT: &str = "ros2";
+
+/// The first bytes of every SQLite 3 database.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// The first bytes of a zstd frame (a `.db3.zstd` file of a `compression_mode: file` bag).
+pub const ZSTD_MAGIC: &[u8; 4] = &[0x28, 0xb5, 0x2f, 0xfd];
+
+/// Largest temporary copy logsql makes of a remote or whole-file-compressed
+/// `.db3` (16 GiB); larger ones are refused with an error saying so.
+#[cfg(not(fuzzing))]
+pub const MAX_COPY_BYTES: u64 = 16 << 30;
+/// Largest temporary copy (64 MiB under the fuzzer: a zstd bomb stays cheap).
+#[cfg(fuzzing)]
+pub const MAX_COPY_BYTES: u64 = 64 << 20;
+
+/// Bytes read from the file per request while copying it.
+const COPY_PIECE: usize = 8 << 20;
+
+/// Where SQLite finds the database: the file itself or a temporary copy
+/// (deleted when the last clone is dropped).
+#[derive(Debug, Clone)]
+pub struct DbPath {
+    path: PathBuf,
+    _temp: Option<Arc<tempfile::TempPath>>,
+    /// Whether the database is a copy (decompressed or downloaded).
+    pub copied: bool,
+}
+
+impl DbPath {
+    /// The path SQLite opens.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Maps a SQLite error on `file` to the crate's error.
+pub(super) fn sql_err(file: &str, e: rusqlite::Error) -> Error {
+    Error::Corrupt {
+        file: file.to_string(),
+        format: FORMAT,
+        offset: 0,
+        message: format!("SQLite: {e}"),
+    }
+}
+
+/// The database of `file`: its own path when local and uncompressed, else a
+/// temporary copy (decompressed when the file is one zstd stream).
+pub fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
+    let head = file
+        .read_upto(0, 16)
+        .map_err(|e| Error::io(file.name(), e))?;
+    let compressed = head.starts_with(ZSTD_MAGIC);
+    if !compressed && let Some(p) = file.local_path() {
+        return Ok(DbPath {
+            path: p.to_path_buf(),
+            _temp: None,
+            copied: false,
+        });
+    }
+    let too_big = |what: &str| Error::Unsupported {
+        file: file.name().to_string(),
+        format: FORMAT,
+        offset: 0,
+        message: format!(
+            "{what} exceeds the {MAX_COPY_BYTES}-byte limit of the temporary copy SQLite reads"
+        ),
+    };
+    if !compressed && file.size() > MAX_COPY_BYTES {
+        return Err(too_big(&format!(
+            "a non-local database of {} bytes",
+            file.size()
+        )));
+    }
+    let io = |e: std::io::Error| Error::io(file.name(), e);
+    let mut tmp = tempfile::Builder::new()
+        .prefix("logsql-ros2-")
+        .suffix(".db3")
+        .tempfile()
+        .map_err(io)?;
+    {
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        // Large reads: one range request per 8 MiB from an object store.
+        let src = std::io::BufReader::with_capacity(COPY_PIECE, ReadAtStream { file, pos: 0 });
+        if compressed {
+            let dec = zstd::stream::read::Decoder::new(src).map_err(io)?;
+            let n = std::io::copy(&mut dec.take(MAX_COPY_BYTES + 1), &mut out).map_err(|e| {
+                Error::Corrupt {
+                    file: file.name().to_string(),
+                    format: FORMAT,
+                    offset: 0,
+                    message: format!("zstd-compressed database: {e}"),
+                }
+            })?;
+            if n > MAX_COPY_BYTES {
+                return Err(too_big("the decompressed database"));
+            }
+        } else {
+            std::io::copy(&mut { src }, &mut out).map_err(io)?;
+        }
+        out.flush().map_err(io)?;
+    }
+    Ok(DbPath {
+        path: tmp.path().to_path_buf(),
+        _temp: Some(Arc::new(tmp.into_temp_path())),
+        copied: true,
+    })
+}
+
+/// A [`ReadAt`] read front to back.
+struct ReadAtStream<'a> {
+    file: &'a dyn ReadAt,
+    pos: u64,
+}
+
+impl Read for ReadAtStream<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.file.size().saturating_sub(self.pos)).min(buf.len() as u64) as usize;
+        self.file.read_exact_at(self.pos, &mut buf[..n])?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// `path` as an SQLite URI path (`%`, `?` and `#` escaped).
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a non-empty `<db>-wal` or `<db>-journal` lies beside `path`.
+fn has_side_log(path: &Path) -> bool {
+    ["-wal", "-journal"].iter().any(|suffix| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        std::fs::metadata(PathBuf::from(p)).is_ok_and(|m| m.len() > 0)
+    })
+}
+
+/// Opens the database at `db` read-only (see the module docs); `name` is the
+/// file's display name for errors.
+pub fn open(db: &DbPath, name: &str) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let uri = |q: &str| format!("file:{}?{q}", uri_path(db.path()));
+    if !db.copied && has_side_log(db.path()) {
+        match Connection::open_with_flags(uri("mode=ro"), flags) {
+            Ok(c) => match c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
+                Ok(()) => return Ok(c),
+                Err(e) => log::warn!(
+                    "{name}: SQLite could not apply the log beside it ({e}); reading the database as it is"
+                ),
+            },
+            Err(e) => log::warn!(
+                "{name}: SQLite could not apply the log beside it ({e}); reading the database as it is"
+            ),
+        }
+    }
+    let conn =
+        Connection::open_with_flags(uri("immutable=1"), flags).map_err(|e| sql_err(name, e))?;
+    Ok(conn)
+}
+
+/// Pages SQLite read from the file through `conn` so far (its page-cache
+/// misses, `SQLITE_DBSTATUS_CACHE_MISS`).
+pub fn pages_read(conn: &Connection) -> u64 {
+    let (mut cur, mut hi) = (0i32, 0i32);
+    // SAFETY: `conn.handle()` is the live connection's handle, used only for
+    // this call on this thread; the out-pointers are valid locals.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_db_status(
+            conn.handle(),
+            rusqlite::ffi::SQLITE_DBSTATUS_CACHE_MISS,
+            &mut cur,
+            &mut hi,
+            0,
+        )
+    };
+    if rc == rusqlite::ffi::SQLITE_OK {
+        cur.max(0) as u64
+    } else {
+        0
+    }
+}
+
+/// What a rosbag2 database holds beyond `topics` and `messages` (the
+/// schema version decides).
+#[derive(Debug, Clone, Default)]
+pub struct Layout {
+    /// Columns of `topics`.
+    pub topic_columns: HashSet<String>,
+    /// Whether `message_definitions` exists (rosbag2 on Iron and later).
+    pub definitions: bool,
+    /// `schema.schema_version` and `schema.ros_distro`, when the table exists.
+    pub schema: Option<(i64, String)>,
+    /// Whether the `metadata` table exists.
+    pub metadata_table: bool,
+    /// Whether an index leads with `messages.timestamp`.
+    pub time_index: bool,
+    /// The database's page size.
+    pub page_size: u64,
+}
+
+/// Reads the layout of the database, refusing one without the rosbag2 tables.
+pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
+    let err = |e| sql_err(name, e);
+    let mut tables: HashSet<String> = HashSet::new();
+    let mut indexes: Vec<String> = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare("SELECT type, name, tbl_name FROM sqlite_master")
+            .map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let kind: String = r.get(0).map_err(err)?;
+            let n: String = r.get(1).map_err(err)?;
+            let tbl: String = r.get(2).map_err(err)?;
+            match kind.as_str() {
+                "table" => {
+                    tables.insert(n);
+                }
+                "index" if tbl == "messages" => indexes.push(n),
+                _ => {}
+            }
+        }
+    }
+    let missing: Vec<&str> = ["topics", "messages"]
+        .into_iter()
+        .filter(|t| !tables.contains(*t))
+        .collect();
+    if !missing.is_empty() {
+        let mut have: Vec<&str> = tables.iter().map(String::as_str).collect();
+        have.sort_unstable();
+        return Err(Error::Corrupt {
+            file: name.to_string(),
+            format: FORMAT,
+            offset: 0,
+            message: format!(
+                "an SQLite database but not a rosbag2 bag: no table {} (tables: {})",
+                missing.join(", "),
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
+            ),
+        });
+    }
+    let mut layout = Layout {
+        topic_columns: columns(conn, "topics").map_err(err)?,
+        definitions: tables.contains("message_definitions"),
+        metadata_table: tables.contains("metadata"),
+        ..Layout::default()
+    };
+    let messages = columns(conn, "messages").map_err(err)?;
+    for col in ["id", "topic_id", "timestamp", "data"] {
+        if !messages.contains(col) {
+            return Err(Error::Corrupt {
+                file: name.to_string(),
+                format: FORMAT,
+                offset: 0,
+                message: format!("the rosbag2 messages table has no column {col}"),
+            });
+        }
+    }
+    for col in ["id", "name", "type", "serialization_format"] {
+        if !layout.topic_columns.contains(col) {
+            return Err(Error::Corrupt {
+                file: name.to_string(),
+                format: FORMAT,
+                offset: 0,
+                message: format!("the rosbag2 topics table has no column {col}"),
+            });
+        }
+    }
+    if tables.contains("schema") {
+        layout.schema = conn
+            .query_row(
+                "SELECT schema_version, ros_distro FROM schema ORDER BY schema_version DESC LIMIT 1",
+                [],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1).unwrap_or_default())),
+            )
+            .optional()
+            .unwrap_or(None);
+    }
+    for index in indexes {
+        let first: Option<String> = conn
+            .query_row(
+                &format!(
+                    "SELECT name FROM pragma_index_info({}) ORDER BY seqno LIMIT 1",
+                    quote(&index)
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(err)?;
+        if first.as_deref() == Some("timestamp") {
+            layout.time_index = true;
+        }
+    }
+    layout.page_size = conn
+        .query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0))
+        .map_err(err)?
+        .max(0) as u64;
+    Ok(layout)
+}
+
+/// `s` as an SQL string literal.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The column names of `table`.
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<HashSet<String>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT name FROM pragma_table_info({})",
+        quote(table)
+    ))?;
+    let names = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// One row of `topics`.
+#[derive(Debug, Clone)]
+pub struct TopicRow {
+    /// `id`.
+    pub id: i64,
+    /// `name`.
+    pub name: String,
+    /// `type` (`std_msgs/msg/String`).
+    pub type_name: String,
+    /// `serialization_format` (`cdr`).
+    pub serialization_format: String,
+    /// `offered_qos_profiles` (YAML text), where stored.
+    pub qos: Option<String>,
+    /// `type_description_hash`, where stored.
+    pub type_hash: Option<String>,
+}
+
+/// Every row of `topics`, by id.
+pub fn topics(conn: &Connection, layout: &Layout, name: &str) -> Result<Vec<TopicRow>> {
+    let err = |e| sql_err(name, e);
+    let opt = |c: &str| {
+        if layout.topic_columns.contains(c) {
+            c.to_string()
+        } else {
+            "NULL".to_string()
+        }
+    };
+    let sql = format!(
+        "SELECT id, name, type, serialization_format, {}, {} FROM topics ORDER BY id",
+        opt("offered_qos_profiles"),
+        opt("type_description_hash")
+    );
+    let mut stmt = conn.prepare(&sql).map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(TopicRow {
+                id: r.get(0)?,
+                name: text(r.get_ref(1)?),
+                type_name: text(r.get_ref(2)?),
+                serialization_format: text(r.get_ref(3)?),
+                qos: r
+                    .get_ref(4)?
+                    .as_str_or_null()
+                    .ok()
+                    .flatten()
+                    .map(str::to_string),
+                type_hash: r
+                    .get_ref(5)?
+                    .as_str_or_null()
+                    .ok()
+                    .flatten()
+                    .map(str::to_string),
+            })
+        })
+        .map_err(err)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
+}
+
+/// A text (or blob) value as a string, lossily; anything else empty.
+fn text(v: rusqlite::types::ValueRef<'_>) -> String {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Text(b) | ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+        ValueRef::Integer(i) => i.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// `message_definitions`: per type, (encoding, definition text).
+pub fn definitions(conn: &Connection, name: &str) -> Result<BTreeMap<String, (String, String)>> {
+    let err = |e| sql_err(name, e);
+    let mut stmt = conn
+        .prepare("SELECT topic_type, encoding, encoded_message_definition FROM message_definitions")
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                text(r.get_ref(0)?),
+                (text(r.get_ref(1)?), text(r.get_ref(2)?)),
+            ))
+        })
+        .map_err(err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(err)
+}
+
+/// The newest `metadata.metadata` text (the bag's metadata.yaml as stored in
+/// the database by newer rosbag2), if any.
+pub fn stored_metadata(conn: &Connection) -> Option<String> {
+    conn.query_row(
+        "SELECT metadata FROM metadata ORDER BY id DESC LIMIT 1",
+        [],
+        |r| r.get::<_, String>(0),
+    )
+    .optional()
+    .ok()
+    .flatten()
+}
+
+/// One aggregate over `messages` (`min(timestamp)`, `count(*)`, ...), `None` when empty.
+pub fn aggregate(conn: &Connection, expr: &str, name: &str) -> Result<Option<i64>> {
+    conn.query_row(&format!("SELECT {expr} FROM messages"), [], |r| {
+        r.get::<_, Option<i64>>(0)
+    })
+    .map_err(|e| sql_err(name, e))
+}
+
+/// `count(*)`, `min(timestamp)` and `max(timestamp)` of `messages` in one pass.
+pub fn count_and_bounds(conn: &Connection, name: &str) -> Result<(i64, Option<i64>, Option<i64>)> {
+    conn.query_row(
+        "SELECT count(*), min(timestamp), max(timestamp) FROM messages",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .map_err(|e| sql_err(name, e))
+}

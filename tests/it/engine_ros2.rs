@@ -1,0 +1,476 @@
+//! ROS 2 bags (rosbag2 SQLite) through the scan engine: bag directories,
+//! split bags, `STORED AS ROS2`, the `.db3` and MCAP twins of the official
+//! test bags, `topics()` / `metadata()`, statistics, pushdown of time and
+//! topic filters into SQLite (pages read, by the scan metrics), parallel
+//! partitions of one database, decoding and clear errors.
+
+use std::path::PathBuf;
+
+use datafusion::prelude::SessionContext;
+use serde_json::Value;
+
+use crate::fixtures;
+use crate::ros2_reader::{payload_of, write_bag};
+use crate::sql::{analyze, error, ints, metric, pairs, text};
+
+fn ctx() -> SessionContext {
+    logsql::session_context()
+}
+
+fn dir() -> Option<PathBuf> {
+    fixtures::dir("ros2")
+}
+
+#[tokio::test]
+async fn bag_directories_give_the_sqlite_rows() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let ctx = ctx();
+    let mut bags = 0;
+    for (bag, want) in expected.as_object().unwrap() {
+        let Some(rows) = want.get("sqlite_rows").and_then(Value::as_object) else {
+            continue;
+        };
+        bags += 1;
+        let path = format!("{}/", dir.join(bag).display());
+        let got = pairs(
+            &ctx,
+            &format!("SELECT topic, count(*) FROM '{path}' GROUP BY topic ORDER BY topic"),
+        )
+        .await;
+        let want_counts: Vec<(String, i64)> = rows
+            .iter()
+            .filter(|(_, r)| r["count"].as_i64() != Some(0))
+            .map(|(t, r)| (t.clone(), r["count"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(got, want_counts, "{bag}");
+        for (agg, key) in [("min", "first"), ("max", "last")] {
+            let got = pairs(
+                &ctx,
+                &format!(
+                    "SELECT topic, {agg}(arrow_cast(log_time, 'Int64')) FROM '{path}' \
+                     WHERE length(data) >= 0 GROUP BY topic ORDER BY topic"
+                ),
+            )
+            .await;
+            let want: Vec<(String, i64)> = rows
+                .iter()
+                .filter_map(|(t, r)| Some((t.clone(), r[key].as_i64()?)))
+                .collect();
+            assert_eq!(got, want, "{bag} {agg}");
+        }
+    }
+    assert_eq!(bags, 10);
+}
+
+#[tokio::test]
+async fn db3_bags_give_the_same_rows_as_their_mcap_twins() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let rows = |storage: &str, bag: &str| {
+        format!(
+            "SELECT topic, message_type, message_encoding, arrow_cast(log_time, 'Int64') t, md5(data) h \
+             FROM '{}/' ORDER BY topic, t, h",
+            dir.join(storage).join(bag).display()
+        )
+    };
+    for bag in ["cdr_test", "convert_a", "convert_b", "talker", "wbag"] {
+        let db3 = text(&ctx, &rows("sqlite3", bag)).await;
+        let mcap = text(&ctx, &rows("mcap", bag)).await;
+        assert_eq!(db3, mcap, "{bag}");
+        assert!(db3.lines().count() > 8, "{bag}");
+    }
+    // Recorded twice (not converted): the same topics and counts, other times.
+    let counts = |storage: &str| {
+        format!(
+            "SELECT topic, count(*) FROM '{}/' GROUP BY topic ORDER BY topic",
+            dir.join(storage)
+                .join("bag_with_topics_and_service_events")
+                .display()
+        )
+    };
+    assert_eq!(
+        pairs(&ctx, &counts("sqlite3")).await,
+        pairs(&ctx, &counts("mcap")).await
+    );
+}
+
+#[tokio::test]
+async fn stored_as_ros2_split_bags_and_directories_without_metadata() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let sq = dir.join("sqlite3");
+    // The -wal and -shm files beside talker.db3 are left out, not refused.
+    for (name, bag, n) in [
+        ("t", "talker", 20),
+        ("w", "wbag", 6074),
+        ("m", "multiple_files_no_metadata", 3177),
+    ] {
+        ctx.sql(&format!(
+            "CREATE EXTERNAL TABLE {name} STORED AS ROS2 LOCATION '{}/'",
+            sq.join(bag).display()
+        ))
+        .await
+        .unwrap();
+        assert_eq!(
+            ints(
+                &ctx,
+                &format!("SELECT count(*) FROM {name} WHERE length(data) >= 0")
+            )
+            .await,
+            vec![n],
+            "{bag}"
+        );
+    }
+    // Each file of a split bag is read once: every file's rows, by file.
+    assert_eq!(
+        pairs(
+            &ctx,
+            "SELECT regexp_replace(file, '.*/', '') f, count(*) FROM w GROUP BY f ORDER BY f"
+        )
+        .await,
+        vec![
+            ("wbag_0.db3".to_string(), 1246),
+            ("wbag_1.db3".to_string(), 1240),
+            ("wbag_2.db3".to_string(), 1240),
+            ("wbag_3.db3".to_string(), 1240),
+            ("wbag_4.db3".to_string(), 1108),
+        ]
+    );
+    // A glob of files.
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!(
+                "SELECT count(*) FROM '{}/wbag_[01].db3'",
+                sq.join("wbag").display()
+            )
+        )
+        .await,
+        vec![2486]
+    );
+    // An empty bag with WAL files: no rows, its two topics.
+    let empty = format!("{}/", sq.join("empty_bag").display());
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(*) FROM '{empty}'")).await,
+        vec![0]
+    );
+    assert_eq!(
+        pairs(
+            &ctx,
+            &format!("SELECT topic, message_count FROM topics('{empty}') ORDER BY topic")
+        )
+        .await,
+        vec![
+            ("/parameter_events".to_string(), 0),
+            ("/rosout".to_string(), 0)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn topics_metadata_and_statistics() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let talker = format!("{}/", dir.join("sqlite3/talker").display());
+    assert_eq!(
+        text(&ctx, &format!("SELECT * FROM topics('{talker}')")).await,
+        "+-------------------+-----------------------------------+------------------+---------------+--------------------------------+--------------------------------+
+| topic             | message_type                      | message_encoding | message_count | start_time                     | end_time                       |
++-------------------+-----------------------------------+------------------+---------------+--------------------------------+--------------------------------+
+| /parameter_events | rcl_interfaces/msg/ParameterEvent | cdr              | 0             |                                |                                |
+| /rosout           | rcl_interfaces/msg/Log            | cdr              | 10            | 2020-04-02T22:23:55.112411371Z | 2020-04-02T22:23:59.612761798Z |
+| /topic            | std_msgs/msg/String               | cdr              | 10            | 2020-04-02T22:23:55.112609068Z | 2020-04-02T22:23:59.643508139Z |
++-------------------+-----------------------------------+------------------+---------------+--------------------------------+--------------------------------+"
+    );
+    assert_eq!(
+        text(
+            &ctx,
+            &format!(
+                "SELECT metadata['duration_ns'] d, metadata['starting_time_ns'] s, metadata['version'] v, \
+                 metadata['compression_mode'] c FROM metadata('{talker}') WHERE name = 'rosbag2'"
+            )
+        )
+        .await,
+        "+------------+---------------------+---+---+
+| d          | s                   | v | c |
++------------+---------------------+---+---+
+| 4531096768 | 1585866235112411371 | 4 |   |
++------------+---------------------+---+---+"
+    );
+    assert_eq!(
+        text(
+            &ctx,
+            &format!(
+                "SELECT metadata['topic'] t, split_part(metadata['offered_qos_profiles'], '\n', 1) q \
+                 FROM metadata('{talker}') WHERE name = 'rosbag2.topic' ORDER BY t"
+            )
+        )
+        .await,
+        "+-------------------+--------------+
+| t                 | q            |
++-------------------+--------------+
+| /parameter_events | - history: 3 |
+| /rosout           | - history: 3 |
+| /topic            | - history: 3 |
++-------------------+--------------+"
+    );
+    // count(*) comes from the summary: no scan at all.
+    let plan = text(&ctx, &format!("EXPLAIN SELECT count(*) FROM '{talker}'")).await;
+    assert!(!plan.contains("DataSourceExec"), "{plan}");
+    assert_eq!(
+        ints(&ctx, &format!("SELECT count(*) FROM '{talker}'")).await,
+        vec![20]
+    );
+}
+
+#[tokio::test]
+async fn time_and_topic_filters_read_about_their_share_of_the_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big_0.db3");
+    // 12,000 messages of 1 KB, 1 ms apart: about 13 MB, three chunks.
+    write_bag(&path, 12_000, 1000, true, false);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let ctx = ctx();
+    let bag = format!("{}/", dir.path().display());
+    let chunks = ints(&ctx, &format!("SELECT count(*) FROM chunks('{bag}')")).await;
+    assert_eq!(chunks, vec![3]);
+    // A 1% window (120 ms) on one topic: 60 rows, about 1% of the pages.
+    let window = "log_time >= arrow_cast(6000000000, 'Timestamp(Nanosecond, Some(\"UTC\"))') \
+                  AND log_time < arrow_cast(6120000000, 'Timestamp(Nanosecond, Some(\"UTC\"))')";
+    let sql = format!("SELECT sum(length(data)) FROM '{bag}' WHERE topic = '/imu' AND {window}");
+    let plan = analyze(&ctx, &sql).await;
+    assert_eq!(metric(&plan, "output_rows"), 60, "{plan}");
+    assert_eq!(metric(&plan, "messages_read"), 60, "{plan}");
+    assert_eq!(metric(&plan, "chunks_read"), 1, "{plan}");
+    let read = metric(&plan, "bytes_read");
+    assert!(
+        read * 100 < size * 3,
+        "read {read} of {size} bytes:\n{plan}"
+    );
+    assert_eq!(ints(&ctx, &sql).await, vec![60_000]);
+    // A full scan reads every page once, over the partitions.
+    let plan = analyze(&ctx, &format!("SELECT sum(length(data)) FROM '{bag}'")).await;
+    let read = metric(&plan, "bytes_read");
+    assert!(
+        read >= size * 9 / 10,
+        "read {read} of {size} bytes:\n{plan}"
+    );
+    assert_eq!(metric(&plan, "chunks_read"), 3, "{plan}");
+    // The rows equal what was written, in order.
+    let got = ints(
+        &ctx,
+        &format!("SELECT arrow_cast(log_time, 'Int64') FROM '{bag}' WHERE topic = '/gps' ORDER BY log_time LIMIT 3"),
+    )
+    .await;
+    assert_eq!(got, vec![1_001_000_000, 1_003_000_000, 1_005_000_000]);
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!(
+                "SELECT count(*) FROM '{bag}' WHERE data = X'{}'",
+                hex(&payload_of(11_999, 1000))
+            )
+        )
+        .await,
+        vec![1]
+    );
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[tokio::test]
+async fn read_topic_decodes_with_the_bags_definitions() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let talker = format!("{}/", dir.join("sqlite3/talker").display());
+    assert_eq!(
+        text(
+            &ctx,
+            &format!("SELECT data FROM read_topic('{talker}', '/topic') ORDER BY log_time LIMIT 2")
+        )
+        .await,
+        "+-----------------+
+| data            |
++-----------------+
+| Hello, world! 0 |
+| Hello, world! 1 |
++-----------------+"
+    );
+    let cdr = format!("{}/", dir.join("sqlite3/cdr_test").display());
+    assert_eq!(
+        text(
+            &ctx,
+            &format!("SELECT string_values, int32_values_default FROM read_topic('{cdr}', '/array_topic') LIMIT 1")
+        )
+        .await,
+        "+--------------------------------------------------+------------------------------+
+| string_values                                    | int32_values_default         |
++--------------------------------------------------+------------------------------+
+| [Complex Hello1, Complex Hello2, Complex Hello3] | [0, 2147483647, -2147483648] |
++--------------------------------------------------+------------------------------+"
+    );
+    let wrong = format!("{}/", dir.join("sqlite3/wrong_rmw_test").display());
+    let err = error(
+        &ctx,
+        &format!("SELECT * FROM read_topic('{wrong}', '/test_topic')"),
+    )
+    .await;
+    assert!(
+        err.contains("metadata.yaml gives serialization format \"wrong_format\", the database \"cdr\": not decoded"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_database_that_is_not_a_bag_fails_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db3");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE users(id INTEGER);")
+        .unwrap();
+    let err = error(
+        &ctx(),
+        &format!("SELECT count(*) FROM '{}'", path.display()),
+    )
+    .await;
+    assert!(
+        err.contains(&format!(
+            "{}: corrupt ros2 data at byte 0: an SQLite database but not a rosbag2 bag: no table topics, messages (tables: users)",
+            path.display()
+        )),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn humble_bags_decode_with_the_bundled_interfaces_and_a_msg_path() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let decoded = |storage: &str, bag: &str, topic: &str| {
+        format!(
+            "SELECT * EXCEPT (file, publish_time) FROM read_topic('{}/', '{topic}') ORDER BY 1, 2",
+            dir.join(storage).join(bag).display()
+        )
+    };
+    // (MCAP stores a publish time, rosbag2 SQLite none.)
+    // wbag (no message_definitions): std_msgs/msg/String from the bundled
+    // interfaces decodes as the MCAP twin (which stores its schema) does.
+    let db3 = text(&ctx, &decoded("sqlite3", "wbag", "AAA")).await;
+    assert_eq!(db3, text(&ctx, &decoded("mcap", "wbag", "AAA")).await);
+    assert_eq!(db3.lines().count(), 804 + 4);
+    assert!(db3.contains("| Hello, world! 1 - 1 "), "{db3}");
+    // test_msgs is not bundled: the error names the type and the way out.
+    let convert_a = format!("{}/", dir.join("sqlite3/convert_a").display());
+    let err = error(
+        &ctx,
+        &format!("SELECT * FROM read_topic('{convert_a}', 'b_basictypes')"),
+    )
+    .await;
+    assert!(
+        err.contains("no message definition for test_msgs/msg/BasicTypes: the bag stores none (rosbag2 before Iron), logsql.msg_path is not set"),
+        "{err}"
+    );
+    // With the type's .msg in a msg path: the same values as the MCAP twin.
+    let msgs = tempfile::tempdir().unwrap();
+    let pkg = msgs.path().join("test_msgs/msg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let def: String = rusqlite::Connection::open(dir.join("sqlite3/cdr_test/cdr_test_0.db3"))
+        .unwrap()
+        .query_row(
+            "SELECT encoded_message_definition FROM message_definitions WHERE topic_type = 'test_msgs/msg/BasicTypes'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    std::fs::write(pkg.join("BasicTypes.msg"), def).unwrap();
+    ctx.sql(&format!(
+        "SET logsql.msg_path = '{}'",
+        msgs.path().display()
+    ))
+    .await
+    .unwrap();
+    let db3 = text(&ctx, &decoded("sqlite3", "convert_a", "b_basictypes")).await;
+    assert_eq!(
+        db3,
+        text(&ctx, &decoded("mcap", "convert_a", "b_basictypes")).await
+    );
+    assert_eq!(db3.lines().count(), 50 + 4);
+}
+
+/// The CLI: `--msg-path` sets `logsql.msg_path`; `info` on a bag database.
+#[cfg(feature = "cli")]
+#[test]
+fn cli_msg_path_and_info() {
+    use std::process::Command;
+    let Some(dir) = dir() else {
+        return;
+    };
+    let msgs = tempfile::tempdir().unwrap();
+    let pkg = msgs.path().join("test_msgs/msg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("BasicTypes.msg"),
+        "bool bool_value\nbyte byte_value\nchar char_value\nfloat32 float32_value\nfloat64 float64_value\n\
+         int8 int8_value\nuint8 uint8_value\nint16 int16_value\nuint16 uint16_value\nint32 int32_value\n\
+         uint32 uint32_value\nint64 int64_value\nuint64 uint64_value\n",
+    )
+    .unwrap();
+    let bag = format!("{}/", dir.join("sqlite3/convert_a").display());
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--msg-path", msgs.path().to_str().unwrap(), "--format", "csv", "-q"])
+        .arg(format!(
+            "SELECT count(*) AS n, min(uint8_value) AS lo, max(uint8_value) AS hi FROM read_topic('{bag}', 'b_basictypes')"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "n,lo,hi\n50,100,100\n"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "info",
+            dir.join("sqlite3/talker/talker.db3").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "format:          ros2\n",
+        "schema_version:  4\n",
+        "ros_distro:      rolling\n",
+        "timestamp_index: true\n",
+        "messages:        20\n",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+}
