@@ -132,7 +132,8 @@ impl FileSource for LogSource {
             self.options.verify_checksums,
         )?
         .with_decoded(self.decoded.clone())
-        .with_damage_log(self.damage.clone());
+        .with_damage_log(self.damage.clone())
+        .with_time_order(!config.output_ordering.is_empty());
         let opener = LogOpener {
             plan: Arc::new(plan),
             store,
