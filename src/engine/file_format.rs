@@ -205,8 +205,13 @@ impl FileFormat for LogFileFormat {
             conf.file_source = Arc::new(source.with_options(options));
         }
         // `messages` and `read_topic` scans of files in time order declare it
-        // (typed tables keep the order of their packets).
-        if self.table.is_none() && conf.output_ordering.is_empty() {
+        // (typed tables keep the order of their packets), when the query
+        // reads `log_time` at all (else nothing above can use the order).
+        let projects_log_time = conf
+            .file_source
+            .downcast_ref::<LogSource>()
+            .is_some_and(LogSource::projects_log_time);
+        if self.table.is_none() && projects_log_time && conf.output_ordering.is_empty() {
             let store = state.runtime_env().object_store(&conf.object_store_url)?;
             time_order::declare(&mut conf, store, self.format.clone(), &self.skip).await;
         }

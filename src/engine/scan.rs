@@ -182,14 +182,39 @@ impl ScanPlan {
     }
 
     /// The same plan keeping `log_time` order within each chunk when `ordered`
-    /// (the scan declared it) and `log_time` is read (without it, no order on
-    /// it can be observed).
-    pub fn with_time_order(self, ordered: bool) -> Self {
-        let time_order = ordered
-            .then(|| self.read_schema.index_of(super::schema::col::LOG_TIME).ok())
-            .flatten()
-            .filter(|_| self.table.is_none());
-        Self { time_order, ..self }
+    /// (the scan declared it). `log_time` is then read even when the output
+    /// lacks it: DataFusion may drop it from the scan's projection after it
+    /// relied on the order (`SELECT topic ... ORDER BY log_time`).
+    pub fn with_time_order(mut self, ordered: bool, file_schema: &SchemaRef) -> Result<Self> {
+        let log_time = super::schema::col::LOG_TIME;
+        if !ordered || self.table.is_some() || file_schema.index_of(log_time).is_err() {
+            return Ok(self);
+        }
+        if self.read_schema.index_of(log_time).is_err() {
+            let names = |s: &SchemaRef| -> Vec<String> {
+                s.fields().iter().map(|f| f.name().clone()).collect()
+            };
+            let old = names(&self.read_schema);
+            let mut needed = old
+                .iter()
+                .chain(std::iter::once(&log_time.to_string()))
+                .map(|n| file_schema.index_of(n))
+                .collect::<std::result::Result<Vec<usize>, _>>()?;
+            needed.sort_unstable();
+            let read_schema = Arc::new(file_schema.project(&needed)?);
+            self.output = self
+                .output
+                .iter()
+                .map(|&i| read_schema.index_of(&old[i]))
+                .collect::<std::result::Result<_, _>>()?;
+            self.predicate = self
+                .predicate
+                .map(|p| remap_columns(p, &read_schema))
+                .transpose()?;
+            self.read_schema = read_schema;
+        }
+        self.time_order = Some(self.read_schema.index_of(log_time)?);
+        Ok(self)
     }
 
     /// The same plan recording its errors in `log` (see [`super::damage`]).
@@ -409,6 +434,18 @@ fn scan_file_inner(
         }
         let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
         metrics.bytes_read.add(file.take_count() as usize);
+        // Counted before the rows are sent: a consumer that has what it
+        // needs may end the query (and print the metrics) at once.
+        match &read {
+            Ok(r) => {
+                metrics.chunks_read.add(usize::from(!r.skipped));
+                metrics
+                    .bytes_decompressed
+                    .add(r.bytes_decompressed as usize);
+                metrics.messages_read.add(r.messages as usize);
+            }
+            Err(_) => metrics.chunks_read.add(1),
+        }
         if let Some(e) = sink.take_error() {
             return Err(e);
         }
@@ -429,11 +466,6 @@ fn scan_file_inner(
         }
         match read {
             Ok(r) => {
-                metrics.chunks_read.add(usize::from(!r.skipped));
-                metrics
-                    .bytes_decompressed
-                    .add(r.bytes_decompressed as usize);
-                metrics.messages_read.add(r.messages as usize);
                 // Under a LIMIT, check after every chunk whether enough rows passed.
                 let flushed = plan.limit.is_some() && !sink.flush()?;
                 if r.stopped || flushed || sink.done() {
@@ -441,7 +473,6 @@ fn scan_file_inner(
                 }
             }
             Err(e) => {
-                metrics.chunks_read.add(1);
                 if let Err(e) = report(plan.on_error, e, plan.damage.as_deref()) {
                     match &plan.damage {
                         // The query fails at its end: the chunks after this
