@@ -300,8 +300,8 @@ async fn every_fixture_comes_out_in_its_declared_order() {
 }
 
 /// The demo recordings of `tests/data`: which declare their order (the bag's
-/// chunks overlap, the Apollo record's bounds are only hints), and the
-/// plan of `ORDER BY log_time LIMIT 3` with its rows.
+/// chunks overlap, the Apollo record's bounds are only hints), the plan of
+/// `ORDER BY log_time LIMIT 3`, and the first rows (of `read_topic` too).
 #[tokio::test]
 async fn the_demo_files_declare_their_order_except_bag_and_apollo() {
     let ctx = ctx(4).await;
@@ -327,6 +327,25 @@ async fn the_demo_files_declare_their_order_except_bag_and_apollo() {
             "{file}\n{explain}"
         );
     }
+    // `read_topic` declares the order like `messages`.
+    let sql = "SELECT CAST(log_time AS BIGINT) AS t, header.seq AS seq \
+               FROM read_topic('tests/data/demo.mcap', '/imu') ORDER BY log_time LIMIT 3";
+    let explain = text(&ctx, &format!("EXPLAIN {sql}")).await;
+    assert!(!explain.contains("SortExec"), "{explain}");
+    assert!(
+        explain.contains("output_ordering=[log_time@2 ASC], file_type=read_topic"),
+        "{explain}"
+    );
+    assert_eq!(
+        text(&ctx, sql).await,
+        "+---------------------+-----+\n\
+         | t                   | seq |\n\
+         +---------------------+-----+\n\
+         | 1700000000000000000 | 0   |\n\
+         | 1700000000005000000 | 1   |\n\
+         | 1700000000010000000 | 2   |\n\
+         +---------------------+-----+"
+    );
     let got = text(
         &ctx,
         "SELECT topic, CAST(log_time AS BIGINT) AS t FROM 'tests/data/demo.mcap' ORDER BY log_time LIMIT 5",
@@ -344,6 +363,45 @@ async fn the_demo_files_declare_their_order_except_bag_and_apollo() {
          | /imu               | 1700000000005000000 |\n\
          +--------------------+---------------------+"
     );
+}
+
+/// Real bags: one recorded in order, and rosbag.js's example whose chunks
+/// are written out of time order (the plan sorts it).
+#[tokio::test]
+async fn a_bag_with_unsorted_chunks_is_sorted_and_one_in_order_is_not() {
+    let (Some(sorted), Some(unsorted)) = (
+        fixtures::file("rosbag", "robot_localization-test1.bag"),
+        fixtures::file("rosbag", "rosbagjs-example-unsorted-chunks.bag"),
+    ) else {
+        return;
+    };
+    let ctx = ctx(2).await;
+    for (path, ordered) in [(sorted, true), (unsorted, false)] {
+        assert_eq!(in_time_order(&path), Some(ordered));
+        let f = path.display();
+        let explain = text(
+            &ctx,
+            &format!("EXPLAIN SELECT log_time FROM '{f}' ORDER BY log_time"),
+        )
+        .await;
+        assert_eq!(explain.contains("SortExec"), !ordered, "{explain}");
+        let times: Vec<i64> = query(
+            &ctx,
+            &format!("SELECT log_time FROM '{f}' ORDER BY log_time"),
+        )
+        .await
+        .iter()
+        .flat_map(|b| {
+            b.column(0)
+                .as_primitive::<TimestampNanosecondType>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{f}");
+        let count: Vec<i64> = crate::sql::ints(&ctx, &format!("SELECT count(*) FROM '{f}'")).await;
+        assert_eq!(times.len() as i64, count[0], "{f}");
+    }
 }
 
 /// `ORDER BY log_time LIMIT 10` on the demo MCAP (15 chunks, the first holding
