@@ -640,6 +640,41 @@ async fn directories_declare_the_order_per_file_and_keep_it_where_files_do_not_o
     }
 }
 
+/// Files listed in another order than their times: DataFusion reads them in
+/// time order for `ORDER BY log_time` (by their statistics, no sort), and the
+/// rule that reads limited scans in file order leaves that order alone (an
+/// OFFSET puts a limit above the scan).
+#[tokio::test]
+async fn limited_scans_keep_the_time_order_of_files_listed_out_of_it() {
+    use Write::{EndChunk, Message as M};
+    let tmp = tempfile::tempdir().unwrap();
+    write_mcap(
+        &tmp.path().join("a.mcap"),
+        &[M("/a", 30), EndChunk, M("/b", 40)],
+    );
+    write_mcap(
+        &tmp.path().join("b.mcap"),
+        &[M("/a", 10), EndChunk, M("/b", 20)],
+    );
+    let ctx = ctx(1).await;
+    let sql = format!(
+        "SELECT topic, log_time FROM '{}/' ORDER BY log_time LIMIT 3 OFFSET 1",
+        tmp.path().display()
+    );
+    let explain = text(&ctx, &format!("EXPLAIN {sql}")).await;
+    assert!(!explain.contains("SortExec"), "{explain}");
+    assert!(
+        explain.contains("GlobalLimitExec: skip=1, fetch=3"),
+        "{explain}"
+    );
+    assert!(explain.contains("b.mcap, "), "{explain}");
+    let got: Vec<i64> = rows(&query(&ctx, &sql).await)
+        .iter()
+        .map(|r| r.1 - T0 as i64)
+        .collect();
+    assert_eq!(got, [20, 30, 40]);
+}
+
 /// An index that states a chunk ends before one of its messages: the scan
 /// (which declared the order from that index) reports the file as corrupt,
 /// after the rows.
