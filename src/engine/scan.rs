@@ -667,18 +667,12 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
     /// Ends a chunk of a scan in time order: sends its rows sorted by
     /// `log_time`; returns the first time outside the chunk's bounds, if any.
     fn end_chunk(&mut self, bounds: (i64, i64)) -> Result<Option<i64>> {
-        if self.order.is_none() {
-            return Ok(None);
-        }
-        if !self.builder.is_empty() {
-            let batch = self.builder.finish()?;
-            if let Some(order) = &mut self.order {
-                order.push(batch);
-            }
-        }
-        let Some(order) = &mut self.order else {
+        let Some(order) = self.order.as_mut() else {
             return Ok(None);
         };
+        if !self.builder.is_empty() {
+            order.push(self.builder.finish()?);
+        }
         let (batches, outside) = order.finish(bounds, self.plan.batch_rows)?;
         for batch in batches {
             if !self.send(batch)? {

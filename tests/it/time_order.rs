@@ -346,6 +346,12 @@ async fn the_demo_files_declare_their_order_except_bag_and_apollo() {
          | 1700000000010000000 | 2   |\n\
          +---------------------+-----+"
     );
+    // Without log_time in the output (the scan still reads it to sort).
+    let sql = "SELECT CAST(header.seq AS BIGINT) AS seq FROM read_topic('tests/data/demo.mcap', '/imu') \
+               ORDER BY log_time LIMIT 3";
+    let explain = text(&ctx, &format!("EXPLAIN {sql}")).await;
+    assert!(!explain.contains("SortExec"), "{explain}");
+    assert_eq!(crate::sql::ints(&ctx, sql).await, [0, 1, 2], "{explain}");
     let got = text(
         &ctx,
         "SELECT topic, CAST(log_time AS BIGINT) AS t FROM 'tests/data/demo.mcap' ORDER BY log_time LIMIT 5",
