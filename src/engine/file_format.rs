@@ -28,6 +28,7 @@ use super::read_topic::DecodedSpec;
 use super::scan::df_err;
 use super::schema::{col, messages_table_schema, table_schema};
 use super::source::LogSource;
+use super::time_order;
 use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
 use crate::model::Summary;
@@ -206,6 +207,17 @@ impl FileFormat for LogFileFormat {
         let options = LogsqlOptions::from_config(state.config_options());
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(source.with_options(options));
+        }
+        // `messages` and `read_topic` scans of files in time order declare it
+        // (typed tables keep the order of their packets), when the query
+        // reads `log_time` at all (else nothing above can use the order).
+        let projects_log_time = conf
+            .file_source
+            .downcast_ref::<LogSource>()
+            .is_some_and(LogSource::projects_log_time);
+        if self.table.is_none() && projects_log_time && conf.output_ordering.is_empty() {
+            let store = state.runtime_env().object_store(&conf.object_store_url)?;
+            time_order::declare(&mut conf, store, self.format.clone(), &self.skip).await;
         }
         Ok(DataSourceExec::from_data_source(conf))
     }

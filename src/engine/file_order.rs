@@ -11,6 +11,10 @@
 //! they interleave batches. Scans without a limit keep their partitions, so
 //! full scans stay parallel.
 //!
+//! A scan in declared `log_time` order ([`super::time_order`]) keeps it: its
+//! byte ranges merge back into whole files, read in time order, and a scan
+//! whose files would lose the order in one partition is left as it is.
+//!
 //! Which files a limited scan of a directory holds is DataFusion's choice:
 //! without a filter, its listing table keeps only enough files to cover the
 //! limit by their statistics, taking them as their summaries arrive.
@@ -28,7 +32,9 @@ use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
-use datafusion::physical_plan::{ExecutionPlan, Partitioning, replace_children_if_necessary};
+use datafusion::physical_plan::{
+    ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary,
+};
 
 use super::source::LogSource;
 
@@ -133,7 +139,18 @@ fn in_file_order(plan: &dyn ExecutionPlan) -> Option<Arc<dyn ExecutionPlan>> {
     let conf: FileScanConfig = FileScanConfigBuilder::from(conf.clone())
         .with_file_groups(vec![FileGroup::new(files)])
         .build();
-    Some(DataSourceExec::from_data_source(conf))
+    let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(conf);
+    // A scan in declared time order ([`super::time_order`]) stays in it: the
+    // plan above may rely on it (a sort it made unnecessary). Byte ranges of
+    // one file merge back into it in order; files whose time ranges overlap,
+    // or whose path order is not their time order, stay as they are.
+    if plan.output_ordering().is_some()
+        && scan.output_ordering().map(|o| o.to_string())
+            != plan.output_ordering().map(|o| o.to_string())
+    {
+        return None;
+    }
+    Some(scan)
 }
 
 /// The files of byte-range partitions in path order, each file's ranges

@@ -4,6 +4,8 @@
 //! - [`predicate`], [`scan`], [`batch`]: pruning, the scan loop, batch building;
 //! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
 //! - [`file_order`]: `LIMIT` without `ORDER BY` reads log tables in file order;
+//! - [`time_order`]: scans of files whose index proves them in `log_time` order
+//!   declare that order (no sort for `ORDER BY log_time`);
 //! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
 //! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
 //! - [`typed_tables`], [`table_batch`]: the typed side tables of formats
@@ -35,6 +37,7 @@ pub mod stores;
 pub mod summary_cache;
 pub mod table_batch;
 pub mod table_functions;
+pub mod time_order;
 pub mod typed_tables;
 pub mod url_table;
 

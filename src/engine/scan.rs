@@ -32,6 +32,7 @@ use super::predicate::{self, ChunkStatistics};
 use super::read_topic::DecodedSpec;
 use super::summary_cache;
 use super::table_batch::TableBatchBuilder;
+use super::time_order::{self, ChunkOrder};
 use super::typed_tables::TableSpec;
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
@@ -108,6 +109,10 @@ pub struct ScanPlan {
     /// Where errors go when the query reports them at its end (see
     /// [`super::damage`]); `None`: they end this scan's stream.
     pub damage: Option<Arc<DamageLog>>,
+    /// When the scan declared `log_time` order ([`super::time_order`]) and
+    /// reads `log_time`: its position in `read_schema`. Each chunk's rows are
+    /// then held until the chunk ends, sorted and checked against its bounds.
+    pub time_order: Option<usize>,
 }
 
 impl ScanPlan {
@@ -172,7 +177,44 @@ impl ScanPlan {
             verify,
             decoded: None,
             damage: None,
+            time_order: None,
         })
+    }
+
+    /// The same plan keeping `log_time` order within each chunk when `ordered`
+    /// (the scan declared it). `log_time` is then read even when the output
+    /// lacks it: DataFusion may drop it from the scan's projection after it
+    /// relied on the order (`SELECT topic ... ORDER BY log_time`).
+    pub fn with_time_order(mut self, ordered: bool, file_schema: &SchemaRef) -> Result<Self> {
+        let log_time = super::schema::col::LOG_TIME;
+        if !ordered || self.table.is_some() || file_schema.index_of(log_time).is_err() {
+            return Ok(self);
+        }
+        if self.read_schema.index_of(log_time).is_err() {
+            let names = |s: &SchemaRef| -> Vec<String> {
+                s.fields().iter().map(|f| f.name().clone()).collect()
+            };
+            let old = names(&self.read_schema);
+            let mut needed = old
+                .iter()
+                .chain(std::iter::once(&log_time.to_string()))
+                .map(|n| file_schema.index_of(n))
+                .collect::<std::result::Result<Vec<usize>, _>>()?;
+            needed.sort_unstable();
+            let read_schema = Arc::new(file_schema.project(&needed)?);
+            self.output = self
+                .output
+                .iter()
+                .map(|&i| read_schema.index_of(&old[i]))
+                .collect::<std::result::Result<_, _>>()?;
+            self.predicate = self
+                .predicate
+                .map(|p| remap_columns(p, &read_schema))
+                .transpose()?;
+            self.read_schema = read_schema;
+        }
+        self.time_order = Some(self.read_schema.index_of(log_time)?);
+        Ok(self)
     }
 
     /// The same plan recording its errors in `log` (see [`super::damage`]).
@@ -392,16 +434,38 @@ fn scan_file_inner(
         }
         let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
         metrics.bytes_read.add(file.take_count() as usize);
-        if let Some(e) = sink.take_error() {
-            return Err(e);
-        }
-        match read {
+        // Counted before the rows are sent: a consumer that has what it
+        // needs may end the query (and print the metrics) at once.
+        match &read {
             Ok(r) => {
                 metrics.chunks_read.add(usize::from(!r.skipped));
                 metrics
                     .bytes_decompressed
                     .add(r.bytes_decompressed as usize);
                 metrics.messages_read.add(r.messages as usize);
+            }
+            Err(_) => metrics.chunks_read.add(1),
+        }
+        if let Some(e) = sink.take_error() {
+            return Err(e);
+        }
+        // A scan in time order sends the chunk's rows now, sorted; a message
+        // outside the chunk's stated bounds breaks the declared order.
+        let bounds = time_order::chunk_bounds(summary, chunk).unwrap_or((i64::MIN, i64::MAX));
+        if let Some(time) = sink.end_chunk(bounds)? {
+            let e = time_order::out_of_bounds(&name, format.name(), chunk, bounds, time);
+            if let Err(e) = report(plan.on_error, e, plan.damage.as_deref()) {
+                match &plan.damage {
+                    Some(log) => log.defer(e),
+                    None => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+            }
+        }
+        match read {
+            Ok(r) => {
                 // Under a LIMIT, check after every chunk whether enough rows passed.
                 let flushed = plan.limit.is_some() && !sink.flush()?;
                 if r.stopped || flushed || sink.done() {
@@ -409,7 +473,6 @@ fn scan_file_inner(
                 }
             }
             Err(e) => {
-                metrics.chunks_read.add(1);
                 if let Err(e) = report(plan.on_error, e, plan.damage.as_deref()) {
                     match &plan.damage {
                         // The query fails at its end: the chunks after this
@@ -531,6 +594,14 @@ impl Sink<'_> {
         }
     }
 
+    fn end_chunk(&mut self, bounds: (i64, i64)) -> Result<Option<i64>> {
+        match self {
+            Sink::Messages(s) => s.end_chunk(bounds),
+            Sink::Rows(s) => s.end_chunk(bounds),
+            Sink::Decoded(s) => s.end_chunk(bounds),
+        }
+    }
+
     fn flush(&mut self) -> Result<bool> {
         match self {
             Sink::Messages(s) => s.flush(),
@@ -555,6 +626,9 @@ struct BatchSink<'a, B> {
     tx: &'a Sender<Result<RecordBatch>>,
     remaining: Option<usize>,
     error: Option<DataFusionError>,
+    /// In a scan in declared time order: the current chunk's rows, held until
+    /// the chunk ends.
+    order: Option<ChunkOrder>,
 }
 
 impl<'a, B: RowBuffer> BatchSink<'a, B> {
@@ -565,6 +639,7 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
             tx,
             remaining: plan.limit,
             error: None,
+            order: plan.time_order.map(ChunkOrder::new),
         }
     }
 
@@ -572,13 +647,44 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
         self.remaining == Some(0) || self.tx.is_closed()
     }
 
-    /// Filters and projects the buffered rows and sends them. Returns false when
-    /// the consumer is gone or the limit is reached.
+    /// Filters and projects the buffered rows and sends them (in a scan in
+    /// time order: holds them until the chunk ends). Returns false when the
+    /// consumer is gone or the limit is reached.
     fn flush(&mut self) -> Result<bool> {
         if self.builder.is_empty() {
             return Ok(!self.done());
         }
         let batch = self.builder.finish()?;
+        match &mut self.order {
+            Some(order) => {
+                order.push(batch);
+                Ok(!self.done())
+            }
+            None => self.send(batch),
+        }
+    }
+
+    /// Ends a chunk of a scan in time order: sends its rows sorted by
+    /// `log_time`; returns the first time outside the chunk's bounds, if any.
+    fn end_chunk(&mut self, bounds: (i64, i64)) -> Result<Option<i64>> {
+        let Some(order) = self.order.as_mut() else {
+            return Ok(None);
+        };
+        if !self.builder.is_empty() {
+            order.push(self.builder.finish()?);
+        }
+        let (batches, outside) = order.finish(bounds, self.plan.batch_rows)?;
+        for batch in batches {
+            if !self.send(batch)? {
+                break;
+            }
+        }
+        Ok(outside)
+    }
+
+    /// Filters and projects `batch` and sends it. Returns false when the
+    /// consumer is gone or the limit is reached.
+    fn send(&mut self, batch: RecordBatch) -> Result<bool> {
         let batch = match &self.plan.predicate {
             Some(p) => {
                 let mask = p.evaluate(&batch)?.into_array(batch.num_rows())?;

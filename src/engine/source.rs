@@ -102,6 +102,15 @@ impl LogSource {
         Self { decoded, ..self }
     }
 
+    /// Whether the scan's projection holds `log_time` (only then can the
+    /// plan above use an order on it: see [`super::time_order`]).
+    pub(super) fn projects_log_time(&self) -> bool {
+        let file_schema = self.table_schema.file_schema();
+        file_schema
+            .index_of(super::schema::col::LOG_TIME)
+            .is_ok_and(|i| self.projection.file_indices.contains(&i))
+    }
+
     /// The same source with session options applied.
     pub fn with_options(&self, options: LogsqlOptions) -> Self {
         Self {
@@ -132,7 +141,8 @@ impl FileSource for LogSource {
             self.options.verify_checksums,
         )?
         .with_decoded(self.decoded.clone())
-        .with_damage_log(self.damage.clone());
+        .with_damage_log(self.damage.clone())
+        .with_time_order(!config.output_ordering.is_empty(), file_schema)?;
         let opener = LogOpener {
             plan: Arc::new(plan),
             store,

@@ -71,6 +71,17 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         &[]
     }
 
+    /// Whether this format's summaries give each chunk time bounds that enclose
+    /// every message of the chunk (taken from the file's own index or from the
+    /// chunk headers, as the recorder wrote them). The engine then declares a
+    /// file's time order when its chunks are in time order and do not overlap
+    /// (`engine::time_order`), and checks each chunk's messages against the
+    /// bounds while reading. `false` (the default): the bounds are only a hint
+    /// (Apollo's chunk headers), and scans of the format never declare an order.
+    fn chunk_times_enclose_messages(&self) -> bool {
+        false
+    }
+
     /// Format-specific `messages` columns after the common ones, filled from
     /// [`Message::extra`](crate::model::Message::extra).
     fn extra_columns(&self) -> &'static [ExtraColumn] {

@@ -1,5 +1,6 @@
 //! Query semantics across formats: `LIMIT` without `ORDER BY` returns the
-//! first messages in file order at every partition count, `topics()` reports
+//! first messages in file order (within the chunks of a file in time order:
+//! in `log_time` order) at every partition count, `topics()` reports
 //! the exact first/last time of every topic, and tables of different formats
 //! union with the same columns.
 
@@ -23,20 +24,28 @@ fn ctx_split(partitions: usize) -> SessionContext {
 }
 
 /// Every message of `path` as (topic, log_time), in file order: each chunk of
-/// the summary in turn, as the format's reader delivers it.
+/// the summary in turn, as the format's reader delivers it; for a file whose
+/// index proves it in time order (the scan declares `log_time` order), each
+/// chunk's messages sorted by `log_time` (stably), as the scan sends them.
 fn file_order(path: &Path) -> Vec<(String, i64)> {
     let file = FileReader::open(path).unwrap();
     let format = logsql::formats::detect(&file).unwrap();
     let summary = format.summary(&file).unwrap();
+    let in_time_order = logsql::engine::time_order::file_in_time_order(format.as_ref(), &summary);
     let mut out = Vec::new();
     for chunk in &summary.chunks {
+        let mut of_chunk = Vec::new();
         let mut sink = |m: Message<'_>| {
-            out.push((m.channel.topic.clone(), m.log_time as i64));
+            of_chunk.push((m.channel.topic.clone(), m.log_time as i64));
             Flow::Continue
         };
         format
             .read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink)
             .unwrap();
+        if in_time_order {
+            of_chunk.sort_by_key(|m| m.1);
+        }
+        out.extend(of_chunk);
     }
     out
 }

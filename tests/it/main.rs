@@ -62,3 +62,5 @@ mod self_contained;
 mod slt;
 #[cfg(feature = "datafusion")]
 mod sql;
+#[cfg(feature = "datafusion")]
+mod time_order;

@@ -64,6 +64,10 @@ pub use summary::PROBE_LIMIT;
 pub struct BagFormat;
 
 impl LogFormat for BagFormat {
+    fn chunk_times_enclose_messages(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "bag"
     }

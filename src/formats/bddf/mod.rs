@@ -74,6 +74,10 @@ fn context(file: &dyn ReadAt) -> ErrorContext {
 }
 
 impl LogFormat for BddfFormat {
+    fn chunk_times_enclose_messages(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "bddf"
     }

@@ -71,6 +71,10 @@ pub const EXTRA_COLUMNS: &[ExtraColumn] = &[
 ];
 
 impl LogFormat for CarlaFormat {
+    fn chunk_times_enclose_messages(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "carla"
     }

@@ -50,6 +50,10 @@ pub use walk::PSEUDO_CHUNK_TARGET;
 pub struct McapFormat;
 
 impl LogFormat for McapFormat {
+    fn chunk_times_enclose_messages(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "mcap"
     }

@@ -127,6 +127,14 @@ impl LogFormat for Ros2Format {
         &["-wal", "-shm", "-journal"]
     }
 
+    /// Chunks split by timestamp are inclusive `timestamp` ranges, read in
+    /// `timestamp, id` order: they enclose their rows and never overlap.
+    /// Chunks split by row id (no timestamp index) state no times, so such a
+    /// database declares no order.
+    fn chunk_times_enclose_messages(&self) -> bool {
+        true
+    }
+
     fn sniff(&self, head: &[u8]) -> bool {
         head.starts_with(db::SQLITE_MAGIC)
     }
