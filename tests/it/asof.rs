@@ -28,7 +28,10 @@ async fn error(ctx: &SessionContext, sql: &str) -> String {
         Err(e) => e.to_string(),
         Ok(df) => match df.collect().await {
             Err(e) => e.to_string(),
-            Ok(b) => panic!("{sql}: expected an error, got\n{}", pretty_format_batches(&b).unwrap()),
+            Ok(b) => panic!(
+                "{sql}: expected an error, got\n{}",
+                pretty_format_batches(&b).unwrap()
+            ),
         },
     }
 }
@@ -88,7 +91,10 @@ async fn all_spellings_agree_on_partitions_1_2_7() {
             .collect()
             .await
             .unwrap();
-        assert_eq!(pretty_format_batches(&plain).unwrap().to_string(), WITH_KEYS);
+        assert_eq!(
+            pretty_format_batches(&plain).unwrap().to_string(),
+            WITH_KEYS
+        );
     }
 }
 
@@ -139,7 +145,10 @@ async fn four_operators_without_keys() {
              FROM l ASOF JOIN r MATCH_CONDITION (l.t {op} r.t)"
         );
         let row = text(&ctx, &sql).await.lines().nth(3).unwrap().to_string();
-        got.push(format!("{op} {}", row.split_whitespace().collect::<Vec<_>>().join(" ")));
+        got.push(format!(
+            "{op} {}",
+            row.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
     }
     // Right times (NULL-key rows take part: there are no keys): 1:999, 6:60, 10:100,
     // 11:110, 15:150, 20:200, 20:201 (ties: the last); the NULL time never matches.
@@ -205,15 +214,30 @@ async fn conditions_that_are_not_one_inequality_fail_clearly() {
     let ctx = context(1);
     tables(&ctx).await;
     let cases = [
-        ("SELECT * FROM l ASOF JOIN r ON l.k = r.k", "needs one inequality"),
-        ("SELECT * FROM l ASOF JOIN r ON l.t >= r.t AND l.k <= r.k", "exactly one inequality"),
-        ("SELECT * FROM l ASOF JOIN r ON l.t >= r.t OR l.k = r.k", "is not supported"),
-        ("SELECT * FROM l ASOF JOIN r MATCH_CONDITION (l.t = r.t)", "MATCH_CONDITION takes one comparison"),
+        (
+            "SELECT * FROM l ASOF JOIN r ON l.k = r.k",
+            "needs one inequality",
+        ),
+        (
+            "SELECT * FROM l ASOF JOIN r ON l.t >= r.t AND l.k <= r.k",
+            "exactly one inequality",
+        ),
+        (
+            "SELECT * FROM l ASOF JOIN r ON l.t >= r.t OR l.k = r.k",
+            "is not supported",
+        ),
+        (
+            "SELECT * FROM l ASOF JOIN r MATCH_CONDITION (l.t = r.t)",
+            "MATCH_CONDITION takes one comparison",
+        ),
         (
             "SELECT * FROM l ASOF JOIN r MATCH_CONDITION (l.t >= r.t) ON l.k >= r.k",
             "takes only equalities",
         ),
-        ("SELECT * FROM l ASOF JOIN r MATCH_CONDITION (l.t >= r.t) ON k = k", "ambiguous"),
+        (
+            "SELECT * FROM l ASOF JOIN r MATCH_CONDITION (l.t >= r.t) ON k = k",
+            "ambiguous",
+        ),
         (
             "SELECT * FROM l ASOF JOIN r MATCH_CONDITION (l.t >= r.t) ON l.k - r.k <= 1",
             "must subtract the match times",
@@ -254,7 +278,11 @@ async fn keys_and_times_of_different_types_are_coerced() {
 | 2 | 3.5 |
 +---+-----+"
     );
-    let got = text(&ctx, "SELECT f.t, g.y FROM f ASOF JOIN g MATCH_CONDITION (f.t <= g.t) ORDER BY f.t").await;
+    let got = text(
+        &ctx,
+        "SELECT f.t, g.y FROM f ASOF JOIN g MATCH_CONDITION (f.t <= g.t) ORDER BY f.t",
+    )
+    .await;
     assert_eq!(
         got,
         "\
@@ -290,14 +318,20 @@ async fn plans_sort_only_unordered_inputs_and_report_metrics() {
     let sql = "SELECT l.name, rs.v FROM l ASOF JOIN rs MATCH_CONDITION (l.t >= rs.t) ON l.k = rs.k";
     let plan = text(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
     let lines: Vec<&str> = plan.lines().collect();
-    let join = lines.iter().position(|l| l.contains("AsofJoinExec")).unwrap_or_else(|| panic!("{plan}"));
+    let join = lines
+        .iter()
+        .position(|l| l.contains("AsofJoinExec"))
+        .unwrap_or_else(|| panic!("{plan}"));
     assert!(lines[join].contains("matched_rows=4"), "{plan}");
     assert!(lines[join].contains("max_buffered_rows="), "{plan}");
     // One sort, of the unordered left side (a memory table); the Parquet file
     // declares its order and gets none.
     assert_eq!(plan.matches("SortExec").count(), 1, "{plan}");
     let sort = lines.iter().position(|l| l.contains("SortExec")).unwrap();
-    let parquet = lines.iter().position(|l| l.contains("DataSourceExec") && l.contains("parquet")).unwrap();
+    let parquet = lines
+        .iter()
+        .position(|l| l.contains("DataSourceExec") && l.contains("parquet"))
+        .unwrap();
     assert!(sort < parquet, "{plan}");
 }
 
@@ -308,7 +342,8 @@ async fn a_right_run_over_the_memory_limit_fails_clearly() {
         .with_memory_limit(256 * 1024, 1.0)
         .build_arc()
         .unwrap();
-    let ctx = SessionContext::new_with_config_rt(SessionConfig::new().with_target_partitions(1), runtime);
+    let ctx =
+        SessionContext::new_with_config_rt(SessionConfig::new().with_target_partitions(1), runtime);
     logsql::register(&ctx).unwrap();
     // 100,000 right rows tied at one time: `<=` holds the whole tie run.
     let e = error(
@@ -317,7 +352,10 @@ async fn a_right_run_over_the_memory_limit_fails_clearly() {
          (SELECT value, 1 AS t FROM generate_series(1, 100000)) r MATCH_CONDITION (l.t <= r.t)",
     )
     .await;
-    assert!(e.contains("ASOF JOIN: holding") && e.contains("memory limit"), "{e}");
+    assert!(
+        e.contains("ASOF JOIN: holding") && e.contains("memory limit"),
+        "{e}"
+    );
 }
 
 /// A small deterministic generator (xorshift64*), for the property test.
@@ -373,10 +411,15 @@ fn mem_table(
             // Each partition in up to three batches.
             let mut out = Vec::new();
             for chunk in part.chunks(part.len().div_ceil(3).max(1)) {
-                let ids: ArrayRef = Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.0)));
+                let ids: ArrayRef =
+                    Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.0)));
                 let ks: ArrayRef = Arc::new(chunk.iter().map(|r| r.1).collect::<Int64Array>());
                 let ts: ArrayRef = Arc::new(chunk.iter().map(|r| r.2).collect::<Int64Array>());
-                let columns = vec![ids, cast(&ks, &key_type).unwrap(), cast(&ts, &time_type).unwrap()];
+                let columns = vec![
+                    ids,
+                    cast(&ks, &key_type).unwrap(),
+                    cast(&ts, &time_type).unwrap(),
+                ];
                 out.push(RecordBatch::try_new(Arc::clone(&schema), columns).unwrap());
             }
             out
@@ -385,9 +428,12 @@ fn mem_table(
     Arc::new(datafusion::datasource::MemTable::try_new(schema, batches).unwrap())
 }
 
+/// A left id and, when it matches, the best right time and the ids at it.
+type Expected = (i64, Option<(i64, Vec<i64>)>);
+
 /// The naive as-of match of each left row: the best right time and the ids
 /// of the right rows at it (any of them may be the one chosen by tie order).
-fn reference(left: &[Row], right: &[Row], op: &str, keys: bool) -> Vec<(i64, Option<(i64, Vec<i64>)>)> {
+fn reference(left: &[Row], right: &[Row], op: &str, keys: bool) -> Vec<Expected> {
     left.iter()
         .map(|&(id, k, t)| {
             let Some(t) = t.filter(|_| !keys || k.is_some()) else {
@@ -411,7 +457,16 @@ fn reference(left: &[Row], right: &[Row], op: &str, keys: bool) -> Vec<(i64, Opt
             };
             (
                 id,
-                best.map(|b| (b, candidates.iter().filter(|c| c.0 == b).map(|c| c.1).collect())),
+                best.map(|b| {
+                    (
+                        b,
+                        candidates
+                            .iter()
+                            .filter(|c| c.0 == b)
+                            .map(|c| c.1)
+                            .collect(),
+                    )
+                }),
             )
         })
         .collect()
@@ -426,12 +481,28 @@ async fn random_inputs_match_a_naive_reference() {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let (nl, nr) = (rng.below(40) as usize, rng.below(60) as usize);
         // Few keys and times: many duplicates and ties; some NULLs.
-        let left: Vec<Row> = (0..nl as i64).map(|i| (i, rng.maybe(3, 8), rng.maybe(20, 8))).collect();
-        let right: Vec<Row> = (0..nr as i64).map(|i| (1000 + i, rng.maybe(3, 8), rng.maybe(20, 8))).collect();
+        let left: Vec<Row> = (0..nl as i64)
+            .map(|i| (i, rng.maybe(3, 8), rng.maybe(20, 8)))
+            .collect();
+        let right: Vec<Row> = (0..nr as i64)
+            .map(|i| (1000 + i, rng.maybe(3, 8), rng.maybe(20, 8)))
+            .collect();
         for partitions in [1, 2, 7] {
             let ctx = context(partitions);
-            let lt = mem_table(&left, 1 + rng.below(3) as usize, DataType::Int32, DataType::Int64, &mut rng);
-            let rt = mem_table(&right, 1 + rng.below(4) as usize, DataType::Int64, DataType::Int32, &mut rng);
+            let lt = mem_table(
+                &left,
+                1 + rng.below(3) as usize,
+                DataType::Int32,
+                DataType::Int64,
+                &mut rng,
+            );
+            let rt = mem_table(
+                &right,
+                1 + rng.below(4) as usize,
+                DataType::Int64,
+                DataType::Int32,
+                &mut rng,
+            );
             ctx.register_table("l", lt).unwrap();
             ctx.register_table("r", rt).unwrap();
             for op in [">=", ">", "<=", "<"] {
@@ -440,21 +511,45 @@ async fn random_inputs_match_a_naive_reference() {
                     let on = if keys { " ON l.k = r.k" } else { "" };
                     let duck_on = if keys { "l.k = r.k AND " } else { "" };
                     for (inner, sql) in [
-                        (false, format!("SELECT l.id, r.id, r.t FROM l ASOF JOIN r MATCH_CONDITION (l.t {op} r.t){on}")),
-                        (true, format!("SELECT l.id, r.id, r.t FROM l ASOF JOIN r ON {duck_on}l.t {op} r.t")),
+                        (
+                            false,
+                            format!(
+                                "SELECT l.id, r.id, r.t FROM l ASOF JOIN r MATCH_CONDITION (l.t {op} r.t){on}"
+                            ),
+                        ),
+                        (
+                            true,
+                            format!(
+                                "SELECT l.id, r.id, r.t FROM l ASOF JOIN r ON {duck_on}l.t {op} r.t"
+                            ),
+                        ),
                     ] {
-                        let batches = logsql::sql(&ctx, &sql).await.unwrap().collect().await.unwrap();
+                        let batches = logsql::sql(&ctx, &sql)
+                            .await
+                            .unwrap()
+                            .collect()
+                            .await
+                            .unwrap();
                         let mut got: Vec<(i64, Option<(i64, i64)>)> = Vec::new();
                         for b in &batches {
-                            let (lid, rid) = (b.column(0).as_primitive::<Int64Type>(), b.column(1).as_primitive::<Int64Type>());
-                            let rtime = datafusion::arrow::compute::cast(b.column(2), &DataType::Int64).unwrap();
+                            let (lid, rid) = (
+                                b.column(0).as_primitive::<Int64Type>(),
+                                b.column(1).as_primitive::<Int64Type>(),
+                            );
+                            let rtime =
+                                datafusion::arrow::compute::cast(b.column(2), &DataType::Int64)
+                                    .unwrap();
                             let rtime = rtime.as_primitive::<Int64Type>();
                             for i in 0..b.num_rows() {
-                                got.push((lid.value(i), rid.is_valid(i).then(|| (rid.value(i), rtime.value(i)))));
+                                got.push((
+                                    lid.value(i),
+                                    rid.is_valid(i).then(|| (rid.value(i), rtime.value(i))),
+                                ));
                             }
                         }
                         got.sort_by_key(|g| g.0);
-                        let expected: Vec<_> = want.iter().filter(|w| !inner || w.1.is_some()).collect();
+                        let expected: Vec<_> =
+                            want.iter().filter(|w| !inner || w.1.is_some()).collect();
                         let context = format!("seed {seed}, {partitions} partitions: {sql}");
                         assert_eq!(got.len(), expected.len(), "{context}");
                         for (g, w) in got.iter().zip(expected) {
@@ -463,9 +558,15 @@ async fn random_inputs_match_a_naive_reference() {
                                 (None, None) => {}
                                 (Some((rid, rtime)), Some((best, ids))) => {
                                     assert_eq!(rtime, best, "{context}: left {}", g.0);
-                                    assert!(ids.contains(rid), "{context}: left {} got {rid}, ties {ids:?}", g.0);
+                                    assert!(
+                                        ids.contains(rid),
+                                        "{context}: left {} got {rid}, ties {ids:?}",
+                                        g.0
+                                    );
                                 }
-                                _ => panic!("{context}: left {}: got {:?}, want {:?}", g.0, g.1, w.1),
+                                _ => {
+                                    panic!("{context}: left {}: got {:?}, want {:?}", g.0, g.1, w.1)
+                                }
                             }
                         }
                         checked += 1;
@@ -475,4 +576,175 @@ async fn random_inputs_match_a_naive_reference() {
         }
     }
     assert_eq!(checked, 24 * 3 * 4 * 2 * 2);
+}
+
+/// The demo recording `name` of `tests/data`.
+fn demo(name: &str) -> String {
+    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Checks `ASOF JOIN` of the relations `left` and `right` (each with a time
+/// column `t`, and a key column `k` when `keyed`) against a non-equi
+/// `LEFT JOIN` with `max`/`min`, for the four operators; returns the number
+/// of left rows and of matched ones for `>=`.
+async fn check_against_join(
+    ctx: &SessionContext,
+    left: &str,
+    right: &str,
+    keyed: bool,
+) -> (usize, usize) {
+    let mut counts = (0, 0);
+    for (op, flip, agg) in [
+        (">=", "<=", "max"),
+        (">", "<", "max"),
+        ("<=", ">=", "min"),
+        ("<", ">", "min"),
+    ] {
+        let (k, on, key_eq) = if keyed {
+            ("l.k, ", " ON l.k = r.k", "l.k = r.k AND ")
+        } else {
+            ("", "", "")
+        };
+        let asof = format!(
+            "SELECT DISTINCT {k}l.t, r.t AS rt FROM {left} l ASOF JOIN {right} r MATCH_CONDITION (l.t {op} r.t){on} \
+             ORDER BY {k}l.t"
+        );
+        let naive = format!(
+            "SELECT {k}l.t, {agg}(r.t) AS rt FROM {left} l LEFT JOIN {right} r ON {key_eq}r.t {flip} l.t \
+             GROUP BY {k}l.t ORDER BY {k}l.t"
+        );
+        let (got, want) = (text(ctx, &asof).await, text(ctx, &naive).await);
+        assert_eq!(got, want, "{asof}");
+        if op == ">=" {
+            let n = format!(
+                "SELECT count(*), count(r.t) FROM {left} l ASOF JOIN {right} r MATCH_CONDITION (l.t {op} r.t){on}"
+            );
+            let batches = logsql::sql(ctx, &n).await.unwrap().collect().await.unwrap();
+            use datafusion::arrow::array::AsArray;
+            use datafusion::arrow::datatypes::Int64Type;
+            let b = &batches[0];
+            counts = (
+                b.column(0).as_primitive::<Int64Type>().value(0) as usize,
+                b.column(1).as_primitive::<Int64Type>().value(0) as usize,
+            );
+        }
+    }
+    counts
+}
+
+#[tokio::test]
+async fn recordings_of_every_format_match_a_naive_join() {
+    let ctx = context(4);
+    let topic = |file: &str, topic: &str| {
+        format!(
+            "(SELECT log_time AS t FROM '{}' WHERE topic = '{topic}')",
+            demo(file)
+        )
+    };
+    // (file, left topic, right topic, left rows, matched by `>=`)
+    let cases = [
+        ("demo.mcap", "/imu", "/tf", 2000, 1999),
+        ("demo.bag", "/imu", "/odom", 400, 399),
+        (
+            "demo.record",
+            "/apollo/canbus/chassis",
+            "/apollo/localization/pose",
+            306,
+            305,
+        ),
+        ("demo.bddf", "bosdyn.api.RobotState", "imu/accel", 51, 50),
+    ];
+    for (file, l, r, rows, matched) in cases {
+        let got = check_against_join(&ctx, &topic(file, l), &topic(file, r), false).await;
+        assert_eq!(got, (rows, matched), "{file}");
+    }
+    // read_topic (decoded) on both sides gives the same rows as the messages table.
+    let rt = |t: &str| {
+        format!(
+            "(SELECT log_time AS t FROM read_topic('{}', '{t}'))",
+            demo("demo.mcap")
+        )
+    };
+    assert_eq!(
+        check_against_join(&ctx, &rt("/imu"), &rt("/tf"), false).await,
+        (2000, 1999)
+    );
+}
+
+#[tokio::test]
+async fn typed_tables_join_per_key() {
+    let ctx = context(3);
+    let positions = format!("positions('{}')", demo("demo.log"));
+    // Every 10th frame's actors, 10 ms later, against all positions: each
+    // finds its own actor's row of that frame.
+    let left = format!(
+        "(SELECT actor_id AS k, log_time + INTERVAL '10 milliseconds' AS t, frame FROM {positions} WHERE frame % 10 = 0)"
+    );
+    let right = format!("(SELECT actor_id AS k, log_time AS t, frame FROM {positions})");
+    let (rows, matched) = check_against_join(&ctx, &left, &right, true).await;
+    assert_eq!((rows, matched), (117, 117));
+    let same = text(
+        &ctx,
+        &format!(
+            "SELECT count(*) AS n FROM {left} l ASOF JOIN {right} r MATCH_CONDITION (l.t >= r.t) \
+             ON l.k = r.k WHERE l.frame = r.frame"
+        ),
+    )
+    .await;
+    assert!(same.contains("| 117 |"), "{same}");
+}
+
+#[tokio::test]
+async fn parquet_and_a_generated_grid() {
+    let ctx = context(2);
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("tf.parquet");
+    ctx.sql(&format!(
+        "COPY (SELECT log_time FROM '{}' WHERE topic = '/tf') TO '{}'",
+        demo("demo.mcap"),
+        parquet.display()
+    ))
+    .await
+    .unwrap()
+    .collect()
+    .await
+    .unwrap();
+    // Resampling /tf on a 100 ms grid (a timestamp without time zone against
+    // log_time in UTC), from the recording and from the Parquet copy.
+    let grid = "generate_series(TIMESTAMP '2023-11-14T22:13:20Z', TIMESTAMP '2023-11-14T22:13:21Z', \
+                INTERVAL '100 milliseconds') g";
+    let want = "\
++-------------------------+-------------------------+
+| t                       | tf_time                 |
++-------------------------+-------------------------+
+| 2023-11-14T22:13:20     |                         |
+| 2023-11-14T22:13:20.100 | 2023-11-14T22:13:20.082 |
+| 2023-11-14T22:13:20.200 | 2023-11-14T22:13:20.182 |
+| 2023-11-14T22:13:20.300 | 2023-11-14T22:13:20.282 |
+| 2023-11-14T22:13:20.400 | 2023-11-14T22:13:20.382 |
+| 2023-11-14T22:13:20.500 | 2023-11-14T22:13:20.482 |
+| 2023-11-14T22:13:20.600 | 2023-11-14T22:13:20.582 |
+| 2023-11-14T22:13:20.700 | 2023-11-14T22:13:20.682 |
+| 2023-11-14T22:13:20.800 | 2023-11-14T22:13:20.782 |
+| 2023-11-14T22:13:20.900 | 2023-11-14T22:13:20.882 |
+| 2023-11-14T22:13:21     | 2023-11-14T22:13:20.982 |
++-------------------------+-------------------------+";
+    for right in [
+        format!("read_topic('{}', '/tf')", demo("demo.mcap")),
+        format!("'{}'", parquet.display()),
+    ] {
+        let sql = format!(
+            "SELECT CAST(g.value AS TIMESTAMP(3)) AS t, CAST(tf.log_time AS TIMESTAMP(3)) AS tf_time \
+             FROM {grid} ASOF JOIN {right} tf MATCH_CONDITION (g.value >= tf.log_time) ORDER BY t"
+        );
+        assert_eq!(text(&ctx, &sql).await, want, "{sql}");
+    }
+    // With a 15 ms tolerance the grid points 18 ms after the last message are NULLs.
+    let sql = format!(
+        "SELECT count(*) AS n, count(tf.log_time) AS matched FROM {grid} ASOF JOIN read_topic('{}', '/tf') tf \
+         MATCH_CONDITION (g.value >= tf.log_time) ON g.value - tf.log_time <= INTERVAL '15 milliseconds'",
+        demo("demo.mcap")
+    );
+    let got = text(&ctx, &sql).await;
+    assert!(got.contains("| 11 | 0       |"), "{got}");
 }

@@ -29,8 +29,8 @@ use datafusion::physical_plan::metrics::{
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties,
-    InputDistributionRequirements,
-    PlanProperties, SendableRecordBatchStream, apply_expression_roots,
+    InputDistributionRequirements, PlanProperties, SendableRecordBatchStream,
+    apply_expression_roots,
 };
 use futures::StreamExt;
 

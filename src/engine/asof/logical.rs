@@ -118,13 +118,7 @@ impl AsofJoinNode {
 }
 
 /// `l` and `r` cast to the type both compare as, when they differ.
-fn coerce_pair(
-    l: Expr,
-    r: Expr,
-    ls: &DFSchema,
-    rs: &DFSchema,
-    what: &str,
-) -> Result<(Expr, Expr)> {
+fn coerce_pair(l: Expr, r: Expr, ls: &DFSchema, rs: &DFSchema, what: &str) -> Result<(Expr, Expr)> {
     let (lt, rt) = (l.get_type(ls)?, r.get_type(rs)?);
     if lt == rt {
         return Ok((l, r));
@@ -132,8 +126,16 @@ fn coerce_pair(
     let Some(common) = comparison_coercion(&lt, &rt) else {
         return plan_err!("ASOF JOIN: the {what} {l} ({lt}) cannot be compared with {r} ({rt})");
     };
-    let l = if lt == common { l } else { l.cast_to(&common, ls)? };
-    let r = if rt == common { r } else { r.cast_to(&common, rs)? };
+    let l = if lt == common {
+        l
+    } else {
+        l.cast_to(&common, ls)?
+    };
+    let r = if rt == common {
+        r
+    } else {
+        r.cast_to(&common, rs)?
+    };
     Ok((l, r))
 }
 
@@ -179,12 +181,16 @@ impl UserDefinedLogicalNodeCore for AsofJoinNode {
     }
 
     fn with_exprs_and_inputs(&self, exprs: Vec<Expr>, inputs: Vec<LogicalPlan>) -> Result<Self> {
-        let [left, right] = <[LogicalPlan; 2]>::try_from(inputs)
-            .map_err(|_| datafusion::error::DataFusionError::Internal("AsofJoin takes two inputs".into()))?;
+        let [left, right] = <[LogicalPlan; 2]>::try_from(inputs).map_err(|_| {
+            datafusion::error::DataFusionError::Internal("AsofJoin takes two inputs".into())
+        })?;
         let keys = self.on.len();
         let want = 2 * keys + 2 + usize::from(self.tolerance.is_some());
         if exprs.len() != want {
-            return plan_err!("AsofJoin: {} expressions given, {want} expected", exprs.len());
+            return plan_err!(
+                "AsofJoin: {} expressions given, {want} expected",
+                exprs.len()
+            );
         }
         let mut it = exprs.into_iter();
         let mut on = Vec::with_capacity(keys);

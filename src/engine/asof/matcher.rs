@@ -89,9 +89,8 @@ impl Encoders {
     /// Evaluates `exprs` on `batch` and encodes the results.
     pub fn encode(&self, batch: &RecordBatch, exprs: &SideExprs) -> Result<Encoded> {
         let rows = batch.num_rows();
-        let eval = |e: &Arc<dyn PhysicalExpr>| -> Result<ArrayRef> {
-            e.evaluate(batch)?.into_array(rows)
-        };
+        let eval =
+            |e: &Arc<dyn PhysicalExpr>| -> Result<ArrayRef> { e.evaluate(batch)?.into_array(rows) };
         let key_arrays = exprs.keys.iter().map(eval).collect::<Result<Vec<_>>>()?;
         let time = eval(&exprs.time)?;
         let mut invalid = time.logical_nulls();
@@ -285,9 +284,7 @@ impl Matcher {
                     Ordering::Greater => break,
                     Ordering::Equal => match r.enc.time_cmp(row, l, i) {
                         Ordering::Less => self.cand = Some(self.cursor),
-                        Ordering::Equal if self.op.is_inclusive() => {
-                            self.cand = Some(self.cursor)
-                        }
+                        Ordering::Equal if self.op.is_inclusive() => self.cand = Some(self.cursor),
                         _ => break,
                     },
                 }

@@ -93,9 +93,7 @@ pub fn rewrite_duckdb(sql: &str) -> String {
         .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)))
         .collect();
-    let kw = |i: usize, k: Keyword| {
-        matches!(code.get(i), Some(t) if matches!(&t.token, Token::Word(w) if w.keyword == k && w.quote_style.is_none()))
-    };
+    let kw = |i: usize, k: Keyword| matches!(code.get(i), Some(t) if matches!(&t.token, Token::Word(w) if w.keyword == k && w.quote_style.is_none()));
     // (start, end, replacement), in text order.
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut i = 0;
@@ -361,23 +359,32 @@ fn classify(e: Expr, left: &DFSchema, right: &DFSchema) -> Result<Conjunct> {
              `left.t - right.t <= bound` (or `right.t - left.t <= bound`)"
         )
     };
-    let Expr::BinaryExpr(BinaryExpr { left: a, op, right: b }) = &e else {
+    let Expr::BinaryExpr(BinaryExpr {
+        left: a,
+        op,
+        right: b,
+    }) = &e
+    else {
         return Err(unsupported(&e));
     };
     let (sa, sb) = (side(a, left, right)?, side(b, left, right)?);
     match (op, sa, sb) {
         (Operator::Eq, Side::Left, Side::Right) => Ok(Conjunct::Key(*a.clone(), *b.clone())),
         (Operator::Eq, Side::Right, Side::Left) => Ok(Conjunct::Key(*b.clone(), *a.clone())),
-        (op, Side::Left, Side::Right) if AsofOp::from_operator(*op).is_some() => Ok(
-            Conjunct::Match(*a.clone(), AsofOp::from_operator(*op).unwrap_or(AsofOp::GtEq), *b.clone()),
-        ),
-        (op, Side::Right, Side::Left) if AsofOp::from_operator(*op).is_some() => Ok(
-            Conjunct::Match(
+        (op, Side::Left, Side::Right) if AsofOp::from_operator(*op).is_some() => {
+            Ok(Conjunct::Match(
+                *a.clone(),
+                AsofOp::from_operator(*op).unwrap_or(AsofOp::GtEq),
+                *b.clone(),
+            ))
+        }
+        (op, Side::Right, Side::Left) if AsofOp::from_operator(*op).is_some() => {
+            Ok(Conjunct::Match(
                 *b.clone(),
                 AsofOp::from_operator(*op).unwrap_or(AsofOp::GtEq).swap(),
                 *a.clone(),
-            ),
-        ),
+            ))
+        }
         (Operator::LtEq | Operator::Lt, Side::Both, Side::None)
         | (Operator::GtEq | Operator::Gt, Side::None, Side::Both) => {
             let diff = if sa == Side::Both { a } else { b };
@@ -390,8 +397,12 @@ fn classify(e: Expr, left: &DFSchema, right: &DFSchema) -> Result<Conjunct> {
                 return Err(unsupported(&e));
             };
             match (side(x, left, right)?, side(y, left, right)?) {
-                (Side::Left, Side::Right) => Ok(Conjunct::Tolerance(*x.clone(), *y.clone(), e.clone())),
-                (Side::Right, Side::Left) => Ok(Conjunct::Tolerance(*y.clone(), *x.clone(), e.clone())),
+                (Side::Left, Side::Right) => {
+                    Ok(Conjunct::Tolerance(*x.clone(), *y.clone(), e.clone()))
+                }
+                (Side::Right, Side::Left) => {
+                    Ok(Conjunct::Tolerance(*y.clone(), *x.clone(), e.clone()))
+                }
                 _ => Err(unsupported(&e)),
             }
         }
@@ -493,12 +504,13 @@ fn plan_asof(
                     "ASOF JOIN: the tolerance {e} must subtract the match times {lt} and {rt}"
                 );
             }
-            Some(normalize_col(e, &LogicalPlan::EmptyRelation(
-                datafusion::logical_expr::EmptyRelation {
+            Some(normalize_col(
+                e,
+                &LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
                     produce_one_row: false,
                     schema: Arc::new(joined.clone()),
-                },
-            ))?)
+                }),
+            )?)
         }
     };
     AsofJoinNode::try_new(
