@@ -748,3 +748,94 @@ async fn parquet_and_a_generated_grid() {
     let got = text(&ctx, &sql).await;
     assert!(got.contains("| 11 | 0       |"), "{got}");
 }
+
+#[tokio::test]
+async fn asof_joins_nest_in_ctes_subqueries_and_join_chains() {
+    let ctx = context(2);
+    tables(&ctx).await;
+    ctx.sql(
+        "CREATE TABLE names(name VARCHAR, up VARCHAR) AS VALUES ('a', 'A'), ('b', 'B'), ('c', 'C')",
+    )
+    .await
+    .unwrap()
+    .collect()
+    .await
+    .unwrap();
+    let want = "\
++----+-----+
+| up | v   |
++----+-----+
+| A  | 100 |
+| B  | 201 |
+| C  | 201 |
++----+-----+";
+    for sql in [
+        // A join after the as-of join, and one before it.
+        "SELECT n.up, r.v FROM l ASOF JOIN r MATCH_CONDITION (l.t >= r.t) ON l.k = r.k \
+         JOIN names n ON n.name = l.name ORDER BY n.up",
+        "SELECT n.up, r.v FROM names n JOIN l ON n.name = l.name \
+         ASOF JOIN r ON l.k = r.k AND l.t >= r.t ORDER BY n.up",
+        // In a CTE and in a derived table, with DuckDB's spelling.
+        "WITH j AS (SELECT l.name, r.v FROM l ASOF LEFT JOIN r ON l.k = r.k AND l.t >= r.t) \
+         SELECT n.up, j.v FROM j JOIN names n ON n.name = j.name ORDER BY n.up",
+        "SELECT n.up, j.v FROM (SELECT l.name, r.v FROM l ASOF JOIN r MATCH_CONDITION (l.t >= r.t) ON l.k = r.k) j \
+         JOIN names n ON n.name = j.name ORDER BY n.up",
+        // A CTE as an input.
+        "WITH rr AS (SELECT * FROM r WHERE v < 900) SELECT n.up, rr.v FROM names n JOIN l ON n.name = l.name \
+         ASOF JOIN rr MATCH_CONDITION (l.t >= rr.t) ON l.k = rr.k ORDER BY n.up",
+    ] {
+        assert_eq!(text(&ctx, sql).await, want, "{sql}");
+    }
+    // EXPLAIN of either spelling shows the logical node and the operator.
+    let plan = text(
+        &ctx,
+        "EXPLAIN SELECT * FROM l ASOF JOIN r ON l.k = r.k AND l.t > r.t",
+    )
+    .await;
+    assert!(
+        plan.contains("AsofJoin: type=Inner, match=(l.t > r.t), on=[l.k = r.k]"),
+        "{plan}"
+    );
+    assert!(plan.contains("AsofJoinExec: join_type=Inner"), "{plan}");
+}
+
+#[cfg(feature = "cli")]
+#[test]
+fn the_cli_takes_both_spellings() {
+    let mcap = demo("demo.mcap");
+    let sub = |topic: &str| format!("(SELECT log_time FROM '{mcap}' WHERE topic = '{topic}')");
+    let run = |join: &str| {
+        let sql = format!(
+            "SELECT count(*) AS n, count(d.log_time) AS matched, max(d.log_time) AS last FROM {} i {join}",
+            sub("/imu")
+        );
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .args([sql.as_str(), "--format", "csv"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let diag = sub("/diagnostics");
+    let left = "n,matched,last\n2000,1999,2023-11-14T22:13:29.003000000Z\n";
+    assert_eq!(
+        run(&format!(
+            "ASOF JOIN {diag} d MATCH_CONDITION (i.log_time >= d.log_time)"
+        )),
+        left
+    );
+    assert_eq!(
+        run(&format!(
+            "ASOF LEFT JOIN {diag} d ON i.log_time >= d.log_time"
+        )),
+        left
+    );
+    assert_eq!(
+        run(&format!("ASOF JOIN {diag} d ON i.log_time >= d.log_time")),
+        "n,matched,last\n1999,1999,2023-11-14T22:13:29.003000000Z\n"
+    );
+}
