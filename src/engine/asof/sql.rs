@@ -523,3 +523,54 @@ fn plan_asof(
         tolerance,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duckdb_spelling_gets_a_marker_match_condition() {
+        assert_eq!(
+            rewrite_duckdb("SELECT * FROM a ASOF JOIN b ON a.t >= b.t"),
+            format!("SELECT * FROM a ASOF JOIN b MATCH_CONDITION ({MARK_INNER}) ON a.t >= b.t")
+        );
+        assert_eq!(
+            rewrite_duckdb(
+                "SELECT * FROM a asof left outer join (SELECT * FROM c JOIN d ON c.x = d.x) b\n  ON a.t >= b.t"
+            ),
+            format!(
+                "SELECT * FROM a asof join (SELECT * FROM c JOIN d ON c.x = d.x) b\n  MATCH_CONDITION ({MARK_LEFT}) ON a.t >= b.t"
+            )
+        );
+        // Two joins; the second already in Snowflake's spelling.
+        assert_eq!(
+            rewrite_duckdb(
+                "SELECT 'ASOF JOIN x ON' FROM a ASOF LEFT JOIN b ON a.t >= b.t -- ASOF JOIN\n\
+                 ASOF JOIN c MATCH_CONDITION (a.t <= c.t) ON a.k = c.k"
+            ),
+            format!(
+                "SELECT 'ASOF JOIN x ON' FROM a ASOF JOIN b MATCH_CONDITION ({MARK_LEFT}) ON a.t >= b.t -- ASOF JOIN\n\
+                 ASOF JOIN c MATCH_CONDITION (a.t <= c.t) ON a.k = c.k"
+            )
+        );
+        // Not a join, or not SQL that tokenizes: unchanged.
+        for sql in ["SELECT asof FROM t", "SELECT 'unterminated"] {
+            assert_eq!(rewrite_duckdb(sql), sql);
+        }
+    }
+
+    #[test]
+    fn asof_joins_are_nested_so_only_the_last_join_of_a_nest_is_asof() {
+        let state = datafusion::prelude::SessionContext::new().state();
+        let dialect = datafusion::config::Dialect::Generic;
+        let sql = "SELECT * FROM a JOIN b ON a.x = b.x ASOF JOIN c MATCH_CONDITION (a.t >= c.t) \
+                   JOIN d ON a.y = d.y ASOF JOIN e MATCH_CONDITION (a.t <= e.t)";
+        let mut statement = state.sql_to_statement(sql, &dialect).unwrap();
+        nest_asof_joins(&mut statement);
+        assert_eq!(
+            statement.to_string(),
+            "SELECT * FROM ((a JOIN b ON a.x = b.x ASOF JOIN c MATCH_CONDITION (a.t >= c.t)) \
+             JOIN d ON a.y = d.y ASOF JOIN e MATCH_CONDITION (a.t <= e.t))"
+        );
+    }
+}
