@@ -24,7 +24,7 @@ use datafusion::physical_expr::{
 };
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, RecordOutput,
 };
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -313,7 +313,7 @@ impl StreamState {
             let keep: BooleanArray = matches.iter().map(|m| Some(m.is_some())).collect();
             out = filter_record_batch(&out, &keep)?;
         }
-        self.baseline.record_output(out.num_rows());
+        (&out).record_output(&self.baseline);
         Ok(out)
     }
 
