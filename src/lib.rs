@@ -38,4 +38,4 @@ pub use error::{Error, Result};
 pub mod engine;
 
 #[cfg(feature = "datafusion")]
-pub use engine::{SessionContextExt, register, session_context, session_context_with_config};
+pub use engine::{SessionContextExt, register, session_context, session_context_with_config, sql};

@@ -115,7 +115,8 @@ def sql(query: str, options: Optional[Mapping[str, Any]] = None):
 
     Every logsql table is available: ``FROM 'run.mcap'``, ``read_topic(...)``,
     ``topics(...)``, typed tables (``positions('town.log')``), and all of
-    DataFusion's functions. An unfinished recording (a file that ends early)
+    DataFusion's functions; ``ASOF JOIN`` in both spellings
+    (``MATCH_CONDITION (a.t >= b.t)`` and DuckDB's ``ASOF [LEFT] JOIN ... ON``). An unfinished recording (a file that ends early)
     gives every complete message and logs a warning. A corrupt file raises
     :class:`QueryError`, naming the file, the byte offset and the cause, with the
     rows computed from every readable message in ``partial``

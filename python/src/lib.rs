@@ -134,7 +134,7 @@ fn sql(
     let stream = py
         .detach(|| {
             RUNTIME.block_on(async {
-                let df = ctx.sql(&query).await?;
+                let df = logsql::sql(&ctx, &query).await?;
                 df.execute_stream().await
             })
         })

@@ -263,3 +263,17 @@ def test_filters_and_projection_reach_the_scan_in_datafusion_python():
     # LIMIT and projection: a few rows of one column.
     got = ctx.sql("SELECT topic FROM log WHERE topic = '/fix' LIMIT 5").to_pydict()
     assert got == {"topic": ["/fix"] * 5}
+
+
+def test_sql_asof_join_both_spellings():
+    demo = str(DEMO)
+    imu = f"(SELECT log_time FROM '{demo}' WHERE topic = '/imu')"
+    diag = f"(SELECT log_time FROM '{demo}' WHERE topic = '/diagnostics')"
+    counts = "SELECT count(*) AS n, count(d.log_time) AS matched FROM {imu} i {join}"
+    for join, want in [
+        (f"ASOF JOIN {diag} d MATCH_CONDITION (i.log_time >= d.log_time)", (2000, 1999)),
+        (f"ASOF LEFT JOIN {diag} d ON i.log_time >= d.log_time", (2000, 1999)),
+        (f"ASOF JOIN {diag} d ON i.log_time >= d.log_time", (1999, 1999)),
+    ]:
+        got = logsql.sql(counts.format(imu=imu, join=join)).to_pylist()[0]
+        assert (got["n"], got["matched"]) == want, join

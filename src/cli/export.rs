@@ -214,7 +214,7 @@ pub fn decoded_sql(
 /// delivers every readable row first) leaves a complete Parquet file of those
 /// rows, and the error says so; one that fails before any row leaves no file.
 fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> CliResult<u64> {
-    let df = app.rt.block_on(app.ctx.sql(sql))?;
+    let df = app.rt.block_on(logsql::sql(&app.ctx, sql))?;
     let mut stream = app.rt.block_on(df.execute_stream())?;
 
     let partial = partial_path(output);

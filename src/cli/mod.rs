@@ -300,7 +300,7 @@ impl App {
             // Ctrl-C pressed before this statement does not cancel it.
             interrupt.mark_unchanged();
         }
-        let df = self.wait(self.ctx.sql(stmt))?;
+        let df = self.wait(logsql::sql(&self.ctx, stmt))?;
         let has_columns = !df.schema().fields().is_empty();
         let mut stream = self.wait(df.execute_stream())?;
         if let Some(interrupt) = &self.interrupt {

@@ -13,10 +13,12 @@
 //! - [`read_topic`], [`decoded_batch`]: `read_topic('run.mcap', '/imu')`, one
 //!   topic's payloads decoded into typed columns ([`crate::decode`]);
 //! - [`functions`]: scalar functions (`length` over binary payloads);
+//! - [`asof`]: `ASOF JOIN` (SQL spellings, logical node, streaming operator);
 //! - [`stores`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on first use;
 //! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
 //!   for datafusion-distributed.
 
+pub mod asof;
 pub mod batch;
 pub mod damage;
 pub mod decoded_batch;
@@ -53,6 +55,7 @@ use datafusion::logical_expr::CreateExternalTable;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+pub use asof::sql;
 pub use file_format::{LogFileFormat, LogFormatFactory};
 pub use options::LogsqlOptions;
 
@@ -68,7 +71,10 @@ use crate::formats;
 /// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
 /// - the `logsql.*` session options,
 /// - the physical optimizer rule [`damage::DeferScanErrors`]: a damaged file
-///   fails a query only after every readable row was delivered.
+///   fails a query only after every readable row was delivered,
+/// - `ASOF JOIN` ([`asof`]): a relation planner for the parenthesized form
+///   `FROM (a ASOF JOIN b MATCH_CONDITION (...))` and a query planner for its
+///   operator; [`sql()`] accepts every spelling.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     register_with(ctx, true)
 }
@@ -131,6 +137,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 )
                 .build();
         }
+        *state = asof::install(state.clone())?;
     }
     table_functions::register(ctx);
     typed_tables::register(ctx);

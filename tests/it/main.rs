@@ -1,6 +1,8 @@
 //! logsql's integration tests: one test crate (one link of DataFusion), one module per area.
 
 mod apollo_reader;
+#[cfg(feature = "datafusion")]
+mod asof;
 mod bag_reader;
 mod bag_writer;
 mod bddf_reader;

@@ -105,7 +105,7 @@ pub fn run(app: &App, a: &PlotArgs, quiet: bool, out: &mut dyn Write) -> CliResu
 /// Runs `sql` and streams its batches into a [`Chart`].
 fn collect(app: &App, sql: &str) -> CliResult<Chart> {
     app.rt.block_on(async {
-        let df = app.ctx.sql(sql).await?;
+        let df = logsql::sql(&app.ctx, sql).await?;
         let mut stream = df.execute_stream().await?;
         let mut chart = Chart::new(stream.schema().as_ref())?;
         while let Some(batch) = stream.next().await {

@@ -1,0 +1,134 @@
+//! `ASOF JOIN`: for each row of the left input, the best row of the right
+//! input at (or before, or after) its time, per equality key.
+//!
+//! - [`logical`]: the logical node [`AsofJoinNode`] (a `UserDefinedLogicalNodeCore`)
+//!   and the type coercion of its keys and times;
+//! - [`sql`]: the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
+//!   `RelationPlanner`, and [`sql()`](sql::sql), which accepts every spelling;
+//! - [`planner`]: the `ExtensionPlanner` and the `QueryPlanner` that installs it;
+//! - [`exec`], [`matcher`]: the streaming physical operator [`AsofJoinExec`].
+//!
+//! Semantics (shared by every spelling): each left row appears once (or, for
+//! DuckDB's `ASOF JOIN` without `LEFT`, only when matched), with the right row
+//! of equal keys whose time is the closest on the side the operator points to:
+//! `l >= r` / `l > r` the latest right time at or before (strictly before) the
+//! left time, `l <= r` / `l < r` the earliest at or after (strictly after).
+//! Among right rows with the same keys and best time, the one that comes last
+//! in the right input's order wins. NULL keys and NULL times never match. An
+//! optional tolerance is checked on the chosen match; a match beyond it
+//! becomes NULLs.
+
+pub mod exec;
+pub mod logical;
+pub mod matcher;
+pub mod planner;
+pub mod sql;
+
+use std::fmt;
+
+use datafusion::logical_expr::Operator;
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::execution::SessionState;
+
+pub use exec::AsofJoinExec;
+pub use logical::AsofJoinNode;
+pub use sql::sql;
+
+/// The comparison of an as-of match, written `left <op> right`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AsofOp {
+    /// `left >= right`: the latest right time at or before the left time.
+    GtEq,
+    /// `left > right`: the latest right time strictly before the left time.
+    Gt,
+    /// `left <= right`: the earliest right time at or after the left time.
+    LtEq,
+    /// `left < right`: the earliest right time strictly after the left time.
+    Lt,
+}
+
+impl AsofOp {
+    /// The operator for a SQL comparison `left <op> right`, if it is one of the four.
+    pub fn from_operator(op: Operator) -> Option<Self> {
+        match op {
+            Operator::GtEq => Some(Self::GtEq),
+            Operator::Gt => Some(Self::Gt),
+            Operator::LtEq => Some(Self::LtEq),
+            Operator::Lt => Some(Self::Lt),
+            _ => None,
+        }
+    }
+
+    /// The same condition with its sides swapped (`a >= b` is `b <= a`).
+    pub fn swap(self) -> Self {
+        match self {
+            Self::GtEq => Self::LtEq,
+            Self::Gt => Self::Lt,
+            Self::LtEq => Self::GtEq,
+            Self::Lt => Self::Gt,
+        }
+    }
+
+    /// Whether matches lie at or before the left time (`>=`, `>`).
+    pub fn is_backward(self) -> bool {
+        matches!(self, Self::GtEq | Self::Gt)
+    }
+
+    /// Whether a right time equal to the left time matches (`>=`, `<=`).
+    pub fn is_inclusive(self) -> bool {
+        matches!(self, Self::GtEq | Self::LtEq)
+    }
+}
+
+impl fmt::Display for AsofOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::GtEq => ">=",
+            Self::Gt => ">",
+            Self::LtEq => "<=",
+            Self::Lt => "<",
+        })
+    }
+}
+
+/// Which left rows an as-of join keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AsofJoinType {
+    /// Every left row, with NULLs when nothing matches (`MATCH_CONDITION`, DuckDB's `ASOF LEFT JOIN`).
+    Left,
+    /// Only matched left rows (DuckDB's `ASOF JOIN`).
+    Inner,
+}
+
+impl fmt::Display for AsofJoinType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Left => "Left",
+            Self::Inner => "Inner",
+        })
+    }
+}
+
+/// Installs the `ASOF JOIN` planners on `state` unless present: the
+/// [`sql::AsofRelationPlanner`], and the [`planner::AsofQueryPlanner`]
+/// wrapped around the current query planner. Returns the state to use.
+pub(crate) fn install(mut state: SessionState) -> Result<SessionState> {
+    let named = |p: &dyn std::fmt::Debug| format!("{p:?}") == "AsofRelationPlanner";
+    if !state.relation_planners().iter().any(|p| named(p.as_ref())) {
+        state.register_relation_planner(Arc::new(sql::AsofRelationPlanner))?;
+    }
+    if planner::AsofQueryPlanner::is(state.query_planner()) {
+        return Ok(state);
+    }
+    let prev = Arc::clone(state.query_planner());
+    let session_id = state.session_id().to_string();
+    Ok(
+        datafusion::execution::SessionStateBuilder::new_from_existing(state)
+            .with_session_id(session_id)
+            .with_query_planner(Arc::new(planner::AsofQueryPlanner::new(prev)))
+            .build(),
+    )
+}
