@@ -50,6 +50,8 @@ mod hardening_sweeps;
 mod mcap_conformance;
 mod mcap_samples;
 #[cfg(feature = "datafusion")]
+mod mcap_writer;
+#[cfg(feature = "datafusion")]
 mod queries;
 #[cfg(feature = "datafusion")]
 mod self_contained;
