@@ -639,3 +639,86 @@ fn export_writes_mcap_with_filters_and_options() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--decode writes Parquet"));
 }
+
+#[tokio::test]
+async fn bddf_series_get_protobuf_schemas_from_a_descriptor_set() {
+    let (Some(src), Some(set)) = (
+        fixtures::file("bddf", "basic.bddf"),
+        fixtures::file("bddf", "bosdyn_api_descriptors.binpb"),
+    ) else {
+        return;
+    };
+    let ctx = ctx().await;
+    query(
+        &ctx,
+        &format!("SET logsql.descriptor_set = '{}'", set.display()),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("basic.mcap");
+    let rows = error_free(&ctx, &src).await.unwrap();
+    assert_eq!(copy(&ctx, &src, &out, "").await, rows);
+    // Every protobuf series' schema is a FileDescriptorSet; the copy decodes
+    // (read_topic) to the same values as the source.
+    let t = text(
+        &ctx,
+        &format!(
+            "SELECT count(*) AS n, count(*) FILTER (WHERE schema_encoding = 'protobuf' AND length(schema) > 0) AS with_schema \
+             FROM channels('{}') WHERE message_encoding = 'protobuf'",
+            out.display()
+        ),
+    )
+    .await;
+    let n: Vec<&str> = t.lines().nth(3).unwrap().split('|').map(str::trim).collect();
+    assert_eq!(n[1], n[2], "{t}");
+    assert_ne!(n[1], "0", "{t}");
+    let topic = text(
+        &ctx,
+        &format!(
+            "SELECT topic FROM channels('{}') WHERE message_encoding = 'protobuf' ORDER BY topic LIMIT 1",
+            out.display()
+        ),
+    )
+    .await;
+    let topic = topic.lines().nth(3).unwrap().trim_matches(|c| c == '|' || c == ' ');
+    let decoded = |f: &Path| {
+        format!(
+            "SELECT * EXCEPT (file, publish_time) FROM read_topic('{}', '{topic}', 'flatten') ORDER BY log_time",
+            f.display()
+        )
+    };
+    let a = text(&ctx, &decoded(&src)).await;
+    assert_eq!(a, text(&ctx, &decoded(&out)).await);
+    assert!(a.lines().count() > 4, "{a}");
+}
+
+#[tokio::test]
+async fn copy_to_an_object_store_uploads_the_finished_file() {
+    use datafusion::object_store::memory::InMemory;
+    use datafusion::object_store::{ObjectStoreExt, path::Path as ObjectPath};
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.bag");
+    let ctx = ctx().await;
+    let store = std::sync::Arc::new(InMemory::new());
+    let url = url::Url::parse("memory://bucket").unwrap();
+    ctx.register_object_store(&url, store.clone());
+    let n = ints(
+        &ctx,
+        &format!(
+            "COPY (SELECT * FROM '{}') TO 'memory://bucket/runs/demo.mcap'",
+            src.display()
+        ),
+    )
+    .await;
+    assert_eq!(n, [625]);
+    let bytes = store
+        .get(&ObjectPath::from("runs/demo.mcap"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("demo.mcap");
+    std::fs::write(&local, &bytes).unwrap();
+    assert_round_trip(&ctx, &src, &local, 625).await;
+}
