@@ -882,3 +882,124 @@ impl DataSink for McapSink {
         Ok(rows)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(kv: &[(&str, &str)]) -> HashMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn options_parse_with_or_without_the_format_prefix() {
+        assert_eq!(
+            McapWriteOptions::from_map(&HashMap::new()).unwrap(),
+            McapWriteOptions::default()
+        );
+        let o = McapWriteOptions::from_map(&map(&[
+            ("format.compression", "LZ4"),
+            ("chunk_size", "65536"),
+            ("format.summary", "false"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            o,
+            McapWriteOptions {
+                compression: Compression::Lz4,
+                chunk_size: 65536,
+                summary: false
+            }
+        );
+        let err = |kv: &[(&str, &str)]| {
+            McapWriteOptions::from_map(&map(kv))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err(&[("format.chunk_size", "1MB")])
+                .contains("chunk_size '1MB' is not a number of bytes")
+        );
+        assert!(
+            err(&[("format.summary", "maybe")]).contains("summary 'maybe' is not true or false")
+        );
+        assert!(err(&[("format.codec", "zstd")]).contains(
+            "unknown option 'format.codec' for MCAP output (known: compression, chunk_size, summary)"
+        ));
+    }
+
+    #[test]
+    fn rows_are_written_and_an_empty_result_is_a_valid_file() {
+        use datafusion::arrow::array::{BinaryArray, StringArray, TimestampNanosecondArray};
+        use datafusion::arrow::datatypes::{Field, Schema};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("topic", DataType::Utf8, true),
+            Field::new(
+                "log_time",
+                DataType::Timestamp(TimeUnit::Nanosecond, None),
+                true,
+            ),
+            Field::new("data", DataType::Binary, true),
+            Field::new("message_type", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(StringArray::from(vec!["/a", "/b", "/a"])),
+                Arc::new(TimestampNanosecondArray::from(vec![3, 1, 2])),
+                Arc::new(BinaryArray::from(vec![&b"x"[..], b"", b"yz"])),
+                Arc::new(StringArray::from(vec![Some("T"), None, Some("T")])),
+            ],
+        )
+        .unwrap();
+        let mut w = McapBatchWriter::new(
+            std::io::Cursor::new(Vec::new()),
+            McapWriteOptions::default(),
+            "t.mcap".into(),
+        );
+        w.write_batch(&batch).unwrap();
+        assert_eq!(w.rows, 3);
+        let bytes = w.finish().unwrap().into_inner();
+        let msgs: Vec<_> = mcap::MessageStream::new(&bytes)
+            .unwrap()
+            .map(|m| {
+                let m = m.unwrap();
+                let ty = m.channel.schema.as_ref().map(|s| s.name.clone());
+                (
+                    m.channel.topic.clone(),
+                    m.log_time,
+                    m.publish_time,
+                    m.data.to_vec(),
+                    ty,
+                )
+            })
+            .collect();
+        assert_eq!(
+            msgs,
+            [
+                ("/a".to_string(), 3, 3, b"x".to_vec(), Some("T".to_string())),
+                ("/b".to_string(), 1, 1, vec![], None),
+                (
+                    "/a".to_string(),
+                    2,
+                    2,
+                    b"yz".to_vec(),
+                    Some("T".to_string())
+                ),
+            ]
+        );
+        let empty = McapBatchWriter::new(
+            std::io::Cursor::new(Vec::new()),
+            McapWriteOptions::default(),
+            "e.mcap".into(),
+        );
+        let bytes = empty.finish().unwrap().into_inner();
+        assert_eq!(mcap::MessageStream::new(&bytes).unwrap().count(), 0);
+        assert_eq!(
+            partial_path(Path::new("/x/out.mcap")),
+            PathBuf::from("/x/out.mcap.partial")
+        );
+    }
+}

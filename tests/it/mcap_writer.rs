@@ -669,7 +669,13 @@ async fn bddf_series_get_protobuf_schemas_from_a_descriptor_set() {
         ),
     )
     .await;
-    let n: Vec<&str> = t.lines().nth(3).unwrap().split('|').map(str::trim).collect();
+    let n: Vec<&str> = t
+        .lines()
+        .nth(3)
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
     assert_eq!(n[1], n[2], "{t}");
     assert_ne!(n[1], "0", "{t}");
     let topic = text(
@@ -680,7 +686,11 @@ async fn bddf_series_get_protobuf_schemas_from_a_descriptor_set() {
         ),
     )
     .await;
-    let topic = topic.lines().nth(3).unwrap().trim_matches(|c| c == '|' || c == ' ');
+    let topic = topic
+        .lines()
+        .nth(3)
+        .unwrap()
+        .trim_matches(|c| c == '|' || c == ' ');
     let decoded = |f: &Path| {
         format!(
             "SELECT * EXCEPT (file, publish_time) FROM read_topic('{}', '{topic}', 'flatten') ORDER BY log_time",
