@@ -277,7 +277,10 @@ impl FileFormatFactory for LogFormatFactory {
         _state: &dyn Session,
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
-        let mcap = self.format.as_ref().is_some_and(|f| f.name() == "mcap");
+        let mcap = self
+            .format
+            .as_ref()
+            .is_some_and(|f| f.name() == crate::formats::mcap::McapFormat.name());
         if mcap {
             // Write options (`COPY ... TO 'x.mcap' OPTIONS (compression 'lz4')`);
             // reading takes none.

@@ -395,6 +395,23 @@ async fn options_choose_compression_chunk_size_and_summary() {
         "{e}"
     );
     assert!(!bad.exists());
+    // The other formats are read-only; STORED AS MCAP writes any name.
+    let e = crate::sql::error(
+        &ctx,
+        &format!(
+            "COPY (SELECT * FROM '{}') TO '{}'",
+            src.display(),
+            dir.path().join("x.bag").display()
+        ),
+    )
+    .await;
+    assert!(
+        e.contains("logsql writes log files as MCAP only (bag is read-only)"),
+        "{e}"
+    );
+    let named = dir.path().join("extract.out");
+    assert_eq!(copy(&ctx, &src, &named, "STORED AS MCAP").await, 2610);
+    assert_eq!(official_messages(&named).len(), 2610);
 }
 
 #[tokio::test]
