@@ -193,11 +193,13 @@ pub enum Command {
         #[arg(long)]
         ascii: bool,
     },
-    /// Writes the messages of a log (optionally filtered) to a Parquet file (zstd).
+    /// Writes the messages of a log (optionally filtered) to a Parquet file
+    /// (zstd), or to an MCAP file when OUTPUT ends in `.mcap`.
     ///
     /// Runs `SELECT * FROM '<INPUT>' WHERE ...` through the engine, so topic and
     /// time filters skip whole chunks. SQL can do the same with
-    /// `COPY (SELECT ...) TO 'out.parquet'`.
+    /// `COPY (SELECT ...) TO 'out.parquet'` (or `'out.mcap'`). MCAP output is
+    /// written in log_time order, with each channel's schema from its source file.
     Export(ExportArgs),
     /// Draws a query's result as a chart: the first column is the x axis
     /// (timestamps as UTC times), every other numeric column a series (struct
@@ -241,7 +243,8 @@ pub enum Command {
 pub struct ExportArgs {
     /// The log to read: a file, directory or glob.
     pub input: String,
-    /// The Parquet file to write (replaced if it exists).
+    /// The file to write (replaced if it exists): Parquet, or MCAP when the
+    /// name ends in `.mcap`.
     pub output: PathBuf,
     /// Keeps only this topic (repeatable).
     #[arg(long = "topic", short = 't', value_name = "TOPIC")]
@@ -265,6 +268,16 @@ pub struct ExportArgs {
     /// (`linear_acceleration.x`), for tools that read no nested Parquet.
     #[arg(long, requires = "decode")]
     pub flatten: bool,
+    /// MCAP output: chunk compression, `zstd` (default), `lz4` or `none`.
+    #[arg(long, value_name = "ALGO", value_parser = ["zstd", "lz4", "none"])]
+    pub compression: Option<String>,
+    /// MCAP output: target uncompressed chunk size in bytes (default 1048576).
+    #[arg(long, value_name = "BYTES")]
+    pub chunk_size: Option<u64>,
+    /// MCAP output: leave out the summary section and indexes (a streamed
+    /// file; readers then scan it from the start).
+    #[arg(long)]
+    pub no_summary: bool,
 }
 
 /// Arguments of `logsql plot`.

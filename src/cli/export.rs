@@ -1,5 +1,6 @@
-//! `logsql export`: the (filtered) `messages` of a log written to Parquet, or
-//! with `--decode` one topic's decoded fields as typed columns (`read_topic`).
+//! `logsql export`: the (filtered) `messages` of a log written to Parquet (or
+//! to MCAP, in log_time order, when OUTPUT ends in `.mcap`), or with
+//! `--decode` one topic's decoded fields as typed columns (`read_topic`).
 //!
 //! The filter is SQL over the engine (`SELECT * FROM '<input>' WHERE topic IN
 //! (...) AND log_time >= ... AND log_time < ...`), so topic and time pushdown
@@ -20,6 +21,11 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use logsql::engine::LogsqlOptions;
+use logsql::engine::mcap_sink::{
+    Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
+};
 
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
@@ -52,10 +58,26 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     if !topics.is_empty() {
         check_topics(&a.input, &topics, &file_topics(app, &a.input)?)?;
     }
+    let mcap = is_mcap(&a.output);
+    let mcap_only = [
+        (a.compression.is_some(), "--compression"),
+        (a.chunk_size.is_some(), "--chunk-size"),
+        (a.no_summary, "--no-summary"),
+    ];
+    if let Some((_, flag)) = mcap_only.iter().find(|(set, _)| *set && !mcap) {
+        return Err(CliError::msg(format!(
+            "{flag} applies to MCAP output (an OUTPUT ending in .mcap)"
+        )));
+    }
     if a.decode {
+        if mcap {
+            return Err(CliError::msg(
+                "--decode writes Parquet (typed columns); MCAP output keeps the raw messages: leave out --decode",
+            ));
+        }
         return run_decoded(app, a, start, end, started, out);
     }
-    let sql = export_sql(&a.input, &topics, start, end);
+    let mut sql = export_sql(&a.input, &topics, start, end);
     log::debug!("export: {sql}");
 
     // The expected row count, when the summaries state it exactly.
@@ -64,8 +86,69 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     } else {
         None
     };
-    let rows = write_parquet(app, &sql, &a.output, total)?;
+    let rows = if mcap {
+        // Files of a directory or glob, and the chunks of one file read in
+        // parallel, merged into one timeline.
+        sql.push_str(" ORDER BY log_time");
+        log::debug!("export: {sql}");
+        let options = McapWriteOptions {
+            compression: match a.compression.as_deref() {
+                Some(c) => McapCompression::parse(c)?,
+                None => McapCompression::Zstd,
+            },
+            chunk_size: a
+                .chunk_size
+                .unwrap_or(McapWriteOptions::default().chunk_size),
+            summary: !a.no_summary,
+        };
+        write_mcap_file(app, &sql, &a.output, total, &options)?
+    } else {
+        write_parquet(app, &sql, &a.output, total)?
+    };
     report(out, rows, &a.output, started)
+}
+
+/// Whether `output` names an MCAP file (`.mcap`, any case).
+fn is_mcap(output: &Path) -> bool {
+    output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("mcap"))
+}
+
+/// Streams the result of `sql` into an MCAP file at `output` (see
+/// [`logsql::engine::mcap_sink`]). Returns the rows written.
+///
+/// As with Parquet, a query that fails after delivering rows (a damaged file)
+/// leaves a complete MCAP file of those rows, and the error says so.
+fn write_mcap_file(
+    app: &App,
+    sql: &str,
+    output: &Path,
+    total: Option<u64>,
+    options: &McapWriteOptions,
+) -> CliResult<u64> {
+    let df = app.rt.block_on(app.ctx.sql(sql))?;
+    let stream = app.rt.block_on(df.execute_stream())?;
+    let state = app.ctx.state();
+    let pool = LogsqlOptions::from_config(state.config_options()).descriptor_pool()?;
+    let progress = Progress::new(total);
+    let (rows, failed) = app.rt.block_on(write_mcap(
+        stream,
+        app.ctx.runtime_env(),
+        pool,
+        options,
+        &Target::Local(output.to_path_buf()),
+        StreamErrors::KeepRows,
+        &|n| progress.set(n),
+    ))?;
+    drop(progress);
+    match failed {
+        None => Ok(rows),
+        Some(e) => Err(CliError::from(e.context(format!(
+            "{} holds the {rows} rows read before the error (a complete MCAP file)",
+            output.display()
+        )))),
+    }
 }
 
 /// `export --decode`: one topic into OUTPUT, or every chosen (or every) topic

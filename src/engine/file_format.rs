@@ -14,14 +14,17 @@ use datafusion::common::stats::Precision;
 use datafusion::common::{GetExt, ScalarValue, Statistics};
 use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
-use datafusion::datasource::physical_plan::{FileScanConfig, FileSource};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectMeta, ObjectStore};
+use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 
+use super::mcap_sink::{McapSink, McapWriteOptions, check_schema};
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::read_topic::DecodedSpec;
@@ -48,6 +51,8 @@ pub struct LogFileFormat {
     /// Files of the listed path that the table leaves out (not log files, or
     /// without the topic a `read_topic` table reads).
     skip: Arc<HashSet<ObjectPath>>,
+    /// How `COPY ... TO` writes files of this format (MCAP only).
+    write: McapWriteOptions,
 }
 
 impl LogFileFormat {
@@ -58,6 +63,7 @@ impl LogFileFormat {
             table: None,
             decoded: None,
             skip: Default::default(),
+            write: McapWriteOptions::default(),
         }
     }
 
@@ -76,6 +82,7 @@ impl LogFileFormat {
             table: Some(table),
             decoded: None,
             skip: Default::default(),
+            write: McapWriteOptions::default(),
         }
     }
 
@@ -87,11 +94,17 @@ impl LogFileFormat {
             table: None,
             decoded: Some(spec),
             skip: Default::default(),
+            write: McapWriteOptions::default(),
         }
     }
 
     fn name(&self) -> &'static str {
         self.format.as_ref().map_or(AUTO_FORMAT, |f| f.name())
+    }
+
+    /// The same format writing MCAP with `write` (`COPY ... OPTIONS`).
+    pub fn with_write_options(self, write: McapWriteOptions) -> Self {
+        Self { write, ..self }
     }
 }
 
@@ -222,6 +235,26 @@ impl FileFormat for LogFileFormat {
         Ok(DataSourceExec::from_data_source(conf))
     }
 
+    /// `COPY ... TO 'x.mcap'`: one MCAP file (see [`super::mcap_sink`]); the
+    /// other formats are read-only.
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        _state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.name() != crate::formats::mcap::McapFormat.name() {
+            return Err(DataFusionError::NotImplemented(format!(
+                "logsql writes log files as MCAP only ({} is read-only): COPY ... TO 'out.mcap', or STORED AS MCAP / PARQUET",
+                self.name()
+            )));
+        }
+        check_schema(conf.output_schema())?;
+        let sink = Arc::new(McapSink::new(conf, self.write.clone()));
+        Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
+    }
+
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
         Arc::new(
             LogSource::new(self.format.clone(), table_schema)
@@ -260,6 +293,18 @@ impl FileFormatFactory for LogFormatFactory {
         _state: &dyn Session,
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
+        let mcap = self
+            .format
+            .as_ref()
+            .is_some_and(|f| f.name() == crate::formats::mcap::McapFormat.name());
+        if mcap {
+            // Write options (`COPY ... TO 'x.mcap' OPTIONS (compression 'lz4')`);
+            // reading takes none.
+            let write = McapWriteOptions::from_map(options)?;
+            return Ok(Arc::new(
+                LogFileFormat::new(self.format.clone()).with_write_options(write),
+            ));
+        }
         if let Some(key) = options.keys().find(|k| k.starts_with("format.")) {
             return Err(DataFusionError::Configuration(format!(
                 "unknown option '{key}' for {} tables (logsql options are session settings: SET logsql.on_error = 'warn')",

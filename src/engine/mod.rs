@@ -28,6 +28,7 @@ pub mod distributed;
 pub mod file_format;
 pub mod file_order;
 pub mod functions;
+pub mod mcap_sink;
 pub mod object_io;
 pub mod options;
 pub mod predicate;

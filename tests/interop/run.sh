@@ -15,8 +15,10 @@
 #   LOGSQL_INTEROP_KEEP  a directory to keep the generated .mcap/.bag files in (default: a temp dir)
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
-# cyber_record bosdyn-core moto[server] boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag
-# apollo carla bddf ros2 s3 asof; carla_interop.py
+# cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
+# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof;
+# mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
+# carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
 # s3_interop.py reads from a moto S3 server on 127.0.0.1 through a byte-counting relay and
 # needs the gen_mcap example beside the logsql binary, which `cargo test` builds;
@@ -47,6 +49,9 @@ fi
 if ! "$venv/bin/python" -c "import bosdyn.bddf" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "bosdyn-core>=5,<6"
 fi
+if [[ " ${LOGSQL_INTEROP_SUITES:-mcap_writer} " == *" mcap_writer "* ]] && ! "$venv/bin/python" -c "import mcap_ros1, mcap_ros2, mcap_protobuf" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap-ros1-support>=0.7,<1" "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1"
+fi
 if [[ " ${LOGSQL_INTEROP_SUITES:-s3} " == *" s3 "* ]] && ! "$venv/bin/python" -c "import moto.server, boto3" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6" "boto3>=1.34,<2"
 fi
@@ -62,7 +67,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 s3 asof}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?

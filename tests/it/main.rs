@@ -56,6 +56,8 @@ mod hardening_sweeps;
 mod mcap_conformance;
 mod mcap_samples;
 #[cfg(feature = "datafusion")]
+mod mcap_writer;
+#[cfg(feature = "datafusion")]
 mod queries;
 mod ros2_reader;
 #[cfg(feature = "datafusion")]

@@ -38,6 +38,7 @@ pub mod index;
 pub mod reader;
 pub mod records;
 mod summary;
+pub mod target;
 mod walk;
 
 pub use index::{ChunkDetail, ChunkKind, McapIndex, SchemaInfo};
