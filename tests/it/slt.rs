@@ -114,7 +114,8 @@ async fn slt_specs_pass() {
             "carla.slt",
             "errors.slt",
             "mcap.slt",
-            "record.slt"
+            "record.slt",
+            "ros2.slt"
         ],
         "the specs in {}",
         dir.display()
