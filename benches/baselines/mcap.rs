@@ -19,7 +19,9 @@ use mcap::sans_io::indexed_reader::{
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args.next().expect("usage: mcap_baseline FILE [--file-order]");
+    let path = args
+        .next()
+        .expect("usage: mcap_baseline FILE [--file-order]");
     let options = match args.next().as_deref() {
         Some("--file-order") => IndexedReaderOptions::new().with_order(ReadOrder::File),
         _ => IndexedReaderOptions::new(),
