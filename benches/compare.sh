@@ -16,6 +16,7 @@
 #       python  make_reader(f).iter_messages()                 (log-time order, indexed)
 #       python  iter_messages(log_time_order=False)             (file order)
 #       python  iter_messages(topics=['/imu'], 10% window)
+#       rust    the official `mcap` crate's IndexedReader, one thread (benches/baselines/mcap.rs)
 #       logsql  SELECT count(*), sum(length(data)) FROM 'bench.mcap'
 #       logsql  ... WHERE topic = '/imu' AND log_time BETWEEN <45% of span> AND <55% of span>
 #  6. peak RSS (/usr/bin/time -v) of the logsql full scan, and the scan metrics
@@ -36,6 +37,7 @@ runs=${RUNS:-10}
 venv=${BENCH_VENV:-$root/target/bench-venv}
 logsql=$target/release/logsql
 gen=$target/release/examples/gen_mcap
+baseline=$target/release/examples/mcap_baseline
 
 log() { echo "== $*" >&2; }
 
@@ -43,7 +45,7 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --examples --bins"
     cargo build --release --examples --bins >&2
 fi
-for b in "$logsql" "$gen"; do
+for b in "$logsql" "$gen" "$baseline"; do
     [[ -x "$b" ]] || { echo "missing $b (build first, or unset SKIP_BUILD)" >&2; exit 1; }
 done
 
@@ -76,8 +78,9 @@ py_full=$("$py" "$pyread" "$file")
 ls_full=$(logsql_pair "$q_full")
 py_window=$("$py" "$pyread" "$file" --topic /imu --start "$w0" --end "$w1")
 ls_window=$(logsql_pair "$q_window")
-if [[ "$py_full" != "$ls_full" || "$py_window" != "$ls_window" ]]; then
-    echo "MISMATCH: full python='$py_full' logsql='$ls_full'; window python='$py_window' logsql='$ls_window'" >&2
+rs_full=$("$baseline" "$file")
+if [[ "$py_full" != "$ls_full" || "$py_full" != "$rs_full" || "$py_window" != "$ls_window" ]]; then
+    echo "MISMATCH: full python='$py_full' logsql='$ls_full' rust='$rs_full'; window python='$py_window' logsql='$ls_window'" >&2
     exit 1
 fi
 
@@ -93,7 +96,7 @@ time_cmd() {
     log "timing $name"
     if command -v hyperfine >/dev/null; then
         hyperfine --shell bash --warmup 1 --runs "$runs" --style none --export-json "$tmp/$name.json" "$cmd" >&2
-        "$py" -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(r['mean'], r['stddev'] or 0, r['min'])" "$tmp/$name.json"
+        "$py" -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; print(r['mean'], r['stddev'] or 0, r['min'], r['user'] + r['system'])" "$tmp/$name.json"
     else
         "$@" >/dev/null # warm-up
         : >"$tmp/$name.times"
@@ -103,16 +106,17 @@ time_cmd() {
         "$py" -c "
 import statistics, sys
 t = [float(x) for x in open(sys.argv[1]) if x.strip()]
-print(statistics.mean(t), statistics.stdev(t) if len(t) > 1 else 0, min(t))" "$tmp/$name.times"
+print(statistics.mean(t), statistics.stdev(t) if len(t) > 1 else 0, min(t), 0)" "$tmp/$name.times"
     fi
 }
 
-read -r py_full_t py_full_sd py_full_min < <(time_cmd py_full "$py" "$pyread" "$file")
-read -r py_fo_t py_fo_sd py_fo_min < <(time_cmd py_file_order "$py" "$pyread" "$file" --file-order)
-read -r py_win_t py_win_sd py_win_min < <(time_cmd py_window "$py" "$pyread" "$file" --topic /imu --start "$w0" --end "$w1")
-read -r ls_full_t ls_full_sd ls_full_min < <(time_cmd logsql_full "$logsql" --format csv "$q_full")
-read -r ls_win_t ls_win_sd ls_win_min < <(time_cmd logsql_window "$logsql" --format csv "$q_window")
-read -r ls_one_t ls_one_sd ls_one_min < <(time_cmd logsql_startup "$logsql" --format csv "SELECT 1")
+read -r py_full_t py_full_sd py_full_min py_full_cpu < <(time_cmd py_full "$py" "$pyread" "$file")
+read -r py_fo_t py_fo_sd py_fo_min py_fo_cpu < <(time_cmd py_file_order "$py" "$pyread" "$file" --file-order)
+read -r py_win_t py_win_sd py_win_min py_win_cpu < <(time_cmd py_window "$py" "$pyread" "$file" --topic /imu --start "$w0" --end "$w1")
+read -r rs_full_t rs_full_sd rs_full_min rs_full_cpu < <(time_cmd rust_full "$baseline" "$file")
+read -r ls_full_t ls_full_sd ls_full_min ls_full_cpu < <(time_cmd logsql_full "$logsql" --format csv "$q_full")
+read -r ls_win_t ls_win_sd ls_win_min ls_win_cpu < <(time_cmd logsql_window "$logsql" --format csv "$q_window")
+read -r ls_one_t ls_one_sd ls_one_min ls_one_cpu < <(time_cmd logsql_startup "$logsql" --format csv "SELECT 1")
 
 log "peak RSS"
 rss_kb() { /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}'; }
@@ -152,22 +156,23 @@ read -r n_win _ <<<"$py_window"
 "$py" - <<EOF
 f = lambda x: float(x)
 rows = [
-    ("python mcap $mcap_version: all messages, log-time order", "$py_full_t", "$py_full_sd", "$py_full_min", "$py_full_rss"),
-    ("python mcap $mcap_version: all messages, file order", "$py_fo_t", "$py_fo_sd", "$py_fo_min", ""),
-    ("python mcap $mcap_version: /imu, 10% window", "$py_win_t", "$py_win_sd", "$py_win_min", ""),
-    ("logsql: SELECT count(*), sum(length(data))", "$ls_full_t", "$ls_full_sd", "$ls_full_min", "$ls_full_rss"),
-    ("logsql: /imu, 10% window", "$ls_win_t", "$ls_win_sd", "$ls_win_min", "$ls_win_rss"),
-    ("logsql: SELECT 1 (process start-up, for reference)", "$ls_one_t", "$ls_one_sd", "$ls_one_min", ""),
+    ("python mcap $mcap_version: all messages, log-time order", "$py_full_t", "$py_full_sd", "$py_full_min", "$py_full_cpu", "$py_full_rss"),
+    ("python mcap $mcap_version: all messages, file order", "$py_fo_t", "$py_fo_sd", "$py_fo_min", "$py_fo_cpu", ""),
+    ("python mcap $mcap_version: /imu, 10% window", "$py_win_t", "$py_win_sd", "$py_win_min", "$py_win_cpu", ""),
+    ("rust mcap crate (examples/mcap_baseline): IndexedReader, one thread", "$rs_full_t", "$rs_full_sd", "$rs_full_min", "$rs_full_cpu", ""),
+    ("logsql: SELECT count(*), sum(length(data))", "$ls_full_t", "$ls_full_sd", "$ls_full_min", "$ls_full_cpu", "$ls_full_rss"),
+    ("logsql: /imu, 10% window", "$ls_win_t", "$ls_win_sd", "$ls_win_min", "$ls_win_cpu", "$ls_win_rss"),
+    ("logsql: SELECT 1 (process start-up, for reference)", "$ls_one_t", "$ls_one_sd", "$ls_one_min", "$ls_one_cpu", ""),
 ]
 print()
 print("File: $file: $file_bytes bytes, $n_msgs messages, $n_bytes payload bytes; window: $n_win /imu messages")
 print("Runs: $runs per command, warm page cache, $(nproc) cores; " + ("hyperfine" if "$(command -v hyperfine || true)" else "/usr/bin/time loop"))
 print()
-print("| command | mean (s) | stddev (s) | min (s) | peak RSS (MB) |")
-print("| --- | ---: | ---: | ---: | ---: |")
-for name, mean, sd, mn, rss in rows:
+print("| command | mean (s) | stddev (s) | min (s) | CPU user+sys (s) | peak RSS (MB) |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for name, mean, sd, mn, cpu, rss in rows:
     rss = f"{int(rss) / 1024:.0f}" if rss else ""
-    print(f"| {name} | {f(mean):.3f} | {f(sd):.3f} | {f(mn):.3f} | {rss} |")
+    print(f"| {name} | {f(mean):.3f} | {f(sd):.3f} | {f(mn):.3f} | {f(cpu):.3f} | {rss} |")
 print()
 print("| logsql scan metrics | chunks_read / chunks_total | bytes_read |")
 print("| --- | ---: | ---: |")
@@ -190,5 +195,8 @@ print(f"| 10% window reads <= 15% of the chunk bytes | {100 * frac:.1f}% | {ok(f
 print(f"| 10% window >= 5x faster than the full scan (whole processes) | {window_speedup:.1f}x | {ok(window_speedup >= 5)} |")
 print(f"| same, less process start-up (SELECT 1) | {window_speedup_net:.1f}x | {ok(window_speedup_net >= 5)} |")
 print(f"| full scan peak RSS < 300 MB | {rss_mb:.0f} MB | {ok(rss_mb < 300)} |")
-print("| full scan <= 1.3x the Rust mcap crate | see cargo bench --bench scan | |")
+wall_rs = f("$ls_full_t") / f("$rs_full_t")
+cpu_rs = f("$ls_full_cpu") / max(f("$rs_full_cpu"), 1e-6)
+print(f"| full scan wall <= 1.0x the Rust mcap crate (whole processes) | {wall_rs:.2f}x | {ok(wall_rs <= 1.0)} |")
+print(f"| full scan CPU <= 1.3x the Rust mcap crate | {cpu_rs:.2f}x | {ok(cpu_rs <= 1.3)} |")
 EOF

@@ -112,18 +112,18 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 .extensions
                 .insert(LogsqlOptions::default());
         }
-        // Rules added once, in this order, after DataFusion's own: reading
-        // limited scans in file order, then deferring scan errors to the root
-        // (which must see the final plan).
-        let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = Vec::new();
-        let has = |name: &str| state.physical_optimizers().iter().any(|r| r.name() == name);
-        if !has(file_order::NAME) {
-            rules.push(Arc::new(file_order::FileOrderUnderLimit));
-        }
-        let defer = damage::DeferScanErrors;
-        if defer_errors && !has(defer.name()) {
-            rules.push(Arc::new(defer));
-        }
+        // Rules added once, in this order, after DataFusion's own (a context
+        // from `session_context_with_config` has them already: rebuilding a
+        // state registers every function again, a third of start-up).
+        let rules: Vec<_> = physical_rules(defer_errors)
+            .into_iter()
+            .filter(|rule| {
+                !state
+                    .physical_optimizers()
+                    .iter()
+                    .any(|r| r.name() == rule.name())
+            })
+            .collect();
         if !rules.is_empty() {
             let session_id = state.session_id().to_string();
             *state = SessionStateBuilder::new_from_existing(state.clone())
@@ -146,6 +146,19 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     functions::register(ctx);
     url_table::install(ctx)?;
     Ok(())
+}
+
+/// logsql's physical optimizer rules, in the order they run after
+/// DataFusion's own: reading limited scans in file order, then (with
+/// `defer_errors`) deferring scan errors to the root, which must see the final
+/// plan.
+fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
+    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
+        vec![Arc::new(file_order::FileOrderUnderLimit)];
+    if defer_errors {
+        rules.push(Arc::new(damage::DeferScanErrors));
+    }
+    rules
 }
 
 /// DataFusion's listing-table factory, after registering the object store of
@@ -179,10 +192,16 @@ pub fn session_context() -> SessionContext {
 /// object-store registry builds stores for `s3://`, `gs://`, `az://` and
 /// `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
-    let ctx = SessionContext::new_with_config_rt(
-        config.with_option_extension(LogsqlOptions::default()),
-        runtime_env(),
+    // The state is built once, with logsql's optimizer rules, so that
+    // `register` does not rebuild it (process start-up, `logsql "SELECT 1"`).
+    let builder = physical_rules(true).into_iter().fold(
+        SessionStateBuilder::new()
+            .with_config(config.with_option_extension(LogsqlOptions::default()))
+            .with_runtime_env(runtime_env())
+            .with_default_features(),
+        |builder, rule| builder.with_physical_optimizer_rule(rule),
     );
+    let ctx = SessionContext::new_with_state(builder.build());
     register(&ctx).expect("registering logsql on a fresh context cannot fail");
     ctx
 }
