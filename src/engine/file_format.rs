@@ -218,6 +218,7 @@ impl FileFormat for LogFileFormat {
         mut conf: FileScanConfig,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let options = LogsqlOptions::from_config(state.config_options());
+        let time_order = options.time_order;
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(source.with_options(options));
         }
@@ -228,7 +229,11 @@ impl FileFormat for LogFileFormat {
             .file_source
             .downcast_ref::<LogSource>()
             .is_some_and(LogSource::projects_log_time);
-        if self.table.is_none() && projects_log_time && conf.output_ordering.is_empty() {
+        if time_order
+            && self.table.is_none()
+            && projects_log_time
+            && conf.output_ordering.is_empty()
+        {
             let store = state.runtime_env().object_store(&conf.object_store_url)?;
             time_order::declare(&mut conf, store, self.format.clone(), &self.skip).await;
         }

@@ -51,6 +51,13 @@ config_namespace! {
         /// with the error text in `_error` and the payload in `_raw` (both columns
         /// exist only under `null`).
         pub decode_errors: DecodeErrors, default = DecodeErrors::Error
+        /// Whether scans of files whose index proves them in `log_time` order
+        /// declare that order to the planner (so `ORDER BY log_time` needs no
+        /// sort; see the README's "Time order"). `false`: scans never declare
+        /// an order and plans sort as before. A distributed coordinator sets it
+        /// to `false`: datafusion-distributed splits a scan's file groups
+        /// into tasks itself, which a declared order does not allow.
+        pub time_order: bool, default = true
     }
 }
 

@@ -739,3 +739,22 @@ fn chunk_offset(path: &Path, i: usize) -> u64 {
     let format = logsql::formats::detect(&file).unwrap();
     format.summary(&file).unwrap().chunks[i].offset
 }
+
+#[tokio::test]
+async fn set_time_order_false_turns_the_declaration_off() {
+    let ctx = ctx(2).await;
+    let sql = "EXPLAIN SELECT log_time, topic FROM 'tests/data/demo.mcap' ORDER BY log_time";
+    let declared = text(&ctx, sql).await;
+    assert!(!declared.contains("SortExec"), "{declared}");
+    assert!(declared.contains("output_ordering=[log_time"), "{declared}");
+    ctx.sql("SET logsql.time_order = false").await.unwrap();
+    let sorted = text(&ctx, sql).await;
+    assert!(sorted.contains("SortExec"), "{sorted}");
+    assert!(!sorted.contains("output_ordering=[log_time"), "{sorted}");
+    let rows = query(
+        &ctx,
+        "SELECT count(*) FROM (SELECT log_time FROM 'tests/data/demo.mcap' ORDER BY log_time)",
+    )
+    .await;
+    assert_eq!(rows[0].column(0).as_primitive::<Int64Type>().value(0), 2610);
+}
