@@ -30,6 +30,7 @@ pub mod error;
 pub mod formats;
 pub mod io;
 pub mod model;
+pub mod partial;
 pub mod table;
 
 pub use error::{Error, Result};

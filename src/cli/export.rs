@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use datafusion::parquet::arrow::ArrowWriter;
@@ -26,6 +26,7 @@ use logsql::engine::LogsqlOptions;
 use logsql::engine::mcap_sink::{
     Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
 };
+use logsql::partial::{RemoveOnDrop, partial_path};
 
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
@@ -410,27 +411,6 @@ async fn expected_rows(ctx: &SessionContext, input: &str, topics: &BTreeSet<&str
     Some(total)
 }
 
-/// `<output>.partial`, next to the output.
-fn partial_path(output: &Path) -> PathBuf {
-    let mut name = output
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_else(|| "export".into());
-    name.push(".partial");
-    output.with_file_name(name)
-}
-
-/// Removes an unfinished output file when the export fails.
-struct RemoveOnDrop(Option<PathBuf>);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 /// A progress bar (known total) or spinner on stderr, only when stderr is a terminal.
 struct Progress(Option<ProgressBar>);
 
@@ -513,14 +493,6 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "--topic /a, /nope, /x: no such topic in e.mcap; it has no topics"
-        );
-    }
-
-    #[test]
-    fn partial_file_sits_next_to_the_output() {
-        assert_eq!(
-            partial_path(Path::new("/x/out.parquet")),
-            PathBuf::from("/x/out.parquet.partial")
         );
     }
 }

@@ -52,6 +52,7 @@ use super::scan::df_err;
 use super::schema::col;
 use crate::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
 use crate::model::MetadataInfo;
+use crate::partial::{RemoveOnDrop, partial_path};
 
 /// Batches buffered between the query and the writer thread.
 const QUEUE: usize = 4;
@@ -377,27 +378,6 @@ async fn upload(from: &Path, store: &Arc<dyn ObjectStore>, path: &ObjectPath) ->
 
 fn io_err(path: &Path, e: std::io::Error) -> DataFusionError {
     df_err(crate::Error::io(path.display().to_string(), e))
-}
-
-/// `<output>.partial`, next to the output.
-pub fn partial_path(output: &Path) -> PathBuf {
-    let mut name = output
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_else(|| "out.mcap".into());
-    name.push(".partial");
-    output.with_file_name(name)
-}
-
-/// Removes an unfinished output file.
-struct RemoveOnDrop(Option<PathBuf>);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
 }
 
 /// What the query side sends the writer thread.
@@ -997,9 +977,5 @@ mod tests {
         );
         let bytes = empty.finish().unwrap().into_inner();
         assert_eq!(mcap::MessageStream::new(&bytes).unwrap().count(), 0);
-        assert_eq!(
-            partial_path(Path::new("/x/out.mcap")),
-            PathBuf::from("/x/out.mcap.partial")
-        );
     }
 }

@@ -14,19 +14,17 @@
 //! `read_topic` decode per decoder the files carry (ros1, protobuf, json),
 //! BDDF's POD series and CARLA's typed tables.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
-use datafusion::datasource::source::DataSourceExec;
-use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::SessionContext;
 use logsql::formats;
 use logsql::io::BytesReader;
 use sha1::{Digest, Sha1};
 
 use crate::engine_damage::{Row, message_rows, reader_prefix, rows_then_error};
-use crate::sql::query;
+use crate::sql::{analyze, metric, query};
 
 /// A committed recording and the figures it must give.
 struct Demo {
@@ -403,42 +401,6 @@ async fn every_format_gives_its_counts_times_and_payloads() {
     }
 }
 
-/// The metrics of the `DataSourceExec` nodes of an executed plan: the sum of
-/// `chunks_read`, `chunks_total` and `bytes_read`.
-fn scan_metrics(plan: &Arc<dyn ExecutionPlan>) -> (u64, u64, u64) {
-    let mut sums = (0, 0, 0);
-    if plan.downcast_ref::<DataSourceExec>().is_some() {
-        let metrics = plan.metrics().expect("a logsql scan has metrics");
-        let get = |name: &str| {
-            metrics
-                .sum_by_name(name)
-                .unwrap_or_else(|| panic!("no {name} metric"))
-                .as_usize() as u64
-        };
-        sums = (get("chunks_read"), get("chunks_total"), get("bytes_read"));
-    }
-    for child in plan.children() {
-        let (r, t, b) = scan_metrics(child);
-        sums = (sums.0 + r, sums.1 + t, sums.2 + b);
-    }
-    sums
-}
-
-/// Runs `sql` and returns its batches and the scan metrics of the executed plan.
-async fn run_with_metrics(ctx: &SessionContext, sql: &str) -> (Vec<RecordBatch>, (u64, u64, u64)) {
-    let plan = ctx
-        .sql(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .create_physical_plan()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let batches = collect(plan.clone(), ctx.task_ctx())
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    (batches, scan_metrics(&plan))
-}
-
 #[tokio::test]
 async fn a_time_window_reads_a_few_chunks_by_the_scan_metrics() {
     let ctx = logsql::session_context();
@@ -459,8 +421,16 @@ async fn a_time_window_reads_a_few_chunks_by_the_scan_metrics() {
              AND log_time < to_timestamp_nanos({hi})",
             demo.path
         );
-        let (batches, (read, total, bytes)) = run_with_metrics(&ctx, &sql).await;
-        let count = batches[0].column(0).as_primitive::<Int64Type>().value(0);
+        let plan = analyze(&ctx, &sql).await;
+        let (read, total, bytes) = (
+            metric(&plan, "chunks_read"),
+            metric(&plan, "chunks_total"),
+            metric(&plan, "bytes_read"),
+        );
+        let count = plan.batches[0]
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .value(0);
         println!(
             "{}: {count} rows, {read} of {total} chunks, {bytes} bytes",
             demo.path

@@ -47,6 +47,8 @@ pub async fn text(ctx: &SessionContext, sql: &str) -> String {
 /// through `Deref<Target = str>` and `Display`) and the metrics of its logsql
 /// scans, read through the plan's metrics API.
 pub struct Analyzed {
+    /// The query's result.
+    pub batches: Vec<RecordBatch>,
     text: String,
     /// Each metric name's sum over every `DataSourceExec` node and partition.
     metrics: BTreeMap<String, u64>,
@@ -75,7 +77,7 @@ pub async fn analyze(ctx: &SessionContext, sql: &str) -> Analyzed {
         .create_physical_plan()
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    collect(plan.clone(), ctx.task_ctx())
+    let batches = collect(plan.clone(), ctx.task_ctx())
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let text = DisplayableExecutionPlan::with_metrics(plan.as_ref())
@@ -83,7 +85,11 @@ pub async fn analyze(ctx: &SessionContext, sql: &str) -> Analyzed {
         .to_string();
     let mut metrics = BTreeMap::new();
     scan_metrics(&plan, &mut metrics);
-    Analyzed { text, metrics }
+    Analyzed {
+        batches,
+        text,
+        metrics,
+    }
 }
 
 /// Adds the metrics of the `DataSourceExec` nodes under `plan` to `sums`.

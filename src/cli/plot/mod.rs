@@ -16,7 +16,7 @@ pub mod image;
 pub mod text;
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use futures::StreamExt;
 
@@ -135,9 +135,7 @@ fn image_type(path: &Path) -> CliResult<ImageType> {
 /// Writes `bytes` to `<path>.partial`, then renames it to `path`: a failed
 /// write never leaves a half-written image under the name asked for.
 fn write_atomically(path: &Path, bytes: &[u8]) -> CliResult {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
+    let partial = logsql::partial::partial_path(path);
     std::fs::write(&partial, bytes)
         .and_then(|()| std::fs::rename(&partial, path))
         .map_err(|e| {
