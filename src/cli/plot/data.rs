@@ -136,7 +136,7 @@ impl Chart {
         self.rows += batch.num_rows() as u64;
         let xs = x_values(batch.column(0), self.x_kind)?;
         for (series, path) in self.series.iter_mut().zip(&self.paths) {
-            let column = resolve(batch.columns(), path);
+            let column = resolve(batch.columns(), path)?;
             let ys = cast(&column, &DataType::Float64)
                 .map_err(|e| CliError::msg(format!("reading {} as numbers: {e}", series.name)))?;
             let ys = ys.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
@@ -156,28 +156,23 @@ impl Chart {
         Ok(())
     }
 
-    /// The x range covered by every series' points, if any has one.
-    pub fn x_range(&self) -> Option<(f64, f64)> {
-        range(
-            self.series
-                .iter()
-                .flat_map(|s| s.points.iter().map(|p| p.0)),
-        )
-    }
-
-    /// The y range covered by every series' points, if any has one.
-    pub fn y_range(&self) -> Option<(f64, f64)> {
-        range(
-            self.series
-                .iter()
-                .flat_map(|s| s.points.iter().map(|p| p.1)),
-        )
+    /// The x and y ranges covered by every series' points; an error when no
+    /// row had a value to draw.
+    pub fn ranges(&self) -> CliResult<((f64, f64), (f64, f64))> {
+        let points = || self.series.iter().flat_map(|s| s.points.iter());
+        match (range(points().map(|p| p.0)), range(points().map(|p| p.1))) {
+            (Some(x), Some(y)) => Ok((x, y)),
+            _ => Err(CliError::msg(format!(
+                "nothing to plot: the query returned {} rows but no numeric values",
+                self.rows
+            ))),
+        }
     }
 }
 
 /// The column at `path`: a batch column, then struct children (a struct's
 /// nulls are carried to its children, so a NULL struct is no point).
-fn resolve(columns: &[ArrayRef], path: &[usize]) -> ArrayRef {
+fn resolve(columns: &[ArrayRef], path: &[usize]) -> CliResult<ArrayRef> {
     let mut array = columns[path[0]].clone();
     for &j in &path[1..] {
         let parent: &StructArray = array.as_struct();
@@ -192,13 +187,13 @@ fn resolve(columns: &[ArrayRef], path: &[usize]) -> ArrayRef {
                         .into_builder()
                         .nulls(merged)
                         .build()
-                        .expect("same length, fewer valid slots"),
+                        .map_err(|e| CliError::msg(format!("reading a struct field: {e}")))?,
                 )
             }
             _ => child,
         };
     }
-    array
+    Ok(array)
 }
 
 /// How a column of `t` is read as x, if it can be.

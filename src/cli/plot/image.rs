@@ -101,12 +101,7 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE).map_err(drawing)?;
-    let (Some(xs), Some((ylo, yhi))) = (chart.x_range(), chart.y_range()) else {
-        return Err(CliError::msg(format!(
-            "nothing to plot: the query returned {} rows but no numeric values",
-            chart.rows
-        )));
-    };
+    let (xs, (ylo, yhi)) = chart.ranges()?;
     let axis = XAxis::new(&chart.x_name, chart.x_kind, xs);
     let (x0, x1) = widen(axis.place(xs.0), axis.place(xs.1));
     let (y0, y1) = widen(ylo, yhi);

@@ -10,7 +10,7 @@ use super::Kind;
 use super::axis::{XAxis, number};
 use super::data::{Chart, reduce};
 use super::image::steps;
-use crate::cli::error::{CliError, CliResult};
+use crate::cli::error::CliResult;
 
 /// Narrowest text chart, in characters (textplots needs 32 dots, 16 characters).
 const MIN_COLUMNS: u32 = 40;
@@ -22,12 +22,7 @@ pub fn dot_columns(columns: u32) -> u32 {
 
 /// `chart` as text `columns` characters wide, each series `rows` lines high.
 pub fn draw(chart: &Chart, kind: Kind, columns: u32, rows: u32) -> CliResult<String> {
-    let Some(xs) = chart.x_range() else {
-        return Err(CliError::msg(format!(
-            "nothing to plot: the query returned {} rows but no numeric values",
-            chart.rows
-        )));
-    };
+    let (xs, _) = chart.ranges()?;
     let axis = XAxis::new(&chart.x_name, chart.x_kind, xs);
     // Braille: 2 dots per character across, 4 down; room for the y labels.
     let width = dot_columns(columns);
