@@ -26,6 +26,9 @@
 
 #[path = "support/gen.rs"]
 mod gen_support;
+#[path = "support/mcap_indexed.rs"]
+mod mcap_indexed;
+use mcap_indexed::mcap_indexed;
 
 use std::fs::File;
 use std::hint::black_box;
@@ -78,30 +81,6 @@ fn mcap_message_stream(buf: &[u8]) -> (u64, u64) {
         let m = m.expect("message");
         n += 1;
         bytes += m.data.len() as u64;
-    }
-    (n, bytes)
-}
-
-/// (messages, payload bytes) with the sans-io `IndexedReader` (summary read included).
-fn mcap_indexed(buf: &[u8], options: IndexedReaderOptions) -> (u64, u64) {
-    let summary = mcap::Summary::read(buf)
-        .expect("summary")
-        .expect("file has a summary");
-    let mut reader = IndexedReader::new_with_options(&summary, options).expect("IndexedReader");
-    let (mut n, mut bytes) = (0u64, 0u64);
-    while let Some(event) = reader.next_event() {
-        match event.expect("event") {
-            IndexedReadEvent::ReadChunkRequest { offset, length } => {
-                let start = offset as usize;
-                reader
-                    .insert_chunk_record_data(offset, &buf[start..start + length])
-                    .expect("chunk");
-            }
-            IndexedReadEvent::Message { data, .. } => {
-                n += 1;
-                bytes += data.len() as u64;
-            }
-        }
     }
     (n, bytes)
 }

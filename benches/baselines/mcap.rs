@@ -13,9 +13,11 @@
 
 use std::fs::File;
 
-use mcap::sans_io::indexed_reader::{
-    IndexedReadEvent, IndexedReader, IndexedReaderOptions, ReadOrder,
-};
+use mcap::sans_io::indexed_reader::{IndexedReaderOptions, ReadOrder};
+
+#[path = "../support/mcap_indexed.rs"]
+mod mcap_indexed;
+use mcap_indexed::mcap_indexed;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -29,24 +31,6 @@ fn main() {
     let file = File::open(&path).expect("open");
     // SAFETY: the benchmark file is not modified while it is mapped.
     let buf = unsafe { memmap2::Mmap::map(&file) }.expect("mmap");
-    let summary = mcap::Summary::read(&buf)
-        .expect("summary")
-        .expect("file has a summary");
-    let mut reader = IndexedReader::new_with_options(&summary, options).expect("IndexedReader");
-    let (mut n, mut bytes) = (0u64, 0u64);
-    while let Some(event) = reader.next_event() {
-        match event.expect("event") {
-            IndexedReadEvent::ReadChunkRequest { offset, length } => {
-                let start = offset as usize;
-                reader
-                    .insert_chunk_record_data(offset, &buf[start..start + length])
-                    .expect("chunk");
-            }
-            IndexedReadEvent::Message { data, .. } => {
-                n += 1;
-                bytes += data.len() as u64;
-            }
-        }
-    }
+    let (n, bytes) = mcap_indexed(&buf, options);
     println!("{n} {bytes}");
 }
