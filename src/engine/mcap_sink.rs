@@ -46,9 +46,9 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
+use super::error::df_err;
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
-use super::scan::df_err;
 use super::schema::col;
 use crate::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
 use crate::model::MetadataInfo;

@@ -25,6 +25,7 @@ pub mod decoded_batch;
 pub mod digest;
 #[cfg(feature = "distributed")]
 pub mod distributed;
+pub mod error;
 pub mod file_format;
 pub mod file_order;
 pub mod functions;
@@ -40,6 +41,7 @@ pub mod stores;
 pub mod summary_cache;
 pub mod table_batch;
 pub mod table_functions;
+pub mod target;
 pub mod time_order;
 pub mod typed_tables;
 pub mod url_table;

@@ -33,9 +33,8 @@ use super::damage::DamageLog;
 use super::object_io::FileLocation;
 use super::options::LogsqlOptions;
 use super::predicate::is_exact_pushable;
-use super::read_topic::DecodedSpec;
-use super::scan::{ScanMetrics, ScanPlan, scan_file};
-use super::typed_tables::TableSpec;
+use super::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
+use super::target::ScanTarget;
 use crate::formats::LogFormat;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
@@ -51,8 +50,8 @@ pub struct LogSource {
     metrics: ExecutionPlanMetricsSet,
     pub(super) batch_size: usize,
     pub(super) options: LogsqlOptions,
-    pub(super) table: Option<Arc<TableSpec>>,
-    pub(super) decoded: Option<Arc<DecodedSpec>>,
+    /// What the scan reads: `messages`, a typed table or a decoded topic.
+    pub(super) target: ScanTarget,
     /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
     pub(super) skip: Arc<HashSet<ObjectPath>>,
     /// Where the scan records errors to report at the end of the query
@@ -71,8 +70,7 @@ impl LogSource {
             metrics: ExecutionPlanMetricsSet::new(),
             batch_size: 8192,
             options: LogsqlOptions::default(),
-            table: None,
-            decoded: None,
+            target: ScanTarget::Messages,
             skip: Default::default(),
             damage: None,
         }
@@ -92,14 +90,26 @@ impl LogSource {
         Self { skip, ..self }
     }
 
-    /// The same source reading typed table `table` instead of `messages`.
-    pub fn with_table(self, table: Option<Arc<TableSpec>>) -> Self {
-        Self { table, ..self }
+    /// The same source reading `target` (a typed table, a decoded topic, or `messages`).
+    pub fn with_target(self, target: ScanTarget) -> Self {
+        Self { target, ..self }
     }
 
-    /// The same source reading one topic's decoded messages (`read_topic`).
-    pub fn with_decoded(self, decoded: Option<Arc<DecodedSpec>>) -> Self {
-        Self { decoded, ..self }
+    /// The plan of a scan of this source under DataFusion's file scan `config`.
+    pub fn scan_plan(&self, config: &FileScanConfig) -> Result<ScanPlan> {
+        let file_schema = self.table_schema.file_schema();
+        ScanPlan::new(ScanRequest {
+            format: self.format.clone(),
+            file_schema,
+            output: &self.projection.file_indices,
+            predicate: self.predicate.clone(),
+            target: self.target.clone(),
+            batch_rows: self.batch_size,
+            options: &self.options,
+            limit: config.limit,
+        })?
+        .with_damage_log(self.damage.clone())
+        .with_time_order(!config.output_ordering.is_empty(), file_schema)
     }
 
     /// Whether the scan's projection holds `log_time` (only then can the
@@ -128,21 +138,7 @@ impl FileSource for LogSource {
         partition: usize,
     ) -> Result<Arc<dyn FileOpener>> {
         let file_schema = self.table_schema.file_schema();
-        let plan = ScanPlan::new(
-            self.format.clone(),
-            file_schema,
-            &self.projection.file_indices,
-            self.predicate.clone(),
-            self.batch_size,
-            self.options.batch_bytes,
-            self.options.on_error,
-            config.limit,
-            self.table.clone(),
-            self.options.verify_checksums,
-        )?
-        .with_decoded(self.decoded.clone())
-        .with_damage_log(self.damage.clone())
-        .with_time_order(!config.output_ordering.is_empty(), file_schema)?;
+        let plan = self.scan_plan(config)?;
         let opener = LogOpener {
             plan: Arc::new(plan),
             store,
@@ -177,10 +173,10 @@ impl FileSource for LogSource {
     }
 
     fn file_type(&self) -> &str {
-        match (&self.table, &self.decoded) {
-            (Some(t), _) => &t.name,
-            (_, Some(_)) => "read_topic",
-            _ => self.format.as_ref().map_or("log", |f| f.name()),
+        match &self.target {
+            ScanTarget::Table(t) => &t.name,
+            ScanTarget::Decoded(_) => "read_topic",
+            ScanTarget::Messages => self.format.as_ref().map_or("log", |f| f.name()),
         }
     }
 

@@ -17,6 +17,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
 use datafusion::datasource::TableType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result};
@@ -26,13 +27,65 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use super::damage::report;
+use super::error::df_err;
 use super::options::{LogsqlOptions, OnError};
 use super::predicate::scalar_str;
-use super::scan::df_err;
 use super::schema::timestamp_type;
 use super::url_table::resolve;
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
+
+/// A literal argument of a table function as text (strings and integers).
+pub(crate) fn literal_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Literal(v, _) => scalar_str(v).map(str::to_string).or_else(|| match v {
+            ScalarValue::Int64(Some(i)) => Some(i.to_string()),
+            ScalarValue::UInt64(Some(i)) => Some(i.to_string()),
+            ScalarValue::Int32(Some(i)) => Some(i.to_string()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// Plans a table function's table with `plan`, given the session state.
+///
+/// `call_with_args` is synchronous, but listing files and reading summaries
+/// are async: `plan` runs on a scoped thread with a runtime of its own.
+/// `what` names the call in the error of a planning thread that panicked.
+pub(crate) fn plan_on_thread<F, Fut>(
+    args: &TableFunctionArgs,
+    what: &str,
+    plan: F,
+) -> Result<Arc<dyn TableProvider>>
+where
+    F: FnOnce(SessionState) -> Fut + Send,
+    Fut: std::future::Future<Output = Result<Arc<dyn TableProvider>>>,
+{
+    let state = args
+        .session()
+        .as_any()
+        .downcast_ref::<SessionState>()
+        .ok_or_else(|| {
+            DataFusionError::Internal("logsql table functions need a SessionState".into())
+        })?
+        .clone();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            rt.block_on(plan(state))
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(DataFusionError::Internal(format!(
+                "{what}: planning thread panicked"
+            )))
+        })
+    })
+}
 
 /// Which summary view a table function shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,9 +21,9 @@ use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::RwLock;
 
+use super::error::df_err;
 use super::file_format::LogFileFormat;
 use super::object_io::FileLocation;
-use super::scan::df_err;
 use super::schema::messages_table_schema;
 use super::summary_cache;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
