@@ -35,10 +35,10 @@ use datafusion_proto::protobuf;
 use prost::Message;
 
 use crate::decode::{MessageDecoder, json};
-use crate::engine::damage::DamageReportExec;
-use crate::engine::options::LogsqlOptions;
-use crate::engine::source::LogSource;
-use crate::engine::target::{DecodedSpec, ScanTarget, TableSpec};
+use crate::engine::datasource::source::LogSource;
+use crate::engine::scanner::damage::DamageReportExec;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::formats;
 use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 

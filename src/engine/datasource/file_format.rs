@@ -24,14 +24,14 @@ use datafusion::object_store::{ObjectMeta, ObjectStore};
 use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 
-use super::error::df_err;
 use super::mcap_sink::{McapSink, McapWriteOptions, check_schema};
-use super::object_io::FileLocation;
-use super::options::LogsqlOptions;
-use super::schema::{col, messages_table_schema, table_schema};
 use super::source::LogSource;
-use super::target::{DecodedSpec, ScanTarget, TableSpec};
-use super::time_order;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::schema::{col, messages_table_schema, table_schema};
+use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
+use crate::engine::scanner::time_order;
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::LogFormat;
 use crate::model::Summary;
 
@@ -315,7 +315,7 @@ impl FileFormatFactory for LogFormatFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::schema::messages_schema;
+    use crate::engine::scanner::schema::messages_schema;
     use crate::model::ChunkMeta;
 
     fn chunk(count: Option<u64>) -> ChunkMeta {

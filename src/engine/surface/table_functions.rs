@@ -26,12 +26,12 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use super::damage::report;
-use super::error::df_err;
-use super::options::{LogsqlOptions, OnError};
-use super::predicate::scalar_str;
-use super::schema::timestamp_type;
 use super::url_table::resolve;
+use crate::engine::scanner::damage::report;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::options::{LogsqlOptions, OnError};
+use crate::engine::scanner::predicate::scalar_str;
+use crate::engine::scanner::schema::timestamp_type;
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
 
@@ -293,8 +293,8 @@ impl TableProvider for SummaryTable {
 }
 
 type Files = [(
-    super::object_io::FileLocation,
-    super::summary_cache::CachedSummary,
+    crate::engine::storage::object_io::FileLocation,
+    crate::engine::storage::summary_cache::CachedSummary,
 )];
 
 fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
@@ -520,7 +520,7 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// each topic's exact first/last time from the fewest chunks that decide it
 /// ([`channel_times`]); else counts and times from a scan of message headers.
 fn file_topics(
-    loc: &super::object_io::FileLocation,
+    loc: &crate::engine::storage::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
     on_error: OnError,
@@ -595,7 +595,7 @@ type Span = (Option<u64>, Option<u64>);
 /// chunks already hold every message the file states. A chunk that cannot be
 /// read is reported as `on_error` says, and then counts with its bounds.
 fn channel_times(
-    loc: &super::object_io::FileLocation,
+    loc: &crate::engine::storage::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
@@ -660,7 +660,7 @@ fn channel_times(
 
 /// Per-channel times of the chunks of one file, each chunk read at most once.
 struct ChunkTimes<'a> {
-    loc: &'a super::object_io::FileLocation,
+    loc: &'a crate::engine::storage::object_io::FileLocation,
     format: &'a dyn LogFormat,
     summary: &'a Summary,
     on_error: OnError,
@@ -670,7 +670,7 @@ struct ChunkTimes<'a> {
 
 impl<'a> ChunkTimes<'a> {
     fn new(
-        loc: &'a super::object_io::FileLocation,
+        loc: &'a crate::engine::storage::object_io::FileLocation,
         format: &'a dyn LogFormat,
         summary: &'a Summary,
         on_error: OnError,
@@ -737,7 +737,7 @@ impl<'a> ChunkTimes<'a> {
 /// `sink`; a damaged chunk is reported as `on_error` says, and the others are
 /// still read.
 fn read_headers<'c>(
-    loc: &super::object_io::FileLocation,
+    loc: &crate::engine::storage::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
     chunks: impl IntoIterator<Item = &'c crate::model::ChunkMeta>,

@@ -15,12 +15,12 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 
-use super::error::df_err;
-use super::file_format::LogFileFormat;
-use super::schema::table_schema;
 use super::table_functions::{literal_text, plan_on_thread};
-use super::target::TableSpec;
 use super::url_table::{listing_table, resolve};
+use crate::engine::datasource::file_format::LogFileFormat;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::schema::table_schema;
+use crate::engine::scanner::target::TableSpec;
 use crate::formats::{self, LogFormat};
 
 /// Every typed table name, with the formats that derive it.

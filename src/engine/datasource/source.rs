@@ -29,12 +29,12 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
-use super::damage::DamageLog;
-use super::object_io::FileLocation;
-use super::options::LogsqlOptions;
-use super::predicate::is_exact_pushable;
-use super::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
-use super::target::ScanTarget;
+use crate::engine::scanner::damage::DamageLog;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::predicate::is_exact_pushable;
+use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
+use crate::engine::scanner::target::ScanTarget;
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::LogFormat;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
@@ -43,19 +43,19 @@ use crate::formats::LogFormat;
 /// plan codec, `engine::distributed::codec`, carries each one to workers).
 #[derive(Clone)]
 pub struct LogSource {
-    pub(super) format: Option<Arc<dyn LogFormat>>,
+    pub(in crate::engine) format: Option<Arc<dyn LogFormat>>,
     table_schema: TableSchema,
     projection: SplitProjection,
-    pub(super) predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub(in crate::engine) predicate: Option<Arc<dyn PhysicalExpr>>,
     metrics: ExecutionPlanMetricsSet,
-    pub(super) batch_size: usize,
-    pub(super) options: LogsqlOptions,
+    pub(in crate::engine) batch_size: usize,
+    pub(in crate::engine) options: LogsqlOptions,
     /// What the scan reads: `messages`, a typed table or a decoded topic.
-    pub(super) target: ScanTarget,
+    pub(in crate::engine) target: ScanTarget,
     /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
-    pub(super) skip: Arc<HashSet<ObjectPath>>,
+    pub(in crate::engine) skip: Arc<HashSet<ObjectPath>>,
     /// Where the scan records errors to report at the end of the query
-    /// (set by [`super::damage::DeferScanErrors`]; not sent to distributed workers).
+    /// (set by the SQL surface's `DeferScanErrors` rule; not sent to distributed workers).
     damage: Option<Arc<DamageLog>>,
 }
 
@@ -77,7 +77,7 @@ impl LogSource {
     }
 
     /// The same source recording its errors in `log`, for the query's root to
-    /// report once every row was delivered (see [`super::damage`]).
+    /// report once every row was delivered (see [`crate::engine::scanner::damage`]).
     pub fn with_damage_log(&self, log: Arc<DamageLog>) -> Self {
         Self {
             damage: Some(log),
@@ -113,11 +113,11 @@ impl LogSource {
     }
 
     /// Whether the scan's projection holds `log_time` (only then can the
-    /// plan above use an order on it: see [`super::time_order`]).
-    pub(super) fn projects_log_time(&self) -> bool {
+    /// plan above use an order on it: see [`crate::engine::scanner::time_order`]).
+    pub(in crate::engine) fn projects_log_time(&self) -> bool {
         let file_schema = self.table_schema.file_schema();
         file_schema
-            .index_of(super::schema::col::LOG_TIME)
+            .index_of(crate::engine::scanner::schema::col::LOG_TIME)
             .is_ok_and(|i| self.projection.file_indices.contains(&i))
     }
 
