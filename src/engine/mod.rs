@@ -18,31 +18,25 @@
 //! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
 //!   for datafusion-distributed.
 
-pub mod asof;
-pub mod batch;
-pub mod damage;
-pub mod decoded_batch;
-pub mod digest;
+pub mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
-pub mod file_format;
-pub mod file_order;
-pub mod functions;
-pub mod mcap_sink;
-pub mod object_io;
-pub mod options;
-pub mod predicate;
-pub mod read_topic;
-pub mod scan;
-pub mod schema;
-pub mod source;
-pub mod stores;
-pub mod summary_cache;
-pub mod table_batch;
-pub mod table_functions;
-pub mod time_order;
-pub mod typed_tables;
-pub mod url_table;
+#[cfg(test)]
+mod layering;
+pub mod scanner;
+pub mod storage;
+pub mod surface;
+
+// Every module stays reachable at its former path (`logsql::engine::scan`).
+pub use datasource::{file_format, mcap_sink, source};
+pub use scanner::{
+    batch, damage, decoded_batch, error, options, predicate, scan, schema, table_batch, target,
+    time_order,
+};
+pub use storage::{digest, object_io, stores, summary_cache};
+pub use surface::{
+    asof, file_order, functions, read_topic, table_functions, typed_tables, url_table,
+};
 
 use std::sync::Arc;
 
@@ -71,7 +65,7 @@ use crate::formats;
 ///   ([`file_order`]),
 /// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
 /// - the `logsql.*` session options,
-/// - the physical optimizer rule [`damage::DeferScanErrors`]: a damaged file
+/// - the physical optimizer rule [`surface::defer_errors::DeferScanErrors`]: a damaged file
 ///   fails a query only after every readable row was delivered,
 /// - `ASOF JOIN` ([`asof`]): a relation planner for the parenthesized form
 ///   `FROM (a ASOF JOIN b MATCH_CONDITION (...))` and a query planner for its
@@ -156,7 +150,7 @@ fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Sen
     let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
         vec![Arc::new(file_order::FileOrderUnderLimit)];
     if defer_errors {
-        rules.push(Arc::new(damage::DeferScanErrors));
+        rules.push(Arc::new(surface::defer_errors::DeferScanErrors));
     }
     rules
 }

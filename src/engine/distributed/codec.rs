@@ -35,11 +35,10 @@ use datafusion_proto::protobuf;
 use prost::Message;
 
 use crate::decode::{MessageDecoder, json};
-use crate::engine::damage::DamageReportExec;
-use crate::engine::options::LogsqlOptions;
-use crate::engine::read_topic::DecodedSpec;
-use crate::engine::source::LogSource;
-use crate::engine::typed_tables::TableSpec;
+use crate::engine::datasource::source::LogSource;
+use crate::engine::scanner::damage::DamageReportExec;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::formats;
 use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 
@@ -114,8 +113,7 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             .collect::<Result<HashSet<ObjectPath>>>()?;
         let mut source = LogSource::new(format, table_schema)
             .with_skip(Arc::new(skip))
-            .with_table(node.table.as_ref().map(table_from_wire).transpose()?)
-            .with_decoded(node.decoded.as_ref().map(decoded_from_wire).transpose()?)
+            .with_target(target_from_wire(node.target.as_ref())?)
             .with_options(options);
         source.predicate = predicate;
         source.batch_size = usize::try_from(node.batch_size).map_err(codec_err)?;
@@ -177,14 +175,31 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             batch_size: source.batch_size as u64,
             options,
             skip,
-            table: source.table.as_deref().map(table_to_wire),
-            decoded: source.decoded.as_deref().map(decoded_to_wire).transpose()?,
+            target: target_to_wire(&source.target)?,
         };
         let wire = wire::LogsqlNode {
             node: Some(wire::logsql_node::Node::Scan(wire)),
         };
         wire.encode(buf).map_err(codec_err)
     }
+}
+
+fn target_to_wire(target: &ScanTarget) -> Result<Option<wire::log_scan_node::Target>> {
+    use wire::log_scan_node::Target;
+    Ok(match target {
+        ScanTarget::Messages => None,
+        ScanTarget::Table(t) => Some(Target::Table(table_to_wire(t))),
+        ScanTarget::Decoded(d) => Some(Target::Decoded(decoded_to_wire(d)?)),
+    })
+}
+
+fn target_from_wire(target: Option<&wire::log_scan_node::Target>) -> Result<ScanTarget> {
+    use wire::log_scan_node::Target;
+    Ok(match target {
+        None => ScanTarget::Messages,
+        Some(Target::Table(t)) => ScanTarget::Table(table_from_wire(t)?),
+        Some(Target::Decoded(d)) => ScanTarget::Decoded(decoded_from_wire(d)?),
+    })
 }
 
 fn table_to_wire(spec: &TableSpec) -> wire::TypedTable {

@@ -32,7 +32,7 @@ use url::Url;
 
 pub use codec::LogsqlCodec;
 
-use super::options::LogsqlOptions;
+use crate::engine::scanner::options::LogsqlOptions;
 
 /// Workers at fixed URLs (`http://host:port`).
 #[derive(Debug, Clone)]

@@ -109,7 +109,7 @@ pub fn verification(
     if let Some(hit) = VERIFIED.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
         return hit.clone();
     }
-    let counting = super::object_io::CountingReader::new(file);
+    let counting = super::counting::CountingReader::new(file);
     let outcome = cached.format.verify(&counting, &cached.summary)?.err();
     bytes.add(counting.take_count() as usize);
     record_verification(key, outcome.clone());

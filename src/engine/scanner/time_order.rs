@@ -35,8 +35,8 @@ use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use std::collections::HashSet;
 
-use super::object_io::FileLocation;
 use super::schema::col;
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, Nanos, Summary};
 

@@ -5,7 +5,8 @@
 //! error. An error raised inside one partition's stream would end the whole
 //! query at once, before the other partitions' rows (and the aggregate over
 //! what was read) reach the user. So in a query planned by a session with
-//! logsql registered, scans do not raise it: [`DeferScanErrors`], a physical
+//! logsql registered, scans do not raise it: `DeferScanErrors`
+//! (in the SQL surface layer, `surface/defer_errors.rs`), a physical
 //! optimizer rule, gives every logsql scan of the plan one shared
 //! [`DamageLog`] and puts a [`DamageReportExec`] at the root. The scans record
 //! their errors in the log and finish normally; the root node passes every
@@ -25,13 +26,10 @@ use std::task::{Context, Poll};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
-use datafusion::common::config::ConfigOptions;
-use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::datasource::source::DataSourceExec;
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
 };
@@ -39,7 +37,6 @@ use futures::Stream;
 use parking_lot::Mutex;
 
 use super::options::OnError;
-use super::source::LogSource;
 
 /// Applies the `on_error` policy to one damage report: `Err` when it fails the
 /// query, else a warning in the log (once per file when `log` is given).
@@ -99,48 +96,6 @@ impl DamageLog {
                     + if n > 3 { "; ..." } else { "" }
             )),
         })
-    }
-}
-
-/// The physical optimizer rule that defers scan errors to the end of the query
-/// (see the module documentation). Registered last by [`crate::register`].
-#[derive(Debug, Default)]
-pub struct DeferScanErrors;
-
-impl PhysicalOptimizerRule for DeferScanErrors {
-    fn optimize(
-        &self,
-        plan: Arc<dyn ExecutionPlan>,
-        _config: &ConfigOptions,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        if plan.downcast_ref::<DamageReportExec>().is_some() {
-            return Ok(plan);
-        }
-        let log = Arc::new(DamageLog::default());
-        let rewritten = plan.transform_up(|node| {
-            let Some(exec) = node.downcast_ref::<DataSourceExec>() else {
-                return Ok(Transformed::no(node));
-            };
-            let Some((config, source)) = exec.downcast_to_file_source::<LogSource>() else {
-                return Ok(Transformed::no(node));
-            };
-            let mut config = config.clone();
-            config.file_source = Arc::new(source.with_damage_log(Arc::clone(&log)));
-            let exec = exec.clone().with_data_source(Arc::new(config));
-            Ok(Transformed::yes(Arc::new(exec) as Arc<dyn ExecutionPlan>))
-        })?;
-        if !rewritten.transformed {
-            return Ok(rewritten.data);
-        }
-        Ok(Arc::new(DamageReportExec::new(rewritten.data, log)))
-    }
-
-    fn name(&self) -> &str {
-        "logsql_defer_scan_errors"
-    }
-
-    fn schema_check(&self) -> bool {
-        true
     }
 }
 
@@ -319,37 +274,6 @@ fn written_count(batch: &RecordBatch) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    async fn physical(
-        ctx: &datafusion::prelude::SessionContext,
-        sql: &str,
-    ) -> Arc<dyn ExecutionPlan> {
-        ctx.sql(sql)
-            .await
-            .unwrap()
-            .create_physical_plan()
-            .await
-            .unwrap()
-    }
-
-    #[tokio::test]
-    async fn only_plans_with_logsql_scans_get_a_report_root_once() {
-        let ctx = crate::session_context();
-        let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.mcap");
-        let plan = physical(
-            &ctx,
-            &format!("SELECT count(*) FROM '{demo}' WHERE length(data) > 0"),
-        )
-        .await;
-        assert_eq!(plan.name(), "DamageReportExec");
-        // The rule leaves a plan it already wrapped alone.
-        let again = DeferScanErrors
-            .optimize(Arc::clone(&plan), &ConfigOptions::default())
-            .unwrap();
-        assert!(Arc::ptr_eq(&plan, &again));
-        let plain = physical(&ctx, "SELECT 1").await;
-        assert_ne!(plain.name(), "DamageReportExec");
-    }
 
     #[test]
     fn several_errors_become_one_with_the_others_named() {

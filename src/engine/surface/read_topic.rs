@@ -18,101 +18,22 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
-use prost_reflect::DescriptorPool;
 
-use super::file_format::LogFileFormat;
-use super::object_io::FileLocation;
-use super::options::LogsqlOptions;
-use super::scan::df_err;
-use super::schema::{col, timestamp_type};
-use super::typed_tables::{literal_text, plan_on_thread};
+use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
 use crate::decode::{MessageDecoder, merge};
+use crate::engine::datasource::file_format::LogFileFormat;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::schema::{col, timestamp_type};
+use crate::engine::scanner::target::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN, with_pool_schema};
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::LogFormat;
 use crate::io::ReadAt;
 use crate::model::{Channel, Flow, Message, Selection, Summary};
 
-/// Column with the decode error of a message that failed to decode
-/// (`logsql.decode_errors = 'null'` only).
-pub const ERROR_COLUMN: &str = "_error";
-/// Column with the raw payload of a message that failed to decode
-/// (`logsql.decode_errors = 'null'` only).
-pub const RAW_COLUMN: &str = "_raw";
-
 /// Payloads sampled to infer the type of a JSON topic without a schema.
 const JSON_SAMPLES: usize = 1000;
-
-/// A `read_topic` table as planned: the topic, its decoders and merged type.
-#[derive(Debug)]
-pub struct DecodedSpec {
-    /// The topic read.
-    pub topic: String,
-    /// The merged Arrow type of one message (a `Struct`).
-    pub message_type: DataType,
-    /// Decoders compiled at planning, by (file cache key, channel id).
-    pub decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>>,
-    /// Descriptor pool for protobuf channels named only by type (BDDF).
-    pub pool: Option<Arc<DescriptorPool>>,
-    /// Whether nested structs are flattened into dotted columns.
-    pub flatten: bool,
-    /// Whether a message that fails to decode becomes a null row (with
-    /// `_error` and `_raw`) instead of failing the query.
-    pub null_on_error: bool,
-    /// The table schema.
-    pub schema: SchemaRef,
-}
-
-impl PartialEq for DecodedSpec {
-    fn eq(&self, other: &Self) -> bool {
-        self.topic == other.topic && self.schema == other.schema
-    }
-}
-
-impl DecodedSpec {
-    /// The message's fields (the top-level struct's), before flattening.
-    pub fn message_fields(&self) -> Fields {
-        match &self.message_type {
-            DataType::Struct(f) => f.clone(),
-            _ => Fields::empty(),
-        }
-    }
-
-    /// The decoder for `channel` of the file with `cache_key`: the one
-    /// compiled at planning, or one compiled now (channels found only while
-    /// reading, e.g. in a recovery scan).
-    pub fn decoder_for(
-        &self,
-        format: &dyn LogFormat,
-        cache_key: &str,
-        channel: &Channel,
-    ) -> std::result::Result<Arc<dyn MessageDecoder>, crate::decode::DecodeError> {
-        if let Some(d) = self.decoders.get(&(cache_key.to_string(), channel.id)) {
-            return Ok(Arc::clone(d));
-        }
-        let channel = with_pool_schema(channel, self.pool.as_deref());
-        let decoder = format.decoder(&channel)?;
-        merge::merge_types(&self.message_type, decoder.data_type())
-            .ok()
-            .filter(|m| m == &self.message_type)
-            .ok_or_else(|| {
-                crate::decode::DecodeError::new(format!(
-                    "channel {:?} ({}) does not fit the table's schema planned from the other files",
-                    channel.topic,
-                    decoder.describe()
-                ))
-            })?;
-        Ok(decoder)
-    }
-}
-
-/// `channel` with its schema from `pool` when the file names the type only.
-fn with_pool_schema(channel: &Channel, pool: Option<&DescriptorPool>) -> Channel {
-    let mut ch = channel.clone();
-    if let Some(pool) = pool {
-        crate::descriptors::attach(pool, std::slice::from_mut(&mut ch));
-    }
-    ch
-}
 
 /// Registers `read_topic`.
 pub fn register(ctx: &SessionContext) {

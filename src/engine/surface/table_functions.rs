@@ -17,6 +17,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::ScalarValue;
 use datafusion::datasource::TableType;
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result};
@@ -25,14 +26,66 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use super::damage::report;
-use super::options::{LogsqlOptions, OnError};
-use super::predicate::scalar_str;
-use super::scan::df_err;
-use super::schema::timestamp_type;
 use super::url_table::resolve;
+use crate::engine::scanner::damage::report;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::options::{LogsqlOptions, OnError};
+use crate::engine::scanner::predicate::scalar_str;
+use crate::engine::scanner::schema::timestamp_type;
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
+
+/// A literal argument of a table function as text (strings and integers).
+pub(crate) fn literal_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Literal(v, _) => scalar_str(v).map(str::to_string).or_else(|| match v {
+            ScalarValue::Int64(Some(i)) => Some(i.to_string()),
+            ScalarValue::UInt64(Some(i)) => Some(i.to_string()),
+            ScalarValue::Int32(Some(i)) => Some(i.to_string()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// Plans a table function's table with `plan`, given the session state.
+///
+/// `call_with_args` is synchronous, but listing files and reading summaries
+/// are async: `plan` runs on a scoped thread with a runtime of its own.
+/// `what` names the call in the error of a planning thread that panicked.
+pub(crate) fn plan_on_thread<F, Fut>(
+    args: &TableFunctionArgs,
+    what: &str,
+    plan: F,
+) -> Result<Arc<dyn TableProvider>>
+where
+    F: FnOnce(SessionState) -> Fut + Send,
+    Fut: std::future::Future<Output = Result<Arc<dyn TableProvider>>>,
+{
+    let state = args
+        .session()
+        .as_any()
+        .downcast_ref::<SessionState>()
+        .ok_or_else(|| {
+            DataFusionError::Internal("logsql table functions need a SessionState".into())
+        })?
+        .clone();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            rt.block_on(plan(state))
+        })
+        .join()
+        .unwrap_or_else(|_| {
+            Err(DataFusionError::Internal(format!(
+                "{what}: planning thread panicked"
+            )))
+        })
+    })
+}
 
 /// Which summary view a table function shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,8 +293,8 @@ impl TableProvider for SummaryTable {
 }
 
 type Files = [(
-    super::object_io::FileLocation,
-    super::summary_cache::CachedSummary,
+    crate::engine::storage::object_io::FileLocation,
+    crate::engine::storage::summary_cache::CachedSummary,
 )];
 
 fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
@@ -467,7 +520,7 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// each topic's exact first/last time from the fewest chunks that decide it
 /// ([`channel_times`]); else counts and times from a scan of message headers.
 fn file_topics(
-    loc: &super::object_io::FileLocation,
+    loc: &crate::engine::storage::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
     on_error: OnError,
@@ -542,7 +595,7 @@ type Span = (Option<u64>, Option<u64>);
 /// chunks already hold every message the file states. A chunk that cannot be
 /// read is reported as `on_error` says, and then counts with its bounds.
 fn channel_times(
-    loc: &super::object_io::FileLocation,
+    loc: &crate::engine::storage::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
@@ -607,7 +660,7 @@ fn channel_times(
 
 /// Per-channel times of the chunks of one file, each chunk read at most once.
 struct ChunkTimes<'a> {
-    loc: &'a super::object_io::FileLocation,
+    loc: &'a crate::engine::storage::object_io::FileLocation,
     format: &'a dyn LogFormat,
     summary: &'a Summary,
     on_error: OnError,
@@ -617,7 +670,7 @@ struct ChunkTimes<'a> {
 
 impl<'a> ChunkTimes<'a> {
     fn new(
-        loc: &'a super::object_io::FileLocation,
+        loc: &'a crate::engine::storage::object_io::FileLocation,
         format: &'a dyn LogFormat,
         summary: &'a Summary,
         on_error: OnError,
@@ -684,7 +737,7 @@ impl<'a> ChunkTimes<'a> {
 /// `sink`; a damaged chunk is reported as `on_error` says, and the others are
 /// still read.
 fn read_headers<'c>(
-    loc: &super::object_io::FileLocation,
+    loc: &crate::engine::storage::object_io::FileLocation,
     format: &dyn LogFormat,
     summary: &Summary,
     chunks: impl IntoIterator<Item = &'c crate::model::ChunkMeta>,

@@ -11,30 +11,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
-use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
 
-use super::file_format::LogFileFormat;
-use super::predicate::scalar_str;
-use super::scan::df_err;
-use super::schema::table_schema;
+use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
+use crate::engine::datasource::file_format::LogFileFormat;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::schema::table_schema;
+use crate::engine::scanner::target::TableSpec;
 use crate::formats::{self, LogFormat};
-use crate::table::TableDef;
-
-/// A typed table as scanned: its name, argument and definition for the files at hand.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TableSpec {
-    /// Table name (the table function's name).
-    pub name: String,
-    /// The table function's second argument, if any.
-    pub arg: Option<String>,
-    /// Columns and kind of the table.
-    pub def: TableDef,
-}
 
 /// Every typed table name, with the formats that derive it.
 pub fn table_names() -> BTreeMap<&'static str, Vec<&'static str>> {
@@ -61,19 +48,6 @@ struct TypedTableFunction {
     formats: Vec<&'static str>,
 }
 
-/// A literal argument of a table function as text (strings and integers).
-pub(crate) fn literal_text(e: &Expr) -> Option<String> {
-    match e {
-        Expr::Literal(v, _) => scalar_str(v).map(str::to_string).or_else(|| match v {
-            ScalarValue::Int64(Some(i)) => Some(i.to_string()),
-            ScalarValue::UInt64(Some(i)) => Some(i.to_string()),
-            ScalarValue::Int32(Some(i)) => Some(i.to_string()),
-            _ => None,
-        }),
-        _ => None,
-    }
-}
-
 impl TableFunctionImpl for TypedTableFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let texts: Vec<Option<String>> = args.exprs().iter().map(literal_text).collect();
@@ -94,45 +68,6 @@ impl TableFunctionImpl for TypedTableFunction {
             plan_table(&state, name, &path, arg).await
         })
     }
-}
-
-/// Plans a table function's table with `plan`, given the session state.
-///
-/// `call_with_args` is synchronous, but listing files and reading summaries
-/// are async: `plan` runs on a scoped thread with a runtime of its own.
-/// `what` names the call in the error of a planning thread that panicked.
-pub(crate) fn plan_on_thread<F, Fut>(
-    args: &TableFunctionArgs,
-    what: &str,
-    plan: F,
-) -> Result<Arc<dyn TableProvider>>
-where
-    F: FnOnce(SessionState) -> Fut + Send,
-    Fut: std::future::Future<Output = Result<Arc<dyn TableProvider>>>,
-{
-    let state = args
-        .session()
-        .as_any()
-        .downcast_ref::<SessionState>()
-        .ok_or_else(|| {
-            DataFusionError::Internal("logsql table functions need a SessionState".into())
-        })?
-        .clone();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            rt.block_on(plan(state))
-        })
-        .join()
-        .unwrap_or_else(|_| {
-            Err(DataFusionError::Internal(format!(
-                "{what}: planning thread panicked"
-            )))
-        })
-    })
 }
 
 /// Lists `path`, picks the files whose format derives `name`, and builds the table.

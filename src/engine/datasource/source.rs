@@ -29,13 +29,12 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
-use super::damage::DamageLog;
-use super::object_io::FileLocation;
-use super::options::LogsqlOptions;
-use super::predicate::is_exact_pushable;
-use super::read_topic::DecodedSpec;
-use super::scan::{ScanMetrics, ScanPlan, scan_file};
-use super::typed_tables::TableSpec;
+use crate::engine::scanner::damage::DamageLog;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::predicate::is_exact_pushable;
+use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
+use crate::engine::scanner::target::ScanTarget;
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::LogFormat;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
@@ -44,19 +43,19 @@ use crate::formats::LogFormat;
 /// plan codec, `engine::distributed::codec`, carries each one to workers).
 #[derive(Clone)]
 pub struct LogSource {
-    pub(super) format: Option<Arc<dyn LogFormat>>,
+    pub(in crate::engine) format: Option<Arc<dyn LogFormat>>,
     table_schema: TableSchema,
     projection: SplitProjection,
-    pub(super) predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub(in crate::engine) predicate: Option<Arc<dyn PhysicalExpr>>,
     metrics: ExecutionPlanMetricsSet,
-    pub(super) batch_size: usize,
-    pub(super) options: LogsqlOptions,
-    pub(super) table: Option<Arc<TableSpec>>,
-    pub(super) decoded: Option<Arc<DecodedSpec>>,
+    pub(in crate::engine) batch_size: usize,
+    pub(in crate::engine) options: LogsqlOptions,
+    /// What the scan reads: `messages`, a typed table or a decoded topic.
+    pub(in crate::engine) target: ScanTarget,
     /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
-    pub(super) skip: Arc<HashSet<ObjectPath>>,
+    pub(in crate::engine) skip: Arc<HashSet<ObjectPath>>,
     /// Where the scan records errors to report at the end of the query
-    /// (set by [`super::damage::DeferScanErrors`]; not sent to distributed workers).
+    /// (set by the SQL surface's `DeferScanErrors` rule; not sent to distributed workers).
     damage: Option<Arc<DamageLog>>,
 }
 
@@ -71,15 +70,14 @@ impl LogSource {
             metrics: ExecutionPlanMetricsSet::new(),
             batch_size: 8192,
             options: LogsqlOptions::default(),
-            table: None,
-            decoded: None,
+            target: ScanTarget::Messages,
             skip: Default::default(),
             damage: None,
         }
     }
 
     /// The same source recording its errors in `log`, for the query's root to
-    /// report once every row was delivered (see [`super::damage`]).
+    /// report once every row was delivered (see [`crate::engine::scanner::damage`]).
     pub fn with_damage_log(&self, log: Arc<DamageLog>) -> Self {
         Self {
             damage: Some(log),
@@ -92,22 +90,34 @@ impl LogSource {
         Self { skip, ..self }
     }
 
-    /// The same source reading typed table `table` instead of `messages`.
-    pub fn with_table(self, table: Option<Arc<TableSpec>>) -> Self {
-        Self { table, ..self }
+    /// The same source reading `target` (a typed table, a decoded topic, or `messages`).
+    pub fn with_target(self, target: ScanTarget) -> Self {
+        Self { target, ..self }
     }
 
-    /// The same source reading one topic's decoded messages (`read_topic`).
-    pub fn with_decoded(self, decoded: Option<Arc<DecodedSpec>>) -> Self {
-        Self { decoded, ..self }
+    /// The plan of a scan of this source under DataFusion's file scan `config`.
+    pub fn scan_plan(&self, config: &FileScanConfig) -> Result<ScanPlan> {
+        let file_schema = self.table_schema.file_schema();
+        ScanPlan::new(ScanRequest {
+            format: self.format.clone(),
+            file_schema,
+            output: &self.projection.file_indices,
+            predicate: self.predicate.clone(),
+            target: self.target.clone(),
+            batch_rows: self.batch_size,
+            options: &self.options,
+            limit: config.limit,
+        })?
+        .with_damage_log(self.damage.clone())
+        .with_time_order(!config.output_ordering.is_empty(), file_schema)
     }
 
     /// Whether the scan's projection holds `log_time` (only then can the
-    /// plan above use an order on it: see [`super::time_order`]).
-    pub(super) fn projects_log_time(&self) -> bool {
+    /// plan above use an order on it: see [`crate::engine::scanner::time_order`]).
+    pub(in crate::engine) fn projects_log_time(&self) -> bool {
         let file_schema = self.table_schema.file_schema();
         file_schema
-            .index_of(super::schema::col::LOG_TIME)
+            .index_of(crate::engine::scanner::schema::col::LOG_TIME)
             .is_ok_and(|i| self.projection.file_indices.contains(&i))
     }
 
@@ -128,21 +138,7 @@ impl FileSource for LogSource {
         partition: usize,
     ) -> Result<Arc<dyn FileOpener>> {
         let file_schema = self.table_schema.file_schema();
-        let plan = ScanPlan::new(
-            self.format.clone(),
-            file_schema,
-            &self.projection.file_indices,
-            self.predicate.clone(),
-            self.batch_size,
-            self.options.batch_bytes,
-            self.options.on_error,
-            config.limit,
-            self.table.clone(),
-            self.options.verify_checksums,
-        )?
-        .with_decoded(self.decoded.clone())
-        .with_damage_log(self.damage.clone())
-        .with_time_order(!config.output_ordering.is_empty(), file_schema)?;
+        let plan = self.scan_plan(config)?;
         let opener = LogOpener {
             plan: Arc::new(plan),
             store,
@@ -177,10 +173,10 @@ impl FileSource for LogSource {
     }
 
     fn file_type(&self) -> &str {
-        match (&self.table, &self.decoded) {
-            (Some(t), _) => &t.name,
-            (_, Some(_)) => "read_topic",
-            _ => self.format.as_ref().map_or("log", |f| f.name()),
+        match &self.target {
+            ScanTarget::Table(t) => &t.name,
+            ScanTarget::Decoded(_) => "read_topic",
+            ScanTarget::Messages => self.format.as_ref().map_or("log", |f| f.name()),
         }
     }
 

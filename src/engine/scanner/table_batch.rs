@@ -425,7 +425,7 @@ impl Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::schema::table_schema;
+    use crate::engine::scanner::schema::table_schema;
     use crate::table::ColumnDef;
     use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::Float32Type;

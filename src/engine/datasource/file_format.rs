@@ -25,14 +25,13 @@ use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::mcap_sink::{McapSink, McapWriteOptions, check_schema};
-use super::object_io::FileLocation;
-use super::options::LogsqlOptions;
-use super::read_topic::DecodedSpec;
-use super::scan::df_err;
-use super::schema::{col, messages_table_schema, table_schema};
 use super::source::LogSource;
-use super::time_order;
-use super::typed_tables::TableSpec;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::schema::{col, messages_table_schema, table_schema};
+use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
+use crate::engine::scanner::time_order;
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::LogFormat;
 use crate::model::Summary;
 
@@ -44,10 +43,8 @@ pub const AUTO_FORMAT: &str = "log";
 #[derive(Debug, Clone)]
 pub struct LogFileFormat {
     format: Option<Arc<dyn LogFormat>>,
-    /// The typed table read instead of `messages`, if any.
-    table: Option<Arc<TableSpec>>,
-    /// The decoded topic read instead of `messages` (`read_topic`), if any.
-    decoded: Option<Arc<DecodedSpec>>,
+    /// What the table's scans read: `messages`, a typed table or a decoded topic.
+    target: ScanTarget,
     /// Files of the listed path that the table leaves out (not log files, or
     /// without the topic a `read_topic` table reads).
     skip: Arc<HashSet<ObjectPath>>,
@@ -60,8 +57,7 @@ impl LogFileFormat {
     pub fn new(format: Option<Arc<dyn LogFormat>>) -> Self {
         Self {
             format,
-            table: None,
-            decoded: None,
+            target: ScanTarget::Messages,
             skip: Default::default(),
             write: McapWriteOptions::default(),
         }
@@ -79,8 +75,7 @@ impl LogFileFormat {
     pub fn typed(format: Arc<dyn LogFormat>, table: Arc<TableSpec>) -> Self {
         Self {
             format: Some(format),
-            table: Some(table),
-            decoded: None,
+            target: ScanTarget::Table(table),
             skip: Default::default(),
             write: McapWriteOptions::default(),
         }
@@ -91,8 +86,7 @@ impl LogFileFormat {
     pub fn decoded(format: Option<Arc<dyn LogFormat>>, spec: Arc<DecodedSpec>) -> Self {
         Self {
             format,
-            table: None,
-            decoded: Some(spec),
+            target: ScanTarget::Decoded(spec),
             skip: Default::default(),
             write: McapWriteOptions::default(),
         }
@@ -181,10 +175,10 @@ impl FileFormat for LogFileFormat {
         _store: &Arc<dyn ObjectStore>,
         _objects: &[ObjectMeta],
     ) -> Result<SchemaRef> {
-        Ok(match (&self.table, &self.decoded) {
-            (Some(t), _) => table_schema(&t.def),
-            (_, Some(d)) => Arc::clone(&d.schema),
-            _ => messages_table_schema(),
+        Ok(match &self.target {
+            ScanTarget::Table(t) => table_schema(&t.def),
+            ScanTarget::Decoded(d) => Arc::clone(&d.schema),
+            ScanTarget::Messages => messages_table_schema(),
         })
     }
 
@@ -204,7 +198,7 @@ impl FileFormat for LogFileFormat {
             stats.num_rows = Precision::Exact(0);
             return Ok(stats);
         }
-        if self.table.is_some() || self.decoded.is_some() {
+        if !self.target.is_messages() {
             return Ok(Statistics::new_unknown(&table_schema));
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
@@ -230,7 +224,7 @@ impl FileFormat for LogFileFormat {
             .downcast_ref::<LogSource>()
             .is_some_and(LogSource::projects_log_time);
         if time_order
-            && self.table.is_none()
+            && self.target.table().is_none()
             && projects_log_time
             && conf.output_ordering.is_empty()
         {
@@ -263,8 +257,7 @@ impl FileFormat for LogFileFormat {
     fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
         Arc::new(
             LogSource::new(self.format.clone(), table_schema)
-                .with_table(self.table.clone())
-                .with_decoded(self.decoded.clone())
+                .with_target(self.target.clone())
                 .with_skip(Arc::clone(&self.skip)),
         )
     }
@@ -327,7 +320,7 @@ impl FileFormatFactory for LogFormatFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::schema::messages_schema;
+    use crate::engine::scanner::schema::messages_schema;
     use crate::model::ChunkMeta;
 
     fn chunk(count: Option<u64>) -> ChunkMeta {

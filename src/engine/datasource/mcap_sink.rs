@@ -18,7 +18,7 @@
 //! file) or in the temporary directory (an object store), and only a complete
 //! file is renamed (uploaded) to the target. An error in the input stream
 //! leaves nothing under the target name. Scan errors of damaged files are
-//! deferred past the sink ([`super::damage`]): the sink sees the readable rows
+//! deferred past the sink ([`crate::engine::scanner::damage`]): the sink sees the readable rows
 //! end normally, completes the file, and the query then fails with the note
 //! that the output is complete and valid, as with `COPY ... TO '.parquet'`.
 
@@ -46,10 +46,10 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
-use super::object_io::FileLocation;
-use super::options::LogsqlOptions;
-use super::scan::df_err;
-use super::schema::col;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::options::LogsqlOptions;
+use crate::engine::scanner::schema::col;
+use crate::engine::storage::object_io::FileLocation;
 use crate::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
 use crate::model::MetadataInfo;
 use crate::partial::{RemoveOnDrop, partial_path};
@@ -454,7 +454,7 @@ impl SourceResolver {
 
     /// Reads the summary of `file` (a `file` column value: a local path or an object URL).
     async fn load(&self, file: &str) -> Result<SourceInfo> {
-        let (store_url, path) = if super::url_table::is_local(file) {
+        let (store_url, path) = if crate::engine::storage::object_io::is_local(file) {
             let local = file.strip_prefix("file://").unwrap_or(file);
             let path = ObjectPath::from_absolute_path(local)
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;

@@ -6,7 +6,6 @@
 
 use std::io;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -210,43 +209,14 @@ impl FileLocation {
     }
 }
 
-/// Wraps a [`ReadAt`] and counts the bytes read through it.
-pub struct CountingReader<'a> {
-    inner: &'a dyn ReadAt,
-    bytes: AtomicU64,
-}
+pub use super::counting::CountingReader;
 
-impl<'a> CountingReader<'a> {
-    /// Counts reads of `inner`.
-    pub fn new(inner: &'a dyn ReadAt) -> Self {
-        Self {
-            inner,
-            bytes: AtomicU64::new(0),
-        }
-    }
-
-    /// Bytes read since the last call.
-    pub fn take_count(&self) -> u64 {
-        self.bytes.swap(0, Ordering::Relaxed)
-    }
-}
-
-impl ReadAt for CountingReader<'_> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn size(&self) -> u64 {
-        self.inner.size()
-    }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        self.inner.read_exact_at(offset, buf)
-    }
-    fn local_path(&self) -> Option<&std::path::Path> {
-        self.inner.local_path()
-    }
-    fn note_external_read(&self, bytes: u64) {
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.inner.note_external_read(bytes);
+/// Whether `path` names local files (no URL scheme, or `file://`), not an
+/// object store's (`s3://`, `https://`, ...).
+pub fn is_local(path: &str) -> bool {
+    match url::Url::parse(path) {
+        // A one-letter scheme is a Windows drive (`C:\\logs`).
+        Ok(u) => u.scheme() == "file" || u.scheme().len() == 1,
+        Err(_) => true,
     }
 }

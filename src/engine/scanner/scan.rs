@@ -24,16 +24,15 @@ use tokio::sync::mpsc::Sender;
 use super::batch::BatchBuilder;
 use super::damage::{DamageLog, report};
 use super::decoded_batch::DecodedBatchBuilder;
-use super::digest::DigestingReader;
-use super::object_io::{CountingReader, FileLocation};
-use super::options::OnError;
-use super::options::VerifyChecksums;
+use super::error::df_err;
+use super::options::{LogsqlOptions, OnError, VerifyChecksums};
 use super::predicate::{self, ChunkStatistics};
-use super::read_topic::DecodedSpec;
-use super::summary_cache;
 use super::table_batch::TableBatchBuilder;
+use super::target::ScanTarget;
 use super::time_order::{self, ChunkOrder};
-use super::typed_tables::TableSpec;
+use crate::engine::storage::digest::DigestingReader;
+use crate::engine::storage::object_io::{CountingReader, FileLocation};
+use crate::engine::storage::summary_cache;
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
 use crate::table::{RowSink, Value};
@@ -100,12 +99,10 @@ pub struct ScanPlan {
     pub on_error: OnError,
     /// Stop after this many rows (after filtering).
     pub limit: Option<usize>,
-    /// The typed table scanned, or `None` for `messages`.
-    pub table: Option<Arc<TableSpec>>,
+    /// What the scan reads: `messages`, a typed table or a decoded topic.
+    pub target: ScanTarget,
     /// When whole-file checksums are verified (`logsql.verify_checksums`).
     pub verify: VerifyChecksums,
-    /// The decoded topic scanned (`read_topic`), or `None`.
-    pub decoded: Option<Arc<DecodedSpec>>,
     /// Where errors go when the query reports them at its end (see
     /// [`super::damage`]); `None`: they end this scan's stream.
     pub damage: Option<Arc<DamageLog>>,
@@ -115,22 +112,42 @@ pub struct ScanPlan {
     pub time_order: Option<usize>,
 }
 
+/// What a scan is asked for, by name: the inputs of [`ScanPlan::new`]
+/// (the file source builds it from itself and DataFusion's file scan config).
+#[derive(Debug, Clone)]
+pub struct ScanRequest<'a> {
+    /// The format, or `None` to detect it per file.
+    pub format: Option<Arc<dyn LogFormat>>,
+    /// The schema of the table's files.
+    pub file_schema: &'a SchemaRef,
+    /// The output columns, as indices into `file_schema`.
+    pub output: &'a [usize],
+    /// The exact predicate, in `file_schema` terms.
+    pub predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// What the scan reads.
+    pub target: ScanTarget,
+    /// Row bound of a batch.
+    pub batch_rows: usize,
+    /// The session's `logsql.*` options (batch bytes, `on_error`, checksums).
+    pub options: &'a LogsqlOptions,
+    /// Stop after this many rows (after filtering).
+    pub limit: Option<usize>,
+}
+
 impl ScanPlan {
-    /// Plans a scan of `file_schema` producing the columns `output` (indices into
-    /// `file_schema`) under the exact `predicate` (in `file_schema` terms).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        format: Option<Arc<dyn LogFormat>>,
-        file_schema: &SchemaRef,
-        output: &[usize],
-        predicate: Option<Arc<dyn PhysicalExpr>>,
-        batch_rows: usize,
-        batch_bytes: usize,
-        on_error: OnError,
-        limit: Option<usize>,
-        table: Option<Arc<TableSpec>>,
-        verify: VerifyChecksums,
-    ) -> Result<Self> {
+    /// Plans a scan of `req.file_schema` producing the columns `req.output`
+    /// under the exact `req.predicate`.
+    pub fn new(req: ScanRequest<'_>) -> Result<Self> {
+        let ScanRequest {
+            format,
+            file_schema,
+            output,
+            predicate,
+            target,
+            batch_rows,
+            options,
+            limit,
+        } = req;
         let mut needed: Vec<usize> = output.to_vec();
         if let Some(p) = &predicate {
             for c in collect_columns(p) {
@@ -146,11 +163,20 @@ impl ScanPlan {
             .map(|f| f.name().clone())
             .collect();
         let mut selection = predicate::selection(predicate.as_ref(), &names);
-        if table.is_some() {
-            // Typed rows are decoded from payloads; `topic` means nothing there.
-            selection.payload = true;
-            selection.full_header = true;
-            selection.topics = None;
+        match &target {
+            ScanTarget::Messages => {}
+            ScanTarget::Table(_) => {
+                // Typed rows are decoded from payloads; `topic` means nothing there.
+                selection.payload = true;
+                selection.full_header = true;
+                selection.topics = None;
+            }
+            ScanTarget::Decoded(spec) => {
+                // `read_topic`: readers deliver that topic's payloads and full headers.
+                selection.payload = true;
+                selection.full_header = true;
+                selection.topics = Some(HashSet::from([spec.topic.clone()]));
+            }
         }
         let pruning = predicate
             .as_ref()
@@ -170,12 +196,11 @@ impl ScanPlan {
             pruning,
             selection,
             batch_rows,
-            batch_bytes,
-            on_error,
+            batch_bytes: options.batch_bytes,
+            on_error: options.on_error,
             limit,
-            table,
-            verify,
-            decoded: None,
+            target,
+            verify: options.verify_checksums,
             damage: None,
             time_order: None,
         })
@@ -187,7 +212,7 @@ impl ScanPlan {
     /// relied on the order (`SELECT topic ... ORDER BY log_time`).
     pub fn with_time_order(mut self, ordered: bool, file_schema: &SchemaRef) -> Result<Self> {
         let log_time = super::schema::col::LOG_TIME;
-        if !ordered || self.table.is_some() || file_schema.index_of(log_time).is_err() {
+        if !ordered || self.target.table().is_some() || file_schema.index_of(log_time).is_err() {
             return Ok(self);
         }
         if self.read_schema.index_of(log_time).is_err() {
@@ -221,18 +246,6 @@ impl ScanPlan {
     pub fn with_damage_log(self, damage: Option<Arc<DamageLog>>) -> Self {
         Self { damage, ..self }
     }
-
-    /// The same plan scanning one topic's decoded messages (`read_topic`):
-    /// readers deliver that topic's payloads and full headers.
-    pub fn with_decoded(mut self, decoded: Option<Arc<DecodedSpec>>) -> Self {
-        if let Some(spec) = &decoded {
-            self.selection.payload = true;
-            self.selection.full_header = true;
-            self.selection.topics = Some(HashSet::from([spec.topic.clone()]));
-        }
-        self.decoded = decoded;
-        self
-    }
 }
 
 /// Rewrites column references to their positions in `schema`.
@@ -248,11 +261,6 @@ fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<
         Ok(Transformed::no(e))
     })
     .map(|t| t.data)
-}
-
-/// Turns a logsql error into DataFusion's.
-pub fn df_err(e: crate::Error) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
 }
 
 /// Scans one file (or the chunks of it that start inside `range`), sending
@@ -350,8 +358,8 @@ fn scan_file_inner(
         .collect();
 
     let format = &cached.format;
-    let mut sink = match (&plan.table, &plan.decoded) {
-        (Some(spec), _) => Sink::Rows(BatchSink::new(
+    let mut sink = match &plan.target {
+        ScanTarget::Table(spec) => Sink::Rows(BatchSink::new(
             plan,
             TableBatchBuilder::new(
                 Arc::clone(&plan.read_schema),
@@ -361,7 +369,7 @@ fn scan_file_inner(
             )?,
             tx,
         )),
-        (_, Some(spec)) => Sink::Decoded(BatchSink::new(
+        ScanTarget::Decoded(spec) => Sink::Decoded(BatchSink::new(
             plan,
             DecodedBatchBuilder::new(
                 Arc::clone(spec),
@@ -374,7 +382,7 @@ fn scan_file_inner(
             )?,
             tx,
         )),
-        _ => Sink::Messages(BatchSink::new(
+        ScanTarget::Messages => Sink::Messages(BatchSink::new(
             plan,
             BatchBuilder::new(
                 Arc::clone(&plan.read_schema),
@@ -387,7 +395,7 @@ fn scan_file_inner(
         )),
     };
     let mut outcome = Ok(());
-    let whole_file_table = plan.table.as_ref().filter(|t| !t.def.per_chunk);
+    let whole_file_table = plan.target.table().filter(|t| !t.def.per_chunk);
     if let (Some(spec), Sink::Rows(sink)) = (whole_file_table, &mut sink) {
         if owns_start {
             let read =
@@ -412,7 +420,7 @@ fn scan_file_inner(
         && range.as_ref().is_none_or(|r| r.end >= summary.file_size)
         && plan.selection.payload
         && plan.limit.is_none()
-        && plan.table.is_none()
+        && plan.target.table().is_none()
         && wanted_channels.is_none()
         && summary.damage.is_none()
         && keep.len() == summary.chunks.len()
@@ -571,7 +579,7 @@ impl Sink<'_> {
             Sink::Messages(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
             Sink::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
             Sink::Rows(s) => {
-                let spec = plan.table.as_ref().expect("a typed-table scan has a table");
+                let spec = plan.target.table().expect("a typed-table scan has a table");
                 format.read_table_chunk(
                     file,
                     summary,

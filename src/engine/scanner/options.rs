@@ -277,7 +277,7 @@ impl LogsqlOptions {
         }
         crate::descriptors::load(&self.descriptor_set)
             .map(Some)
-            .map_err(super::scan::df_err)
+            .map_err(super::error::df_err)
     }
 
     /// Whether `read_topic` turns undecodable messages into null rows.

@@ -21,11 +21,12 @@ use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::RwLock;
 
-use super::file_format::LogFileFormat;
-use super::object_io::FileLocation;
-use super::scan::df_err;
-use super::schema::messages_table_schema;
-use super::summary_cache;
+use crate::engine::datasource::file_format::LogFileFormat;
+use crate::engine::scanner::error::df_err;
+use crate::engine::scanner::schema::messages_table_schema;
+use crate::engine::storage::object_io::FileLocation;
+pub use crate::engine::storage::object_io::is_local;
+use crate::engine::storage::summary_cache;
 use crate::formats::{self, LogFormat, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 
@@ -57,30 +58,35 @@ impl ResolvedPath {
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
-    super::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(|e| {
-        // A store that cannot be built (no credentials) is named by the path asked for.
-        match e {
-            DataFusionError::External(inner) => match inner.downcast::<crate::Error>() {
-                Ok(err) => match *err {
-                    crate::Error::Remote { message, .. } => {
-                        let url = path.to_string();
-                        DataFusionError::External(Box::new(crate::Error::Remote { url, message }))
-                    }
-                    other => DataFusionError::External(Box::new(other)),
+    crate::engine::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(
+        |e| {
+            // A store that cannot be built (no credentials) is named by the path asked for.
+            match e {
+                DataFusionError::External(inner) => match inner.downcast::<crate::Error>() {
+                    Ok(err) => match *err {
+                        crate::Error::Remote { message, .. } => {
+                            let url = path.to_string();
+                            DataFusionError::External(Box::new(crate::Error::Remote {
+                                url,
+                                message,
+                            }))
+                        }
+                        other => DataFusionError::External(Box::new(other)),
+                    },
+                    Err(inner) => DataFusionError::External(inner),
                 },
-                Err(inner) => DataFusionError::External(inner),
-            },
-            e => e,
-        }
-    })?;
+                e => e,
+            }
+        },
+    )?;
     let store = state.runtime_env().object_store(&store_url)?;
     refuse_special_file(&url, path)?;
     // A failed request says its cause (refused, DNS, 403, 404, ...) and the URL.
     let remote = !store_url.as_str().starts_with("file://");
     let explain = |e: DataFusionError| match e {
-        DataFusionError::ObjectStore(os) if remote => {
-            DataFusionError::External(Box::new(super::stores::remote_error(path, &os)))
-        }
+        DataFusionError::ObjectStore(os) if remote => DataFusionError::External(Box::new(
+            crate::engine::storage::stores::remote_error(path, &os),
+        )),
         e => e,
     };
     // A web server answers HEAD for one file; listing needs WebDAV (PROPFIND),
@@ -125,7 +131,10 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                             if loc.local {
                                 DataFusionError::from(e)
                             } else {
-                                let err = super::stores::remote_error(loc.display_name(), &e);
+                                let err = crate::engine::storage::stores::remote_error(
+                                    loc.display_name(),
+                                    &e,
+                                );
                                 DataFusionError::External(Box::new(err))
                             }
                         })?
@@ -153,16 +162,6 @@ fn refuse_special_file(url: &ListingTableUrl, path: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether `path` names local files (no URL scheme, or `file://`), not an
-/// object store's (`s3://`, `https://`, ...).
-pub fn is_local(path: &str) -> bool {
-    match url::Url::parse(path) {
-        // A one-letter scheme is a Windows drive (`C:\\logs`).
-        Ok(u) => u.scheme() == "file" || u.scheme().len() == 1,
-        Err(_) => true,
-    }
 }
 
 /// Whether `path` (parsed as `url`) names a directory: a URL ending in `/`, or

@@ -19,8 +19,8 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result};
 
-use super::read_topic::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN};
 use super::schema::col;
+use super::target::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN};
 use crate::decode::{ColumnBuilder, MessageDecoder, append_message, merge};
 use crate::formats::LogFormat;
 use crate::model::Message;

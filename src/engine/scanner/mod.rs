@@ -1,0 +1,17 @@
+//! The scan core: what a scan reads ([`target`]), its plan and loop
+//! ([`scan`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
+//! pruning ([`predicate`]), declared `log_time` order ([`time_order`]), the damage
+//! log ([`damage`]), the `messages` schema ([`schema`]), the session options
+//! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].
+
+pub mod batch;
+pub mod damage;
+pub mod decoded_batch;
+pub mod error;
+pub mod options;
+pub mod predicate;
+pub mod scan;
+pub mod schema;
+pub mod table_batch;
+pub mod target;
+pub mod time_order;

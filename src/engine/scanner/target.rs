@@ -1,0 +1,143 @@
+//! What a scan reads: the `messages` table, a typed side table of a format
+//! (`positions('town.log')`), or one topic's decoded messages
+//! (`read_topic('run.mcap', '/imu')`).
+//!
+//! A leaf of the engine: the scan, the file source, the file format and the
+//! distributed codec all take a [`ScanTarget`]; the table functions that build
+//! the specs sit above them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, Fields, SchemaRef};
+use prost_reflect::DescriptorPool;
+
+use crate::decode::{MessageDecoder, merge};
+use crate::formats::LogFormat;
+use crate::model::Channel;
+use crate::table::TableDef;
+
+/// What one scan reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ScanTarget {
+    /// The `messages` table of every log format.
+    #[default]
+    Messages,
+    /// A typed table a format derives from its records.
+    Table(Arc<TableSpec>),
+    /// One topic's messages decoded into typed columns (`read_topic`).
+    Decoded(Arc<DecodedSpec>),
+}
+
+impl ScanTarget {
+    /// The typed table read, if any.
+    pub fn table(&self) -> Option<&Arc<TableSpec>> {
+        match self {
+            Self::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The decoded topic read, if any.
+    pub fn decoded(&self) -> Option<&Arc<DecodedSpec>> {
+        match self {
+            Self::Decoded(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Whether the target is the `messages` table.
+    pub fn is_messages(&self) -> bool {
+        matches!(self, Self::Messages)
+    }
+}
+
+/// Column with the decode error of a message that failed to decode
+/// (`logsql.decode_errors = 'null'` only).
+pub const ERROR_COLUMN: &str = "_error";
+/// Column with the raw payload of a message that failed to decode
+/// (`logsql.decode_errors = 'null'` only).
+pub const RAW_COLUMN: &str = "_raw";
+
+/// A typed table as scanned: its name, argument and definition for the files at hand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableSpec {
+    /// Table name (the table function's name).
+    pub name: String,
+    /// The table function's second argument, if any.
+    pub arg: Option<String>,
+    /// Columns and kind of the table.
+    pub def: TableDef,
+}
+
+/// A `read_topic` table as planned: the topic, its decoders and merged type.
+#[derive(Debug)]
+pub struct DecodedSpec {
+    /// The topic read.
+    pub topic: String,
+    /// The merged Arrow type of one message (a `Struct`).
+    pub message_type: DataType,
+    /// Decoders compiled at planning, by (file cache key, channel id).
+    pub decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>>,
+    /// Descriptor pool for protobuf channels named only by type (BDDF).
+    pub pool: Option<Arc<DescriptorPool>>,
+    /// Whether nested structs are flattened into dotted columns.
+    pub flatten: bool,
+    /// Whether a message that fails to decode becomes a null row (with
+    /// `_error` and `_raw`) instead of failing the query.
+    pub null_on_error: bool,
+    /// The table schema.
+    pub schema: SchemaRef,
+}
+
+impl PartialEq for DecodedSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.topic == other.topic && self.schema == other.schema
+    }
+}
+
+impl DecodedSpec {
+    /// The message's fields (the top-level struct's), before flattening.
+    pub fn message_fields(&self) -> Fields {
+        match &self.message_type {
+            DataType::Struct(f) => f.clone(),
+            _ => Fields::empty(),
+        }
+    }
+
+    /// The decoder for `channel` of the file with `cache_key`: the one
+    /// compiled at planning, or one compiled now (channels found only while
+    /// reading, e.g. in a recovery scan).
+    pub fn decoder_for(
+        &self,
+        format: &dyn LogFormat,
+        cache_key: &str,
+        channel: &Channel,
+    ) -> std::result::Result<Arc<dyn MessageDecoder>, crate::decode::DecodeError> {
+        if let Some(d) = self.decoders.get(&(cache_key.to_string(), channel.id)) {
+            return Ok(Arc::clone(d));
+        }
+        let channel = with_pool_schema(channel, self.pool.as_deref());
+        let decoder = format.decoder(&channel)?;
+        merge::merge_types(&self.message_type, decoder.data_type())
+            .ok()
+            .filter(|m| m == &self.message_type)
+            .ok_or_else(|| {
+                crate::decode::DecodeError::new(format!(
+                    "channel {:?} ({}) does not fit the table's schema planned from the other files",
+                    channel.topic,
+                    decoder.describe()
+                ))
+            })?;
+        Ok(decoder)
+    }
+}
+
+/// `channel` with its schema from `pool` when the file names the type only.
+pub(crate) fn with_pool_schema(channel: &Channel, pool: Option<&DescriptorPool>) -> Channel {
+    let mut ch = channel.clone();
+    if let Some(pool) = pool {
+        crate::descriptors::attach(pool, std::slice::from_mut(&mut ch));
+    }
+    ch
+}

@@ -1,0 +1,9 @@
+//! Storage, the lowest layer of the engine: files on disk and in object stores
+//! ([`object_io`], [`stores`], [`counting`]), the summary cache ([`summary_cache`]) and
+//! whole-file checksum digests ([`digest`]). It imports no other engine layer.
+
+pub mod counting;
+pub mod digest;
+pub mod object_io;
+pub mod stores;
+pub mod summary_cache;
