@@ -60,7 +60,10 @@ def measured(cmd):
 
 
 def duck(sql):
-    code = f"import duckdb; print(duckdb.sql({sql!r}).fetchall())"
+    code = (
+        "import duckdb; duckdb.sql('SET enable_progress_bar = false'); "
+        f"print(duckdb.sql({sql!r}).fetchall())"
+    )
     return [sys.executable, "-c", code]
 
 
