@@ -7,7 +7,9 @@
 //! ([`declare`]); every partition of the scan reads a contiguous run of
 //! chunks (a byte range of one file, or whole files), so DataFusion merges
 //! partitions with a `SortPreservingMergeExec` instead of sorting, and
-//! `ORDER BY log_time LIMIT n` stops each partition after its first rows.
+//! `ORDER BY log_time LIMIT n` stops after its first rows (read in one
+//! partition, in file order: `crate::engine::surface::file_order`). A chunk
+//! the index shows without messages is not read at all ([`holds_no_message`]).
 //!
 //! The scan keeps the promise ([`ChunkOrder`], used by the scan loop): it holds
 //! each chunk's rows until the chunk ends, sorts them by `log_time` (stably)

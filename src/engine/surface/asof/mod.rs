@@ -3,7 +3,7 @@
 //!
 //! - [`logical`]: the logical node [`AsofJoinNode`] (a `UserDefinedLogicalNodeCore`)
 //!   and the type coercion of its keys and times;
-//! - [`sql`]: the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
+//! - [`sql`](mod@sql): the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
 //!   `RelationPlanner`, and [`sql()`](sql::sql), which accepts every spelling;
 //! - [`planner`]: the `ExtensionPlanner` and the `QueryPlanner` that installs it;
 //! - [`exec`], [`matcher`]: the streaming physical operator [`AsofJoinExec`];
