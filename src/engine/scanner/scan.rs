@@ -440,6 +440,11 @@ fn scan_file_inner(
         {
             continue;
         }
+        // A chunk the index shows without messages (MCAP's first chunk of
+        // schema and channel records) is not read for messages.
+        if plan.target.table().is_none() && time_order::holds_no_message(summary, chunk) {
+            continue;
+        }
         let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
         metrics.bytes_read.add(file.take_count() as usize);
         // Counted before the rows are sent: a consumer that has what it
