@@ -158,6 +158,18 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         Some(feed_digest(file, digest, 0))
     }
 
+    /// The first and last `log_time` of every channel with messages, when the
+    /// format can answer them without reading message headers chunk by chunk
+    /// (a ROS 2 database: two seeks on its timestamp index per topic).
+    /// `None`: the engine reads the headers of the chunks that decide them.
+    fn channel_spans(
+        &self,
+        summary: &Summary,
+    ) -> Option<Result<std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>>> {
+        let _ = summary;
+        None
+    }
+
     /// The format's own human-readable description of the file, for `logsql
     /// info` (e.g. CARLA's `show_recorder_file_info` text); `all` asks for the
     /// detailed variant. `None`: the generic summary is printed instead.
