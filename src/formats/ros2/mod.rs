@@ -477,7 +477,7 @@ impl LogFormat for Ros2Format {
     /// timestamp index, each topic's first and last row in index order (the
     /// index walked from either end up to the topic's first row there: a
     /// few pages for a topic with messages throughout the recording).
-    fn channel_spans(&self, summary: &Summary) -> Option<Result<BTreeMap<u64, Span>>> {
+    fn channel_spans(&self, summary: &Summary) -> Option<Result<super::ChannelSpans>> {
         let private: &Private = summary.private()?;
         if let Some(spans) = &private.spans {
             return Some(Ok(spans.clone()));
