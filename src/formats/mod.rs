@@ -24,6 +24,10 @@ pub mod ros2;
 /// How many leading bytes [`LogFormat::sniff`] is given.
 pub const SNIFF_LEN: usize = 64;
 
+/// The first and last `log_time` of each channel, by channel id
+/// ([`LogFormat::channel_spans`]).
+pub type ChannelSpans = std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>;
+
 /// What the scan engine needs from a format. Implemented once per format.
 pub trait LogFormat: Send + Sync + Debug + 'static {
     /// Short lower-case name, used in `STORED AS` and in errors (`mcap`, `bag`, ...).
@@ -156,6 +160,15 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
         let digest = self.file_digest(file, summary)?;
         Some(feed_digest(file, digest, 0))
+    }
+
+    /// The first and last `log_time` of every channel with messages, when the
+    /// format can answer them without reading message headers chunk by chunk
+    /// (a ROS 2 database: two seeks on its timestamp index per topic).
+    /// `None`: the engine reads the headers of the chunks that decide them.
+    fn channel_spans(&self, summary: &Summary) -> Option<Result<ChannelSpans>> {
+        let _ = summary;
+        None
     }
 
     /// The format's own human-readable description of the file, for `logsql
