@@ -736,7 +736,10 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
 
 impl crate::model::MessageSink for BatchSink<'_, BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
-        self.builder.append(&msg);
+        if let Err(e) = self.builder.append(&msg) {
+            self.error = Some(e);
+            return Flow::Stop;
+        }
         self.after_append()
     }
 }
