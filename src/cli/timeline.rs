@@ -53,22 +53,25 @@ pub struct Timeline {
 
 impl Timeline {
     /// The timelines of these per-topic message times (`None` without messages),
-    /// read with `bytes_decompressed` decompressed. Sorts each topic's times.
+    /// read with `bytes_decompressed` decompressed. Sorts each topic's times
+    /// (in any order on input).
     pub fn from_times(
         times: &mut BTreeMap<String, Vec<u64>>,
         bytes_decompressed: u64,
     ) -> Option<Self> {
-        let start = times.values().flatten().min().copied()?;
-        let end = times.values().flatten().max().copied()?;
+        // Times read from an index in file order are usually sorted already.
+        for t in times.values_mut() {
+            if !t.is_sorted() {
+                t.sort_unstable();
+            }
+        }
+        let start = times.values().filter_map(|t| t.first()).min().copied()?;
+        let end = times.values().filter_map(|t| t.last()).max().copied()?;
         let bucket_ns = (end - start) / WIDTH as u64 + 1;
         let topics = times
-            .iter_mut()
+            .iter()
             .map(|(topic, t)| {
-                t.sort_unstable();
-                let mut counts = vec![0u64; WIDTH];
-                for &x in t.iter() {
-                    counts[((x - start) / bucket_ns) as usize] += 1;
-                }
+                let counts = bucket_counts(t, start, bucket_ns);
                 let gaps = gaps(t, start, end);
                 (topic.clone(), TopicTimeline { counts, gaps })
             })
@@ -179,6 +182,20 @@ impl Timeline {
     }
 }
 
+/// Messages per bucket of sorted `times`, all in `start..start + WIDTH * bucket_ns`
+/// (found by walking the bucket ends along the times, without a division each).
+fn bucket_counts(times: &[u64], start: u64, bucket_ns: u64) -> Vec<u64> {
+    let mut counts = vec![0u64; WIDTH];
+    let mut rest = times;
+    for (i, n) in counts.iter_mut().enumerate() {
+        let end = start.saturating_add((i as u64 + 1).saturating_mul(bucket_ns));
+        let inside = rest.partition_point(|&x| x < end);
+        *n = inside as u64;
+        rest = &rest[inside..];
+    }
+    counts
+}
+
 /// Silences in sorted `times` longer than [`GAP_PERIODS`] median periods,
 /// including a late start and an early end within `start..=end`.
 fn gaps(times: &[u64], start: u64, end: u64) -> Vec<(u64, u64)> {
@@ -186,11 +203,11 @@ fn gaps(times: &[u64], start: u64, end: u64) -> Vec<(u64, u64)> {
     if deltas.is_empty() {
         return Vec::new();
     }
-    deltas.sort_unstable();
     // The usual period: the 90th percentile of the intervals, so that topics
     // published in bursts (several messages, then a pause) count their pauses
     // as the period, while one long silence among many intervals stands out.
-    let period = deltas[(deltas.len() * 9 / 10).min(deltas.len() - 1)].max(1);
+    let rank = (deltas.len() * 9 / 10).min(deltas.len() - 1);
+    let period = (*deltas.select_nth_unstable(rank).1).max(1);
     let limit = period.saturating_mul(GAP_PERIODS);
     let mut out = Vec::new();
     let mut last = start;
