@@ -1,11 +1,13 @@
 //! Topic timelines for `logsql info`: each topic's message rate over the
 //! recording's span as a fixed-width bar, and the gaps where it went silent.
 //!
-//! The message times come from `info`'s header-only read of every chunk
-//! (the one that counts messages where a file states no counts), which the
-//! formats answer from their indexes where they hold per-message times (MCAP
-//! message indexes, bag index data, BDDF's file index) without decompressing
-//! payloads; [`Timeline::bytes_decompressed`] says where more had to be read.
+//! The message times come from `info`'s read of every chunk (the one that
+//! counts messages where a file states no counts): MCAP's message indexes
+//! answer straight into per-channel lists (`LogFormat::chunk_times`), other
+//! formats through a header-only read that their indexes answer where they
+//! hold per-message times (bag index data, BDDF's file index) without
+//! decompressing payloads; [`Timeline::bytes_decompressed`] says where more
+//! had to be read.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -238,6 +240,16 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn buckets_hold_their_start_and_not_their_end() {
+        let b = 10;
+        let times = [100, 100, 100 + b - 1, 100 + b, 100 + 59 * b, 100 + 60 * b - 1];
+        let counts = bucket_counts(&times, 100, b);
+        assert_eq!(counts.len(), WIDTH);
+        assert_eq!((counts[0], counts[1], counts[59]), (3, 1, 2));
+        assert_eq!(counts.iter().sum::<u64>(), 6);
+    }
 
     #[test]
     fn gaps_and_late_starts_are_found() {
