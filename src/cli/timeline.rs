@@ -244,7 +244,14 @@ mod tests {
     #[test]
     fn buckets_hold_their_start_and_not_their_end() {
         let b = 10;
-        let times = [100, 100, 100 + b - 1, 100 + b, 100 + 59 * b, 100 + 60 * b - 1];
+        let times = [
+            100,
+            100,
+            100 + b - 1,
+            100 + b,
+            100 + 59 * b,
+            100 + 60 * b - 1,
+        ];
         let counts = bucket_counts(&times, 100, b);
         assert_eq!(counts.len(), WIDTH);
         assert_eq!((counts[0], counts[1], counts[59]), (3, 1, 2));
