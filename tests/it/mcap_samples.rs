@@ -1265,6 +1265,10 @@ fn chunk_times_leave_duplicated_or_missing_message_indexes_to_read_chunk() {
             message_index(&[(10, 0), (10, 0), (11, m1_offset)]),
             false,
         ),
+        // Offsets no two messages can have: past the chunk's end, or closer
+        // than a Message record.
+        ("beyond", message_index(&[(10, 0), (11, 1_000)]), false),
+        ("too close", message_index(&[(10, 0), (11, 5)]), false),
         ("none", Vec::new(), false),
     ];
     for (label, index, answered) in cases {
