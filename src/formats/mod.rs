@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary};
+use crate::model::{
+    ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary,
+};
 use crate::table::{RowSink, TableDef};
 
 pub mod apollo;
@@ -67,6 +69,24 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         sel: &Selection,
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead>;
+
+    /// Appends the log time of every message of one chunk of `summary` to `out`,
+    /// per channel id, from the format's own per-message index alone (no
+    /// decompression, no message records), for callers that need every time
+    /// but no order (`logsql info`'s timelines). `Ok(false)`, with nothing
+    /// appended, when the index cannot answer for this chunk: the caller then
+    /// reads it with [`LogFormat::read_chunk`]. The default always answers
+    /// `Ok(false)`.
+    fn chunk_times(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        out: &mut ChannelTimes,
+    ) -> Result<bool> {
+        let _ = (file, summary, chunk, out);
+        Ok(false)
+    }
 
     /// Name endings of files that accompany a file of this format and are not
     /// one themselves (SQLite's `-wal`, `-shm` and `-journal` beside a `.db3`).
