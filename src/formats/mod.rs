@@ -112,57 +112,24 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         &[]
     }
 
-    /// Names of the typed tables this format derives (see [`crate::table`]),
-    /// each exposed as a table function `name('path' [, arg])`.
-    fn table_names(&self) -> &'static [&'static str] {
+    /// The typed tables this format derives (see [`crate::table`]), each
+    /// exposed as a table function `name('path' [, arg])`.
+    fn tables(&self) -> &'static [&'static dyn TypedTable] {
         &[]
     }
 
-    /// The definition of typed table `table` for this file; `arg` is the
-    /// table function's optional second argument (e.g. a BDDF series name).
-    fn table_def(&self, summary: &Summary, table: &str, arg: Option<&str>) -> Result<TableDef> {
-        let _ = (summary, arg);
-        Err(Error::UnsupportedTable {
-            format: self.name(),
-            table: table.to_string(),
-        })
-    }
-
-    /// Delivers the rows of typed table `table` found in one chunk, restricted
-    /// (as far as is cheap) to `sel`. Rows follow [`LogFormat::table_def`]'s columns.
-    #[allow(clippy::too_many_arguments)]
-    fn read_table_chunk(
-        &self,
-        file: &dyn ReadAt,
-        summary: &Summary,
-        chunk: &ChunkMeta,
-        table: &str,
-        arg: Option<&str>,
-        sel: &Selection,
-        sink: &mut dyn RowSink,
-    ) -> Result<ChunkRead> {
-        let _ = (file, summary, chunk, arg, sel, sink);
-        Err(Error::UnsupportedTable {
-            format: self.name(),
-            table: table.to_string(),
-        })
-    }
-
-    /// Delivers every row of a typed table whose [`TableDef::per_chunk`] is
-    /// `false` (facts about the whole file).
-    fn read_table_file(
-        &self,
-        file: &dyn ReadAt,
-        summary: &Summary,
-        table: &str,
-        arg: Option<&str>,
-        sink: &mut dyn RowSink,
-    ) -> Result<()> {
-        let _ = (file, summary, arg, sink);
-        Err(Error::UnsupportedTable {
-            format: self.name(),
-            table: table.to_string(),
-        })
+    /// The typed table named `name`, or [`Error::UnsupportedTable`] when this
+    /// format derives none of that name. Not meant to be overridden: it looks
+    /// the name up in [`LogFormat::tables`].
+    fn table(&self, name: &str) -> Result<&'static dyn TypedTable> {
+        self.tables()
+            .iter()
+            .copied()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| Error::UnsupportedTable {
+                format: self.name(),
+                table: name.to_string(),
+            })
     }
 
     /// The file's whole-file checksum (BDDF's SHA1 over the file), as a digest
@@ -209,6 +176,55 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     ) -> std::result::Result<Arc<dyn crate::decode::MessageDecoder>, crate::decode::DecodeError>
     {
         crate::decode::decoder_for(channel)
+    }
+}
+
+/// A typed table a format derives from its records: its name, its definition
+/// for a file, and its readers. A table whose [`TableDef::per_chunk`] is `true`
+/// is read chunk by chunk ([`TypedTable::read_chunk`]); one whose rows are facts
+/// about the whole file is read at once ([`TypedTable::read_file`]).
+pub trait TypedTable: Send + Sync + Debug + 'static {
+    /// The table's name (the table function's name).
+    fn name(&self) -> &'static str;
+
+    /// The table's definition for the file of `summary`; `arg` is the table
+    /// function's optional second argument (e.g. a BDDF series name).
+    fn def(&self, summary: &Summary, arg: Option<&str>) -> Result<TableDef>;
+
+    /// Delivers the rows found in one chunk, restricted (as far as is cheap)
+    /// to `sel`. Rows follow [`TypedTable::def`]'s columns. The default (for
+    /// whole-file tables) is an error.
+    fn read_chunk(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        arg: Option<&str>,
+        sel: &Selection,
+        sink: &mut dyn RowSink,
+    ) -> Result<ChunkRead> {
+        let _ = (file, summary, chunk, arg, sel, sink);
+        Err(Error::Invalid(format!(
+            "table {} is read for the whole file, not per chunk",
+            self.name()
+        )))
+    }
+
+    /// Delivers every row of a whole-file table (one whose
+    /// [`TableDef::per_chunk`] is `false`). The default (for per-chunk tables)
+    /// is an error.
+    fn read_file(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        arg: Option<&str>,
+        sink: &mut dyn RowSink,
+    ) -> Result<()> {
+        let _ = (file, summary, arg, sink);
+        Err(Error::Invalid(format!(
+            "table {} is read per chunk, not for the whole file",
+            self.name()
+        )))
     }
 }
 
@@ -308,4 +324,40 @@ pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
             hex_head(&head)
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_found_by_their_names_only() {
+        let mut listed = Vec::new();
+        for format in all() {
+            let names: Vec<&str> = format.tables().iter().map(|t| t.name()).collect();
+            for name in &names {
+                assert_eq!(format.table(name).unwrap().name(), *name);
+            }
+            let mut unique = names.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), names.len(), "{}: a name twice", format.name());
+            listed.push((format.name(), names.len()));
+            assert_eq!(
+                format.table("nope").unwrap_err().to_string(),
+                format!("{} files have no table \"nope\"", format.name())
+            );
+        }
+        assert_eq!(
+            listed,
+            [
+                ("mcap", 0),
+                ("bag", 0),
+                ("record", 0),
+                ("bddf", 2),
+                ("carla", 21),
+                ("ros2", 0)
+            ]
+        );
+    }
 }

@@ -398,8 +398,9 @@ fn scan_file_inner(
     let whole_file_table = plan.target.table().filter(|t| !t.def.per_chunk);
     if let (Some(spec), Sink::Rows(sink)) = (whole_file_table, &mut sink) {
         if owns_start {
-            let read =
-                format.read_table_file(&file, summary, &spec.name, spec.arg.as_deref(), sink);
+            let read = spec
+                .table
+                .read_file(&file, summary, spec.arg.as_deref(), sink);
             metrics.bytes_read.add(file.take_count() as usize);
             if let Some(e) = sink.error.take() {
                 return Err(e);
@@ -585,11 +586,10 @@ impl Sink<'_> {
             Sink::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
             Sink::Rows(s) => {
                 let spec = plan.target.table().expect("a typed-table scan has a table");
-                format.read_table_chunk(
+                spec.table.read_chunk(
                     file,
                     summary,
                     chunk,
-                    &spec.name,
                     spec.arg.as_deref(),
                     &plan.selection,
                     s,
