@@ -8,7 +8,7 @@
 //! chunks (a byte range of one file, or whole files), so DataFusion merges
 //! partitions with a `SortPreservingMergeExec` instead of sorting, and
 //! `ORDER BY log_time LIMIT n` stops after its first rows (read in one
-//! partition, in file order: `crate::engine::surface::file_order`). A chunk
+//! partition, in file order: the `file_order` rule of the SQL surface). A chunk
 //! the index shows without messages is not read at all ([`holds_no_message`]).
 //!
 //! The scan keeps the promise ([`ChunkOrder`], used by the scan loop): it holds
