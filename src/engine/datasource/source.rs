@@ -35,7 +35,7 @@ use crate::engine::scanner::predicate::is_exact_pushable;
 use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
 use crate::engine::scanner::target::ScanTarget;
 use crate::engine::storage::object_io::FileLocation;
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
 ///
@@ -43,7 +43,7 @@ use crate::formats::LogFormat;
 /// plan codec, `engine::distributed::codec`, carries each one to workers).
 #[derive(Clone)]
 pub struct LogSource {
-    pub(in crate::engine) format: Option<Arc<dyn LogFormat>>,
+    pub(in crate::engine) format: Option<Arc<dyn FormatReader>>,
     table_schema: TableSchema,
     projection: SplitProjection,
     pub(in crate::engine) predicate: Option<Arc<dyn PhysicalExpr>>,
@@ -61,7 +61,7 @@ pub struct LogSource {
 
 impl LogSource {
     /// A source reading `format` (or detecting it per file when `None`).
-    pub fn new(format: Option<Arc<dyn LogFormat>>, table_schema: TableSchema) -> Self {
+    pub fn new(format: Option<Arc<dyn FormatReader>>, table_schema: TableSchema) -> Self {
         Self {
             format,
             projection: SplitProjection::unprojected(&table_schema),

@@ -197,7 +197,7 @@ impl FileLocation {
     /// Reads the file's summary (cached) on a blocking thread.
     pub async fn summary(
         &self,
-        format: Option<Arc<dyn crate::formats::LogFormat>>,
+        format: Option<Arc<dyn crate::formats::FormatReader>>,
     ) -> Result<super::summary_cache::CachedSummary> {
         let loc = self.clone();
         tokio::task::spawn_blocking(move || {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use crate::error::Result;
-use crate::formats::{self, LogFormat};
+use crate::formats::{self, FormatReader};
 use crate::io::ReadAt;
 use crate::model::Summary;
 
@@ -18,7 +18,7 @@ const CAPACITY: usize = 4096;
 #[derive(Debug, Clone)]
 pub struct CachedSummary {
     /// The file's format.
-    pub format: Arc<dyn LogFormat>,
+    pub format: Arc<dyn FormatReader>,
     /// Its summary.
     pub summary: Arc<Summary>,
 }
@@ -37,7 +37,7 @@ pub fn lookup(key: &str) -> Option<CachedSummary> {
 /// The summary of `file` (cached under `key`), detecting the format when `format` is `None`.
 pub fn get_or_load(
     key: &str,
-    format: Option<&Arc<dyn LogFormat>>,
+    format: Option<&Arc<dyn FormatReader>>,
     file: &dyn ReadAt,
 ) -> Result<CachedSummary> {
     if let Some(hit) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(key)
@@ -98,7 +98,7 @@ pub fn record_verification(key: &str, mismatch: Option<crate::Error>) {
     done.insert(key.to_string(), mismatch);
 }
 
-/// Verifies `file`'s whole-file checksum (see [`LogFormat::verify`]) once per
+/// Verifies `file`'s whole-file checksum (see [`FormatReader::verify`]) once per
 /// file and process; returns the mismatch, if any. Bytes read are added to `bytes`.
 pub fn verification(
     key: &str,
