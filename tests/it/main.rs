@@ -67,4 +67,6 @@ mod slt;
 #[cfg(feature = "datafusion")]
 mod sql;
 #[cfg(feature = "datafusion")]
+mod summary_counts;
+#[cfg(feature = "datafusion")]
 mod time_order;

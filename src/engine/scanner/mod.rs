@@ -1,6 +1,7 @@
 //! The scan core: what a scan reads ([`target`]), its plan and loop
 //! ([`scan`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
-//! pruning ([`predicate`]), declared `log_time` order ([`time_order`]), the damage
+//! pruning ([`predicate`]), rows answered from a file's summary
+//! ([`summary_rows`]), declared `log_time` order ([`time_order`]), the damage
 //! log ([`damage`]), the `messages` schema ([`schema`]), the session options
 //! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].
 
@@ -12,6 +13,7 @@ pub mod options;
 pub mod predicate;
 pub mod scan;
 pub mod schema;
+pub mod summary_rows;
 pub mod table_batch;
 pub mod target;
 pub mod time_order;

@@ -27,6 +27,7 @@ use super::decoded_batch::DecodedBatchBuilder;
 use super::error::df_err;
 use super::options::{LogsqlOptions, OnError, VerifyChecksums};
 use super::predicate::{self, ChunkStatistics};
+use super::summary_rows;
 use super::table_batch::TableBatchBuilder;
 use super::target::ScanTarget;
 use super::time_order::{self, ChunkOrder};
@@ -57,6 +58,9 @@ pub struct ScanMetrics {
     pub files_total: Count,
     /// Files whose summary (time range, topics) excludes them: none of their chunks is read.
     pub files_pruned: Count,
+    /// Rows answered from the file's stated per-channel counts, without
+    /// reading a chunk ([`super::summary_rows`]).
+    pub messages_from_summary: Count,
 }
 
 impl ScanMetrics {
@@ -72,6 +76,7 @@ impl ScanMetrics {
             bytes_verified: counter("bytes_verified"),
             files_total: counter("files_total"),
             files_pruned: counter("files_pruned"),
+            messages_from_summary: counter("messages_from_summary"),
         }
     }
 }
@@ -435,7 +440,27 @@ fn scan_file_inner(
         Some(d) => d,
         None => &file,
     };
-    for (chunk, _) in in_range.iter().zip(&keep).filter(|(_, k)| **k) {
+    // Only per-channel columns, and exact per-channel counts in the summary:
+    // the partition owning the file's start emits the rows, no chunk is read.
+    let from_summary = match &mut sink {
+        Sink::Messages(s) if summary_rows::columns_per_channel(&plan.read_schema) => {
+            summary_rows::exact_counts(summary).map(|counts| (s, counts))
+        }
+        _ => None,
+    };
+    let answered = from_summary.is_some();
+    if let Some((s, counts)) = from_summary
+        && owns_start
+        && !file_pruned
+    {
+        let rows = summary_rows::emit(summary, counts, wanted_channels.as_ref(), s);
+        metrics.messages_from_summary.add(rows as usize);
+        if let Some(e) = s.error.take() {
+            return Err(e);
+        }
+    }
+    let chunks = in_range.iter().zip(&keep).filter(|(_, k)| **k && !answered);
+    for (chunk, _) in chunks {
         if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
             && !listed.iter().any(|c| wanted.contains(c))
         {
