@@ -32,7 +32,7 @@ use super::target::ScanTarget;
 use super::time_order::{self, ChunkOrder};
 use crate::engine::storage::digest::DigestingReader;
 use crate::engine::storage::object_io::{CountingReader, FileLocation};
-use crate::engine::storage::summary_cache;
+use crate::engine::storage::summary_cache::{self, SummaryCache};
 use crate::formats::LogFormat;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
 use crate::table::{RowSink, Value};
@@ -57,6 +57,10 @@ pub struct ScanMetrics {
     pub files_total: Count,
     /// Files whose summary (time range, topics) excludes them: none of their chunks is read.
     pub files_pruned: Count,
+    /// File opens whose summary the session's file-metadata cache held.
+    pub summary_cache_hits: Count,
+    /// File opens that read the file's summary (then cached).
+    pub summary_cache_misses: Count,
 }
 
 impl ScanMetrics {
@@ -72,6 +76,8 @@ impl ScanMetrics {
             bytes_verified: counter("bytes_verified"),
             files_total: counter("files_total"),
             files_pruned: counter("files_pruned"),
+            summary_cache_hits: counter("summary_cache_hits"),
+            summary_cache_misses: counter("summary_cache_misses"),
         }
     }
 }
@@ -110,6 +116,9 @@ pub struct ScanPlan {
     /// reads `log_time`: its position in `read_schema`. Each chunk's rows are
     /// then held until the chunk ends, sorted and checked against its bounds.
     pub time_order: Option<usize>,
+    /// The session's file-metadata cache the summaries are kept in (`None`:
+    /// every file open reads its summary).
+    pub summaries: Option<SummaryCache>,
 }
 
 /// What a scan is asked for, by name: the inputs of [`ScanPlan::new`]
@@ -132,6 +141,8 @@ pub struct ScanRequest<'a> {
     pub options: &'a LogsqlOptions,
     /// Stop after this many rows (after filtering).
     pub limit: Option<usize>,
+    /// The session's file-metadata cache (see [`ScanPlan::summaries`]).
+    pub summaries: Option<SummaryCache>,
 }
 
 impl ScanPlan {
@@ -147,6 +158,7 @@ impl ScanPlan {
             batch_rows,
             options,
             limit,
+            summaries,
         } = req;
         let mut needed: Vec<usize> = output.to_vec();
         if let Some(p) = &predicate {
@@ -203,6 +215,7 @@ impl ScanPlan {
             verify: options.verify_checksums,
             damage: None,
             time_order: None,
+            summaries,
         })
     }
 
@@ -294,8 +307,22 @@ fn scan_file_inner(
     let raw = loc.open().map_err(df_err)?;
     let file = CountingReader::new(raw.as_ref());
     let owns_start = range.as_ref().is_none_or(|r| r.start == 0);
-    let cached = match summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file) {
-        Ok(cached) => cached,
+    let loaded = summary_cache::get_or_load(
+        plan.summaries.as_deref(),
+        &loc.store_id(),
+        &loc.meta,
+        plan.format.as_ref(),
+        &file,
+    );
+    let cached = match loaded {
+        Ok((cached, hit)) => {
+            let counter = match hit {
+                true => &metrics.summary_cache_hits,
+                false => &metrics.summary_cache_misses,
+            };
+            counter.add(1);
+            cached
+        }
         // A file too damaged to have a summary has no readable message: the
         // policy decides (once per file, by the partition owning its start).
         Err(e) if e.is_damage() => {
@@ -414,7 +441,6 @@ fn scan_file_inner(
     }
     // A scan that reads every chunk of the whole file verifies the file's
     // whole-file checksum in the same pass (`verify_checksums = 'auto'`).
-    let key = loc.cache_key();
     let full_pass = plan.verify == VerifyChecksums::Auto
         && owns_start
         && range.as_ref().is_none_or(|r| r.end >= summary.file_size)
@@ -425,7 +451,7 @@ fn scan_file_inner(
         && summary.damage.is_none()
         && keep.len() == summary.chunks.len()
         && keep.iter().all(|k| *k)
-        && !summary_cache::is_verified(&key);
+        && !cached.is_verified();
     let digest = full_pass
         .then(|| format.file_digest(&file, summary))
         .flatten()
@@ -503,20 +529,18 @@ fn scan_file_inner(
         if let Some(damage) = &summary.damage {
             report(plan.on_error, damage.clone(), plan.damage.as_deref())?;
         }
-        let verified = match digest {
-            Some(d) => d.finish().map(|outcome| {
-                let mismatch = outcome.err();
-                summary_cache::record_verification(&key, mismatch.clone());
-                mismatch
-            }),
-            None if plan.verify == VerifyChecksums::Always => Some(summary_cache::verification(
-                &key,
-                &cached,
-                raw.as_ref(),
-                &metrics.bytes_verified,
-            )),
-            None => None,
-        };
+        let verified =
+            match digest {
+                Some(d) => d.finish().map(|outcome| {
+                    let mismatch = outcome.err();
+                    cached.record_verification(mismatch.clone());
+                    mismatch
+                }),
+                None if plan.verify == VerifyChecksums::Always => Some(
+                    summary_cache::verification(&cached, raw.as_ref(), &metrics.bytes_verified),
+                ),
+                None => None,
+            };
         if let Some(Some(e)) = verified {
             report(plan.on_error, e, plan.damage.as_deref())?;
         }
