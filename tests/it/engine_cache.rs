@@ -177,3 +177,33 @@ async fn setting_a_runtime_option_keeps_logsql_length() {
         assert_eq!(crate::sql::text(&ctx, &sql).await, before);
     }
 }
+
+#[tokio::test]
+async fn an_embedding_application_sizes_the_cache_with_its_runtime() {
+    use std::sync::Arc;
+
+    use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    use datafusion::prelude::SessionConfig;
+
+    let (mcap, bag) = (data("demo.mcap"), data("demo.bag"));
+    // 20 KiB: one summary fits, not two.
+    let runtime = RuntimeEnvBuilder::new()
+        .with_cache_manager(CacheManagerConfig::default().with_metadata_cache_limit(20 << 10))
+        .build_arc()
+        .unwrap();
+    let ctx = SessionContext::new_with_config_rt(
+        SessionConfig::new().with_information_schema(true),
+        Arc::clone(&runtime),
+    );
+    logsql::register(&ctx).unwrap();
+    let limit = crate::sql::text(&ctx, "SHOW datafusion.runtime.metadata_cache_limit").await;
+    assert!(limit.contains("| 20K "), "{limit}");
+    assert_eq!(ints(&ctx, &scan_all(&mcap)).await, vec![2610]);
+    assert_eq!(ints(&ctx, &scan_all(&bag)).await, vec![625]);
+    let names: Vec<String> = entries(&ctx).await.into_iter().map(|e| e.0).collect();
+    assert_eq!(names, vec!["demo.bag"]);
+    // The entries are the runtime's: the application sees them there too.
+    let cache = runtime.cache_manager.get_file_metadata_cache();
+    assert_eq!(cache.len(), 1);
+}
