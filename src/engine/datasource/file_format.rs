@@ -203,7 +203,7 @@ impl FileFormat for LogFileFormat {
             return Ok(Statistics::new_unknown(&table_schema));
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
-        let cache = summary_cache::of(&state.runtime_env());
+        let cache = summary_cache::of(state.runtime_env());
         let cached = loc
             .summary(Some(cache), self.format.clone())
             .await
@@ -218,7 +218,7 @@ impl FileFormat for LogFileFormat {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let options = LogsqlOptions::from_config(state.config_options());
         let time_order = options.time_order;
-        let summaries = summary_cache::of(&state.runtime_env());
+        let summaries = summary_cache::of(state.runtime_env());
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(
                 source

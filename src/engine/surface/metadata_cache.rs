@@ -77,7 +77,7 @@ impl TableProvider for MetadataCacheTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let cache = summary_cache::of(&state.runtime_env());
+        let cache = summary_cache::of(state.runtime_env());
         let mut entries: Vec<_> = cache.list_entries().into_iter().collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let summary = |e: &datafusion::execution::cache::CacheEntryInfo<_>| {
