@@ -91,7 +91,7 @@ async fn a_second_query_reads_no_summary_and_every_table_shares_the_entry() {
 async fn the_memory_limit_evicts_and_results_stay_right() {
     let (mcap, bag) = (data("demo.mcap"), data("demo.bag"));
     let ctx = logsql::session_context();
-    // Room for one summary (each is ~12 KB), not two: the older one goes.
+    // Room for one summary (each is ~13 KB), not two: the older one goes.
     ctx.sql("SET datafusion.runtime.metadata_cache_limit = '20K'")
         .await
         .unwrap();

@@ -36,8 +36,12 @@ use crate::model::{Channel, ChunkMeta, Summary};
 pub type SummaryCache = Arc<FileMetadataCache>;
 
 /// Estimated heap bytes per chunk of a format's reader-private index
-/// ([`Summary::private`] is opaque): an offset table entry or two.
+/// ([`Summary::private`] is opaque): a chunk's detail record (MCAP's kind,
+/// message-index range and offsets vector; a bag's index end).
 const PRIVATE_BYTES_PER_CHUNK: usize = 48;
+
+/// Estimated private bytes per channel a chunk lists (an MCAP message-index offset).
+const PRIVATE_BYTES_PER_CHUNK_CHANNEL: usize = 16;
 
 /// A summary and the format that produced it: the value of a cache entry.
 #[derive(Debug, Clone)]
@@ -159,9 +163,15 @@ pub fn summary_bytes(s: &Summary) -> usize {
             })
             .sum::<usize>()
         + strings(&s.properties)
-        + s.private
-            .as_ref()
-            .map_or(0, |_| s.chunks.len() * PRIVATE_BYTES_PER_CHUNK)
+        + s.private.as_ref().map_or(0, |_| {
+            s.chunks
+                .iter()
+                .map(|c| {
+                    PRIVATE_BYTES_PER_CHUNK
+                        + c.channels.as_ref().map_or(0, Vec::len) * PRIVATE_BYTES_PER_CHUNK_CHANNEL
+                })
+                .sum::<usize>()
+        })
 }
 
 /// The cached summary of the file `meta` in `store`, if any (no I/O). An entry
@@ -250,4 +260,90 @@ pub fn verification(
 /// The file-metadata cache of the runtime `env` (a session's, or a task's).
 pub fn of(env: &datafusion::execution::runtime_env::RuntimeEnv) -> SummaryCache {
     env.cache_manager.get_file_metadata_cache()
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::execution::cache::default_cache::DefaultCache;
+    use datafusion::object_store::path::Path;
+
+    use super::*;
+    use crate::model::Channel;
+
+    fn meta(size: u64, secs: u64) -> ObjectMeta {
+        ObjectMeta {
+            location: Path::from("logs/run.mcap"),
+            last_modified: (std::time::SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_secs(secs))
+            .into(),
+            size,
+            e_tag: None,
+            version: None,
+        }
+    }
+
+    fn entry(summary: Summary) -> CachedSummary {
+        CachedSummary::new(formats::by_name("mcap").unwrap(), summary, "store-a")
+    }
+
+    #[test]
+    fn memory_size_counts_schemas_and_chunks() {
+        let empty = entry(Summary::default()).memory_size();
+        let mut summary = Summary::default();
+        summary.channels.insert(
+            1,
+            Channel {
+                id: 1,
+                topic: "/imu".into(),
+                message_type: None,
+                message_encoding: "cdr".into(),
+                schema_encoding: None,
+                schema: Some(Arc::from(vec![0u8; 10_000])),
+                metadata: Default::default(),
+            },
+        );
+        let with_schema = entry(summary.clone()).memory_size();
+        assert!(with_schema >= empty + 10_000, "{empty} {with_schema}");
+        let chunk = ChunkMeta {
+            index: 0,
+            offset: 0,
+            length: 0,
+            start_time: None,
+            end_time: None,
+            message_count: None,
+            channels: None,
+            compression: String::new(),
+            compressed_size: 0,
+            uncompressed_size: None,
+        };
+        summary.chunks = vec![chunk; 100];
+        let with_chunks = entry(summary).memory_size();
+        assert!(
+            with_chunks >= with_schema + 100 * size_of::<ChunkMeta>(),
+            "{with_schema} {with_chunks}"
+        );
+    }
+
+    #[test]
+    fn an_entry_answers_only_its_size_time_and_store() {
+        let cache = DefaultCache::<Path, CachedFileMetadataEntry>::new(1 << 20);
+        let cache: &FileMetadataCache = &cache;
+        let m = meta(100, 10);
+        let e = entry(Summary::default());
+        cache.put(
+            &m.location,
+            CachedFileMetadataEntry::new(m.clone(), Arc::new(e.clone())),
+        );
+        assert!(lookup(Some(cache), "store-a", &m).is_some());
+        assert!(lookup(Some(cache), "store-b", &m).is_none());
+        assert!(lookup(Some(cache), "store-a", &meta(101, 10)).is_none());
+        assert!(lookup(Some(cache), "store-a", &meta(100, 11)).is_none());
+        assert!(lookup(None, "store-a", &m).is_none());
+        // The verification outcome is shared by the entry's clones.
+        assert!(!e.is_verified());
+        lookup(Some(cache), "store-a", &m)
+            .unwrap()
+            .record_verification(None);
+        assert!(e.is_verified());
+    }
 }
