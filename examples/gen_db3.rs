@@ -4,7 +4,7 @@
 //! its timestamp index), for tests and demos.
 //!
 //! ```text
-//! cargo run --example gen_db3 -- OUT.db3 [--seconds 3]
+//! cargo run --example gen_db3 -- OUT.db3 [--seconds 3] [--bench] [--image-bytes 50000] [--yaml]
 //! ```
 //!
 //! Topics, from 2023-11-14T22:13:20Z (the other demo recordings' start):
@@ -19,6 +19,16 @@
 //!
 //! `tests/data/demo.db3` is written by `tests/data/regenerate.sh` with
 //! `--seconds 2` (200 + 20 + 20 messages, 106,496 bytes).
+//!
+//! `--bench` makes the ROS 2 benchmark recording (`benches/ros2_compare.sh`):
+//! the benchmark's topics as in `gen_bag` and `gen_mcap`, `/imu` at 200 Hz,
+//! `/camera/image/compressed` (`sensor_msgs/msg/CompressedImage`, 10 Hz,
+//! `--image-bytes` on average, ±20%, pseudo-random bytes) and `/tf`
+//! (`tf2_msgs/msg/TFMessage`, 50 Hz, one transform) besides `/chatter` and
+//! `/odom_rate`; the database is not vacuumed (rosbag2 does not either).
+//! 350 s make about 200 MB. `--yaml` also writes the bag directory's
+//! `metadata.yaml` beside OUT (version 5, with the per-topic message counts),
+//! so that OUT's directory is a bag other readers (`rosbags`) open.
 
 use std::path::PathBuf;
 
@@ -100,9 +110,13 @@ fn imu(t: i64, i: usize) -> Vec<u8> {
 }
 
 fn main() -> rusqlite::Result<()> {
+    let usage = "usage: gen_db3 OUT.db3 [--seconds N] [--bench] [--image-bytes N] [--yaml]";
     let mut args = std::env::args().skip(1);
-    let out = PathBuf::from(args.next().expect("usage: gen_db3 OUT.db3 [--seconds N]"));
+    let out = PathBuf::from(args.next().expect(usage));
     let mut seconds: i64 = 3;
+    let mut bench = false;
+    let mut image_bytes: usize = 50_000;
+    let mut yaml = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--seconds" => {
@@ -111,7 +125,15 @@ fn main() -> rusqlite::Result<()> {
                     .and_then(|v| v.parse().ok())
                     .expect("--seconds N")
             }
-            other => panic!("unknown argument {other}"),
+            "--image-bytes" => {
+                image_bytes = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--image-bytes N")
+            }
+            "--bench" => bench = true,
+            "--yaml" => yaml = true,
+            other => panic!("unknown argument {other}; {usage}"),
         }
     }
     let _ = std::fs::remove_file(&out);
@@ -136,13 +158,21 @@ fn main() -> rusqlite::Result<()> {
          INSERT INTO schema VALUES (4, 'jazzy');",
     )?;
     let qos = "- history: 3\n  depth: 0\n  reliability: 1\n  durability: 2\n  deadline:\n    sec: 9223372036\n    nsec: 854775807\n  lifespan:\n    sec: 9223372036\n    nsec: 854775807\n  liveliness: 1\n  liveliness_lease_duration:\n    sec: 9223372036\n    nsec: 854775807\n  avoid_ros_namespace_conventions: false";
-    let topics = [
+    let mut topics = vec![
         (1, "/imu", "sensor_msgs/msg/Imu"),
         (2, "/chatter", "std_msgs/msg/String"),
         (3, "/odom_rate", "std_msgs/msg/Float64"),
     ];
+    if bench {
+        topics.push((
+            4,
+            "/camera/image/compressed",
+            "sensor_msgs/msg/CompressedImage",
+        ));
+        topics.push((5, "/tf", "tf2_msgs/msg/TFMessage"));
+    }
     let tx = conn.transaction()?;
-    for (id, name, ty) in topics {
+    for &(id, name, ty) in &topics {
         tx.execute(
             "INSERT INTO topics VALUES (?1, ?2, ?3, 'cdr', ?4, '')",
             rusqlite::params![id, name, ty, qos],
@@ -182,11 +212,23 @@ fn main() -> rusqlite::Result<()> {
 
     // Messages in arrival order: every 10 ms an /imu, every 100 ms a /chatter
     // (at +3 ms) and an /odom_rate (at +7 ms, every other one 2 ms late).
+    // `--bench`: another /imu at +5 ms, every 20 ms a /tf (+1 ms) and every
+    // 100 ms a camera image (+4 ms).
     let mut rows: Vec<(i64, i64, Vec<u8>)> = Vec::new();
     let ms = 1_000_000;
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
     for i in 0..(seconds * 100) as usize {
         let t = T0 + i as i64 * 10 * ms;
         rows.push((t, 1, imu(t, i)));
+        if bench {
+            rows.push((t + 5 * ms, 1, imu(t + 5 * ms, i)));
+            if i % 2 == 0 {
+                rows.push((t + ms, 5, tf(t + ms, i)));
+            }
+            if i % 10 == 0 {
+                rows.push((t + 4 * ms, 4, image(t + 4 * ms, image_bytes, &mut rng)));
+            }
+        }
         if i % 10 == 0 {
             let n = i / 10;
             let mut c = Cdr::new();
@@ -208,11 +250,12 @@ fn main() -> rusqlite::Result<()> {
         };
         (arrival, *topic)
     });
-    for (t, topic, data) in &rows {
-        tx.execute(
-            "INSERT INTO messages (topic_id, timestamp, data) VALUES (?1, ?2, ?3)",
-            rusqlite::params![topic, t, data],
-        )?;
+    {
+        let mut insert =
+            tx.prepare("INSERT INTO messages (topic_id, timestamp, data) VALUES (?1, ?2, ?3)")?;
+        for (t, topic, data) in &rows {
+            insert.execute(rusqlite::params![topic, t, data])?;
+        }
     }
     let metadata = format!(
         "rosbag2_bagfile_information:\n  version: 9\n  storage_identifier: sqlite3\n  \
@@ -223,7 +266,99 @@ fn main() -> rusqlite::Result<()> {
     );
     tx.execute("INSERT INTO metadata VALUES (1, 9, ?1)", [metadata])?;
     tx.commit()?;
-    conn.execute_batch("VACUUM;")?;
+    if !bench {
+        conn.execute_batch("VACUUM;")?;
+    }
+    if yaml {
+        let yaml_path = out.with_file_name("metadata.yaml");
+        std::fs::write(&yaml_path, metadata_yaml(&out, &topics, qos, &rows))
+            .unwrap_or_else(|e| panic!("{}: {e}", yaml_path.display()));
+    }
     eprintln!("{}: {} messages", out.display(), rows.len());
     Ok(())
+}
+
+/// `tf2_msgs/msg/TFMessage` with one `base_link` -> `odom` transform.
+fn tf(t: i64, i: usize) -> Vec<u8> {
+    let mut c = Cdr::new();
+    c.u32(1);
+    c.header(t, "odom");
+    c.string("base_link");
+    let s = i as f64 * 0.01;
+    for v in [
+        s.cos(),
+        s.sin(),
+        0.0,
+        0.0,
+        0.0,
+        (s / 2.0).sin(),
+        (s / 2.0).cos(),
+    ] {
+        c.f64(v);
+    }
+    c.0
+}
+
+/// `sensor_msgs/msg/CompressedImage` of about `mean` bytes (±20%), `jpeg`,
+/// pseudo-random bytes (xorshift64 from `state`).
+fn image(t: i64, mean: usize, state: &mut u64) -> Vec<u8> {
+    let mut next = || {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    };
+    let n = mean * 8 / 10 + (next() % (mean as u64 * 4 / 10 + 1)) as usize;
+    let mut c = Cdr::new();
+    c.header(t, "camera");
+    c.string("jpeg");
+    c.u32(n as u32);
+    c.0.reserve(n);
+    let mut left = n;
+    while left > 0 {
+        let word = next().to_le_bytes();
+        let k = left.min(8);
+        c.0.extend_from_slice(&word[..k]);
+        left -= k;
+    }
+    c.0
+}
+
+/// The bag directory's `metadata.yaml` (version 5) for the one database `out`.
+/// The topics' QoS text is the database's, so that readers matching the two
+/// (`rosbags`) find every topic.
+fn metadata_yaml(
+    out: &std::path::Path,
+    topics: &[(i64, &str, &str)],
+    qos: &str,
+    rows: &[(i64, i64, Vec<u8>)],
+) -> String {
+    let first = rows.iter().map(|r| r.0).min().unwrap_or(T0);
+    let last = rows.iter().map(|r| r.0).max().unwrap_or(T0);
+    let file = out
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut y = format!(
+        "rosbag2_bagfile_information:\n  version: 5\n  storage_identifier: sqlite3\n  \
+         duration:\n    nanoseconds: {}\n  starting_time:\n    nanoseconds_since_epoch: {first}\n  \
+         message_count: {}\n  topics_with_message_count:\n",
+        last - first,
+        rows.len()
+    );
+    for &(id, name, ty) in topics {
+        let n = rows.iter().filter(|r| r.1 == id).count();
+        y.push_str(&format!(
+            "    - topic_metadata:\n        name: {name}\n        type: {ty}\n        \
+             serialization_format: cdr\n        offered_qos_profiles: {qos:?}\n      message_count: {n}\n"
+        ));
+    }
+    y.push_str(&format!(
+        "  compression_format: \"\"\n  compression_mode: \"\"\n  relative_file_paths:\n    - {file}\n  \
+         files:\n    - path: {file}\n      starting_time:\n        nanoseconds_since_epoch: {first}\n      \
+         duration:\n        nanoseconds: {}\n      message_count: {}\n",
+        last - first,
+        rows.len()
+    ));
+    y
 }

@@ -18,6 +18,7 @@
 //! Layers, bottom up:
 //! - [`formats`]: byte-level readers (no DataFusion), one module per format;
 //! - [`model`] and [`io`]: the plain data and random-access reads they share;
+//! - [`proto_syntax`]: the protobuf-library guard readers and decoders share;
 //! - [`decode`]: payloads to typed Arrow columns (ROS1, CDR, protobuf, JSON);
 //! - `engine` (feature `datafusion`): the one scan engine and the DataFusion glue.
 
@@ -31,6 +32,7 @@ pub mod formats;
 pub mod io;
 pub mod model;
 pub mod partial;
+pub mod proto_syntax;
 pub mod table;
 
 pub use error::{Error, Result};

@@ -312,3 +312,35 @@ pub struct ChunkRead {
     /// (e.g. MCAP message indexes) showed that nothing in it is selected.
     pub skipped: bool,
 }
+
+/// Message log times per channel id, gathered chunk by chunk from a format's
+/// own index (see [`crate::formats::LogFormat::chunk_times`]), in no
+/// particular order. The few channels of a file are kept in a small list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelTimes {
+    channels: Vec<(u64, Vec<u64>)>,
+}
+
+impl ChannelTimes {
+    /// The times of channel `id`, to append to (created empty when new).
+    pub fn times_mut(&mut self, id: u64) -> &mut Vec<u64> {
+        let i = match self.channels.iter().position(|(c, _)| *c == id) {
+            Some(i) => i,
+            None => {
+                self.channels.push((id, Vec::new()));
+                self.channels.len() - 1
+            }
+        };
+        &mut self.channels[i].1
+    }
+
+    /// Whether no channel has times.
+    pub fn is_empty(&self) -> bool {
+        self.channels.iter().all(|(_, t)| t.is_empty())
+    }
+
+    /// `(channel id, times)` per channel, in the order the channels were first met.
+    pub fn into_channels(self) -> Vec<(u64, Vec<u64>)> {
+        self.channels
+    }
+}

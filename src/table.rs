@@ -118,10 +118,10 @@ pub struct TableDef {
     /// `Scalar(Timestamp)` lets the engine prune chunks by time.
     pub columns: Vec<ColumnDef>,
     /// `true`: rows come chunk by chunk from
-    /// [`LogFormat::read_table_chunk`](crate::formats::LogFormat::read_table_chunk)
+    /// [`TypedTable::read_chunk`](crate::formats::TypedTable::read_chunk)
     /// (pruned and partitioned like `messages`). `false`: the whole table comes
     /// from one call of
-    /// [`LogFormat::read_table_file`](crate::formats::LogFormat::read_table_file)
+    /// [`TypedTable::read_file`](crate::formats::TypedTable::read_file)
     /// (per-file facts such as BDDF series or CARLA actors, which need the
     /// summary or a cheap walk of the whole file).
     pub per_chunk: bool,

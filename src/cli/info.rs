@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use logsql::engine::object_io::FileLocation;
 use logsql::formats::{self, LogFormat};
 use logsql::io::{FileReader, ReadAt};
-use logsql::model::{Flow, Message, Selection, Summary};
+use logsql::model::{ChannelTimes, Flow, Message, Selection, Summary};
 use serde_json::{Value, json};
 
 use super::App;
@@ -713,20 +713,32 @@ struct Counted {
 
 fn count_messages(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> Counted {
     let mut topics: BTreeMap<String, (u64, Option<u64>, Option<u64>)> = BTreeMap::new();
-    let mut total = 0;
-    let (_, error) = walk_headers(format, reader, summary, |m| {
-        let e = topics
-            .entry(m.channel.topic.clone())
-            .or_insert((0, None, None));
-        e.0 += 1;
-        e.1 = min_opt(e.1, Some(m.log_time));
-        e.2 = max_opt(e.2, Some(m.log_time));
-        total += 1;
+    let mut add = |topic: &str, n: u64, first: Option<u64>, last: Option<u64>| {
+        let e = match topics.get_mut(topic) {
+            Some(e) => e,
+            None => topics.entry(topic.to_string()).or_insert((0, None, None)),
+        };
+        e.0 += n;
+        e.1 = min_opt(e.1, first);
+        e.2 = max_opt(e.2, last);
+    };
+    let walked = walk_headers(format, reader, summary, |m| {
+        add(&m.channel.topic, 1, Some(m.log_time), Some(m.log_time));
     });
+    for (id, times) in walked.indexed.into_channels() {
+        let (first, last) = (times.iter().min(), times.iter().max());
+        add(
+            topic_of(summary, id),
+            times.len() as u64,
+            first.copied(),
+            last.copied(),
+        );
+    }
+    let total = topics.values().map(|t| t.0).sum();
     Counted {
         topics,
         total,
-        error,
+        error: walked.error,
     }
 }
 
@@ -750,8 +762,9 @@ impl From<&HeaderTimes> for Counted {
     }
 }
 
-/// Every message's log time per topic, from a header-only read of every chunk
-/// (for the timelines).
+/// Every message's log time per topic (for the timelines), from the formats'
+/// indexes where they hold per-message times, else from a header-only read of
+/// the chunk.
 struct HeaderTimes {
     topics: BTreeMap<String, Vec<u64>>,
     /// Bytes decompressed where the index did not hold the times.
@@ -762,49 +775,87 @@ struct HeaderTimes {
 
 fn header_times(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> HeaderTimes {
     let mut topics: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let (bytes_decompressed, error) = walk_headers(format, reader, summary, |m| {
-        topics
-            .entry(m.channel.topic.clone())
-            .or_default()
-            .push(m.log_time);
+    let walked = walk_headers(format, reader, summary, |m| {
+        match topics.get_mut(&m.channel.topic) {
+            Some(t) => t.push(m.log_time),
+            None => {
+                topics.insert(m.channel.topic.clone(), vec![m.log_time]);
+            }
+        }
     });
+    for (id, times) in walked.indexed.into_channels() {
+        let t = topics.entry(topic_of(summary, id).to_string()).or_default();
+        if t.is_empty() {
+            *t = times;
+        } else {
+            t.extend(times);
+        }
+    }
     HeaderTimes {
         topics,
-        bytes_decompressed,
-        error,
+        bytes_decompressed: walked.decompressed,
+        error: walked.error,
     }
 }
 
-/// Reads every chunk's message headers (no payloads; the formats answer from
-/// their indexes where they can), handing each message to `f`. Returns the
-/// bytes decompressed and the first chunk that could not be read to its end.
+/// The topic of channel `id` of `summary` (empty for an id it does not define,
+/// like the readers' stand-in channels).
+fn topic_of(summary: &Summary, id: u64) -> &str {
+    summary.channels.get(&id).map_or("", |c| c.topic.as_str())
+}
+
+/// What [`walk_headers`] read.
+struct Walked {
+    /// Times of the chunks the format's index answered for, per channel id.
+    indexed: ChannelTimes,
+    /// Bytes decompressed for the other chunks.
+    decompressed: u64,
+    /// The first chunk that could not be read to its end.
+    error: Option<logsql::Error>,
+}
+
+/// Reads every chunk's message times: from the format's own index where it
+/// holds them ([`LogFormat::chunk_times`], into [`Walked::indexed`]), else by
+/// reading the chunk's message headers (no payloads; the formats still answer
+/// from their indexes where they can), handing each message to `f`.
 fn walk_headers(
     format: &dyn LogFormat,
     reader: &dyn ReadAt,
     summary: &Summary,
     mut f: impl FnMut(&Message<'_>),
-) -> (u64, Option<logsql::Error>) {
+) -> Walked {
     let sel = Selection {
         time: None,
         topics: None,
         payload: false,
         full_header: false,
     };
-    let mut decompressed = 0;
-    let mut error = None;
+    let mut walked = Walked {
+        indexed: ChannelTimes::default(),
+        decompressed: 0,
+        error: None,
+    };
     for chunk in &summary.chunks {
+        match format.chunk_times(reader, summary, chunk, &mut walked.indexed) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => {
+                walked.error.get_or_insert(e);
+                continue;
+            }
+        }
         let mut sink = |m: Message<'_>| {
             f(&m);
             Flow::Continue
         };
         match format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
-            Ok(r) => decompressed += r.bytes_decompressed,
+            Ok(r) => walked.decompressed += r.bytes_decompressed,
             Err(e) => {
-                error.get_or_insert(e);
+                walked.error.get_or_insert(e);
             }
         }
     }
-    (decompressed, error)
+    walked
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! Topic timelines for `logsql info`: each topic's message rate over the
 //! recording's span as a fixed-width bar, and the gaps where it went silent.
 //!
-//! The message times come from `info`'s header-only read of every chunk
-//! (the one that counts messages where a file states no counts), which the
-//! formats answer from their indexes where they hold per-message times (MCAP
-//! message indexes, bag index data, BDDF's file index) without decompressing
-//! payloads; [`Timeline::bytes_decompressed`] says where more had to be read.
+//! The message times come from `info`'s read of every chunk (the one that
+//! counts messages where a file states no counts): MCAP's message indexes
+//! answer straight into per-channel lists (`LogFormat::chunk_times`), other
+//! formats through a header-only read that their indexes answer where they
+//! hold per-message times (bag index data, BDDF's file index) without
+//! decompressing payloads; [`Timeline::bytes_decompressed`] says where more
+//! had to be read.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -53,22 +55,25 @@ pub struct Timeline {
 
 impl Timeline {
     /// The timelines of these per-topic message times (`None` without messages),
-    /// read with `bytes_decompressed` decompressed. Sorts each topic's times.
+    /// read with `bytes_decompressed` decompressed. Sorts each topic's times
+    /// (in any order on input).
     pub fn from_times(
         times: &mut BTreeMap<String, Vec<u64>>,
         bytes_decompressed: u64,
     ) -> Option<Self> {
-        let start = times.values().flatten().min().copied()?;
-        let end = times.values().flatten().max().copied()?;
+        // Times read from an index in file order are usually sorted already.
+        for t in times.values_mut() {
+            if !t.is_sorted() {
+                t.sort_unstable();
+            }
+        }
+        let start = times.values().filter_map(|t| t.first()).min().copied()?;
+        let end = times.values().filter_map(|t| t.last()).max().copied()?;
         let bucket_ns = (end - start) / WIDTH as u64 + 1;
         let topics = times
-            .iter_mut()
+            .iter()
             .map(|(topic, t)| {
-                t.sort_unstable();
-                let mut counts = vec![0u64; WIDTH];
-                for &x in t.iter() {
-                    counts[((x - start) / bucket_ns) as usize] += 1;
-                }
+                let counts = bucket_counts(t, start, bucket_ns);
                 let gaps = gaps(t, start, end);
                 (topic.clone(), TopicTimeline { counts, gaps })
             })
@@ -179,6 +184,20 @@ impl Timeline {
     }
 }
 
+/// Messages per bucket of sorted `times`, all in `start..start + WIDTH * bucket_ns`
+/// (found by walking the bucket ends along the times, without a division each).
+fn bucket_counts(times: &[u64], start: u64, bucket_ns: u64) -> Vec<u64> {
+    let mut counts = vec![0u64; WIDTH];
+    let mut rest = times;
+    for (i, n) in counts.iter_mut().enumerate() {
+        let end = start.saturating_add((i as u64 + 1).saturating_mul(bucket_ns));
+        let inside = rest.partition_point(|&x| x < end);
+        *n = inside as u64;
+        rest = &rest[inside..];
+    }
+    counts
+}
+
 /// Silences in sorted `times` longer than [`GAP_PERIODS`] median periods,
 /// including a late start and an early end within `start..=end`.
 fn gaps(times: &[u64], start: u64, end: u64) -> Vec<(u64, u64)> {
@@ -186,11 +205,11 @@ fn gaps(times: &[u64], start: u64, end: u64) -> Vec<(u64, u64)> {
     if deltas.is_empty() {
         return Vec::new();
     }
-    deltas.sort_unstable();
     // The usual period: the 90th percentile of the intervals, so that topics
     // published in bursts (several messages, then a pause) count their pauses
     // as the period, while one long silence among many intervals stands out.
-    let period = deltas[(deltas.len() * 9 / 10).min(deltas.len() - 1)].max(1);
+    let rank = (deltas.len() * 9 / 10).min(deltas.len() - 1);
+    let period = (*deltas.select_nth_unstable(rank).1).max(1);
     let limit = period.saturating_mul(GAP_PERIODS);
     let mut out = Vec::new();
     let mut last = start;
@@ -221,6 +240,23 @@ mod tests {
     use super::*;
 
     const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn buckets_hold_their_start_and_not_their_end() {
+        let b = 10;
+        let times = [
+            100,
+            100,
+            100 + b - 1,
+            100 + b,
+            100 + 59 * b,
+            100 + 60 * b - 1,
+        ];
+        let counts = bucket_counts(&times, 100, b);
+        assert_eq!(counts.len(), WIDTH);
+        assert_eq!((counts[0], counts[1], counts[59]), (3, 1, 2));
+        assert_eq!(counts.iter().sum::<u64>(), 6);
+    }
 
     #[test]
     fn gaps_and_late_starts_are_found() {

@@ -71,11 +71,13 @@ use std::sync::Arc;
 
 use arrow_schema::DataType;
 use prost::Message as _;
-use prost_reflect::prost_types::{FileDescriptorProto, FileDescriptorSet};
+use prost_reflect::prost_types::FileDescriptorSet;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 use super::{ColumnBuilder, DecodeError, MessageDecoder};
 use crate::model::Channel;
+/// The syntax guard every descriptor-pool builder shares (see [`crate::proto_syntax`]).
+pub use crate::proto_syntax::check_syntax;
 
 /// The decoder for `channel`: its `schema` is an encoded
 /// `google.protobuf.FileDescriptorSet` and its `message_type` the full name
@@ -128,27 +130,6 @@ fn pool_from_set(schema: &[u8]) -> Result<DescriptorPool, String> {
     check_syntax(&mut set.file)?;
     DescriptorPool::from_file_descriptor_set(set)
         .map_err(|e| format!("the FileDescriptorSet does not resolve ({e})"))
-}
-
-/// Checks the `syntax` of `files` before they go to prost-reflect, which
-/// panics (prost-reflect 0.16: an index out of bounds while labelling the
-/// error) on any value but `proto2` and `proto3`: an unknown syntax (e.g.
-/// `editions`) is an error naming the file, and an empty one is taken as
-/// absent (proto2), as `descriptor.proto` defines it.
-pub fn check_syntax(files: &mut [FileDescriptorProto]) -> Result<(), String> {
-    for file in files {
-        match file.syntax.as_deref() {
-            None | Some("proto2" | "proto3") => {}
-            Some("") => file.syntax = None,
-            Some(other) => {
-                return Err(format!(
-                    "file {:?} has syntax {other:?}; only proto2 and proto3 are supported",
-                    file.name()
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A compiled protobuf decoder: the message's plan and Arrow type.

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary};
+use crate::model::{
+    ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary,
+};
 use crate::table::{RowSink, TableDef};
 
 pub mod apollo;
@@ -23,6 +25,10 @@ pub mod ros2;
 
 /// How many leading bytes [`LogFormat::sniff`] is given.
 pub const SNIFF_LEN: usize = 64;
+
+/// The first and last `log_time` of each channel, by channel id
+/// ([`LogFormat::channel_spans`]).
+pub type ChannelSpans = std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>;
 
 /// What the scan engine needs from a format. Implemented once per format.
 pub trait LogFormat: Send + Sync + Debug + 'static {
@@ -64,6 +70,24 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead>;
 
+    /// Appends the log time of every message of one chunk of `summary` to `out`,
+    /// per channel id, from the format's own per-message index alone (no
+    /// decompression, no message records), for callers that need every time
+    /// but no order (`logsql info`'s timelines). `Ok(false)`, with nothing
+    /// appended, when the index cannot answer for this chunk: the caller then
+    /// reads it with [`LogFormat::read_chunk`]. The default always answers
+    /// `Ok(false)`.
+    fn chunk_times(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        out: &mut ChannelTimes,
+    ) -> Result<bool> {
+        let _ = (file, summary, chunk, out);
+        Ok(false)
+    }
+
     /// Name endings of files that accompany a file of this format and are not
     /// one themselves (SQLite's `-wal`, `-shm` and `-journal` beside a `.db3`).
     /// A table stored as this format leaves them out instead of refusing them.
@@ -88,57 +112,24 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
         &[]
     }
 
-    /// Names of the typed tables this format derives (see [`crate::table`]),
-    /// each exposed as a table function `name('path' [, arg])`.
-    fn table_names(&self) -> &'static [&'static str] {
+    /// The typed tables this format derives (see [`crate::table`]), each
+    /// exposed as a table function `name('path' [, arg])`.
+    fn tables(&self) -> &'static [&'static dyn TypedTable] {
         &[]
     }
 
-    /// The definition of typed table `table` for this file; `arg` is the
-    /// table function's optional second argument (e.g. a BDDF series name).
-    fn table_def(&self, summary: &Summary, table: &str, arg: Option<&str>) -> Result<TableDef> {
-        let _ = (summary, arg);
-        Err(Error::UnsupportedTable {
-            format: self.name(),
-            table: table.to_string(),
-        })
-    }
-
-    /// Delivers the rows of typed table `table` found in one chunk, restricted
-    /// (as far as is cheap) to `sel`. Rows follow [`LogFormat::table_def`]'s columns.
-    #[allow(clippy::too_many_arguments)]
-    fn read_table_chunk(
-        &self,
-        file: &dyn ReadAt,
-        summary: &Summary,
-        chunk: &ChunkMeta,
-        table: &str,
-        arg: Option<&str>,
-        sel: &Selection,
-        sink: &mut dyn RowSink,
-    ) -> Result<ChunkRead> {
-        let _ = (file, summary, chunk, arg, sel, sink);
-        Err(Error::UnsupportedTable {
-            format: self.name(),
-            table: table.to_string(),
-        })
-    }
-
-    /// Delivers every row of a typed table whose [`TableDef::per_chunk`] is
-    /// `false` (facts about the whole file).
-    fn read_table_file(
-        &self,
-        file: &dyn ReadAt,
-        summary: &Summary,
-        table: &str,
-        arg: Option<&str>,
-        sink: &mut dyn RowSink,
-    ) -> Result<()> {
-        let _ = (file, summary, arg, sink);
-        Err(Error::UnsupportedTable {
-            format: self.name(),
-            table: table.to_string(),
-        })
+    /// The typed table named `name`, or [`Error::UnsupportedTable`] when this
+    /// format derives none of that name. Not meant to be overridden: it looks
+    /// the name up in [`LogFormat::tables`].
+    fn table(&self, name: &str) -> Result<&'static dyn TypedTable> {
+        self.tables()
+            .iter()
+            .copied()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| Error::UnsupportedTable {
+                format: self.name(),
+                table: name.to_string(),
+            })
     }
 
     /// The file's whole-file checksum (BDDF's SHA1 over the file), as a digest
@@ -156,6 +147,15 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
         let digest = self.file_digest(file, summary)?;
         Some(feed_digest(file, digest, 0))
+    }
+
+    /// The first and last `log_time` of every channel with messages, when the
+    /// format can answer them without reading message headers chunk by chunk
+    /// (a ROS 2 database: two seeks on its timestamp index per topic).
+    /// `None`: the engine reads the headers of the chunks that decide them.
+    fn channel_spans(&self, summary: &Summary) -> Option<Result<ChannelSpans>> {
+        let _ = summary;
+        None
     }
 
     /// The format's own human-readable description of the file, for `logsql
@@ -176,6 +176,55 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     ) -> std::result::Result<Arc<dyn crate::decode::MessageDecoder>, crate::decode::DecodeError>
     {
         crate::decode::decoder_for(channel)
+    }
+}
+
+/// A typed table a format derives from its records: its name, its definition
+/// for a file, and its readers. A table whose [`TableDef::per_chunk`] is `true`
+/// is read chunk by chunk ([`TypedTable::read_chunk`]); one whose rows are facts
+/// about the whole file is read at once ([`TypedTable::read_file`]).
+pub trait TypedTable: Send + Sync + Debug + 'static {
+    /// The table's name (the table function's name).
+    fn name(&self) -> &'static str;
+
+    /// The table's definition for the file of `summary`; `arg` is the table
+    /// function's optional second argument (e.g. a BDDF series name).
+    fn def(&self, summary: &Summary, arg: Option<&str>) -> Result<TableDef>;
+
+    /// Delivers the rows found in one chunk, restricted (as far as is cheap)
+    /// to `sel`. Rows follow [`TypedTable::def`]'s columns. The default (for
+    /// whole-file tables) is an error.
+    fn read_chunk(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        arg: Option<&str>,
+        sel: &Selection,
+        sink: &mut dyn RowSink,
+    ) -> Result<ChunkRead> {
+        let _ = (file, summary, chunk, arg, sel, sink);
+        Err(Error::Invalid(format!(
+            "table {} is read for the whole file, not per chunk",
+            self.name()
+        )))
+    }
+
+    /// Delivers every row of a whole-file table (one whose
+    /// [`TableDef::per_chunk`] is `false`). The default (for per-chunk tables)
+    /// is an error.
+    fn read_file(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        arg: Option<&str>,
+        sink: &mut dyn RowSink,
+    ) -> Result<()> {
+        let _ = (file, summary, arg, sink);
+        Err(Error::Invalid(format!(
+            "table {} is read per chunk, not for the whole file",
+            self.name()
+        )))
     }
 }
 
@@ -275,4 +324,40 @@ pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
             hex_head(&head)
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_found_by_their_names_only() {
+        let mut listed = Vec::new();
+        for format in all() {
+            let names: Vec<&str> = format.tables().iter().map(|t| t.name()).collect();
+            for name in &names {
+                assert_eq!(format.table(name).unwrap().name(), *name);
+            }
+            let mut unique = names.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            assert_eq!(unique.len(), names.len(), "{}: a name twice", format.name());
+            listed.push((format.name(), names.len()));
+            assert_eq!(
+                format.table("nope").unwrap_err().to_string(),
+                format!("{} files have no table \"nope\"", format.name())
+            );
+        }
+        assert_eq!(
+            listed,
+            [
+                ("mcap", 0),
+                ("bag", 0),
+                ("record", 0),
+                ("bddf", 2),
+                ("carla", 21),
+                ("ros2", 0)
+            ]
+        );
+    }
 }

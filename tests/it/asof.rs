@@ -839,3 +839,136 @@ fn the_cli_takes_both_spellings() {
         "n,matched,last\n1999,1999,2023-11-14T22:13:29.003000000Z\n"
     );
 }
+
+/// The `chunks_read` metric of each log scan of `EXPLAIN ANALYZE sql`, in plan
+/// order (an as-of join's left input first).
+async fn chunks_read(ctx: &SessionContext, sql: &str) -> Vec<u64> {
+    let plan = text(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
+    plan.lines()
+        .filter(|l| l.contains("DataSourceExec"))
+        .filter_map(|l| {
+            let rest = &l[l.find("chunks_read=")? + "chunks_read=".len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
+/// A context like [`context`] without the rule that moves filters below an
+/// as-of join: filters stay above it, as they would without the rule.
+fn context_without_push_down(target_partitions: usize) -> SessionContext {
+    let ctx = context(target_partitions);
+    assert!(ctx.remove_optimizer_rule(logsql::engine::asof::push_down::NAME));
+    ctx
+}
+
+/// `/imu <join> /tf` of the demo MCAP, decoded, with `where_` (the match
+/// condition, `ON`, `WHERE`) after it, ordered by the left time.
+fn imu_tf(join: &str, where_: &str) -> String {
+    let mcap = demo("demo.mcap");
+    format!(
+        "SELECT i.log_time, o.log_time AS ot FROM read_topic('{mcap}', '/imu') i {join} \
+         read_topic('{mcap}', '/tf') o {where_} ORDER BY i.log_time"
+    )
+}
+
+const LEFT: &str = "ASOF JOIN";
+const LEFT_MATCH: &str = "MATCH_CONDITION (i.log_time >= o.log_time)";
+const T25: &str = "'2023-11-14T22:13:25Z'";
+const T26: &str = "'2023-11-14T22:13:26Z'";
+
+#[tokio::test]
+async fn filters_on_the_left_side_go_below_the_join_and_prune_its_scan() {
+    let (ctx, off) = (context(2), context_without_push_down(2));
+    let window = format!("i.log_time BETWEEN {T25} AND {T26}");
+    let pushed = imu_tf(LEFT, &format!("{LEFT_MATCH} WHERE {window}"));
+    // The same filter on a derived table of the left side.
+    let mcap = demo("demo.mcap");
+    let derived = format!(
+        "SELECT i.log_time, o.log_time AS ot FROM \
+         (SELECT log_time FROM read_topic('{mcap}', '/imu') WHERE log_time BETWEEN {T25} AND {T26}) i \
+         ASOF JOIN read_topic('{mcap}', '/tf') o {LEFT_MATCH} ORDER BY i.log_time"
+    );
+    let got = text(&ctx, &pushed).await;
+    assert_eq!(got, text(&off, &pushed).await);
+    assert_eq!(got, text(&ctx, &derived).await);
+    // 201 rows (5.000 s ..= 6.000 s at 200 Hz), each matched by the /tf
+    // message (50 Hz) at or before it.
+    let lines: Vec<&str> = got.lines().collect();
+    assert_eq!(lines.len(), 201 + 4, "{got}");
+    assert_eq!(
+        lines[3],
+        "| 2023-11-14T22:13:25Z     | 2023-11-14T22:13:24.982Z |"
+    );
+    assert_eq!(
+        lines[4],
+        "| 2023-11-14T22:13:25.005Z | 2023-11-14T22:13:25.002Z |"
+    );
+    // The filter sits on the left input, and the left scan reads the 2
+    // chunks of that second instead of all 15.
+    let plan = text(&ctx, &format!("EXPLAIN {pushed}")).await;
+    let asof = plan.find("AsofJoin:").unwrap_or_else(|| panic!("{plan}"));
+    let filter = plan.find("Filter:").unwrap_or_else(|| panic!("{plan}"));
+    assert!(asof < filter, "{plan}");
+    assert_eq!(chunks_read(&ctx, &pushed).await[0], 2);
+    assert_eq!(chunks_read(&off, &pushed).await[0], 14);
+
+    // DuckDB's inner spelling: left filters go down alike (a left row's match
+    // depends on the right input alone), with the same rows.
+    let inner = imu_tf(
+        "ASOF JOIN",
+        "ON i.log_time >= o.log_time WHERE i.log_time < '2023-11-14T22:13:21Z'",
+    );
+    let got = text(&ctx, &inner).await;
+    assert_eq!(got, text(&off, &inner).await);
+    // 200 rows in the first second, less the first (no /tf message before it).
+    assert_eq!(got.lines().count(), 199 + 4, "{got}");
+    assert_eq!(chunks_read(&ctx, &inner).await[0], 2);
+    assert_eq!(chunks_read(&off, &inner).await[0], 14);
+}
+
+#[tokio::test]
+async fn filters_on_the_right_side_stay_above_the_join() {
+    let (ctx, off) = (context(2), context_without_push_down(2));
+    // The one /imu row without a /tf message at or before it survives a
+    // filter on the right side's NULL (filtering the right input first would
+    // change matches, not keep this row). The left conjunct goes down.
+    let sql = imu_tf(
+        LEFT,
+        &format!("{LEFT_MATCH} WHERE o.log_time IS NULL AND i.log_time < '2023-11-14T22:13:21Z'"),
+    );
+    let want = "\
++----------------------+----+
+| log_time             | ot |
++----------------------+----+
+| 2023-11-14T22:13:20Z |    |
++----------------------+----+";
+    assert_eq!(text(&ctx, &sql).await, want);
+    assert_eq!(text(&off, &sql).await, want);
+    let plan = text(&ctx, &format!("EXPLAIN {sql}")).await;
+    let lines: Vec<&str> = plan.lines().collect();
+    let at = |s: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(s))
+            .unwrap_or_else(|| panic!("no {s} in {plan}"))
+    };
+    assert!(at("Filter: o.log_time IS NULL") < at("AsofJoin:"), "{plan}");
+    assert!(
+        at("AsofJoin:") < at("Filter: read_topic().log_time <"),
+        "{plan}"
+    );
+    assert_eq!(chunks_read(&ctx, &sql).await[0], 2);
+
+    // A condition on a right value, and one over both sides, give the same
+    // rows with and without the rule.
+    for where_ in [
+        format!("o.log_time >= {T25} AND i.log_time < {T26}"),
+        format!("i.log_time - o.log_time > INTERVAL '15 milliseconds' AND i.log_time >= {T25}"),
+    ] {
+        let sql = imu_tf(LEFT, &format!("{LEFT_MATCH} WHERE {where_}"));
+        let got = text(&ctx, &sql).await;
+        assert_eq!(got, text(&off, &sql).await, "{sql}");
+        assert!(got.lines().count() > 4, "{sql}: {got}");
+    }
+}

@@ -1139,11 +1139,15 @@ fn pod_table_matches_the_official_reader() {
         let summary = summary_of(&file);
         // By series index and by topic: the same table.
         let def = BddfFormat
-            .table_def(&summary, "pod", Some(&series.to_string()))
+            .table("pod")
+            .and_then(|t| t.def(&summary, Some(&series.to_string())))
             .unwrap();
         let topic = &summary.channels[&u64::from(*series)].topic;
         assert_eq!(
-            BddfFormat.table_def(&summary, "pod", Some(topic)).unwrap(),
+            BddfFormat
+                .table("pod")
+                .and_then(|t| t.def(&summary, Some(topic)))
+                .unwrap(),
             def,
             "{what}"
         );
@@ -1184,15 +1188,17 @@ fn pod_table_matches_the_official_reader() {
                 Flow::Continue
             };
             BddfFormat
-                .read_table_chunk(
-                    &file,
-                    &summary,
-                    chunk,
-                    "pod",
-                    Some(topic),
-                    &Selection::all(),
-                    &mut sink,
-                )
+                .table("pod")
+                .and_then(|t| {
+                    t.read_chunk(
+                        &file,
+                        &summary,
+                        chunk,
+                        Some(topic),
+                        &Selection::all(),
+                        &mut sink,
+                    )
+                })
                 .unwrap();
         }
         assert_eq!(rows.len() as u64, *count, "{what}");
@@ -1239,7 +1245,8 @@ fn pod_table_types_and_errors() {
     let summary = summary_of(&file);
     let ty = |arg: &str| {
         BddfFormat
-            .table_def(&summary, "pod", Some(arg))
+            .table("pod")
+            .and_then(|t| t.def(&summary, Some(arg)))
             .unwrap()
             .columns[3]
             .ty
@@ -1269,7 +1276,8 @@ fn pod_table_types_and_errors() {
         assert_eq!(ty(&(4 + k).to_string()), ColumnType::Scalar(*t));
     }
     let err = BddfFormat
-        .table_def(&summary, "pod", Some("bosdyn.api.RobotState"))
+        .table("pod")
+        .and_then(|t| t.def(&summary, Some("bosdyn.api.RobotState")))
         .unwrap_err()
         .to_string();
     assert!(
@@ -1277,12 +1285,23 @@ fn pod_table_types_and_errors() {
         "{err}"
     );
     let err = BddfFormat
-        .table_def(&summary, "pod", Some("nope"))
+        .table("pod")
+        .and_then(|t| t.def(&summary, Some("nope")))
         .unwrap_err()
         .to_string();
     assert!(err.contains("nope") && err.contains("imu/accel"), "{err}");
-    assert!(BddfFormat.table_def(&summary, "pod", None).is_err());
-    assert!(BddfFormat.table_def(&summary, "other", None).is_err());
+    assert!(
+        BddfFormat
+            .table("pod")
+            .and_then(|t| t.def(&summary, None))
+            .is_err()
+    );
+    assert!(
+        BddfFormat
+            .table("other")
+            .and_then(|t| t.def(&summary, None))
+            .is_err()
+    );
     // A time window: only the blocks inside it.
     let lo = 1_700_000_001_000_000_000;
     let hi = 1_700_000_002_000_000_000;
@@ -1298,15 +1317,17 @@ fn pod_table_types_and_errors() {
             Flow::Continue
         };
         BddfFormat
-            .read_table_chunk(
-                &file,
-                &summary,
-                chunk,
-                "pod",
-                Some("acme:signals:varname=test.int8"),
-                &sel,
-                &mut sink,
-            )
+            .table("pod")
+            .and_then(|t| {
+                t.read_chunk(
+                    &file,
+                    &summary,
+                    chunk,
+                    Some("acme:signals:varname=test.int8"),
+                    &sel,
+                    &mut sink,
+                )
+            })
             .unwrap();
     }
     // int8 series: 10 Hz from +5 ms: 10 samples in [1 s, 2 s].
@@ -1319,7 +1340,10 @@ fn series_table() {
     let Some(dir) = dir() else { return };
     let file = load(&dir, "additional_indexes.bddf");
     let summary = summary_of(&file);
-    let def = BddfFormat.table_def(&summary, "series", None).unwrap();
+    let def = BddfFormat
+        .table("series")
+        .and_then(|t| t.def(&summary, None))
+        .unwrap();
     assert!(!def.per_chunk);
     let col = |n: &str| def.columns.iter().position(|c| c.name == n).unwrap();
     let mut rows: Vec<String> = Vec::new();
@@ -1356,7 +1380,8 @@ fn series_table() {
         Flow::Continue
     };
     BddfFormat
-        .read_table_file(&file, &summary, "series", None, &mut sink)
+        .table("series")
+        .and_then(|t| t.read_file(&file, &summary, None, &mut sink))
         .unwrap();
     assert_eq!(rows.len(), 7);
 }
@@ -1512,7 +1537,12 @@ fn empty_series_and_no_series() {
     assert!(s.damage.is_none() && s.indexed);
     assert_eq!(s.channels[&5].message_type.as_deref(), Some("TYPE_UINT16"));
     // The pod table of an empty series has no rows (and no chunks to read).
-    assert!(BddfFormat.table_def(&s, "pod", Some("empty/u16")).is_ok());
+    assert!(
+        BddfFormat
+            .table("pod")
+            .and_then(|t| t.def(&s, Some("empty/u16")))
+            .is_ok()
+    );
 
     // No series: the index is an empty descriptor block (the official readers crash).
     let file = load(&dir, "no_series.bddf");
@@ -1627,7 +1657,9 @@ fn read_any(name: &str, bytes: Vec<u8>) -> (Vec<Msg>, Vec<Error>) {
             );
             assert!(light.messages.len() >= r.messages.len());
             for table in ["series", "pod"] {
-                let _ = BddfFormat.table_def(&s, table, Some("imu/accel"));
+                let _ = BddfFormat
+                    .table(table)
+                    .and_then(|t| t.def(&s, Some("imu/accel")));
             }
             let mut errors = r.errors;
             errors.extend(s.damage);

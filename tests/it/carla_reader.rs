@@ -775,7 +775,10 @@ fn read_messages(file: &dyn ReadAt, s: &Summary, sel: &Selection) -> (Vec<Msg>, 
 
 /// Rows of a typed table as owned debug strings per cell, over all chunks.
 fn table_rows(file: &dyn ReadAt, s: &Summary, table: &str, sel: &Selection) -> Vec<Vec<String>> {
-    let def = CarlaFormat.table_def(s, table, None).unwrap();
+    let def = CarlaFormat
+        .table(table)
+        .and_then(|t| t.def(s, None))
+        .unwrap();
     let mut rows = Vec::new();
     let mut sink = |cells: &[Value<'_>]| {
         assert_eq!(cells.len(), def.columns.len(), "{table}: row width");
@@ -785,12 +788,14 @@ fn table_rows(file: &dyn ReadAt, s: &Summary, table: &str, sel: &Selection) -> V
     if def.per_chunk {
         for chunk in &s.chunks {
             CarlaFormat
-                .read_table_chunk(file, s, chunk, table, None, sel, &mut sink)
+                .table(table)
+                .and_then(|t| t.read_chunk(file, s, chunk, None, sel, &mut sink))
                 .unwrap();
         }
     } else {
         CarlaFormat
-            .read_table_file(file, s, table, None, &mut sink)
+            .table(table)
+            .and_then(|t| t.read_file(file, s, None, &mut sink))
             .unwrap();
     }
     rows
@@ -798,7 +803,10 @@ fn table_rows(file: &dyn ReadAt, s: &Summary, table: &str, sel: &Selection) -> V
 
 fn count_rows(file: &dyn ReadAt, s: &Summary, table: &str) -> u64 {
     let mut n = 0u64;
-    let def = CarlaFormat.table_def(s, table, None).unwrap();
+    let def = CarlaFormat
+        .table(table)
+        .and_then(|t| t.def(s, None))
+        .unwrap();
     let mut sink = |_: &[Value<'_>]| {
         n += 1;
         Flow::Continue
@@ -806,12 +814,14 @@ fn count_rows(file: &dyn ReadAt, s: &Summary, table: &str) -> u64 {
     if def.per_chunk {
         for chunk in &s.chunks {
             CarlaFormat
-                .read_table_chunk(file, s, chunk, table, None, &Selection::all(), &mut sink)
+                .table(table)
+                .and_then(|t| t.read_chunk(file, s, chunk, None, &Selection::all(), &mut sink))
                 .unwrap();
         }
     } else {
         CarlaFormat
-            .read_table_file(file, s, table, None, &mut sink)
+            .table(table)
+            .and_then(|t| t.read_file(file, s, None, &mut sink))
             .unwrap();
     }
     n
@@ -952,8 +962,8 @@ fn typed_table_row_counts() {
             assert!(parented > 0, "{}", fx.name);
         }
         // Every table the format lists has a definition starting with frame/elapsed/log_time.
-        for t in CarlaFormat.table_names() {
-            let d = CarlaFormat.table_def(&s, t, None).unwrap();
+        for t in CarlaFormat.tables().iter().map(|t| t.name()) {
+            let d = CarlaFormat.table(t).and_then(|t| t.def(&s, None)).unwrap();
             let names: Vec<&str> = d.columns.iter().take(3).map(|c| c.name.as_str()).collect();
             assert_eq!(names, ["frame", "elapsed", "log_time"], "{t}");
             assert!(d.columns.iter().all(|c| !c.doc.is_empty()), "{t}");
@@ -1213,16 +1223,19 @@ fn read_everything(bytes: Vec<u8>, info: bool) -> Option<(Summary, Vec<Msg>)> {
             "{e}"
         );
     }
-    for t in CarlaFormat.table_names() {
-        let def = CarlaFormat.table_def(&s, t, None).unwrap();
+    for t in CarlaFormat.tables().iter().map(|t| t.name()) {
+        let def = CarlaFormat.table(t).and_then(|t| t.def(&s, None)).unwrap();
         let mut sink = |_: &[Value<'_>]| Flow::Continue;
         if def.per_chunk {
             for c in &s.chunks {
-                let _ =
-                    CarlaFormat.read_table_chunk(&r, &s, c, t, None, &Selection::all(), &mut sink);
+                let _ = CarlaFormat
+                    .table(t)
+                    .and_then(|t| t.read_chunk(&r, &s, c, None, &Selection::all(), &mut sink));
             }
         } else {
-            let _ = CarlaFormat.read_table_file(&r, &s, t, None, &mut sink);
+            let _ = CarlaFormat
+                .table(t)
+                .and_then(|t| t.read_file(&r, &s, None, &mut sink));
         }
     }
     let _ = CarlaFormat.info_text(&r, &s, info);
@@ -1327,15 +1340,8 @@ fn positions_decoder_throughput() {
                 Flow::Continue
             };
             CarlaFormat
-                .read_table_chunk(
-                    &f,
-                    &s,
-                    chunk,
-                    "positions",
-                    None,
-                    &Selection::all(),
-                    &mut sink,
-                )
+                .table("positions")
+                .and_then(|t| t.read_chunk(&f, &s, chunk, None, &Selection::all(), &mut sink))
                 .unwrap();
         }
     }
@@ -1513,15 +1519,8 @@ fn big_file_positions_throughput() {
             Flow::Continue
         };
         CarlaFormat
-            .read_table_chunk(
-                &f,
-                &s,
-                chunk,
-                "positions",
-                None,
-                &Selection::all(),
-                &mut sink,
-            )
+            .table("positions")
+            .and_then(|t| t.read_chunk(&f, &s, chunk, None, &Selection::all(), &mut sink))
             .unwrap();
     }
     let all = start.elapsed();

@@ -286,6 +286,126 @@ async fn time_and_topic_filters_read_about_their_share_of_the_pages() {
     );
 }
 
+/// Per-topic counts come from the bag's metadata, or else from one SQLite
+/// `GROUP BY topic_id` in the summary, and each topic's first and last time
+/// from two seeks on the timestamp index: `topics()` and `logsql info` read no
+/// message rows through the engine.
+#[tokio::test]
+async fn topic_counts_come_from_the_database_not_from_the_messages() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.db3");
+    let ctx = ctx();
+    // demo.db3 has no metadata.yaml, and its stored metadata no topic counts.
+    assert_eq!(
+        text(
+            &ctx,
+            &format!("SELECT topic, message_count, start_time, end_time FROM topics('{demo}')")
+        )
+        .await,
+        "+------------+---------------+--------------------------+--------------------------+
+| topic      | message_count | start_time               | end_time                 |
++------------+---------------+--------------------------+--------------------------+
+| /chatter   | 20            | 2023-11-14T22:13:20.003Z | 2023-11-14T22:13:21.903Z |
+| /imu       | 200           | 2023-11-14T22:13:20Z     | 2023-11-14T22:13:21.990Z |
+| /odom_rate | 20            | 2023-11-14T22:13:20.007Z | 2023-11-14T22:13:21.909Z |
++------------+---------------+--------------------------+--------------------------+"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["info", demo])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        info.contains("topic_counts:    counted by SQLite (20 pages read)\n"),
+        "{info}"
+    );
+    assert!(!info.contains("counted from message headers"), "{info}");
+    for line in [
+        "  /chatter    std_msgs/msg/String   cdr             20   10.05 Hz\n",
+        "  /imu        sensor_msgs/msg/Imu   cdr            200  100.50 Hz\n",
+        "  /odom_rate  std_msgs/msg/Float64  cdr             20   10.05 Hz\n",
+    ] {
+        assert!(info.contains(line), "{line:?} in\n{info}");
+    }
+
+    let Some(dir) = dir() else {
+        return;
+    };
+    // A split bag: each database's own counts (metadata.yaml's are the bag's).
+    let wbag = format!("{}/", dir.join("sqlite3/wbag").display());
+    assert_eq!(
+        pairs(
+            &ctx,
+            &format!("SELECT topic, message_count FROM topics('{wbag}') ORDER BY topic")
+        )
+        .await
+        .iter()
+        .map(|(t, n)| format!("{t}={n}"))
+        .collect::<Vec<_>>()
+        .join(" "),
+        "AAA=804 BBB=742 CCC=742 DDD=753 EEE=804 FFF=772 GGG=731 HHH=726"
+    );
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!("SELECT sum(message_count) FROM topics('{wbag}')")
+        )
+        .await,
+        vec![6074]
+    );
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!(
+                "SELECT arrow_cast(start_time, 'Int64') FROM topics('{wbag}') WHERE topic = 'EEE' \
+                 UNION ALL SELECT arrow_cast(min(log_time), 'Int64') FROM '{wbag}' WHERE topic = 'EEE'"
+            )
+        )
+        .await,
+        vec![1000, 1000]
+    );
+    // A directory without metadata.yaml.
+    let nometa = dir.join("sqlite3/multiple_files_no_metadata/multiple_files_1.db3");
+    assert_eq!(
+        ints(
+            &ctx,
+            &format!("SELECT message_count FROM topics('{}')", nometa.display())
+        )
+        .await,
+        vec![1324]
+    );
+}
+
+/// Blobs larger than a page overflow to pages SQLite reads past its cache:
+/// the scan's `bytes_read` counts them too.
+#[tokio::test]
+async fn a_full_scan_of_large_messages_counts_their_overflow_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("images_0.db3");
+    // 600 messages of 20 KB: five overflow pages each.
+    write_bag(&path, 600, 20_000, true, false);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let ctx = ctx();
+    let bag = format!("{}/", dir.path().display());
+    let plan = analyze(&ctx, &format!("SELECT sum(length(data)) FROM '{bag}'")).await;
+    let read = metric(&plan, "bytes_read");
+    // (Each chunk's connection reads the b-trees' upper pages again.)
+    assert!(
+        read >= size * 9 / 10 && read <= size * 11 / 10,
+        "read {read} of {size} bytes:\n{plan}"
+    );
+    // Without `data`, the rows' leaf pages (each holding up to a page of its
+    // row's blob) and the index, but no overflow page.
+    let plan = analyze(
+        &ctx,
+        &format!("SELECT count(*) FROM '{bag}' WHERE topic = '/imu'"),
+    )
+    .await;
+    let read = metric(&plan, "bytes_read");
+    assert!(read * 4 < size, "read {read} of {size} bytes:\n{plan}");
+    assert_eq!(metric(&plan, "messages_read"), 300, "{plan}");
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

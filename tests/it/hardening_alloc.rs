@@ -274,22 +274,21 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
         }
         errors.extend(decode_errors);
     }
-    for &table in format.table_names() {
+    for &table in format.tables() {
         let mut args = vec![None];
         args.extend(summary.channels.values().map(|c| Some(c.topic.clone())));
         for arg in args {
-            let Ok(def) = format.table_def(&summary, table, arg.as_deref()) else {
+            let Ok(def) = table.def(&summary, arg.as_deref()) else {
                 continue;
             };
             let mut sink = Rows(0);
             let result = if def.per_chunk {
                 summary.chunks.iter().try_for_each(|chunk| {
-                    format
-                        .read_table_chunk(
+                    table
+                        .read_chunk(
                             &file,
                             &summary,
                             chunk,
-                            table,
                             arg.as_deref(),
                             &Selection::all(),
                             &mut sink,
@@ -297,7 +296,7 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
                         .map(drop)
                 })
             } else {
-                format.read_table_file(&file, &summary, table, arg.as_deref(), &mut sink)
+                table.read_file(&file, &summary, arg.as_deref(), &mut sink)
             };
             if let Err(e) = result {
                 errors.push(e.to_string());

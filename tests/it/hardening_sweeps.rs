@@ -304,28 +304,31 @@ fn read_tables(format: &dyn LogFormat, file: &dyn ReadAt, summary: &Summary, out
         .values()
         .map(|c| c.topic.as_str())
         .collect();
-    for table in format.table_names() {
+    for &table in format.tables() {
         let args = std::iter::once(None).chain(topics.iter().take(4).map(|t| Some(*t)));
         for arg in args {
             // Definition errors are about the user's arguments, not the file.
-            let Ok(def) = format.table_def(summary, table, arg) else {
+            let Ok(def) = table.def(summary, arg) else {
                 continue;
             };
             let mut rows = 0u64;
             let mut sink = |cells: &[Value<'_>]| {
-                assert_eq!(cells.len(), def.columns.len(), "{table}: row width");
+                assert_eq!(
+                    cells.len(),
+                    def.columns.len(),
+                    "{}: row width",
+                    table.name()
+                );
                 rows += 1;
                 Flow::Continue
             };
             if def.per_chunk {
                 for chunk in &summary.chunks {
-                    if let Err(e) =
-                        format.read_table_chunk(file, summary, chunk, table, arg, &sel, &mut sink)
-                    {
+                    if let Err(e) = table.read_chunk(file, summary, chunk, arg, &sel, &mut sink) {
                         out.table_errors.push(e);
                     }
                 }
-            } else if let Err(e) = format.read_table_file(file, summary, table, arg, &mut sink) {
+            } else if let Err(e) = table.read_file(file, summary, arg, &mut sink) {
                 out.table_errors.push(e);
             }
             out.table_rows += rows;

@@ -3,7 +3,8 @@
 //! - `compressed.mcap` / `uncompressed.mcap` (826 messages, 413 chunks): the
 //!   indexed path, a forced walk (summary cut off) and the official `mcap` crate
 //!   agree on per-topic counts, time bounds and a hash of every payload.
-//! - The header-only fast path gives the same `(topic, log_time)` multiset.
+//! - The header-only fast path gives the same `(topic, log_time)` multiset, and
+//!   so do the per-channel times `chunk_times` reads from the message indexes.
 //! - `zstd_chunk_with_padding.mcap`, `chunk_not_closed.mcap`: padding and u64::MAX lengths.
 //! - Truncation at many offsets and flipped bytes: no panic, a readable prefix, errors
 //!   that name the file and an offset.
@@ -18,7 +19,7 @@ use logsql::formats::LogFormat;
 use logsql::formats::mcap::records::Record;
 use logsql::formats::mcap::{ChunkKind, McapFormat, McapIndex, PSEUDO_CHUNK_TARGET, RecordReader};
 use logsql::io::BytesReader;
-use logsql::model::{ChunkRead, Flow, Message, Selection, Summary};
+use logsql::model::{ChannelTimes, ChunkRead, Flow, Message, Selection, Summary};
 
 /// One delivered message, owned.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -1135,6 +1136,162 @@ fn record_reader_options() {
 /// A file cut between two MessageIndex records of its last chunk (at a record
 /// boundary, so the walk ends without an error): the header-only read must not
 /// answer from the partial index list (found by the truncation sweep).
+/// Per channel id, the sorted log times a header-only read of every chunk delivers.
+fn header_only_times(file: &BytesReader, summary: &Summary) -> BTreeMap<u64, Vec<u64>> {
+    let sel = Selection {
+        payload: false,
+        full_header: false,
+        ..Selection::all()
+    };
+    let mut out: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for m in read_all(file, summary, &sel).messages {
+        out.entry(m.channel).or_default().push(m.log_time);
+    }
+    out.values_mut().for_each(|t| t.sort_unstable());
+    out
+}
+
+#[test]
+fn chunk_times_from_message_indexes_equal_the_header_only_read() {
+    let Some((_, bytes)) = sample("compressed.mcap") else {
+        return;
+    };
+    for (label, bytes) in [
+        ("indexed", &bytes[..]),
+        ("walked", &bytes[..summary_start(&bytes)]),
+    ] {
+        let file = reader("compressed.mcap", bytes);
+        let summary = McapFormat.summary(&file).unwrap();
+        let mut times = ChannelTimes::default();
+        for chunk in &summary.chunks {
+            assert!(
+                McapFormat
+                    .chunk_times(&file, &summary, chunk, &mut times)
+                    .unwrap(),
+                "{label}: chunk {}",
+                chunk.index
+            );
+        }
+        let mut got: BTreeMap<u64, Vec<u64>> = times.into_channels().into_iter().collect();
+        got.values_mut().for_each(|t| t.sort_unstable());
+        let counts: BTreeMap<&str, usize> = got
+            .iter()
+            .map(|(id, t)| (summary.channels[id].topic.as_str(), t.len()))
+            .collect();
+        assert_eq!(
+            counts,
+            BTreeMap::from([("/diagnostics", 52), ("/tf", 774)]),
+            "{label}"
+        );
+        assert_eq!(got, header_only_times(&file, &summary), "{label}");
+    }
+}
+
+#[test]
+fn chunk_times_leave_duplicated_or_missing_message_indexes_to_read_chunk() {
+    // One uncompressed chunk of two messages on channel 1, then `index` as its
+    // MessageIndex records.
+    let file = |index: Vec<u8>| -> Vec<u8> {
+        let mut b = Builder::new();
+        b.record(0x04, &channel_rec(1, "/a"));
+        let m0 = framed(0x05, &message_rec(1, 0, 10));
+        let inner = [m0.clone(), framed(0x05, &message_rec(1, 1, 11))].concat();
+        let chunk_content = [
+            10u64.to_le_bytes().to_vec(),
+            11u64.to_le_bytes().to_vec(),
+            (inner.len() as u64).to_le_bytes().to_vec(),
+            crc32fast::hash(&inner).to_le_bytes().to_vec(),
+            str_(""),
+            (inner.len() as u64).to_le_bytes().to_vec(),
+            inner.clone(),
+        ]
+        .concat();
+        let chunk_at = b.record(0x06, &chunk_content);
+        let chunk_len = b.buf.len() as u64 - chunk_at;
+        let mi_at = b.buf.len() as u64;
+        b.buf.extend(&index);
+        let mi_len = index.len() as u64;
+        b.record(0x0F, &0u32.to_le_bytes());
+        let summary_start = b.buf.len() as u64;
+        b.record(0x04, &channel_rec(1, "/a"));
+        let offsets: Vec<u8> = if index.is_empty() {
+            0u32.to_le_bytes().to_vec()
+        } else {
+            [
+                10u32.to_le_bytes().to_vec(),
+                1u16.to_le_bytes().to_vec(),
+                mi_at.to_le_bytes().to_vec(),
+            ]
+            .concat()
+        };
+        let chunk_index = [
+            10u64.to_le_bytes().to_vec(),
+            11u64.to_le_bytes().to_vec(),
+            chunk_at.to_le_bytes().to_vec(),
+            chunk_len.to_le_bytes().to_vec(),
+            offsets,
+            mi_len.to_le_bytes().to_vec(),
+            str_(""),
+            (inner.len() as u64).to_le_bytes().to_vec(),
+            (inner.len() as u64).to_le_bytes().to_vec(),
+        ]
+        .concat();
+        b.record(0x08, &chunk_index);
+        let footer = [
+            summary_start.to_le_bytes().to_vec(),
+            0u64.to_le_bytes().to_vec(),
+            0u32.to_le_bytes().to_vec(),
+        ]
+        .concat();
+        b.record(0x02, &footer);
+        b.buf.extend(b"\x89MCAP0\r\n");
+        b.buf
+    };
+    let m1_offset = framed(0x05, &message_rec(1, 0, 10)).len() as u64;
+    let message_index = |entries: &[(u64, u64)]| -> Vec<u8> {
+        let mut content = 1u16.to_le_bytes().to_vec();
+        content.extend(((entries.len() * 16) as u32).to_le_bytes());
+        for (t, o) in entries {
+            content.extend(t.to_le_bytes());
+            content.extend(o.to_le_bytes());
+        }
+        framed(0x07, &content)
+    };
+    let cases = [
+        ("whole", message_index(&[(10, 0), (11, m1_offset)]), true),
+        // The same message listed twice: read_chunk delivers it once.
+        (
+            "duplicated",
+            message_index(&[(10, 0), (10, 0), (11, m1_offset)]),
+            false,
+        ),
+        // Offsets no two messages can have: past the chunk's end, or closer
+        // than a Message record.
+        ("beyond", message_index(&[(10, 0), (11, 1_000)]), false),
+        ("too close", message_index(&[(10, 0), (11, 5)]), false),
+        ("none", Vec::new(), false),
+    ];
+    for (label, index, answered) in cases {
+        let bytes = file(index);
+        let file = reader(label, &bytes);
+        let summary = McapFormat.summary(&file).unwrap();
+        assert!(summary.indexed && summary.damage.is_none(), "{label}");
+        assert_eq!(summary.chunks.len(), 1, "{label}");
+        let mut times = ChannelTimes::default();
+        let got = McapFormat
+            .chunk_times(&file, &summary, &summary.chunks[0], &mut times)
+            .unwrap();
+        assert_eq!(got, answered, "{label}");
+        let read = header_only_times(&file, &summary);
+        assert_eq!(read, BTreeMap::from([(1, vec![10, 11])]), "{label}");
+        if answered {
+            assert_eq!(times.into_channels(), vec![(1, vec![10, 11])], "{label}");
+        } else {
+            assert!(times.is_empty(), "{label}");
+        }
+    }
+}
+
 #[test]
 fn cut_between_message_indexes_keeps_header_only_reads_whole() {
     let Some(path) = crate::fixtures::file("mcap", "decode/json.mcap") else {

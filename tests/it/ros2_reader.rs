@@ -161,8 +161,21 @@ fn schema_versions_and_metadata_are_read() {
     assert!(wbag0.channels.values().all(|c| c.schema.is_none()));
     assert_eq!(wbag0.message_count, Some(1246));
     // A split bag: metadata.yaml's per-topic counts are the bag's, not the
-    // file's, so none are claimed; its facts go with the first file only.
-    assert!(wbag0.channel_message_counts.is_none());
+    // file's, so SQLite counts the file's own; the bag's facts go with the
+    // first file only.
+    let counts = wbag0.topic_message_counts().unwrap();
+    assert_eq!(counts["AAA"], 174);
+    assert_eq!(counts["HHH"], 148);
+    assert_eq!(counts.values().sum::<u64>(), 1246);
+    assert!(
+        prop(&wbag0, "topic_counts").is_some_and(|p| p.starts_with("counted by SQLite (")),
+        "{:?}",
+        wbag0.properties
+    );
+    assert_eq!(
+        prop(&talker, "topic_counts").as_deref(),
+        Some("metadata.yaml")
+    );
     assert_eq!(wbag0.metadata[0].metadata["message_count"], "6074");
     let wbag1 = Ros2Format.summary(&open("wbag/wbag_1.db3")).unwrap();
     assert!(wbag1.metadata.is_empty());

@@ -189,7 +189,7 @@ impl FileSource for LogSource {
 
     fn file_type(&self) -> &str {
         match &self.target {
-            ScanTarget::Table(t) => &t.name,
+            ScanTarget::Table(t) => t.name(),
             ScanTarget::Decoded(_) => "read_topic",
             ScanTarget::Messages => self.format.as_ref().map_or("log", |f| f.name()),
         }

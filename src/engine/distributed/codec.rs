@@ -39,7 +39,7 @@ use crate::engine::datasource::source::LogSource;
 use crate::engine::scanner::damage::DamageReportExec;
 use crate::engine::scanner::options::LogsqlOptions;
 use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
-use crate::formats;
+use crate::formats::{self, LogFormat};
 use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 
 /// The generated `logsql.scan` messages.
@@ -111,9 +111,10 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             .iter()
             .map(|p| ObjectPath::parse(p).map_err(codec_err))
             .collect::<Result<HashSet<ObjectPath>>>()?;
+        let target = target_from_wire(node.target.as_ref(), format.as_deref())?;
         let mut source = LogSource::new(format, table_schema)
             .with_skip(Arc::new(skip))
-            .with_target(target_from_wire(node.target.as_ref())?)
+            .with_target(target)
             .with_options(options)
             .with_summary_cache(crate::engine::storage::summary_cache::of(
                 ctx.runtime_env().as_ref(),
@@ -196,11 +197,18 @@ fn target_to_wire(target: &ScanTarget) -> Result<Option<wire::log_scan_node::Tar
     })
 }
 
-fn target_from_wire(target: Option<&wire::log_scan_node::Target>) -> Result<ScanTarget> {
+fn target_from_wire(
+    target: Option<&wire::log_scan_node::Target>,
+    format: Option<&dyn LogFormat>,
+) -> Result<ScanTarget> {
     use wire::log_scan_node::Target;
     Ok(match target {
         None => ScanTarget::Messages,
-        Some(Target::Table(t)) => ScanTarget::Table(table_from_wire(t)?),
+        Some(Target::Table(t)) => {
+            let format = format
+                .ok_or_else(|| codec_err(format!("typed table {:?} without a format", t.name)))?;
+            ScanTarget::Table(table_from_wire(t, format)?)
+        }
         Some(Target::Decoded(d)) => ScanTarget::Decoded(decoded_from_wire(d)?),
     })
 }
@@ -227,7 +235,7 @@ fn table_to_wire(spec: &TableSpec) -> wire::TypedTable {
         })
         .collect();
     wire::TypedTable {
-        name: spec.name.clone(),
+        name: spec.name().to_string(),
         arg: spec.arg.clone(),
         def_name: spec.def.name.clone(),
         def_doc: spec.def.doc.clone(),
@@ -236,7 +244,9 @@ fn table_to_wire(spec: &TableSpec) -> wire::TypedTable {
     }
 }
 
-fn table_from_wire(t: &wire::TypedTable) -> Result<Arc<TableSpec>> {
+/// The table travels by name and is looked up in `format`'s tables.
+fn table_from_wire(t: &wire::TypedTable, format: &dyn LogFormat) -> Result<Arc<TableSpec>> {
+    let table = format.table(&t.name).map_err(codec_err)?;
     let columns = t
         .columns
         .iter()
@@ -262,7 +272,7 @@ fn table_from_wire(t: &wire::TypedTable) -> Result<Arc<TableSpec>> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(TableSpec {
-        name: t.name.clone(),
+        table,
         arg: t.arg.clone(),
         def: TableDef {
             name: t.def_name.clone(),

@@ -3,16 +3,23 @@
 //! Only the columns a query needs are built; the others are never touched, so a
 //! scan without `data` copies no payload bytes. Batches are bounded in rows and
 //! in payload bytes, which keeps memory flat whatever the file size.
+//!
+//! The `data` column's payload buffer is recycled: once the consumer has
+//! dropped a batch, its buffer (still mapped in, its pages already faulted)
+//! takes the next batch's payloads, instead of a fresh multi-megabyte
+//! allocation whose every page the kernel must fault in and zero again.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BinaryBuilder, Float64Builder, Int64Builder, MapBuilder, StringBuilder,
+    ArrayRef, BinaryArray, Float64Builder, Int64Builder, MapBuilder, StringBuilder,
     TimestampNanosecondBuilder, UInt32Builder, UInt64Builder,
 };
+use datafusion::arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
 use crate::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
@@ -37,8 +44,8 @@ enum ColumnBuilder {
     Sequence(UInt32Builder),
     MessageType(StringBuilder),
     MessageEncoding(StringBuilder),
-    /// The payload builder and the capacity to give each new batch's buffer.
-    Data(BinaryBuilder, usize),
+    /// The payloads.
+    Data(DataColumn),
     File(StringBuilder),
     /// A format's extra column: its position in the file format's
     /// [`ExtraColumn`] list (`None`: this file's format lacks it, always null).
@@ -119,7 +126,7 @@ impl ColumnBuilder {
             col::SEQUENCE => Self::Sequence(UInt32Builder::new()),
             col::MESSAGE_TYPE => Self::MessageType(StringBuilder::new()),
             col::MESSAGE_ENCODING => Self::MessageEncoding(StringBuilder::new()),
-            col::DATA => Self::Data(BinaryBuilder::with_capacity(1024, data_bytes), data_bytes),
+            col::DATA => Self::Data(DataColumn::new(data_bytes)),
             col::FILE => Self::File(StringBuilder::new()),
             other => {
                 let pos = extras.iter().position(|c| c.name == other);
@@ -132,7 +139,7 @@ impl ColumnBuilder {
         })
     }
 
-    fn append(&mut self, m: &Message<'_>, file: &str) {
+    fn append(&mut self, m: &Message<'_>, file: &str) -> Result<()> {
         match self {
             Self::Topic(b) => b.append_value(&m.channel.topic),
             Self::LogTime(b) => b.append_value(ts(m.log_time)),
@@ -140,13 +147,14 @@ impl ColumnBuilder {
             Self::Sequence(b) => b.append_option(m.sequence),
             Self::MessageType(b) => b.append_option(m.channel.message_type.as_deref()),
             Self::MessageEncoding(b) => b.append_value(&m.channel.message_encoding),
-            Self::Data(b, _) => b.append_value(m.data),
+            Self::Data(b) => b.append(m.data)?,
             Self::File(b) => b.append_value(file),
             Self::Extra(pos, b) => b.append(
                 pos.and_then(|i| m.extra.get(i).copied())
                     .unwrap_or(ExtraValue::Null),
             ),
         }
+        Ok(())
     }
 
     fn finish(&mut self) -> ArrayRef {
@@ -156,11 +164,7 @@ impl ColumnBuilder {
             }
             Self::LogTime(b) | Self::PublishTime(b) => Arc::new(b.finish().with_timezone("UTC")),
             Self::Sequence(b) => Arc::new(b.finish()),
-            Self::Data(b, cap) => {
-                let array = Arc::new(b.finish());
-                *b = BinaryBuilder::with_capacity(1024, *cap);
-                array
-            }
+            Self::Data(b) => Arc::new(b.finish()),
             Self::Extra(_, b) => b.finish(),
         }
     }
@@ -202,13 +206,15 @@ impl BatchBuilder {
         })
     }
 
-    /// Appends one message.
-    pub fn append(&mut self, m: &Message<'_>) {
+    /// Appends one message. Fails (nothing appended to the failing column)
+    /// when its payload does not fit a `Binary` column's 2 GiB per batch.
+    pub fn append(&mut self, m: &Message<'_>) -> Result<()> {
         for c in &mut self.columns {
-            c.append(m, &self.file);
+            c.append(m, &self.file)?;
         }
         self.rows += 1;
         self.bytes += m.data.len();
+        Ok(())
     }
 
     /// Whether the batch reached its row or byte bound.
@@ -240,6 +246,86 @@ impl BatchBuilder {
     }
 }
 
+/// Value buffers of sent batches a [`DataColumn`] watches for reuse: the scan's
+/// channel holds two batches, the consumer works on one, the builder fills one.
+const RECYCLED_BUFFERS: usize = 4;
+
+/// The `data` column of a batch being built: payloads appended to one values
+/// buffer, which is taken back for a later batch once the consumer drops the
+/// batch it was sent in.
+struct DataColumn {
+    /// The payloads appended so far (empty with no capacity until the first
+    /// append after a [`DataColumn::finish`], which picks a buffer then).
+    values: Vec<u8>,
+    /// End offsets of the payloads in `values`, after a leading 0.
+    offsets: Vec<i32>,
+    /// The capacity a new values buffer gets: the batch's byte bound plus
+    /// room for the message that crosses it, so it never regrows.
+    capacity: usize,
+    /// The values buffers of the last batches sent, oldest first.
+    sent: VecDeque<Buffer>,
+}
+
+impl DataColumn {
+    fn new(capacity: usize) -> Self {
+        Self {
+            values: Vec::new(),
+            offsets: vec![0],
+            capacity,
+            sent: VecDeque::with_capacity(RECYCLED_BUFFERS),
+        }
+    }
+
+    /// A values buffer for a new batch: the buffer of a sent batch that no
+    /// one holds any more (its pages are mapped in already), else a new one.
+    fn take_buffer(&mut self) -> Vec<u8> {
+        for _ in 0..self.sent.len() {
+            let Some(buffer) = self.sent.pop_front() else {
+                break;
+            };
+            match buffer.into_vec::<u8>() {
+                Ok(mut v) => {
+                    v.clear();
+                    v.reserve(self.capacity);
+                    return v;
+                }
+                // Still part of a batch somewhere: look again next time.
+                Err(buffer) => self.sent.push_back(buffer),
+            }
+        }
+        Vec::with_capacity(self.capacity)
+    }
+
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.values.capacity() == 0 {
+            self.values = self.take_buffer();
+        }
+        let end = self.values.len() + data.len();
+        let end = i32::try_from(end).map_err(|_| {
+            DataFusionError::Execution(format!(
+                "a message payload of {} bytes does not fit the data column's batch \
+                 (Binary: at most 2 GiB of payloads per batch, {} bytes in it already)",
+                data.len(),
+                self.values.len()
+            ))
+        })?;
+        self.values.extend_from_slice(data);
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> BinaryArray {
+        let offsets = std::mem::replace(&mut self.offsets, vec![0]);
+        let values = Buffer::from_vec(std::mem::take(&mut self.values));
+        if self.sent.len() == RECYCLED_BUFFERS {
+            self.sent.pop_front();
+        }
+        self.sent.push_back(values.clone());
+        // Offsets start at 0 and grow by each payload's length: valid by construction.
+        BinaryArray::new(OffsetBuffer::new(ScalarBuffer::from(offsets)), values, None)
+    }
+}
+
 /// The kind of extra column `name` in whichever format defines it.
 fn extra_kind_of_any_format(name: &str) -> Option<ExtraKind> {
     crate::formats::all()
@@ -247,4 +333,91 @@ fn extra_kind_of_any_format(name: &str) -> Option<ExtraKind> {
         .flat_map(|f| f.extra_columns().iter())
         .find(|c| c.name == name)
         .map(|c| c.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::BinaryType;
+
+    fn builder() -> BatchBuilder {
+        let schema = super::super::schema::messages_schema();
+        let idx = [
+            schema.index_of(col::LOG_TIME).unwrap(),
+            schema.index_of(col::DATA).unwrap(),
+        ];
+        BatchBuilder::new(
+            Arc::new(schema.project(&idx).unwrap()),
+            "f".into(),
+            &[],
+            1000,
+            1 << 20,
+        )
+        .unwrap()
+    }
+
+    fn append(b: &mut BatchBuilder, channel: &crate::model::Channel, t: u64, data: &[u8]) {
+        b.append(&Message {
+            channel,
+            log_time: t,
+            publish_time: None,
+            sequence: None,
+            data,
+            extra: &[],
+        })
+        .unwrap();
+    }
+
+    fn payloads(batch: &RecordBatch) -> Vec<Vec<u8>> {
+        let a = batch.column(1).as_bytes::<BinaryType>();
+        (0..a.len()).map(|i| a.value(i).to_vec()).collect()
+    }
+
+    fn values_ptr(batch: &RecordBatch) -> *const u8 {
+        batch.column(1).as_bytes::<BinaryType>().values().as_ptr()
+    }
+
+    #[test]
+    fn a_dropped_batch_lends_its_payload_buffer_to_the_next_and_a_held_one_does_not() {
+        let channel = crate::model::Channel {
+            id: 1,
+            topic: "/t".into(),
+            message_type: None,
+            message_encoding: "x".into(),
+            schema_encoding: None,
+            schema: None,
+            metadata: Default::default(),
+        };
+        let mut b = builder();
+        append(&mut b, &channel, 1, b"abc");
+        append(&mut b, &channel, 2, b"");
+        append(&mut b, &channel, 3, b"defgh");
+        let first = b.finish().unwrap();
+        assert_eq!(payloads(&first), [&b"abc"[..], b"", b"defgh"]);
+        let first_ptr = values_ptr(&first);
+        // Still held: the next batch gets another buffer, and the first keeps its bytes.
+        append(&mut b, &channel, 4, b"XYZ");
+        let second = b.finish().unwrap();
+        assert_ne!(values_ptr(&second), first_ptr);
+        assert_eq!(payloads(&first), [&b"abc"[..], b"", b"defgh"]);
+        assert_eq!(payloads(&second), [&b"XYZ"[..]]);
+        // Dropped (a slice of it too): the third batch reuses the first one's buffer.
+        let slice = first.slice(1, 2);
+        drop(first);
+        append(&mut b, &channel, 5, b"no");
+        let third = b.finish().unwrap();
+        assert_ne!(values_ptr(&third), first_ptr, "a slice still holds it");
+        drop((slice, third));
+        append(&mut b, &channel, 6, b"again");
+        append(&mut b, &channel, 7, b"!");
+        let fourth = b.finish().unwrap();
+        assert_eq!(values_ptr(&fourth), first_ptr);
+        assert_eq!(payloads(&fourth), [&b"again"[..], b"!"]);
+        let times = fourth
+            .column(0)
+            .as_primitive::<datafusion::arrow::datatypes::TimestampNanosecondType>();
+        assert_eq!(times.values(), &[6, 7]);
+        assert_eq!(payloads(&second), [&b"XYZ"[..]]);
+    }
 }

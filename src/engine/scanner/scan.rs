@@ -425,8 +425,9 @@ fn scan_file_inner(
     let whole_file_table = plan.target.table().filter(|t| !t.def.per_chunk);
     if let (Some(spec), Sink::Rows(sink)) = (whole_file_table, &mut sink) {
         if owns_start {
-            let read =
-                format.read_table_file(&file, summary, &spec.name, spec.arg.as_deref(), sink);
+            let read = spec
+                .table
+                .read_file(&file, summary, spec.arg.as_deref(), sink);
             metrics.bytes_read.add(file.take_count() as usize);
             if let Some(e) = sink.error.take() {
                 return Err(e);
@@ -464,6 +465,11 @@ fn scan_file_inner(
         if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
             && !listed.iter().any(|c| wanted.contains(c))
         {
+            continue;
+        }
+        // A chunk the index shows without messages (MCAP's first chunk of
+        // schema and channel records) is not read for messages.
+        if plan.target.table().is_none() && time_order::holds_no_message(summary, chunk) {
             continue;
         }
         let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
@@ -604,11 +610,10 @@ impl Sink<'_> {
             Sink::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
             Sink::Rows(s) => {
                 let spec = plan.target.table().expect("a typed-table scan has a table");
-                format.read_table_chunk(
+                spec.table.read_chunk(
                     file,
                     summary,
                     chunk,
-                    &spec.name,
                     spec.arg.as_deref(),
                     &plan.selection,
                     s,
@@ -755,7 +760,10 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
 
 impl crate::model::MessageSink for BatchSink<'_, BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
-        self.builder.append(&msg);
+        if let Err(e) = self.builder.append(&msg) {
+            self.error = Some(e);
+            return Flow::Stop;
+        }
         self.after_append()
     }
 }

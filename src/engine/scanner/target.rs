@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{DataType, Fields, SchemaRef};
 use prost_reflect::DescriptorPool;
 
 use crate::decode::{MessageDecoder, merge};
-use crate::formats::LogFormat;
+use crate::formats::{LogFormat, TypedTable};
 use crate::model::Channel;
 use crate::table::TableDef;
 
@@ -59,15 +59,29 @@ pub const ERROR_COLUMN: &str = "_error";
 /// (`logsql.decode_errors = 'null'` only).
 pub const RAW_COLUMN: &str = "_raw";
 
-/// A typed table as scanned: its name, argument and definition for the files at hand.
-#[derive(Debug, Clone, PartialEq)]
+/// A typed table as scanned: the format's table, its argument and its
+/// definition for the files at hand.
+#[derive(Debug, Clone)]
 pub struct TableSpec {
-    /// Table name (the table function's name).
-    pub name: String,
+    /// The table, from the format's [`LogFormat::tables`].
+    pub table: &'static dyn TypedTable,
     /// The table function's second argument, if any.
     pub arg: Option<String>,
     /// Columns and kind of the table.
     pub def: TableDef,
+}
+
+impl TableSpec {
+    /// The table's name (the table function's name).
+    pub fn name(&self) -> &'static str {
+        self.table.name()
+    }
+}
+
+impl PartialEq for TableSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name() && self.arg == other.arg && self.def == other.def
+    }
 }
 
 /// A `read_topic` table as planned: the topic, its decoders and merged type.

@@ -7,7 +7,9 @@
 //! ([`declare`]); every partition of the scan reads a contiguous run of
 //! chunks (a byte range of one file, or whole files), so DataFusion merges
 //! partitions with a `SortPreservingMergeExec` instead of sorting, and
-//! `ORDER BY log_time LIMIT n` stops each partition after its first rows.
+//! `ORDER BY log_time LIMIT n` stops after its first rows (read in one
+//! partition, in file order: the `file_order` rule of the SQL surface). A chunk
+//! the index shows without messages is not read at all ([`holds_no_message`]).
 //!
 //! The scan keeps the promise ([`ChunkOrder`], used by the scan loop): it holds
 //! each chunk's rows until the chunk ends, sorts them by `log_time` (stably)
@@ -48,8 +50,8 @@ use crate::model::{ChunkMeta, Nanos, Summary};
 /// each inside the file's stated time range (which DataFusion uses to order
 /// the files of a partition). MCAP writers give a chunk of only schema and
 /// channel records the times 0..=0, outside the file's range: such a chunk
-/// holds no message ([`chunk_bounds`] makes its range empty, and the scan
-/// checks that it is). Any other chunk outside the file's range means the
+/// holds no message ([`chunk_bounds`] makes its range empty, and message
+/// scans do not read it: [`holds_no_message`]). Any other chunk outside the file's range means the
 /// file's statistics are wrong (a real rosbag2 MCAP states a first message
 /// time of 1 ms for a chunk holding one at 0): no order is declared.
 pub fn file_in_time_order(format: &dyn LogFormat, summary: &Summary) -> bool {
@@ -97,6 +99,21 @@ pub fn chunk_bounds(summary: &Summary, chunk: &ChunkMeta) -> Option<(i64, i64)> 
         return Some((1, 0));
     }
     Some((ts(start), ts(end)))
+}
+
+/// Whether the index proves that `chunk` holds no message, so a message scan
+/// need not read it: its stated bounds are empty ([`chunk_bounds`]: the
+/// times 0..=0, which MCAP writers give a chunk of only schema and channel
+/// records, in a file whose messages start later) and it lists no channel.
+/// Such a chunk's Schema and Channel records are not needed either: a chunk
+/// is decoded with the summary's channels and its own records only.
+///
+/// An MCAP chunk index with no `message_index_offsets` alone proves nothing
+/// (a writer may leave message indexes out: the chunks still hold messages);
+/// the empty time range does, when the file states its first message time.
+pub fn holds_no_message(summary: &Summary, chunk: &ChunkMeta) -> bool {
+    chunk_bounds(summary, chunk).is_some_and(|(start, end)| start > end)
+        && chunk.channels.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// The ordering `log_time ASC` over `schema`, if it has a `log_time` column.
@@ -300,6 +317,17 @@ mod tests {
         assert!(file_in_time_order(&bag, &s));
         assert_eq!(chunk_bounds(&s, &s.chunks[0]), Some((1, 0)));
         assert_eq!(chunk_bounds(&s, &s.chunks[1]), Some((20, 30)));
+        // It holds no message (a scan skips it) unless it lists a channel.
+        s.chunks[0].channels = None;
+        assert!(holds_no_message(&s, &s.chunks[0]));
+        assert!(!holds_no_message(&s, &s.chunks[1]));
+        s.chunks[0].channels = Some(vec![1]);
+        assert!(!holds_no_message(&s, &s.chunks[0]));
+        s.chunks[0].channels = Some(vec![]);
+        assert!(holds_no_message(&s, &s.chunks[0]));
+        // In a file whose messages start at 0, times 0..=0 are a real range.
+        s.start_time = Some(0);
+        assert!(!holds_no_message(&s, &s.chunks[0]));
         // A chunk outside the file's stated range: the statistics are wrong,
         // no order is declared (a rosbag2 MCAP: first message 1 ms, chunk 0..).
         let mut s = summary(vec![chunk(0, 0, 100)]);

@@ -15,6 +15,14 @@
 //! byte ranges merge back into whole files, read in time order, and a scan
 //! whose files would lose the order in one partition is left as it is.
 //!
+//! The same holds under `ORDER BY log_time LIMIT n` of such a scan (a
+//! `SortPreservingMergeExec` with a fetch over an order-keeping chain): each
+//! byte range would read its own first chunk for the merge to pick from,
+//! although the first range's rows come first; one partition in file order
+//! reads only the chunks the first `n` rows lie in. (A selective filter then
+//! scans in one partition rather than in parallel: less work, not always
+//! sooner.)
+//!
 //! Which files a limited scan of a directory holds is DataFusion's choice:
 //! without a filter, its listing table keeps only enough files to cover the
 //! limit by their statistics, taking them as their summaries arrive.
@@ -32,6 +40,7 @@ use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
 use datafusion::physical_plan::{
     ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary,
 };
@@ -75,6 +84,14 @@ fn keeps_order(plan: &dyn ExecutionPlan) -> bool {
         || plan.name() == "CoalesceBatchesExec"
 }
 
+/// Whether `plan` merges sorted partitions into its first rows
+/// (`ORDER BY ... LIMIT n`): scans in declared order below it are read in one
+/// partition when that keeps their order ([`in_file_order`]).
+fn merge_with_fetch(plan: &dyn ExecutionPlan) -> bool {
+    plan.downcast_ref::<SortPreservingMergeExec>()
+        .is_some_and(|m| m.fetch().is_some())
+}
+
 /// Whether `plan` is a round-robin repartition (it interleaves batches).
 fn round_robin(plan: &dyn ExecutionPlan) -> Option<&Arc<dyn ExecutionPlan>> {
     plan.downcast_ref::<RepartitionExec>()
@@ -91,8 +108,8 @@ fn limit_below(plan: &dyn ExecutionPlan) -> bool {
         && (plan.fetch().is_some() || plan.children().iter().any(|c| limit_below(c.as_ref())))
 }
 
-/// Rewrites `plan`. `limited`: an order-keeping chain from a limit leads to
-/// it; `top`: an order-keeping chain from the plan's root leads to it (its
+/// Rewrites `plan`. `limited`: an order-keeping chain from a limit (or from a
+/// merge with a fetch) leads to it; `top`: an order-keeping chain from the plan's root leads to it (its
 /// rows reach the user in the order it produces them).
 fn rewrite(
     plan: Arc<dyn ExecutionPlan>,
@@ -108,7 +125,7 @@ fn rewrite(
         return rewrite(Arc::clone(input), limited, top);
     }
     let keeps = keeps_order(plan.as_ref());
-    let below = keeps && (limited || plan.fetch().is_some());
+    let below = keeps && (limited || plan.fetch().is_some()) || merge_with_fetch(plan.as_ref());
     let children = plan
         .children()
         .into_iter()

@@ -544,7 +544,10 @@ fn file_topics(
             .clone()
     };
     if let Some(counts) = &summary.channel_message_counts {
-        let times = channel_times(loc, format, summary, counts, on_error)?;
+        let times = match format.channel_spans(summary) {
+            Some(spans) => spans?,
+            None => channel_times(loc, format, summary, counts, on_error)?,
+        };
         for ch in summary.channels.values() {
             row_of(&mut out, ch);
             let bounds = times.get(&ch.id).copied().unwrap_or_default();

@@ -1,7 +1,7 @@
 //! Table functions for the typed side tables formats derive from their records
 //! (CARLA `positions('town.log')`, BDDF `pod('spot.bddf', 'imu/accel')`, ...).
 //!
-//! Each table name any format lists in [`LogFormat::table_names`] becomes one
+//! Each table name any format lists in [`LogFormat::tables`] becomes one
 //! table function `name('path' [, arg])`. It returns a listing table over the
 //! path's files of that format, scanned by the same engine as `messages`
 //! (time pruning over chunk statistics through a `log_time` column, byte-range
@@ -27,8 +27,8 @@ use crate::formats::{self, LogFormat};
 pub fn table_names() -> BTreeMap<&'static str, Vec<&'static str>> {
     let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
     for f in formats::all() {
-        for name in f.table_names() {
-            out.entry(name).or_default().push(f.name());
+        for table in f.tables() {
+            out.entry(table.name()).or_default().push(f.name());
         }
     }
     out
@@ -78,9 +78,8 @@ async fn plan_table(
     arg: Option<String>,
 ) -> Result<Arc<dyn TableProvider>> {
     let resolved = resolve(state, path).await?;
-    let has_table = |f: &Option<Arc<dyn LogFormat>>| {
-        f.as_ref().is_some_and(|f| f.table_names().contains(&name))
-    };
+    let has_table =
+        |f: &Option<Arc<dyn LogFormat>>| f.as_ref().is_some_and(|f| f.table(name).is_ok());
     let files: Vec<_> = resolved
         .files
         .iter()
@@ -111,15 +110,10 @@ async fn plan_table(
         .summary(Some(cache), Some(Arc::clone(format)))
         .await
         .map_err(df_err)?;
-    let def = format
-        .table_def(&cached.summary, name, arg.as_deref())
-        .map_err(df_err)?;
+    let table = format.table(name).map_err(df_err)?;
+    let def = table.def(&cached.summary, arg.as_deref()).map_err(df_err)?;
     let schema = table_schema(&def);
-    let spec = TableSpec {
-        name: name.to_string(),
-        arg,
-        def,
-    };
+    let spec = TableSpec { table, arg, def };
     let file_format = LogFileFormat::typed(Arc::clone(format), Arc::new(spec));
     listing_table(&resolved, &files, file_format, schema)
 }
@@ -143,9 +137,10 @@ impl TableFunctionImpl for TypedTablesCatalog {
         use datafusion::arrow::datatypes::{DataType, Field, Schema};
         let mut rows: Vec<CatalogRow> = Vec::new();
         for format in formats::all() {
-            for name in format.table_names() {
+            for table in format.tables() {
+                let name = table.name();
                 let empty = crate::model::Summary::default();
-                match format.table_def(&empty, name, None) {
+                match table.def(&empty, None) {
                     Ok(def) => {
                         let schema = table_schema(&def);
                         for (i, c) in def.columns.iter().enumerate() {

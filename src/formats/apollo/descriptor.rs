@@ -185,7 +185,7 @@ pub fn descriptor_pool(channel: &Channel) -> Result<Option<DescriptorPool>, Desc
     let Some((_, mut files)) = descriptor_files(schema, message_type) else {
         return Ok(None);
     };
-    crate::decode::protobuf::check_syntax(&mut files).map_err(err)?;
+    crate::proto_syntax::check_syntax(&mut files).map_err(err)?;
     let pool = match DescriptorPool::from_file_descriptor_set(
         prost_reflect::prost_types::FileDescriptorSet {
             file: files.clone(),

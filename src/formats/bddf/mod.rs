@@ -43,7 +43,7 @@ use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, MessageSink, Selection, Summary};
 use crate::table::{RowSink, TableDef};
 
-use super::{FileDigest, LogFormat};
+use super::{FileDigest, LogFormat, TypedTable};
 use sha1::{Digest, Sha1};
 
 pub mod index;
@@ -109,59 +109,8 @@ impl LogFormat for BddfFormat {
         EXTRA
     }
 
-    fn table_names(&self) -> &'static [&'static str] {
-        read::TABLES
-    }
-
-    fn table_def(&self, summary: &Summary, table: &str, arg: Option<&str>) -> Result<TableDef> {
-        let ctx = ErrorContext::new("", "bddf", summary.file_size);
-        match table {
-            "series" => Ok(read::series_table()),
-            "pod" => read::pod_table(read::index_of(summary, &ctx)?, &ctx, arg),
-            _ => Err(crate::Error::UnsupportedTable {
-                format: "bddf",
-                table: table.to_string(),
-            }),
-        }
-    }
-
-    fn read_table_chunk(
-        &self,
-        file: &dyn ReadAt,
-        summary: &Summary,
-        chunk: &ChunkMeta,
-        table: &str,
-        arg: Option<&str>,
-        sel: &Selection,
-        sink: &mut dyn RowSink,
-    ) -> Result<ChunkRead> {
-        match table {
-            "pod" => read::read_pod_chunk(file, &context(file), summary, chunk, arg, sel, sink),
-            _ => Err(crate::Error::UnsupportedTable {
-                format: "bddf",
-                table: table.to_string(),
-            }),
-        }
-    }
-
-    fn read_table_file(
-        &self,
-        file: &dyn ReadAt,
-        summary: &Summary,
-        table: &str,
-        _arg: Option<&str>,
-        sink: &mut dyn RowSink,
-    ) -> Result<()> {
-        match table {
-            "series" => {
-                read::read_series_table(read::index_of(summary, &context(file))?, sink);
-                Ok(())
-            }
-            _ => Err(crate::Error::UnsupportedTable {
-                format: "bddf",
-                table: table.to_string(),
-            }),
-        }
+    fn tables(&self) -> &'static [&'static dyn TypedTable] {
+        &[&SeriesTable, &PodTable]
     }
 
     fn file_digest(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Box<dyn FileDigest>> {
@@ -175,6 +124,58 @@ impl LogFormat for BddfFormat {
             trailer,
             hasher: Sha1::new(),
         }))
+    }
+}
+
+/// `series`: one row per series of the file (a whole-file table).
+#[derive(Debug)]
+struct SeriesTable;
+
+impl TypedTable for SeriesTable {
+    fn name(&self) -> &'static str {
+        "series"
+    }
+
+    fn def(&self, _summary: &Summary, _arg: Option<&str>) -> Result<TableDef> {
+        Ok(read::series_table())
+    }
+
+    fn read_file(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        _arg: Option<&str>,
+        sink: &mut dyn RowSink,
+    ) -> Result<()> {
+        read::read_series_table(read::index_of(summary, &context(file))?, sink);
+        Ok(())
+    }
+}
+
+/// `pod`: the samples of one series of plain-old-data values, per chunk.
+#[derive(Debug)]
+struct PodTable;
+
+impl TypedTable for PodTable {
+    fn name(&self) -> &'static str {
+        "pod"
+    }
+
+    fn def(&self, summary: &Summary, arg: Option<&str>) -> Result<TableDef> {
+        let ctx = ErrorContext::new("", "bddf", summary.file_size);
+        read::pod_table(read::index_of(summary, &ctx)?, &ctx, arg)
+    }
+
+    fn read_chunk(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        arg: Option<&str>,
+        sel: &Selection,
+        sink: &mut dyn RowSink,
+    ) -> Result<ChunkRead> {
+        read::read_pod_chunk(file, &context(file), summary, chunk, arg, sel, sink)
     }
 }
 

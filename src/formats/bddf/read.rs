@@ -274,9 +274,6 @@ pub(crate) fn read_messages(
     Ok(read)
 }
 
-/// Names of the typed tables.
-pub const TABLES: &[&str] = &["series", "pod"];
-
 /// The `series` table definition.
 pub(crate) fn series_table() -> TableDef {
     use ColumnType::{List, Scalar, StringMap};

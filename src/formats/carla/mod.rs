@@ -32,13 +32,14 @@
 //! degrees, seconds, m/s.
 
 use crate::error::{ErrorContext, Result};
-use crate::formats::LogFormat;
+use crate::formats::{LogFormat, TypedTable};
 use crate::io::ReadAt;
 use crate::model::{
     ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, ExtraValue, Message, MessageSink, Selection,
     Summary,
 };
 use crate::table::{RowSink, TableDef};
+use std::sync::LazyLock;
 
 pub mod chunk;
 pub mod decode;
@@ -154,8 +155,8 @@ impl LogFormat for CarlaFormat {
         EXTRA_COLUMNS
     }
 
-    fn table_names(&self) -> &'static [&'static str] {
-        tables::TABLES
+    fn tables(&self) -> &'static [&'static dyn TypedTable] {
+        &CARLA_TABLES
     }
 
     /// CARLA packets have no message schema: their fields are the typed tables.
@@ -173,38 +174,55 @@ impl LogFormat for CarlaFormat {
         )))
     }
 
-    fn table_def(&self, _summary: &Summary, table: &str, _arg: Option<&str>) -> Result<TableDef> {
-        tables::table_def(table).ok_or_else(|| crate::Error::UnsupportedTable {
+    fn info_text(&self, file: &dyn ReadAt, summary: &Summary, all: bool) -> Option<Result<String>> {
+        Some(info::info_text(file, summary.private::<CarlaIndex>(), all))
+    }
+}
+
+/// The typed tables, one object per name of [`tables::TABLES`].
+static CARLA_TABLES: LazyLock<Vec<&'static dyn TypedTable>> = LazyLock::new(|| {
+    tables::TABLES
+        .iter()
+        .map(|&name| &*Box::leak(Box::new(CarlaTable(name))) as &'static dyn TypedTable)
+        .collect()
+});
+
+/// One CARLA typed table, named; its rows are built by [`tables`] from the
+/// packets of the kinds the table reads.
+#[derive(Debug)]
+struct CarlaTable(&'static str);
+
+impl TypedTable for CarlaTable {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+
+    fn def(&self, _summary: &Summary, _arg: Option<&str>) -> Result<TableDef> {
+        tables::table_def(self.0).ok_or_else(|| crate::Error::UnsupportedTable {
             format: "carla",
-            table: table.to_string(),
+            table: self.0.to_string(),
         })
     }
 
-    fn read_table_chunk(
+    fn read_chunk(
         &self,
         file: &dyn ReadAt,
         summary: &Summary,
         chunk: &ChunkMeta,
-        table: &str,
         _arg: Option<&str>,
         sel: &Selection,
         sink: &mut dyn RowSink,
     ) -> Result<ChunkRead> {
-        tables::read_chunk(file, summary, chunk, table, sel, sink)
+        tables::read_chunk(file, summary, chunk, self.0, sel, sink)
     }
 
-    fn read_table_file(
+    fn read_file(
         &self,
         file: &dyn ReadAt,
         summary: &Summary,
-        table: &str,
         _arg: Option<&str>,
         sink: &mut dyn RowSink,
     ) -> Result<()> {
-        tables::read_file(file, summary, table, sink)
-    }
-
-    fn info_text(&self, file: &dyn ReadAt, summary: &Summary, all: bool) -> Option<Result<String>> {
-        Some(info::info_text(file, summary.private::<CarlaIndex>(), all))
+        tables::read_file(file, summary, self.0, sink)
     }
 }

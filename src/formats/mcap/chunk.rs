@@ -372,6 +372,87 @@ pub(crate) fn message_index_entries(
     Ok(Some(entries))
 }
 
+/// Bytes of the smallest Message record (opcode, length, channel id, sequence,
+/// log and publish times, no data): distinct messages start at least this far apart.
+const MIN_MESSAGE_RECORD: u64 = 1 + 8 + 2 + 4 + 8 + 8;
+
+/// Appends the log time of each of a chunk's messages to `out`, per channel,
+/// from its MessageIndex records alone (read at `mi_offset`, `mi_length` bytes),
+/// without sorting them into file order or resolving channels message by message.
+/// `uncompressed_size` is the chunk's records' size.
+///
+/// `Ok(false)`, with nothing appended, where [`message_index_entries`] would not
+/// answer, and where it would drop or keep entries that this path cannot tell
+/// apart: two entries at the same offset (a duplicated index record), or
+/// offsets no two messages can have (closer than a Message record, or beyond
+/// the chunk). The file-order path then decides.
+pub(crate) fn message_index_times(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    summary: &Summary,
+    mi_offset: u64,
+    mi_length: u64,
+    uncompressed_size: u64,
+    out: &mut model::ChannelTimes,
+) -> Result<bool> {
+    let mut raw = Vec::new();
+    if read_range_into(
+        file,
+        ctx,
+        mi_offset,
+        mi_length,
+        &mut raw,
+        "message index records",
+    )
+    .is_err()
+    {
+        return Ok(false);
+    }
+    let mut indexes = Vec::new();
+    for rec in SliceRecords::new(&raw) {
+        let Ok(rec) = rec else { return Ok(false) };
+        if rec.opcode != op::MESSAGE_INDEX {
+            continue;
+        }
+        let Ok(mi) = records::parse_message_index(rec.content) else {
+            return Ok(false);
+        };
+        if mi.is_empty() {
+            continue;
+        }
+        if !summary.channels.contains_key(&u64::from(mi.channel_id)) {
+            return Ok(false);
+        }
+        indexes.push(mi);
+    }
+    // Each offset / MIN_MESSAGE_RECORD is a different slot for different
+    // messages: one bit per slot finds a repeated offset without sorting.
+    // (At most 17 MB for the largest chunk read, zeroed lazily.)
+    if uncompressed_size > compression::MAX_CHUNK_SIZE {
+        return Ok(false);
+    }
+    let slots = uncompressed_size / MIN_MESSAGE_RECORD + 1;
+    let mut seen = vec![0u64; slots.div_ceil(64) as usize];
+    for mi in &indexes {
+        for (_, offset) in mi.entries() {
+            if offset >= uncompressed_size {
+                return Ok(false);
+            }
+            let slot = offset / MIN_MESSAGE_RECORD;
+            let (word, bit) = ((slot / 64) as usize, 1u64 << (slot % 64));
+            if seen[word] & bit != 0 {
+                return Ok(false);
+            }
+            seen[word] |= bit;
+        }
+    }
+    for mi in &indexes {
+        out.times_mut(u64::from(mi.channel_id))
+            .extend(mi.entries().map(|(t, _)| t));
+    }
+    Ok(true)
+}
+
 /// Whether a chunk's message indexes prove that none of its messages is selected
 /// (by time and channel), so the chunk need not be read or decompressed.
 /// `Ok(false)` when the indexes cannot tell.

@@ -16,6 +16,9 @@
 //!   indexes, it answers from the MessageIndex records alone, without reading the
 //!   chunk (`publish_time` and `sequence` are then `None`). Pseudo-chunks are
 //!   streamed record by record.
+//! - [`LogFormat::chunk_times`] answers every message's log time per channel
+//!   from the same MessageIndex records, in no order (for `logsql info`'s
+//!   timelines).
 //!
 //! Messages on a channel id that no Channel record defines are delivered with a
 //! synthetic channel (empty topic and encoding, no schema).
@@ -31,7 +34,7 @@
 use crate::error::{ErrorContext, Result};
 use crate::formats::LogFormat;
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use crate::model::{ChannelTimes, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
 mod chunk;
 pub mod index;
@@ -149,6 +152,39 @@ impl LogFormat for McapFormat {
                 walk::read_loose(file, &ctx, summary, chunk.offset, chunk.length, sel, sink)
             }
         }
+    }
+
+    /// Answered from the MessageIndex records after a Chunk record; pseudo-chunks
+    /// and chunks without message indexes answer `Ok(false)`.
+    fn chunk_times(
+        &self,
+        file: &dyn ReadAt,
+        summary: &Summary,
+        chunk: &ChunkMeta,
+        out: &mut ChannelTimes,
+    ) -> Result<bool> {
+        let Some(d) = find_detail(summary, chunk) else {
+            return Ok(false);
+        };
+        let Some(uncompressed_size) = chunk.uncompressed_size else {
+            return Ok(false);
+        };
+        if d.kind != ChunkKind::Chunk
+            || d.message_index_offsets.is_empty()
+            || d.message_index_length == 0
+        {
+            return Ok(false);
+        }
+        let ctx = ErrorContext::new(file.name(), "mcap", file.size());
+        chunk::message_index_times(
+            file,
+            &ctx,
+            summary,
+            chunk.offset.saturating_add(chunk.length),
+            d.message_index_length,
+            uncompressed_size,
+            out,
+        )
     }
 }
 

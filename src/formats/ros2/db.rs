@@ -217,6 +217,42 @@ pub fn pages_read(conn: &Connection) -> u64 {
     }
 }
 
+/// The overflow pages a `messages` row with `data` of `len` bytes has, by
+/// SQLite's rule for table b-tree leaves (file format, section 1.6): the part
+/// of the record beyond what fits on the leaf page goes to a chain of overflow
+/// pages. SQLite reads those straight from the file, past its page cache, so
+/// [`pages_read`] does not count them; a scan reading `data` adds these. The
+/// record's size is computed from the row's columns (`id` is the rowid, stored
+/// as a NULL; `topic_id` and `timestamp` integers, `timestamp` taken as 8
+/// bytes), so a page size without reserved bytes is assumed.
+pub fn overflow_pages(page_size: u64, topic_id: i64, len: u64) -> u64 {
+    let u = page_size;
+    if u < 512 {
+        return 0;
+    }
+    let varint = |v: u64| (1..=9u64).find(|n| v < 1u64 << (7 * n)).unwrap_or(9);
+    let topic = match topic_id {
+        0 | 1 => 0,
+        -128..=127 => 1,
+        -32768..=32767 => 2,
+        -8388608..=8388607 => 3,
+        -2147483648..=2147483647 => 4,
+        _ => 8,
+    };
+    // Serial types: id (NULL), topic_id, timestamp, data (a blob of len).
+    let types = 3 + varint(2 * len + 12);
+    let header = types + varint(types + 1);
+    let p = header + topic + 8 + len;
+    let x = u - 35;
+    if p <= x {
+        return 0;
+    }
+    let m = (u - 12) * 32 / 255 - 23;
+    let k = m + (p - m) % (u - 4);
+    let local = if k <= x { k } else { m };
+    (p - local).div_ceil(u - 4)
+}
+
 /// What a rosbag2 database holds beyond `topics` and `messages` (the
 /// schema version decides).
 #[derive(Debug, Clone, Default)]
@@ -231,6 +267,8 @@ pub struct Layout {
     pub metadata_table: bool,
     /// Whether an index leads with `messages.timestamp`.
     pub time_index: bool,
+    /// The name of that index.
+    pub time_index_name: Option<String>,
     /// The database's page size.
     pub page_size: u64,
 }
@@ -331,6 +369,7 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
             .map_err(err)?;
         if first.as_deref() == Some("timestamp") {
             layout.time_index = true;
+            layout.time_index_name = Some(index);
         }
     }
     layout.page_size = conn
@@ -338,6 +377,11 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
         .map_err(err)?
         .max(0) as u64;
     Ok(layout)
+}
+
+/// `s` as an SQL identifier.
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
 }
 
 /// `s` as an SQL string literal.
@@ -469,4 +513,45 @@ pub fn count_and_bounds(conn: &Connection, name: &str) -> Result<(i64, Option<i6
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )
     .map_err(|e| sql_err(name, e))
+}
+
+/// Per `topic_id` of `messages`: (count, first timestamp, last timestamp), in
+/// one pass over the table (SQLite reads each row's header, never the pages a
+/// large `data` blob overflows to).
+pub fn topic_stats(conn: &Connection, name: &str) -> Result<BTreeMap<i64, (i64, i64, i64)>> {
+    let err = |e| sql_err(name, e);
+    let mut stmt = conn
+        .prepare(
+            "SELECT topic_id, count(*), min(timestamp), max(timestamp) FROM messages GROUP BY topic_id",
+        )
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+        .map_err(err)?;
+    rows.collect::<rusqlite::Result<_>>().map_err(err)
+}
+
+/// The first and last `timestamp` of topic `id`: the first matching row from
+/// either end of the timestamp index `index` (named, so that SQLite's planner,
+/// which has no statistics on a rosbag2 database, does not sort the table).
+pub fn topic_bounds(
+    conn: &Connection,
+    index: &str,
+    id: i64,
+    name: &str,
+) -> Result<(Option<i64>, Option<i64>)> {
+    let one = |order: &str| {
+        conn.query_row(
+            &format!(
+                "SELECT timestamp FROM messages INDEXED BY {} WHERE topic_id = ?1 \
+                 ORDER BY timestamp {order} LIMIT 1",
+                quote_ident(index)
+            ),
+            [id],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()
+        .map_err(|e| sql_err(name, e))
+    };
+    Ok((one("ASC")?, one("DESC")?))
 }

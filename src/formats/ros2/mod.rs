@@ -77,13 +77,23 @@ enum Range {
     Rowid(i64, i64),
 }
 
-/// What `read_chunk` needs beyond the summary.
+/// First and last `log_time` of a channel.
+type Span = (Option<u64>, Option<u64>);
+
+/// What `read_chunk` and `channel_spans` need beyond the summary.
 #[derive(Debug)]
 struct Private {
     db: db::DbPath,
+    /// The file's display name, for errors.
+    name: String,
     ranges: Vec<Range>,
     message_compressed: bool,
     page_size: u64,
+    /// The timestamp index, where the database has one.
+    time_index: Option<String>,
+    /// Each channel's first and last time, when the summary counted the
+    /// topics itself (they came with the counts).
+    spans: Option<BTreeMap<u64, Span>>,
 }
 
 fn corrupt(file: &str, message: String) -> Error {
@@ -238,9 +248,12 @@ impl LogFormat for Ros2Format {
             db::count_and_bounds(&conn, name)?
         };
         let count = count.max(0) as u64;
-        // Per-topic counts from metadata.yaml: only for a bag of this one file,
-        // and only when they add up to the rows the database holds.
-        let channel_message_counts = meta.as_ref().filter(|_| only_file).and_then(|m| {
+        // Per-topic counts from metadata.yaml (or the copy the database
+        // stores): only for a bag of this one file, and only when they add up
+        // to the rows the database holds. Else SQLite counts them itself, in
+        // one pass over the table's pages (no payload overflow pages), with
+        // each topic's first and last time on the way.
+        let stated = meta.as_ref().filter(|_| only_file).and_then(|m| {
             let mut counts = BTreeMap::new();
             for t in &topics {
                 let mt = m.topics.iter().find(|mt| mt.name == t.name)?;
@@ -248,6 +261,31 @@ impl LogFormat for Ros2Format {
             }
             (counts.values().sum::<u64>() == count).then_some(counts)
         });
+        let (channel_message_counts, spans, counts_from) = match stated {
+            Some(c) => (Some(c), None, "metadata.yaml".to_string()),
+            None if count == 0 => (
+                Some(topics.iter().map(|t| (t.id as u64, 0)).collect()),
+                Some(BTreeMap::new()),
+                "empty database".to_string(),
+            ),
+            None => {
+                let before = db::pages_read(&conn);
+                let stats = db::topic_stats(&conn, name)?;
+                let pages = db::pages_read(&conn).saturating_sub(before);
+                let mut counts: BTreeMap<u64, u64> =
+                    topics.iter().map(|t| (t.id as u64, 0)).collect();
+                let mut spans = BTreeMap::new();
+                for (id, (n, lo, hi)) in stats {
+                    counts.insert(id as u64, n.max(0) as u64);
+                    spans.insert(id as u64, (Some(lo.max(0) as u64), Some(hi.max(0) as u64)));
+                }
+                (
+                    Some(counts),
+                    Some(spans),
+                    format!("counted by SQLite ({pages} pages read)"),
+                )
+            }
+        };
 
         let file_size = file.size();
         let k = (file_size / CHUNK_BYTES + 1).clamp(1, MAX_CHUNKS);
@@ -309,6 +347,7 @@ impl LogFormat for Ros2Format {
         }
         properties.push(("timestamp_index".into(), layout.time_index.to_string()));
         properties.push(("page_size".into(), layout.page_size.to_string()));
+        properties.push(("topic_counts".into(), counts_from));
         if path.copied {
             properties.push(("read_from".into(), "temporary copy".into()));
         }
@@ -364,9 +403,12 @@ impl LogFormat for Ros2Format {
             damage: None,
             private: Some(Arc::new(Private {
                 db: path,
+                name: name.to_string(),
                 ranges,
                 message_compressed,
                 page_size: layout.page_size,
+                time_index: layout.time_index_name.clone(),
+                spans,
             })),
         })
     }
@@ -415,9 +457,51 @@ impl LogFormat for Ros2Format {
             conds.join(" AND ")
         );
         let conn = db::open(&private.db, name)?;
-        let result = deliver(&conn, &sql, name, summary, sel, private, sink, &mut read);
-        file.note_external_read(db::pages_read(&conn) * private.page_size);
+        let mut overflow = 0;
+        let result = deliver(
+            &conn,
+            &sql,
+            name,
+            summary,
+            sel,
+            private,
+            sink,
+            &mut read,
+            &mut overflow,
+        );
+        file.note_external_read((db::pages_read(&conn) + overflow) * private.page_size);
         result.map(|()| read)
+    }
+
+    /// From the summary when it counted the topics itself; else, with the
+    /// timestamp index, each topic's first and last row in index order (the
+    /// index walked from either end up to the topic's first row there: a
+    /// few pages for a topic with messages throughout the recording).
+    fn channel_spans(&self, summary: &Summary) -> Option<Result<super::ChannelSpans>> {
+        let private: &Private = summary.private()?;
+        if let Some(spans) = &private.spans {
+            return Some(Ok(spans.clone()));
+        }
+        let counts = summary.channel_message_counts.as_ref()?;
+        let index = private.time_index.as_deref()?;
+        let spans = || {
+            let conn = db::open(&private.db, &private.name)?;
+            let mut out = BTreeMap::new();
+            for (&id, _) in counts.iter().filter(|&(_, &n)| n > 0) {
+                let (lo, hi) = db::topic_bounds(&conn, index, id as i64, &private.name)?;
+                out.insert(
+                    id,
+                    (lo.map(|t| t.max(0) as u64), hi.map(|t| t.max(0) as u64)),
+                );
+            }
+            log::debug!(
+                "{}: topic first/last times from the timestamp index, {} pages read",
+                private.name,
+                db::pages_read(&conn)
+            );
+            Ok(out)
+        };
+        Some(spans())
     }
 
     fn decoder(
@@ -429,7 +513,8 @@ impl LogFormat for Ros2Format {
     }
 }
 
-/// Runs `sql` and hands its rows to `sink`.
+/// Runs `sql` and hands its rows to `sink`, adding to `overflow` the overflow
+/// pages of the blobs read (see [`db::overflow_pages`]).
 #[allow(clippy::too_many_arguments)]
 fn deliver(
     conn: &rusqlite::Connection,
@@ -440,6 +525,7 @@ fn deliver(
     private: &Private,
     sink: &mut dyn MessageSink,
     read: &mut ChunkRead,
+    overflow: &mut u64,
 ) -> Result<()> {
     let err = |e| db::sql_err(name, e);
     let mut stmt = conn.prepare(sql).map_err(err)?;
@@ -466,6 +552,7 @@ fn deliver(
                 ValueRef::Blob(b) | ValueRef::Text(b) => b,
                 _ => &[],
             };
+            *overflow += db::overflow_pages(private.page_size, topic_id, raw.len() as u64);
             if private.message_compressed {
                 buf.clear();
                 let dec = zstd::stream::read::Decoder::new(raw).and_then(|d| {

@@ -70,9 +70,9 @@ pub fn exercise_format(format: &dyn LogFormat, data: &[u8]) {
     }
 
     // Every typed table, with no argument or (when one is needed) each topic.
-    for &table in format.table_names() {
+    for &table in format.tables() {
         let mut args: Vec<Option<&str>> = vec![None];
-        if format.table_def(&summary, table, None).is_err() {
+        if table.def(&summary, None).is_err() {
             args.extend(
                 summary
                     .channels
@@ -82,17 +82,16 @@ pub fn exercise_format(format: &dyn LogFormat, data: &[u8]) {
             );
         }
         for arg in args {
-            let Ok(def) = format.table_def(&summary, table, arg) else {
+            let Ok(def) = table.def(&summary, arg) else {
                 continue;
             };
             let mut sink = CountRows(0);
             if def.per_chunk {
                 for chunk in &summary.chunks {
-                    let _ = format
-                        .read_table_chunk(&file, &summary, chunk, table, arg, &all, &mut sink);
+                    let _ = table.read_chunk(&file, &summary, chunk, arg, &all, &mut sink);
                 }
             } else {
-                let _ = format.read_table_file(&file, &summary, table, arg, &mut sink);
+                let _ = table.read_file(&file, &summary, arg, &mut sink);
             }
         }
     }

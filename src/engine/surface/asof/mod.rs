@@ -3,10 +3,12 @@
 //!
 //! - [`logical`]: the logical node [`AsofJoinNode`] (a `UserDefinedLogicalNodeCore`)
 //!   and the type coercion of its keys and times;
-//! - [`sql`]: the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
+//! - [`sql`](mod@sql): the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
 //!   `RelationPlanner`, and [`sql()`](sql::sql), which accepts every spelling;
 //! - [`planner`]: the `ExtensionPlanner` and the `QueryPlanner` that installs it;
-//! - [`exec`], [`matcher`]: the streaming physical operator [`AsofJoinExec`].
+//! - [`exec`], [`matcher`]: the streaming physical operator [`AsofJoinExec`];
+//! - [`push_down`]: the logical optimizer rule that moves filters on the left
+//!   side below the join.
 //!
 //! Semantics (shared by every spelling): each left row appears once (or, for
 //! DuckDB's `ASOF JOIN` without `LEFT`, only when matched), with the right row
@@ -22,6 +24,7 @@ pub mod exec;
 pub mod logical;
 pub mod matcher;
 pub mod planner;
+pub mod push_down;
 pub mod sql;
 
 use std::fmt;
@@ -112,23 +115,39 @@ impl fmt::Display for AsofJoinType {
     }
 }
 
-/// Installs the `ASOF JOIN` planners on `state` unless present: the
-/// [`sql::AsofRelationPlanner`], and the [`planner::AsofQueryPlanner`]
-/// wrapped around the current query planner. Returns the state to use.
+/// Installs `ASOF JOIN` on `state` unless present: the
+/// [`sql::AsofRelationPlanner`], the [`planner::AsofQueryPlanner`] wrapped
+/// around the current query planner, and the logical optimizer rule
+/// [`push_down::AsofPushDownFilter`] right after DataFusion's
+/// `push_down_filter` (at the end when that is absent). Returns the state to use.
 pub(crate) fn install(mut state: SessionState) -> Result<SessionState> {
     let named = |p: &dyn std::fmt::Debug| format!("{p:?}") == "AsofRelationPlanner";
     if !state.relation_planners().iter().any(|p| named(p.as_ref())) {
         state.register_relation_planner(Arc::new(sql::AsofRelationPlanner))?;
     }
-    if planner::AsofQueryPlanner::is(state.query_planner()) {
+    let has_planner = planner::AsofQueryPlanner::is(state.query_planner());
+    let has_rule = state
+        .optimizers()
+        .iter()
+        .any(|r| r.name() == push_down::NAME);
+    if has_planner && has_rule {
         return Ok(state);
     }
-    let prev = Arc::clone(state.query_planner());
     let session_id = state.session_id().to_string();
-    Ok(
-        datafusion::execution::SessionStateBuilder::new_from_existing(state)
-            .with_session_id(session_id)
-            .with_query_planner(Arc::new(planner::AsofQueryPlanner::new(prev)))
-            .build(),
-    )
+    let mut builder = datafusion::execution::SessionStateBuilder::new_from_existing(state.clone())
+        .with_session_id(session_id);
+    if !has_planner {
+        let prev = Arc::clone(state.query_planner());
+        builder = builder.with_query_planner(Arc::new(planner::AsofQueryPlanner::new(prev)));
+    }
+    if !has_rule {
+        let mut rules = state.optimizers().to_vec();
+        let at = rules
+            .iter()
+            .position(|r| r.name() == "push_down_filter")
+            .map_or(rules.len(), |i| i + 1);
+        rules.insert(at, Arc::new(push_down::AsofPushDownFilter));
+        builder = builder.with_optimizer_rules(rules);
+    }
+    Ok(builder.build())
 }

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# benches/mcap_write_compare.sh: the MCAP writer's speed targets of issue 20,
+# measured with the logsql CLI against the official Python libraries
+# (`rosbags` reader + `mcap` writer) on the ~200 MB benchmark files.
+#
+#   bash benches/mcap_write_compare.sh
+#   SKIP_BUILD=1 RUNS=10 bash benches/mcap_write_compare.sh
+#
+# Steps:
+#  1. cargo build --release --bin logsql --example gen_bag --example gen_mcap
+#     (skip with SKIP_BUILD=1; then the binaries must exist)
+#  2. generate in $BENCH_DATA (target/bench-data) if missing:
+#       bench-lz4.bag  gen_bag --compression lz4 (367 s, 114,505 messages, ~196 MB;
+#                      the bag of benches/bag_compare.sh)
+#       bench.mcap     gen_mcap (376 s, 98,136 messages, ~194 MB, zstd; the file of
+#                      benches/compare.sh)
+#  3. a venv ($BENCH_VENV, default target/bench-venv) with rosbags, mcap and zstandard
+#  4. checks the outputs: the Python `mcap` reader reads logsql's files and Python's
+#     with the same (count, payload bytes, topics), equal to logsql's count of the input
+#  5. times with hyperfine (--warmup 1 --runs RUNS; wall clock, whole processes, warm
+#     page cache, outputs written to $BENCH_OUT, default a temporary directory under /tmp):
+#     (a) the bag converted to a zstd MCAP (1 MiB chunks, default level, summary and indexes):
+#           python  benches/python_mcap_write.py bag2mcap (rosbags.rosbag1.Reader ->
+#                   mcap.writer.Writer, CompressionType.ZSTD)
+#           logsql  logsql export bench-lz4.bag out.mcap
+#     (b) /imu and /camera/compressed in a 10% window (45% to 55% of the span) of
+#         bench.mcap into a new MCAP:
+#           python  python_mcap_write.py window (mcap reader iter_messages(topics,
+#                   starting_at, ending_before, log-time order) -> mcap writer)
+#           logsql  logsql export bench.mcap out.mcap --topic /imu --topic /camera/compressed
+#                   --start <45%>ns --end <55%>ns
+#     (c) the conversion's baseline, "a full scan plus zstd compression of the same bytes":
+#           logsql  SELECT count(*), sum(length(data)) FROM 'bench-lz4.bag'  (the scan)
+#           zstd    zstd -3 -T1 over a file of every payload of the bag concatenated (the
+#                   same bytes the MCAP's chunks hold, minus record headers; level 3 is
+#                   the level the `mcap` crate and the Python writer use by default; one
+#                   thread; the file read from the page cache, output to /dev/null)
+#         the baseline is the sum of the two means
+#       logsql  SELECT 1 (process start-up)
+#  6. prints markdown tables and the issue's targets checked: (a) and (b) logsql >= 10x
+#     faster than Python; (a) <= 2x the baseline (c).
+#
+# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS (5),
+# SKIP_BUILD=1, BENCH_VENV (target/bench-venv), BENCH_DATA (target/bench-data),
+# BENCH_OUT (where the outputs go; default a temporary directory, deleted at the end).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
+export CARGO_TARGET_DIR=$target
+runs=${RUNS:-5}
+venv=${BENCH_VENV:-$root/target/bench-venv}
+data=${BENCH_DATA:-$root/target/bench-data}
+logsql=$target/release/logsql
+pyw=$root/benches/python_mcap_write.py
+bag=$data/bench-lz4.bag
+mcap=$data/bench.mcap
+
+log() { echo "== $*" >&2; }
+for c in hyperfine zstd; do
+    command -v $c >/dev/null || { echo "$c is needed (apt-get install $c)" >&2; exit 1; }
+done
+
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+    log "cargo build --release --bin logsql --example gen_bag --example gen_mcap"
+    cargo build --release --bin logsql --example gen_bag --example gen_mcap >&2
+fi
+[[ -x "$logsql" ]] || { echo "missing $logsql (build it, or unset SKIP_BUILD)" >&2; exit 1; }
+# gen NAME OUT ARGS...: runs examples/NAME.rs (release) to write OUT.
+gen() {
+    local bin=$target/release/examples/$1 out=$2
+    shift 2
+    [[ -x "$bin" ]] || { echo "missing $bin to generate $out (build it, or unset SKIP_BUILD)" >&2; exit 1; }
+    log "generating $out"
+    "$bin" "$out" "$@" >&2
+}
+mkdir -p "$data"
+[[ -f $bag ]] || gen gen_bag "$bag" --compression lz4
+[[ -f $mcap ]] || gen gen_mcap "$mcap"
+
+if [[ ! -x "$venv/bin/python" ]]; then
+    log "creating $venv"
+    python3 -m venv "$venv"
+fi
+py=$venv/bin/python
+if ! "$py" -c "import rosbags, mcap, zstandard" 2>/dev/null; then
+    "$py" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12" "mcap>=1.2,<2" zstandard >&2
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=${BENCH_OUT:-$tmp}
+mkdir -p "$out"
+
+same() { # same WHAT A B
+    if [[ "$2" != "$3" ]]; then
+        echo "MISMATCH ($1): '$2' vs '$3'" >&2
+        exit 1
+    fi
+    log "agree ($1): $2"
+}
+logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
+# time NAME CMD...: hyperfine into $tmp/NAME.json; prints "mean stddev min" (s).
+time_cmd() {
+    local name=$1
+    shift
+    log "timing $name"
+    hyperfine --shell bash --warmup 1 --runs "$runs" --style none \
+        --export-json "$tmp/$name.json" "$(printf '%q ' "$@")" >&2
+    "$py" -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['results'][0]
+print('%.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min']))" "$tmp/$name.json"
+}
+
+read -r w0 w1 < <("$py" "$pyw" bounds "$mcap" 10)
+topics=/imu,/camera/compressed
+export_win=("$logsql" export "$mcap" "$out/ls_win.mcap" --topic /imu --topic /camera/compressed --start "${w0}ns" --end "${w1}ns")
+
+log "checking the outputs"
+"$py" "$pyw" bag2mcap "$bag" "$out/py_bag.mcap" >/dev/null
+"$logsql" export "$bag" "$out/ls_bag.mcap" >&2
+py_bag=$("$py" "$pyw" read "$out/py_bag.mcap")
+ls_bag=$("$py" "$pyw" read "$out/ls_bag.mcap")
+same "bag -> MCAP: python mcap reader on python's and logsql's output" "$py_bag" "$ls_bag"
+read -r n_bag b_bag _ <<<"$ls_bag"
+same "bag -> MCAP: logsql's count of the bag" "$(logsql_row "SELECT count(*), sum(length(data)) FROM '$bag'")" "$n_bag $b_bag"
+same "bag -> MCAP: logsql reads its own output" "$(logsql_row "SELECT count(*), sum(length(data)) FROM '$out/ls_bag.mcap'")" "$n_bag $b_bag"
+"$py" "$pyw" window "$mcap" "$out/py_win.mcap" "$topics" "$w0" "$w1" >/dev/null
+"${export_win[@]}" >&2
+py_win=$("$py" "$pyw" read "$out/py_win.mcap")
+ls_win=$("$py" "$pyw" read "$out/ls_win.mcap")
+same "window -> MCAP: python mcap reader on python's and logsql's output" "$py_win" "$ls_win"
+read -r n_win b_win _ <<<"$ls_win"
+same "window -> MCAP: logsql's count of the window" \
+    "$(logsql_row "SELECT count(*), sum(length(data)) FROM '$mcap' WHERE topic IN ('/imu', '/camera/compressed') AND log_time >= to_timestamp_nanos($w0) AND log_time < to_timestamp_nanos($w1)")" \
+    "$n_win $b_win"
+"$py" "$pyw" payloads "$bag" "$out/payloads.bin"
+same "payload file size" "$(stat -c %s "$out/payloads.bin")" "$b_bag"
+sizes="python $(stat -c %s "$out/py_bag.mcap") bytes, logsql $(stat -c %s "$out/ls_bag.mcap") bytes"
+win_sizes="python $(stat -c %s "$out/py_win.mcap") bytes, logsql $(stat -c %s "$out/ls_win.mcap") bytes"
+zstd_size=$(zstd -q -3 -T1 -c "$out/payloads.bin" | wc -c)
+
+read -r py_a py_a_sd py_a_min < <(time_cmd py_bag "$py" "$pyw" bag2mcap "$bag" "$out/py_bag.mcap")
+read -r ls_a ls_a_sd ls_a_min < <(time_cmd ls_bag "$logsql" export "$bag" "$out/ls_bag.mcap")
+read -r py_b py_b_sd py_b_min < <(time_cmd py_win "$py" "$pyw" window "$mcap" "$out/py_win.mcap" "$topics" "$w0" "$w1")
+read -r ls_b ls_b_sd ls_b_min < <(time_cmd ls_win "${export_win[@]}")
+read -r scan scan_sd scan_min < <(time_cmd ls_scan "$logsql" --format csv "SELECT count(*), sum(length(data)) FROM '$bag'")
+read -r zs zs_sd zs_min < <(time_cmd zstd bash -c "zstd -q -3 -T1 -c '$out/payloads.bin' >/dev/null")
+read -r one one_sd _ < <(time_cmd ls_startup "$logsql" --format csv "SELECT 1")
+
+ratio() { echo "scale=1; $1 / $2" | bc -l; }
+ratio2() { echo "scale=2; $1 / $2" | bc -l; }
+base=$(echo "$scan + $zs" | bc -l)
+cat <<EOF
+
+Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), load average at the end $(cut -d' ' -f1-3 /proc/loadavg).
+logsql $(git rev-parse --short HEAD 2>/dev/null || echo '?'); python rosbags $("$py" -c 'import importlib.metadata as m; print(m.version("rosbags"))'), mcap $("$py" -c 'import importlib.metadata as m; print(m.version("mcap"))'); $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min).
+
+| task | python (rosbags / mcap) | logsql | speed-up |
+|---|---|---|---|
+| (a) $(du -m "$bag" | cut -f1) MB lz4 bag -> zstd MCAP ($n_bag messages; $sizes) | ${py_a} ± ${py_a_sd} s (${py_a_min}) | ${ls_a} ± ${ls_a_sd} s (${ls_a_min}) | $(ratio "$py_a" "$ls_a")x |
+| (b) 10% window of /imu + /camera/compressed of the $(du -m "$mcap" | cut -f1) MB MCAP -> MCAP ($n_win messages; $win_sizes) | ${py_b} ± ${py_b_sd} s (${py_b_min}) | ${ls_b} ± ${ls_b_sd} s (${ls_b_min}) | $(ratio "$py_b" "$ls_b")x |
+
+| (c) baseline of (a) | time |
+|---|---|
+| logsql full scan of the bag (\`count(*), sum(length(data))\`) | ${scan} ± ${scan_sd} s |
+| \`zstd -3 -T1\` of the $b_bag payload bytes (to $zstd_size bytes) | ${zs} ± ${zs_sd} s |
+| baseline: scan + zstd | $(printf '%.3f' "$base") s |
+| logsql export (a) | ${ls_a} s = $(ratio2 "$ls_a" "$base")x the baseline |
+| \`SELECT 1\` (logsql start-up) | ${one} ± ${one_sd} s |
+
+EOF
+ok=0
+check() { # check WHAT RATIO CMP LIMIT
+    if (($(echo "$2 $3 $4" | bc -l))); then
+        echo "target met: $1 ($2)"
+    else
+        echo "TARGET MISSED: $1 ($2)"
+        ok=1
+    fi
+}
+check "(a) logsql >= 10x faster than python" "$(ratio2 "$py_a" "$ls_a")" ">=" 10
+check "(b) logsql >= 10x faster than python" "$(ratio2 "$py_b" "$ls_b")" ">=" 10
+check "(a) within 2x of a full scan plus zstd of the same bytes" "$(ratio2 "$ls_a" "$base")" "<=" 2
+exit $ok
