@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use logsql::decode::{ColumnBuilder, MessageDecoder, decoder_for};
-use logsql::formats::{self, LogFormat};
+use logsql::formats::{self, FormatReader};
 use logsql::io::FileReader;
 use logsql::model::{Channel, Flow, Message, Selection};
 
@@ -36,7 +36,7 @@ const BATCH: usize = 10_000;
 /// The channel of `topic` in `path` and its payloads, repeated to `BATCH`.
 fn topic_payloads(path: &Path, topic: &str) -> Option<(Channel, Vec<Vec<u8>>)> {
     let file = FileReader::open(path).ok()?;
-    let format: Arc<dyn LogFormat> = formats::detect(&file).ok()?;
+    let format: Arc<dyn FormatReader> = formats::detect(&file).ok()?;
     let summary = format.summary(&file).ok()?;
     let mut channel = None;
     let mut payloads = Vec::new();

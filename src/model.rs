@@ -126,7 +126,7 @@ pub struct Summary {
     /// chunks before the damage are listed and readable; the engine reports
     /// this error after returning them (or logs it, per `on_error`).
     pub damage: Option<Error>,
-    /// Reader-private data (per-chunk index details) that [`crate::formats::LogFormat::read_chunk`] needs.
+    /// Reader-private data (per-chunk index details) that [`crate::formats::FormatReader::read_chunk`] needs.
     pub private: Option<Arc<dyn Any + Send + Sync>>,
 }
 
@@ -228,7 +228,7 @@ pub struct Message<'a> {
     /// The payload, untouched. Empty when the selection did not ask for payloads.
     pub data: &'a [u8],
     /// Values of the format's [`ExtraColumn`]s, in the order
-    /// [`crate::formats::LogFormat::extra_columns`] lists them; may be shorter
+    /// [`crate::formats::FormatReader::extra_columns`] lists them; may be shorter
     /// (missing values are null). Empty for formats without extra columns.
     pub extra: &'a [ExtraValue<'a>],
 }
@@ -314,7 +314,7 @@ pub struct ChunkRead {
 }
 
 /// Message log times per channel id, gathered chunk by chunk from a format's
-/// own index (see [`crate::formats::LogFormat::chunk_times`]), in no
+/// own index (see [`crate::formats::FormatReader::chunk_times`]), in no
 /// particular order. The few channels of a file are kept in a small list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChannelTimes {

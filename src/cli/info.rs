@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use logsql::engine::object_io::FileLocation;
-use logsql::formats::{self, LogFormat};
+use logsql::formats::{self, FormatReader};
 use logsql::io::{FileReader, ReadAt};
 use logsql::model::{ChannelTimes, Flow, Message, Selection, Summary};
 use serde_json::{Value, json};
@@ -330,7 +330,7 @@ impl AllTimes {
 /// Reads what `info` reports from the summary (counting message headers when
 /// the file states no per-topic counts: from `times` when they were read).
 fn gather(
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     reader: &dyn ReadAt,
     summary: &Summary,
     verify: bool,
@@ -711,7 +711,7 @@ struct Counted {
     error: Option<logsql::Error>,
 }
 
-fn count_messages(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> Counted {
+fn count_messages(format: &dyn FormatReader, reader: &dyn ReadAt, summary: &Summary) -> Counted {
     let mut topics: BTreeMap<String, (u64, Option<u64>, Option<u64>)> = BTreeMap::new();
     let mut add = |topic: &str, n: u64, first: Option<u64>, last: Option<u64>| {
         let e = match topics.get_mut(topic) {
@@ -773,7 +773,7 @@ struct HeaderTimes {
     error: Option<logsql::Error>,
 }
 
-fn header_times(format: &dyn LogFormat, reader: &dyn ReadAt, summary: &Summary) -> HeaderTimes {
+fn header_times(format: &dyn FormatReader, reader: &dyn ReadAt, summary: &Summary) -> HeaderTimes {
     let mut topics: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let walked = walk_headers(format, reader, summary, |m| {
         match topics.get_mut(&m.channel.topic) {
@@ -815,11 +815,11 @@ struct Walked {
 }
 
 /// Reads every chunk's message times: from the format's own index where it
-/// holds them ([`LogFormat::chunk_times`], into [`Walked::indexed`]), else by
+/// holds them ([`FormatReader::chunk_times`], into [`Walked::indexed`]), else by
 /// reading the chunk's message headers (no payloads; the formats still answer
 /// from their indexes where they can), handing each message to `f`.
 fn walk_headers(
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     reader: &dyn ReadAt,
     summary: &Summary,
     mut f: impl FnMut(&Message<'_>),

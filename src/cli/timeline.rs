@@ -3,7 +3,7 @@
 //!
 //! The message times come from `info`'s read of every chunk (the one that
 //! counts messages where a file states no counts): MCAP's message indexes
-//! answer straight into per-channel lists (`LogFormat::chunk_times`), other
+//! answer straight into per-channel lists (`FormatReader::chunk_times`), other
 //! formats through a header-only read that their indexes answer where they
 //! hold per-message times (bag index data, BDDF's file index) without
 //! decompressing payloads; [`Timeline::bytes_decompressed`] says where more

@@ -106,7 +106,7 @@ fn names_after_reads_identifiers() {
 /// Files under `src/formats/` that still import `crate::decode` (outside
 /// `#[cfg(test)]`): the formats whose channels do not yet describe their
 /// schema in an encoding the common dispatcher reads, and so override
-/// `LogFormat::decoder`. The list may only shrink.
+/// `FormatReader::decoder`. The list may only shrink.
 const FORMATS_DECODE_EXCEPTIONS: [&str; 5] = [
     "mod.rs",
     "apollo/mod.rs",

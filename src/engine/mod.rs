@@ -51,7 +51,7 @@ use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use asof::sql;
-pub use file_format::{LogFileFormat, LogFormatFactory};
+pub use file_format::{LogFileFormat, LogFileFormatFactory};
 pub use options::LogsqlOptions;
 
 use crate::formats;
@@ -81,11 +81,11 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     {
         let state_ref = ctx.state_ref();
         let mut state = state_ref.write();
-        let mut factories: Vec<LogFormatFactory> = formats::all()
+        let mut factories: Vec<LogFileFormatFactory> = formats::all()
             .into_iter()
-            .map(|f| LogFormatFactory::new(Some(f)))
+            .map(|f| LogFileFormatFactory::new(Some(f)))
             .collect();
-        factories.push(LogFormatFactory::new(None));
+        factories.push(LogFileFormatFactory::new(None));
         for factory in factories {
             let name = datafusion::common::GetExt::get_ext(&factory).to_uppercase();
             state.register_file_format(Arc::new(factory), true)?;

@@ -1,4 +1,4 @@
-//! The byte-level format readers and the [`LogFormat`] trait they implement.
+//! The byte-level format readers and the [`FormatReader`] trait they implement.
 //!
 //! A format reader knows nothing of DataFusion or Arrow: it turns bytes read
 //! through a [`ReadAt`] into a [`Summary`] and, chunk by chunk, into
@@ -23,15 +23,15 @@ pub mod chunk_io;
 pub mod mcap;
 pub mod ros2;
 
-/// How many leading bytes [`LogFormat::sniff`] is given.
+/// How many leading bytes [`FormatReader::sniff`] is given.
 pub const SNIFF_LEN: usize = 64;
 
 /// The first and last `log_time` of each channel, by channel id
-/// ([`LogFormat::channel_spans`]).
+/// ([`FormatReader::channel_spans`]).
 pub type ChannelSpans = std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>;
 
 /// What the scan engine needs from a format. Implemented once per format.
-pub trait LogFormat: Send + Sync + Debug + 'static {
+pub trait FormatReader: Send + Sync + Debug + 'static {
     /// Short lower-case name, used in `STORED AS` and in errors (`mcap`, `bag`, ...).
     fn name(&self) -> &'static str;
 
@@ -42,7 +42,7 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     fn sniff(&self, head: &[u8]) -> bool;
 
     /// Whether the file named `name` (a path or URL) whose first bytes are
-    /// `head` is of this format. Content alone decides ([`LogFormat::sniff`])
+    /// `head` is of this format. Content alone decides ([`FormatReader::sniff`])
     /// unless a format's files may come wrapped in a generic container: a
     /// rosbag2 database compressed whole is a zstd frame, claimed only under
     /// its name `*.db3.zstd` (other zstd files are not log files).
@@ -75,7 +75,7 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     /// decompression, no message records), for callers that need every time
     /// but no order (`logsql info`'s timelines). `Ok(false)`, with nothing
     /// appended, when the index cannot answer for this chunk: the caller then
-    /// reads it with [`LogFormat::read_chunk`]. The default always answers
+    /// reads it with [`FormatReader::read_chunk`]. The default always answers
     /// `Ok(false)`.
     fn chunk_times(
         &self,
@@ -120,7 +120,7 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
 
     /// The typed table named `name`, or [`Error::UnsupportedTable`] when this
     /// format derives none of that name. Not meant to be overridden: it looks
-    /// the name up in [`LogFormat::tables`].
+    /// the name up in [`FormatReader::tables`].
     fn table(&self, name: &str) -> Result<&'static dyn TypedTable> {
         self.tables()
             .iter()
@@ -135,14 +135,14 @@ pub trait LogFormat: Send + Sync + Debug + 'static {
     /// The file's whole-file checksum (BDDF's SHA1 over the file), as a digest
     /// to feed with the file's bytes in order. `None`: the format has none
     /// (per-chunk checksums are verified by `read_chunk`). The engine feeds it
-    /// with the bytes a full scan reads anyway, and [`LogFormat::verify`] with
+    /// with the bytes a full scan reads anyway, and [`FormatReader::verify`] with
     /// the whole file.
     fn file_digest(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Box<dyn FileDigest>> {
         let _ = (file, summary);
         None
     }
 
-    /// Verifies the whole-file checksum of [`LogFormat::file_digest`] by reading
+    /// Verifies the whole-file checksum of [`FormatReader::file_digest`] by reading
     /// the covered bytes. `None`: the format has none.
     fn verify(&self, file: &dyn ReadAt, summary: &Summary) -> Option<Result<()>> {
         let digest = self.file_digest(file, summary)?;
@@ -267,8 +267,8 @@ pub fn feed_range(
 }
 
 /// Whether `path` names a companion file of `format` (see
-/// [`LogFormat::companion_suffixes`]).
-pub fn is_companion(format: &dyn LogFormat, path: &str) -> bool {
+/// [`FormatReader::companion_suffixes`]).
+pub fn is_companion(format: &dyn FormatReader, path: &str) -> bool {
     format
         .companion_suffixes()
         .iter()
@@ -276,7 +276,7 @@ pub fn is_companion(format: &dyn LogFormat, path: &str) -> bool {
 }
 
 /// Every format logsql reads, in sniffing order.
-pub fn all() -> Vec<Arc<dyn LogFormat>> {
+pub fn all() -> Vec<Arc<dyn FormatReader>> {
     vec![
         Arc::new(mcap::McapFormat),
         Arc::new(bag::BagFormat),
@@ -288,7 +288,7 @@ pub fn all() -> Vec<Arc<dyn LogFormat>> {
 }
 
 /// The format with this name (case-insensitive), or one of its extensions.
-pub fn by_name(name: &str) -> Option<Arc<dyn LogFormat>> {
+pub fn by_name(name: &str) -> Option<Arc<dyn FormatReader>> {
     let name = name.to_ascii_lowercase();
     all()
         .into_iter()
@@ -296,18 +296,18 @@ pub fn by_name(name: &str) -> Option<Arc<dyn LogFormat>> {
 }
 
 /// The format whose magic bytes match `head`.
-pub fn sniff(head: &[u8]) -> Option<Arc<dyn LogFormat>> {
+pub fn sniff(head: &[u8]) -> Option<Arc<dyn FormatReader>> {
     all().into_iter().find(|f| f.sniff(head))
 }
 
 /// The format of the file named `name` whose first bytes are `head` (see
-/// [`LogFormat::sniff_named`]).
-pub fn sniff_named(name: &str, head: &[u8]) -> Option<Arc<dyn LogFormat>> {
+/// [`FormatReader::sniff_named`]).
+pub fn sniff_named(name: &str, head: &[u8]) -> Option<Arc<dyn FormatReader>> {
     all().into_iter().find(|f| f.sniff_named(name, head))
 }
 
 /// Detects the format of `file` from its content.
-pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn LogFormat>> {
+pub fn detect(file: &dyn ReadAt) -> Result<Arc<dyn FormatReader>> {
     let head = file
         .read_upto(0, SNIFF_LEN)
         .map_err(|e| Error::io(file.name(), e))?;

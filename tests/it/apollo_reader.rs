@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use logsql::Error;
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::apollo::{ApolloFormat, descriptor_pool};
 use logsql::io::{BytesReader, ReadAt};
 use logsql::model::{Channel, Flow, Message, Selection, Summary};

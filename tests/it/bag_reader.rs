@@ -21,7 +21,7 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 use logsql::Error;
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::bag::{BagFormat, BagIndex, PROBE_LIMIT};
 use logsql::io::{BytesReader, ReadAt};
 use logsql::model::{ChunkRead, Flow, Message, Selection, Summary};

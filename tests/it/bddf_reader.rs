@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use logsql::Error;
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::bddf::{BddfFormat, BddfIndex, identifier_hash};
 use logsql::io::{BytesReader, ReadAt};
 use logsql::model::{ExtraValue, Flow, Message, Selection, Summary};

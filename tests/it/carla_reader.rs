@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use logsql::Error;
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::carla::{CarlaFormat, CarlaIndex, TailIds};
 use logsql::io::{BytesReader, FileReader, ReadAt};
 use logsql::model::{ExtraValue, Flow, Message, Selection, Summary};

@@ -19,7 +19,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use logsql::decode::{ColumnBuilder, MessageDecoder, append_message};
-use logsql::formats::{self, LogFormat};
+use logsql::formats::{self, FormatReader};
 use logsql::io::FileReader;
 use logsql::model::{Channel, Flow, Message, Selection};
 
@@ -40,7 +40,7 @@ pub struct OwnedMessage {
 /// (format detected from content). Panics on read errors: fixtures are whole.
 pub fn file_messages(path: &Path) -> Vec<OwnedMessage> {
     let file = FileReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let format: Arc<dyn LogFormat> = formats::detect(&file).expect("format");
+    let format: Arc<dyn FormatReader> = formats::detect(&file).expect("format");
     let summary = format.summary(&file).expect("summary");
     let mut channels: BTreeMap<u64, Arc<Channel>> = BTreeMap::new();
     let mut out = Vec::new();

@@ -1,7 +1,7 @@
 //! Damaged files through SQL: every readable row reaches the user before an
 //! error, at every partition count and in every plan shape (issue 16).
 //!
-//! The reference is the byte-level reader itself (the [`LogFormat`] trait, no
+//! The reference is the byte-level reader itself (the [`FormatReader`] trait, no
 //! DataFusion): the messages it recovers from a cut file are what a query must
 //! return, whatever `logsql.on_error` says; the policy only decides whether an
 //! error follows the rows.
@@ -10,7 +10,7 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
-use logsql::formats::{self, LogFormat};
+use logsql::formats::{self, FormatReader};
 use logsql::io::BytesReader;
 use logsql::model::{Flow, Message, Selection};
 
@@ -23,7 +23,7 @@ pub(crate) type Row = (String, i64, Vec<u8>);
 /// summary lists (chunks that fail give what they gave), and whether it met
 /// damage (`Some(unfinished)`: only the end of the file is missing).
 pub(crate) fn reader_prefix(
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     name: &str,
     bytes: &[u8],
 ) -> (Vec<Row>, Option<bool>) {

@@ -1,5 +1,5 @@
 //! Truncation and corruption sweeps over every fixture of every format, through
-//! the [`LogFormat`] trait only (issue 8, "Hardening").
+//! the [`FormatReader`] trait only (issue 8, "Hardening").
 //!
 //! Every log file under the fixture folders (`mcap/` with `conformance/`,
 //! `samples/`, `decode/`; `rosbag/`; `apollo/`; `bddf/`; `carla/`) is read in full
@@ -61,7 +61,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use logsql::Error;
-use logsql::formats::{self, LogFormat};
+use logsql::formats::{self, FormatReader};
 use logsql::io::{BytesReader, ReadAt};
 use logsql::model::{Flow, Message, Selection, Summary};
 use logsql::table::Value;
@@ -85,7 +85,7 @@ fn hash_bytes(bytes: &[u8]) -> u64 {
 struct Fixture {
     /// Path relative to the fixture root, used as the file name in errors.
     name: String,
-    format: Arc<dyn LogFormat>,
+    format: Arc<dyn FormatReader>,
     bytes: Arc<[u8]>,
 }
 
@@ -223,7 +223,7 @@ impl Read {
 }
 
 /// Reads everything `format` offers from `file`.
-fn read(format: &dyn LogFormat, file: &dyn ReadAt, tables: bool) -> Read {
+fn read(format: &dyn FormatReader, file: &dyn ReadAt, tables: bool) -> Read {
     let mut out = Read::default();
     let summary = match format.summary(file) {
         Ok(s) => s,
@@ -271,7 +271,7 @@ fn read(format: &dyn LogFormat, file: &dyn ReadAt, tables: bool) -> Read {
 }
 
 /// The header-only selection over every chunk: counts its messages.
-fn read_header_only(format: &dyn LogFormat, file: &dyn ReadAt, summary: &Summary, out: &mut Read) {
+fn read_header_only(format: &dyn FormatReader, file: &dyn ReadAt, summary: &Summary, out: &mut Read) {
     let header_only = Selection {
         payload: false,
         full_header: false,
@@ -297,7 +297,7 @@ fn read_header_only(format: &dyn LogFormat, file: &dyn ReadAt, summary: &Summary
 
 /// Every typed table of the format, for the whole file (per chunk where the
 /// table is per chunk). BDDF's `pod` needs a series: every channel is tried.
-fn read_tables(format: &dyn LogFormat, file: &dyn ReadAt, summary: &Summary, out: &mut Read) {
+fn read_tables(format: &dyn FormatReader, file: &dyn ReadAt, summary: &Summary, out: &mut Read) {
     let sel = Selection::all();
     let topics: Vec<&str> = summary
         .channels
@@ -500,7 +500,7 @@ fn run_parallel<T: Send>(
 /// Reads `file` catching panics, re-raised with `what`; the typed tables and
 /// `verify` only when `tables`.
 fn read_guarded(
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     file: &dyn ReadAt,
     tables: bool,
     what: &dyn Fn() -> String,

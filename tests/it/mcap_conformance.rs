@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::mcap::records::Record;
 use logsql::formats::mcap::{McapFormat, McapIndex, RecordReader};
 use logsql::io::BytesReader;

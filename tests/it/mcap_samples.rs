@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use logsql::Error;
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::mcap::records::Record;
 use logsql::formats::mcap::{ChunkKind, McapFormat, McapIndex, PSEUDO_CHUNK_TARGET, RecordReader};
 use logsql::io::BytesReader;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use logsql::formats::LogFormat;
+use logsql::formats::FormatReader;
 use logsql::formats::ros2::Ros2Format;
 use logsql::io::{BytesReader, FileReader, ReadAt};
 use logsql::model::{Flow, Message, Selection};

@@ -7,7 +7,7 @@
 //! every payload in log-time order (the figures pinned below; the bag's and the
 //! MCAP's were read with the official Python readers `rosbags` and `mcap`),
 //! the rows of a SQL scan equal to what the byte-level reader (the
-//! [`LogFormat`] trait, no DataFusion) reads, time-window pushdown read from
+//! [`FormatReader`] trait, no DataFusion) reads, time-window pushdown read from
 //! the scan's metrics through the plan's metrics API, and a truncated copy
 //! (every complete message and a warning by default; the rows then an error
 //! naming the file and byte offset under `on_error = 'error'`). Then one

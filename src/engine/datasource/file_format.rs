@@ -33,7 +33,7 @@ use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::engine::scanner::time_order;
 use crate::engine::storage::object_io::FileLocation;
 use crate::engine::storage::summary_cache;
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::model::Summary;
 
 /// Name under which the auto-detecting format is registered (`STORED AS LOG`).
@@ -43,7 +43,7 @@ pub const AUTO_FORMAT: &str = "log";
 /// file from its first bytes (so one table may mix formats).
 #[derive(Debug, Clone)]
 pub struct LogFileFormat {
-    format: Option<Arc<dyn LogFormat>>,
+    format: Option<Arc<dyn FormatReader>>,
     /// What the table's scans read: `messages`, a typed table or a decoded topic.
     target: ScanTarget,
     /// Files of the listed path that the table leaves out (not log files, or
@@ -55,7 +55,7 @@ pub struct LogFileFormat {
 
 impl LogFileFormat {
     /// The file format for `format`, or auto-detection when `None`.
-    pub fn new(format: Option<Arc<dyn LogFormat>>) -> Self {
+    pub fn new(format: Option<Arc<dyn FormatReader>>) -> Self {
         Self {
             format,
             target: ScanTarget::Messages,
@@ -73,7 +73,7 @@ impl LogFileFormat {
     }
 
     /// The file format reading typed table `table` of `format` files.
-    pub fn typed(format: Arc<dyn LogFormat>, table: Arc<TableSpec>) -> Self {
+    pub fn typed(format: Arc<dyn FormatReader>, table: Arc<TableSpec>) -> Self {
         Self {
             format: Some(format),
             target: ScanTarget::Table(table),
@@ -84,7 +84,7 @@ impl LogFileFormat {
 
     /// The file format reading one topic's decoded messages (`read_topic`);
     /// `format` is `None` when the files mix formats.
-    pub fn decoded(format: Option<Arc<dyn LogFormat>>, spec: Arc<DecodedSpec>) -> Self {
+    pub fn decoded(format: Option<Arc<dyn FormatReader>>, spec: Arc<DecodedSpec>) -> Self {
         Self {
             format,
             target: ScanTarget::Decoded(spec),
@@ -275,18 +275,18 @@ impl FileFormat for LogFileFormat {
 
 /// Creates [`LogFileFormat`]s for `STORED AS <NAME>`.
 #[derive(Debug, Clone)]
-pub struct LogFormatFactory {
-    format: Option<Arc<dyn LogFormat>>,
+pub struct LogFileFormatFactory {
+    format: Option<Arc<dyn FormatReader>>,
 }
 
-impl LogFormatFactory {
+impl LogFileFormatFactory {
     /// The factory for `format`, or for auto-detection when `None`.
-    pub fn new(format: Option<Arc<dyn LogFormat>>) -> Self {
+    pub fn new(format: Option<Arc<dyn FormatReader>>) -> Self {
         Self { format }
     }
 }
 
-impl GetExt for LogFormatFactory {
+impl GetExt for LogFileFormatFactory {
     fn get_ext(&self) -> String {
         self.format
             .as_ref()
@@ -295,7 +295,7 @@ impl GetExt for LogFormatFactory {
     }
 }
 
-impl FileFormatFactory for LogFormatFactory {
+impl FileFormatFactory for LogFileFormatFactory {
     fn create(
         &self,
         _state: &dyn Session,

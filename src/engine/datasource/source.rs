@@ -36,7 +36,7 @@ use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file
 use crate::engine::scanner::target::ScanTarget;
 use crate::engine::storage::object_io::FileLocation;
 use crate::engine::storage::summary_cache::SummaryCache;
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
 ///
@@ -44,7 +44,7 @@ use crate::formats::LogFormat;
 /// plan codec, `engine::distributed::codec`, carries each one to workers).
 #[derive(Clone)]
 pub struct LogSource {
-    pub(in crate::engine) format: Option<Arc<dyn LogFormat>>,
+    pub(in crate::engine) format: Option<Arc<dyn FormatReader>>,
     table_schema: TableSchema,
     projection: SplitProjection,
     pub(in crate::engine) predicate: Option<Arc<dyn PhysicalExpr>>,
@@ -65,7 +65,7 @@ pub struct LogSource {
 
 impl LogSource {
     /// A source reading `format` (or detecting it per file when `None`).
-    pub fn new(format: Option<Arc<dyn LogFormat>>, table_schema: TableSchema) -> Self {
+    pub fn new(format: Option<Arc<dyn FormatReader>>, table_schema: TableSchema) -> Self {
         Self {
             format,
             projection: SplitProjection::unprojected(&table_schema),

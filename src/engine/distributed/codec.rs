@@ -39,7 +39,7 @@ use crate::engine::datasource::source::LogSource;
 use crate::engine::scanner::damage::DamageReportExec;
 use crate::engine::scanner::options::LogsqlOptions;
 use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
-use crate::formats::{self, LogFormat};
+use crate::formats::{self, FormatReader};
 use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 
 /// The generated `logsql.scan` messages.
@@ -199,7 +199,7 @@ fn target_to_wire(target: &ScanTarget) -> Result<Option<wire::log_scan_node::Tar
 
 fn target_from_wire(
     target: Option<&wire::log_scan_node::Target>,
-    format: Option<&dyn LogFormat>,
+    format: Option<&dyn FormatReader>,
 ) -> Result<ScanTarget> {
     use wire::log_scan_node::Target;
     Ok(match target {
@@ -245,7 +245,7 @@ fn table_to_wire(spec: &TableSpec) -> wire::TypedTable {
 }
 
 /// The table travels by name and is looked up in `format`'s tables.
-fn table_from_wire(t: &wire::TypedTable, format: &dyn LogFormat) -> Result<Arc<TableSpec>> {
+fn table_from_wire(t: &wire::TypedTable, format: &dyn FormatReader) -> Result<Arc<TableSpec>> {
     let table = format.table(&t.name).map_err(codec_err)?;
     let columns = t
         .columns

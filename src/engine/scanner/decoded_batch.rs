@@ -22,7 +22,7 @@ use datafusion::error::{DataFusionError, Result};
 use super::schema::col;
 use super::target::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN};
 use crate::decode::{ColumnBuilder, MessageDecoder, append_message, merge};
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::model::Message;
 
 /// Rows of one channel (one decoder) buffered for the next batch.
@@ -52,7 +52,7 @@ pub struct DecodedBatchBuilder {
     spec: Arc<DecodedSpec>,
     read_schema: SchemaRef,
     sources: Vec<Source>,
-    format: Arc<dyn LogFormat>,
+    format: Arc<dyn FormatReader>,
     cache_key: String,
     file: Arc<str>,
     groups: Vec<Group>,
@@ -69,7 +69,7 @@ impl DecodedBatchBuilder {
     pub fn new(
         spec: Arc<DecodedSpec>,
         read_schema: SchemaRef,
-        format: Arc<dyn LogFormat>,
+        format: Arc<dyn FormatReader>,
         cache_key: String,
         file: Arc<str>,
         max_rows: usize,

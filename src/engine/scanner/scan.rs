@@ -33,7 +33,7 @@ use super::time_order::{self, ChunkOrder};
 use crate::engine::storage::digest::DigestingReader;
 use crate::engine::storage::object_io::{CountingReader, FileLocation};
 use crate::engine::storage::summary_cache::{self, SummaryCache};
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
 use crate::table::{RowSink, Value};
 
@@ -86,7 +86,7 @@ impl ScanMetrics {
 #[derive(Debug)]
 pub struct ScanPlan {
     /// The format, or `None` to detect it per file from its magic bytes.
-    pub format: Option<Arc<dyn LogFormat>>,
+    pub format: Option<Arc<dyn FormatReader>>,
     /// Schema of the batches the reader builds: the needed columns, in schema order.
     pub read_schema: SchemaRef,
     /// Positions in `read_schema` of the output columns, in output order.
@@ -126,7 +126,7 @@ pub struct ScanPlan {
 #[derive(Debug, Clone)]
 pub struct ScanRequest<'a> {
     /// The format, or `None` to detect it per file.
-    pub format: Option<Arc<dyn LogFormat>>,
+    pub format: Option<Arc<dyn FormatReader>>,
     /// The schema of the table's files.
     pub file_schema: &'a SchemaRef,
     /// The output columns, as indices into `file_schema`.
@@ -599,7 +599,7 @@ impl Sink<'_> {
     /// Reads one chunk into this sink.
     fn read_chunk(
         &mut self,
-        format: &dyn LogFormat,
+        format: &dyn FormatReader,
         file: &dyn crate::io::ReadAt,
         summary: &crate::model::Summary,
         chunk: &ChunkMeta,

@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{DataType, Fields, SchemaRef};
 use prost_reflect::DescriptorPool;
 
 use crate::decode::{MessageDecoder, merge};
-use crate::formats::{LogFormat, TypedTable};
+use crate::formats::{FormatReader, TypedTable};
 use crate::model::Channel;
 use crate::table::TableDef;
 
@@ -63,7 +63,7 @@ pub const RAW_COLUMN: &str = "_raw";
 /// definition for the files at hand.
 #[derive(Debug, Clone)]
 pub struct TableSpec {
-    /// The table, from the format's [`LogFormat::tables`].
+    /// The table, from the format's [`FormatReader::tables`].
     pub table: &'static dyn TypedTable,
     /// The table function's second argument, if any.
     pub arg: Option<String>,
@@ -124,7 +124,7 @@ impl DecodedSpec {
     /// reading, e.g. in a recovery scan).
     pub fn decoder_for(
         &self,
-        format: &dyn LogFormat,
+        format: &dyn FormatReader,
         cache_key: &str,
         channel: &Channel,
     ) -> std::result::Result<Arc<dyn MessageDecoder>, crate::decode::DecodeError> {

@@ -39,7 +39,7 @@ use std::collections::HashSet;
 
 use super::schema::col;
 use crate::engine::storage::object_io::FileLocation;
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::model::{ChunkMeta, Nanos, Summary};
 
 /// Whether reading `summary`'s chunks in file order, each chunk's messages
@@ -54,7 +54,7 @@ use crate::model::{ChunkMeta, Nanos, Summary};
 /// scans do not read it: [`holds_no_message`]). Any other chunk outside the file's range means the
 /// file's statistics are wrong (a real rosbag2 MCAP states a first message
 /// time of 1 ms for a chunk holding one at 0): no order is declared.
-pub fn file_in_time_order(format: &dyn LogFormat, summary: &Summary) -> bool {
+pub fn file_in_time_order(format: &dyn FormatReader, summary: &Summary) -> bool {
     if !format.chunk_times_enclose_messages() {
         return false;
     }
@@ -133,7 +133,7 @@ pub async fn declare(
     conf: &mut FileScanConfig,
     store: Arc<dyn ObjectStore>,
     summaries: crate::engine::storage::summary_cache::SummaryCache,
-    format: Option<Arc<dyn LogFormat>>,
+    format: Option<Arc<dyn FormatReader>>,
     skip: &HashSet<ObjectPath>,
 ) {
     let Some(ordering) = log_time_ordering(conf.file_source.table_schema().table_schema()) else {

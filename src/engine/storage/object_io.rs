@@ -204,7 +204,7 @@ impl FileLocation {
     pub async fn summary(
         &self,
         cache: Option<super::summary_cache::SummaryCache>,
-        format: Option<Arc<dyn crate::formats::LogFormat>>,
+        format: Option<Arc<dyn crate::formats::FormatReader>>,
     ) -> Result<super::summary_cache::CachedSummary> {
         let store = self.store_id();
         if let Some(hit) = super::summary_cache::lookup(cache.as_deref(), &store, &self.meta)

@@ -28,7 +28,7 @@ use datafusion::execution::cache::cache_manager::{
 use datafusion::object_store::ObjectMeta;
 
 use crate::error::Result;
-use crate::formats::{self, LogFormat};
+use crate::formats::{self, FormatReader};
 use crate::io::ReadAt;
 use crate::model::{Channel, ChunkMeta, Summary};
 
@@ -47,7 +47,7 @@ const PRIVATE_BYTES_PER_CHUNK_CHANNEL: usize = 16;
 #[derive(Debug, Clone)]
 pub struct CachedSummary {
     /// The file's format.
-    pub format: Arc<dyn LogFormat>,
+    pub format: Arc<dyn FormatReader>,
     /// Its summary.
     pub summary: Arc<Summary>,
     /// The store holding the file (the cache is keyed by path alone).
@@ -59,7 +59,7 @@ pub struct CachedSummary {
 
 impl CachedSummary {
     /// A summary of a file in `store`, not yet verified.
-    fn new(format: Arc<dyn LogFormat>, summary: Summary, store: &str) -> Self {
+    fn new(format: Arc<dyn FormatReader>, summary: Summary, store: &str) -> Self {
         Self {
             format,
             summary: Arc::new(summary),
@@ -199,7 +199,7 @@ pub fn get_or_load(
     cache: Option<&FileMetadataCache>,
     store: &str,
     meta: &ObjectMeta,
-    format: Option<&Arc<dyn LogFormat>>,
+    format: Option<&Arc<dyn FormatReader>>,
     file: &dyn ReadAt,
 ) -> Result<(CachedSummary, bool)> {
     if let Some(hit) = lookup(cache, store, meta)
@@ -240,7 +240,7 @@ pub fn get_or_load(
     Ok((entry, false))
 }
 
-/// Verifies `file`'s whole-file checksum (see [`LogFormat::verify`]) once per
+/// Verifies `file`'s whole-file checksum (see [`FormatReader::verify`]) once per
 /// cached summary; returns the mismatch, if any. Bytes read are added to `bytes`.
 pub fn verification(
     cached: &CachedSummary,

@@ -28,7 +28,7 @@ use crate::engine::scanner::options::LogsqlOptions;
 use crate::engine::scanner::schema::{col, timestamp_type};
 use crate::engine::scanner::target::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN, with_pool_schema};
 use crate::engine::storage::object_io::FileLocation;
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::io::ReadAt;
 use crate::model::{Channel, Flow, Message, Selection, Summary};
 
@@ -182,7 +182,7 @@ fn schema_key(ch: &Channel) -> SchemaKey {
 /// Compiles the decoder of `channel`; JSON without a schema is typed from
 /// the topic's first payloads.
 async fn compile(
-    format: &Arc<dyn LogFormat>,
+    format: &Arc<dyn FormatReader>,
     loc: &FileLocation,
     summary: &Arc<Summary>,
     channel: &Channel,
@@ -220,7 +220,7 @@ async fn compile(
 
 /// Up to `n` payloads of channel `id`, from the first chunks that hold it.
 fn sample_payloads(
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     file: &dyn ReadAt,
     summary: &Summary,
     id: u64,

@@ -32,7 +32,7 @@ use crate::engine::scanner::error::df_err;
 use crate::engine::scanner::options::{LogsqlOptions, OnError};
 use crate::engine::scanner::predicate::scalar_str;
 use crate::engine::scanner::schema::timestamp_type;
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
 
 /// A literal argument of a table function as text (strings and integers).
@@ -525,7 +525,7 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// ([`channel_times`]); else counts and times from a scan of message headers.
 fn file_topics(
     loc: &crate::engine::storage::object_io::FileLocation,
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     summary: &Summary,
     on_error: OnError,
 ) -> Result<BTreeMap<String, TopicRow>> {
@@ -603,7 +603,7 @@ type Span = (Option<u64>, Option<u64>);
 /// read is reported as `on_error` says, and then counts with its bounds.
 fn channel_times(
     loc: &crate::engine::storage::object_io::FileLocation,
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
     on_error: OnError,
@@ -668,7 +668,7 @@ fn channel_times(
 /// Per-channel times of the chunks of one file, each chunk read at most once.
 struct ChunkTimes<'a> {
     loc: &'a crate::engine::storage::object_io::FileLocation,
-    format: &'a dyn LogFormat,
+    format: &'a dyn FormatReader,
     summary: &'a Summary,
     on_error: OnError,
     file: Option<Box<dyn crate::io::ReadAt>>,
@@ -678,7 +678,7 @@ struct ChunkTimes<'a> {
 impl<'a> ChunkTimes<'a> {
     fn new(
         loc: &'a crate::engine::storage::object_io::FileLocation,
-        format: &'a dyn LogFormat,
+        format: &'a dyn FormatReader,
         summary: &'a Summary,
         on_error: OnError,
     ) -> Self {
@@ -745,7 +745,7 @@ impl<'a> ChunkTimes<'a> {
 /// still read.
 fn read_headers<'c>(
     loc: &crate::engine::storage::object_io::FileLocation,
-    format: &dyn LogFormat,
+    format: &dyn FormatReader,
     summary: &Summary,
     chunks: impl IntoIterator<Item = &'c crate::model::ChunkMeta>,
     on_error: OnError,

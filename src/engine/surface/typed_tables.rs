@@ -1,7 +1,7 @@
 //! Table functions for the typed side tables formats derive from their records
 //! (CARLA `positions('town.log')`, BDDF `pod('spot.bddf', 'imu/accel')`, ...).
 //!
-//! Each table name any format lists in [`LogFormat::tables`] becomes one
+//! Each table name any format lists in [`FormatReader::tables`] becomes one
 //! table function `name('path' [, arg])`. It returns a listing table over the
 //! path's files of that format, scanned by the same engine as `messages`
 //! (time pruning over chunk statistics through a `log_time` column, byte-range
@@ -21,7 +21,7 @@ use crate::engine::datasource::file_format::LogFileFormat;
 use crate::engine::scanner::error::df_err;
 use crate::engine::scanner::schema::table_schema;
 use crate::engine::scanner::target::TableSpec;
-use crate::formats::{self, LogFormat};
+use crate::formats::{self, FormatReader};
 
 /// Every typed table name, with the formats that derive it.
 pub fn table_names() -> BTreeMap<&'static str, Vec<&'static str>> {
@@ -79,7 +79,7 @@ async fn plan_table(
 ) -> Result<Arc<dyn TableProvider>> {
     let resolved = resolve(state, path).await?;
     let has_table =
-        |f: &Option<Arc<dyn LogFormat>>| f.as_ref().is_some_and(|f| f.table(name).is_ok());
+        |f: &Option<Arc<dyn FormatReader>>| f.as_ref().is_some_and(|f| f.table(name).is_ok());
     let files: Vec<_> = resolved
         .files
         .iter()

@@ -27,7 +27,7 @@ use crate::engine::scanner::schema::messages_table_schema;
 use crate::engine::storage::object_io::FileLocation;
 pub use crate::engine::storage::object_io::is_local;
 use crate::engine::storage::summary_cache;
-use crate::formats::{self, LogFormat, SNIFF_LEN};
+use crate::formats::{self, FormatReader, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 
 /// Extensions DataFusion's own url tables read; such files are left to it.
@@ -43,12 +43,12 @@ pub struct ResolvedPath {
     /// The parsed path.
     pub url: ListingTableUrl,
     /// Every file the path names, in listing order, with its detected format.
-    pub files: Vec<(FileLocation, Option<Arc<dyn LogFormat>>)>,
+    pub files: Vec<(FileLocation, Option<Arc<dyn FormatReader>>)>,
 }
 
 impl ResolvedPath {
     /// The log files only.
-    pub fn log_files(&self) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn LogFormat>>)> {
+    pub fn log_files(&self) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn FormatReader>>)> {
         self.files.iter().filter(|(_, f)| f.is_some())
     }
 }
@@ -108,7 +108,7 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     // Sniff the files concurrently (one small range request each on an object
     // store); a file whose summary is cached needs none.
     let cache = summary_cache::of(state.runtime_env());
-    let mut files: Vec<(FileLocation, Option<Arc<dyn LogFormat>>)> =
+    let mut files: Vec<(FileLocation, Option<Arc<dyn FormatReader>>)> =
         futures::stream::iter(metas.into_iter().map(|meta| {
             let store_url = &store_url;
             let store = Arc::clone(&store);
@@ -277,7 +277,7 @@ impl UrlTableFactory for LogUrlTableFactory {
 /// columns (strings), which `WHERE` prunes before any file is opened.
 pub fn listing_table(
     resolved: &ResolvedPath,
-    files: &[&(FileLocation, Option<Arc<dyn LogFormat>>)],
+    files: &[&(FileLocation, Option<Arc<dyn FormatReader>>)],
     file_format: LogFileFormat,
     schema: SchemaRef,
 ) -> Result<Arc<dyn TableProvider>> {

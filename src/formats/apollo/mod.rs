@@ -8,9 +8,9 @@
 //! file ends with an INDEX section (at `header.index_position`; the data ends
 //! at `header.size`, which may be before the end of the file).
 //!
-//! [`ApolloFormat`] implements [`LogFormat`]:
+//! [`ApolloFormat`] implements [`FormatReader`]:
 //!
-//! - [`LogFormat::summary`] reads the header and the index: one
+//! - [`FormatReader::summary`] reads the header and the index: one
 //!   [`crate::model::Channel`] per channel entry (id = its position
 //!   among the channel entries, topic = channel name, `message_type` = the
 //!   protobuf full name, `message_encoding` and `schema_encoding` `protobuf`,
@@ -28,7 +28,7 @@
 //!   never closed (`is_complete` false), or whose index is unusable, is walked
 //!   section by section instead (`indexed` false); a torn last section becomes
 //!   [`Summary::damage`](crate::model::Summary::damage) naming its offset.
-//! - [`LogFormat::read_chunk`] reads one body section and walks its
+//! - [`FormatReader::read_chunk`] reads one body section and walks its
 //!   `SingleMessage`s with a hand-rolled protobuf scanner (payloads are
 //!   borrowed slices, never copied), filtering every message exactly by time
 //!   (bodies are not sorted and may hold time-0 messages) and by topic.
@@ -49,7 +49,7 @@ use std::sync::Arc;
 use crate::decode::{DecodeError, MessageDecoder};
 use crate::model::{Channel, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
-use super::LogFormat;
+use super::FormatReader;
 
 mod chunk;
 pub mod descriptor;
@@ -72,7 +72,7 @@ pub const FORMAT: &str = "record";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApolloFormat;
 
-impl LogFormat for ApolloFormat {
+impl FormatReader for ApolloFormat {
     fn name(&self) -> &'static str {
         FORMAT
     }

@@ -410,7 +410,7 @@ pub(crate) fn read_index_entries(
     Some(entries)
 }
 
-/// Reads one chunk for [`crate::formats::LogFormat::read_chunk`].
+/// Reads one chunk for [`crate::formats::FormatReader::read_chunk`].
 ///
 /// `index_end` bounds the index-data records after the chunk (`None`: unknown).
 pub(crate) fn read(

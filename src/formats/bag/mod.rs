@@ -1,8 +1,8 @@
 //! ROS1 bag, format 2.0: the byte-level reader (no DataFusion, no Arrow).
 //!
-//! [`BagFormat`] implements [`LogFormat`]:
+//! [`BagFormat`] implements [`FormatReader`]:
 //!
-//! - [`LogFormat::summary`] reads the bag header and the index section it points
+//! - [`FormatReader::summary`] reads the bag header and the index section it points
 //!   at (connection and chunk-info records): one [`crate::model::Channel`]
 //!   per connection (id = connection id, `message_type` = the ROS type such as
 //!   `sensor_msgs/Imu`, `message_encoding` `ros1`, `schema_encoding` `ros1msg`,
@@ -16,7 +16,7 @@
 //!   index or a truncated file is walked instead, with bounded memory; a
 //!   truncated tail is reported in [`Summary::damage`](crate::model::Summary::damage)
 //!   while everything before it stays readable. See `summary` and [`walk`].
-//! - [`LogFormat::read_chunk`] reads one chunk record, decompresses it (`none`,
+//! - [`FormatReader::read_chunk`] reads one chunk record, decompresses it (`none`,
 //!   `bz2`, `lz4` — any LZ4 frame flavour: ROS `roslz4` frames with independent
 //!   blocks and a content checksum, and python `rosbags` frames with linked
 //!   blocks and a content size) into a buffer bounded by the declared size, and
@@ -45,7 +45,7 @@
 //! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts.
 
 use crate::error::{ErrorContext, Result};
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
@@ -63,7 +63,7 @@ pub use summary::PROBE_LIMIT;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct BagFormat;
 
-impl LogFormat for BagFormat {
+impl FormatReader for BagFormat {
     fn chunk_times_enclose_messages(&self) -> bool {
         true
     }

@@ -9,9 +9,9 @@
 //! the low 56 bits; a data block's size does not count its 4-byte descriptor
 //! size field. The framing messages are in `proto/bddf/bddf.proto`.
 //!
-//! [`BddfFormat`] implements [`LogFormat`]:
+//! [`BddfFormat`] implements [`FormatReader`]:
 //!
-//! - [`LogFormat::summary`] reads the file descriptor, the trailer, the
+//! - [`FormatReader::summary`] reads the file descriptor, the trailer, the
 //!   `FileIndex` and, per series, its `SeriesBlockIndex` and `SeriesDescriptor`
 //!   (no data block). One [`Channel`](crate::model::Channel) per series: id =
 //!   series index; topic = the `bosdyn:channel` spec value, else
@@ -28,13 +28,13 @@
 //!   trailer or index is scanned block by block (see [`index`]); a cut file's
 //!   complete blocks stay readable and the cut becomes
 //!   [`Summary::damage`](crate::model::Summary::damage).
-//! - [`LogFormat::read_chunk`] reads only the selected blocks (series by topic,
+//! - [`FormatReader::read_chunk`] reads only the selected blocks (series by topic,
 //!   time by binary search when the series is sorted); one message per data
 //!   block: `log_time` = block timestamp, `data` = payload, extra column
 //!   `additional_indexes` (map name → int64). Reads that need no payloads are
 //!   answered from the index without reading blocks (BDDF has no publish time
 //!   or sequence).
-//! - [`LogFormat::verify`]: SHA1 over `file[0 .. len-24]`, streamed.
+//! - [`FormatReader::verify`]: SHA1 over `file[0 .. len-24]`, streamed.
 //! - Typed tables `series` (one row per series) and `pod` (one row per POD
 //!   sample of the series given as argument).
 
@@ -43,7 +43,7 @@ use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, MessageSink, Selection, Summary};
 use crate::table::{RowSink, TableDef};
 
-use super::{FileDigest, LogFormat, TypedTable};
+use super::{FileDigest, FormatReader, TypedTable};
 use sha1::{Digest, Sha1};
 
 pub mod index;
@@ -57,7 +57,7 @@ pub mod proto {
     include!(concat!(env!("OUT_DIR"), "/bosdyn.api.rs"));
 }
 
-/// Bytes hashed per read by [`LogFormat::verify`].
+/// Bytes hashed per read by [`FormatReader::verify`].
 /// The extra `messages` columns.
 const EXTRA: &[ExtraColumn] = &[ExtraColumn {
     name: "additional_indexes",
@@ -73,7 +73,7 @@ fn context(file: &dyn ReadAt) -> ErrorContext {
     ErrorContext::new(file.name(), "bddf", file.size())
 }
 
-impl LogFormat for BddfFormat {
+impl FormatReader for BddfFormat {
     fn chunk_times_enclose_messages(&self) -> bool {
         true
     }

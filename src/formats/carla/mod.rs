@@ -4,11 +4,11 @@
 //! A recording is an info header (`u16` version 1, the string
 //! `"CARLA_RECORDER"`, an `i64` Unix date, the map name) followed by packets
 //! (`u8` id, `u32` size, body) grouped in frames (`FrameStart` … `FrameEnd`).
-//! There is no index and no footer. [`CarlaFormat`] implements [`LogFormat`]:
+//! There is no index and no footer. [`CarlaFormat`] implements [`FormatReader`]:
 //!
-//! - [`LogFormat::sniff`] recognises the header (`.log` is too generic for an
+//! - [`FormatReader::sniff`] recognises the header (`.log` is too generic for an
 //!   extension, so `extensions()` is empty; `STORED AS CARLA` works by name).
-//! - [`LogFormat::summary`] walks the packet headers once (5 bytes per packet
+//! - [`FormatReader::summary`] walks the packet headers once (5 bytes per packet
 //!   plus each 24-byte `FrameStart` body, every other body skipped by its size)
 //!   and builds a frame index (offset, frame id, elapsed, duration). Chunks are
 //!   runs of whole frames of about 1 MiB. Channels are packet kinds with
@@ -22,17 +22,17 @@
 //!   frame is the door packet), `f64` vectors (UE5: the first EventAdd parses
 //!   exactly with one width only), 36- or 48-byte wheel physics (the first
 //!   PhysicsControl parses exactly). It is listed in `properties` (`carla.*`).
-//! - [`LogFormat::read_chunk`] reads the chunk's byte range and delivers one
+//! - [`FormatReader::read_chunk`] reads the chunk's byte range and delivers one
 //!   message per packet (body as stored) of the frames inside the selection's
 //!   time window, with extra columns `frame` and `elapsed`.
 //! - Typed tables (see [`tables`]) decode the records, one row per record.
-//! - [`LogFormat::info_text`] reproduces CARLA's `show_recorder_file_info`.
+//! - [`FormatReader::info_text`] reproduces CARLA's `show_recorder_file_info`.
 //!
 //! Units in the typed tables are SI: metres (CARLA stores centimetres),
 //! degrees, seconds, m/s.
 
 use crate::error::{ErrorContext, Result};
-use crate::formats::{LogFormat, TypedTable};
+use crate::formats::{FormatReader, TypedTable};
 use crate::io::ReadAt;
 use crate::model::{
     ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, ExtraValue, Message, MessageSink, Selection,
@@ -71,7 +71,7 @@ pub const EXTRA_COLUMNS: &[ExtraColumn] = &[
     },
 ];
 
-impl LogFormat for CarlaFormat {
+impl FormatReader for CarlaFormat {
     fn chunk_times_enclose_messages(&self) -> bool {
         true
     }

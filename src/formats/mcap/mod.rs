@@ -1,8 +1,8 @@
 //! MCAP: the byte-level reader (no DataFusion, no Arrow).
 //!
-//! [`McapFormat`] implements [`LogFormat`]:
+//! [`McapFormat`] implements [`FormatReader`]:
 //!
-//! - [`LogFormat::summary`] reads the footer and summary section when they are
+//! - [`FormatReader::summary`] reads the footer and summary section when they are
 //!   usable (checking `summary_crc`), and otherwise walks the file once with
 //!   bounded memory, reading only record headers for chunks. Runs of loose
 //!   (unchunked) messages become *pseudo-chunks* of about 4 MiB, with exact time
@@ -10,13 +10,13 @@
 //!   work. Loose records beside indexed chunks are found too. Damage that leaves a
 //!   readable prefix goes in [`Summary::damage`]. Reader-private details
 //!   (message-index locations, schemas) are in [`index::McapIndex`].
-//! - [`LogFormat::read_chunk`] decompresses one chunk into a buffer bounded by its
+//! - [`FormatReader::read_chunk`] decompresses one chunk into a buffer bounded by its
 //!   declared size, checks its CRC and delivers its messages in file order. When
 //!   neither payloads nor full headers are wanted and the chunk has message
 //!   indexes, it answers from the MessageIndex records alone, without reading the
 //!   chunk (`publish_time` and `sequence` are then `None`). Pseudo-chunks are
 //!   streamed record by record.
-//! - [`LogFormat::chunk_times`] answers every message's log time per channel
+//! - [`FormatReader::chunk_times`] answers every message's log time per channel
 //!   from the same MessageIndex records, in no order (for `logsql info`'s
 //!   timelines).
 //!
@@ -32,7 +32,7 @@
 //! - `chunk`: loading, decompressing and reading one chunk; the message-index fast path.
 
 use crate::error::{ErrorContext, Result};
-use crate::formats::LogFormat;
+use crate::formats::FormatReader;
 use crate::io::ReadAt;
 use crate::model::{ChannelTimes, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
@@ -53,7 +53,7 @@ pub use walk::PSEUDO_CHUNK_TARGET;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct McapFormat;
 
-impl LogFormat for McapFormat {
+impl FormatReader for McapFormat {
     fn chunk_times_enclose_messages(&self) -> bool {
         true
     }

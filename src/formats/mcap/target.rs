@@ -46,7 +46,7 @@ pub struct McapChannel {
 }
 
 /// The MCAP channel and schema for `channel`, a channel of a file of format
-/// `format` (a [`crate::formats::LogFormat::name`]).
+/// `format` (a [`crate::formats::FormatReader::name`]).
 pub fn mcap_channel(format: &str, channel: &Channel) -> McapChannel {
     let schema = match (format, channel.message_type.as_deref()) {
         (crate::formats::apollo::FORMAT, Some(ty)) => Some(apollo_schema(channel, ty)),

@@ -6,13 +6,13 @@
 //! own for the engine; the directory's `metadata.yaml` (when the database is a
 //! local file) adds the bag's facts. Byte-level notes: `shared/specs/rosbag2.md`.
 //!
-//! [`Ros2Format`] implements [`LogFormat`]:
+//! [`Ros2Format`] implements [`FormatReader`]:
 //!
-//! - [`LogFormat::sniff`]: the SQLite header; [`LogFormat::sniff_named`]
+//! - [`FormatReader::sniff`]: the SQLite header; [`FormatReader::sniff_named`]
 //!   also a zstd frame named `*.db3.zstd` (a database compressed whole,
 //!   `compression_mode: file`). A SQLite database without the rosbag2 tables
 //!   `topics` and `messages` is refused by the summary.
-//! - [`LogFormat::summary`] opens the database ([`db`]) and reads `topics`,
+//! - [`FormatReader::summary`] opens the database ([`db`]) and reads `topics`,
 //!   `message_definitions` and `schema` where the schema version has them,
 //!   `count(*)` and the time bounds (from the `timestamp` index). One channel
 //!   per `topics` row: id = topic id, `message_type` = `type`,
@@ -26,14 +26,14 @@
 //!   a nominal position proportional to its rank, so the engine's byte-range
 //!   partitioning spreads the chunks over its partitions: a large `.db3` is
 //!   read in parallel, each partition running its own SQL range query.
-//! - [`LogFormat::read_chunk`] runs `SELECT id, topic_id, timestamp[, data]
+//! - [`FormatReader::read_chunk`] runs `SELECT id, topic_id, timestamp[, data]
 //!   FROM messages WHERE <chunk range> [AND timestamp BETWEEN ? AND ?] [AND
 //!   topic_id IN (...)] ORDER BY timestamp, id`: the selection's time window
 //!   and topics are SQLite's to apply (an index range scan), and the pages
 //!   SQLite read are reported as bytes read. Per-message zstd
 //!   (`compression_mode: message`) is undone per row. `publish_time` and
 //!   `sequence` are null (no rosbag2 SQLite schema stores them).
-//! - [`LogFormat::decoder`]: CDR with the `ros2msg` definitions of the bag
+//! - [`FormatReader::decoder`]: CDR with the `ros2msg` definitions of the bag
 //!   (see [`interfaces`] for bags without them).
 
 use std::collections::{BTreeMap, HashSet};
@@ -47,7 +47,7 @@ use crate::model::{
     Channel, ChunkMeta, ChunkRead, Flow, Message, MessageSink, MetadataInfo, Selection, Summary,
 };
 
-use super::LogFormat;
+use super::FormatReader;
 
 pub mod bag_meta;
 pub mod db;
@@ -124,7 +124,7 @@ fn split(lo: i64, hi: i64, k: u64) -> Vec<(i64, i64)> {
         .collect()
 }
 
-impl LogFormat for Ros2Format {
+impl FormatReader for Ros2Format {
     fn name(&self) -> &'static str {
         "ros2"
     }

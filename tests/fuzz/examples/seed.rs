@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use logsql::formats::{self, LogFormat};
+use logsql::formats::{self, FormatReader};
 use logsql::io::FileReader;
 use logsql::model::{Flow, Message, Selection};
 

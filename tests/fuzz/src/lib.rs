@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use arrow_array::Array;
 use logsql::decode::{self, ColumnBuilder, MessageDecoder, append_message};
-use logsql::formats::{LogFormat, SNIFF_LEN};
+use logsql::formats::{FormatReader, SNIFF_LEN};
 use logsql::io::BytesReader;
 use logsql::model::{Channel, Flow, Message, Selection};
 use logsql::table::{RowSink, Value};
@@ -33,7 +33,7 @@ const MAX_TABLE_ARGS: usize = 8;
 const MAX_ROWS_PER_BATCH: usize = 1024;
 
 /// Runs every read path of `format` over `data`, a whole log file.
-pub fn exercise_format(format: &dyn LogFormat, data: &[u8]) {
+pub fn exercise_format(format: &dyn FormatReader, data: &[u8]) {
     let _ = format.sniff(&data[..data.len().min(SNIFF_LEN)]);
     let file = BytesReader::new("fuzz-input", data.to_vec());
     let Ok(summary) = format.summary(&file) else {
@@ -120,12 +120,12 @@ type ChannelRows = (Arc<dyn MessageDecoder>, ColumnBuilder);
 /// One compiled decoder and its rows per channel id (`None`: the channel's
 /// schema does not compile).
 struct Decoders<'f> {
-    format: &'f dyn LogFormat,
+    format: &'f dyn FormatReader,
     by_channel: BTreeMap<u64, Option<ChannelRows>>,
 }
 
 impl<'f> Decoders<'f> {
-    fn new(format: &'f dyn LogFormat) -> Self {
+    fn new(format: &'f dyn FormatReader) -> Self {
         Self {
             format,
             by_channel: BTreeMap::new(),
