@@ -396,7 +396,8 @@ async fn expected_rows(ctx: &SessionContext, input: &str, topics: &BTreeSet<&str
         .ok()?;
     let mut total = 0;
     for (loc, format) in resolved.log_files() {
-        let cached = loc.summary(format.clone()).await.ok()?;
+        let cache = logsql::engine::summary_cache::of(state.runtime_env());
+        let cached = loc.summary(Some(cache), format.clone()).await.ok()?;
         let summary = &cached.summary;
         total += if topics.is_empty() {
             summary.message_count?

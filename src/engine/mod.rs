@@ -135,6 +135,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
         *state = asof::install(state.clone())?;
     }
     table_functions::register(ctx);
+    surface::metadata_cache::register(ctx);
     typed_tables::register(ctx);
     read_topic::register(ctx);
     functions::register(ctx);

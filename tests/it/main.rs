@@ -31,6 +31,8 @@ mod engine_bag;
 #[cfg(feature = "datafusion")]
 mod engine_bddf;
 #[cfg(feature = "datafusion")]
+mod engine_cache;
+#[cfg(feature = "datafusion")]
 mod engine_carla;
 #[cfg(feature = "datafusion")]
 mod engine_concurrency;

@@ -32,6 +32,7 @@ use crate::engine::scanner::schema::{col, messages_table_schema, table_schema};
 use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::engine::scanner::time_order;
 use crate::engine::storage::object_io::FileLocation;
+use crate::engine::storage::summary_cache;
 use crate::formats::FormatReader;
 use crate::model::Summary;
 
@@ -184,7 +185,7 @@ impl FileFormat for LogFileFormat {
 
     async fn infer_stats(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         store: &Arc<dyn ObjectStore>,
         table_schema: SchemaRef,
         object: &ObjectMeta,
@@ -202,7 +203,11 @@ impl FileFormat for LogFileFormat {
             return Ok(Statistics::new_unknown(&table_schema));
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
-        let cached = loc.summary(self.format.clone()).await.map_err(df_err)?;
+        let cache = summary_cache::of(state.runtime_env());
+        let cached = loc
+            .summary(Some(cache), self.format.clone())
+            .await
+            .map_err(df_err)?;
         Ok(summary_statistics(&cached.summary, &table_schema))
     }
 
@@ -213,8 +218,13 @@ impl FileFormat for LogFileFormat {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let options = LogsqlOptions::from_config(state.config_options());
         let time_order = options.time_order;
+        let summaries = summary_cache::of(state.runtime_env());
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
-            conf.file_source = Arc::new(source.with_options(options));
+            conf.file_source = Arc::new(
+                source
+                    .with_options(options)
+                    .with_summary_cache(Arc::clone(&summaries)),
+            );
         }
         // `messages` and `read_topic` scans of files in time order declare it
         // (typed tables keep the order of their packets), when the query
@@ -229,7 +239,7 @@ impl FileFormat for LogFileFormat {
             && conf.output_ordering.is_empty()
         {
             let store = state.runtime_env().object_store(&conf.object_store_url)?;
-            time_order::declare(&mut conf, store, self.format.clone(), &self.skip).await;
+            time_order::declare(&mut conf, store, summaries, self.format.clone(), &self.skip).await;
         }
         Ok(DataSourceExec::from_data_source(conf))
     }

@@ -472,7 +472,8 @@ impl SourceResolver {
         if !loc.local {
             loc.name = file.to_string();
         }
-        let cached = loc.summary(None).await.map_err(df_err)?;
+        let cache = crate::engine::storage::summary_cache::of(&self.env);
+        let cached = loc.summary(Some(cache), None).await.map_err(df_err)?;
         let summary = Arc::clone(&cached.summary);
         let format = cached.format.name();
         let mut channels: Vec<_> = summary.channels.values().cloned().collect();

@@ -35,6 +35,7 @@ use crate::engine::scanner::predicate::is_exact_pushable;
 use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
 use crate::engine::scanner::target::ScanTarget;
 use crate::engine::storage::object_io::FileLocation;
+use crate::engine::storage::summary_cache::SummaryCache;
 use crate::formats::FormatReader;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
@@ -57,6 +58,9 @@ pub struct LogSource {
     /// Where the scan records errors to report at the end of the query
     /// (set by the SQL surface's `DeferScanErrors` rule; not sent to distributed workers).
     damage: Option<Arc<DamageLog>>,
+    /// The session's file-metadata cache the scan keeps summaries in (set at
+    /// plan time by `LogFileFormat`, on workers by the codec; `None`: not cached).
+    pub(in crate::engine) summaries: Option<SummaryCache>,
 }
 
 impl LogSource {
@@ -73,6 +77,7 @@ impl LogSource {
             target: ScanTarget::Messages,
             skip: Default::default(),
             damage: None,
+            summaries: None,
         }
     }
 
@@ -88,6 +93,15 @@ impl LogSource {
     /// The same source leaving the files `skip` out.
     pub fn with_skip(self, skip: Arc<HashSet<ObjectPath>>) -> Self {
         Self { skip, ..self }
+    }
+
+    /// The same source keeping file summaries in `cache` (the session's
+    /// runtime file-metadata cache, `CacheManager::get_file_metadata_cache`).
+    pub fn with_summary_cache(&self, cache: SummaryCache) -> Self {
+        Self {
+            summaries: Some(cache),
+            ..self.clone()
+        }
     }
 
     /// The same source reading `target` (a typed table, a decoded topic, or `messages`).
@@ -107,6 +121,7 @@ impl LogSource {
             batch_rows: self.batch_size,
             options: &self.options,
             limit: config.limit,
+            summaries: self.summaries.clone(),
         })?
         .with_damage_log(self.damage.clone())
         .with_time_order(!config.output_ordering.is_empty(), file_schema)

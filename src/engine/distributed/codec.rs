@@ -115,7 +115,10 @@ impl PhysicalExtensionCodec for LogsqlCodec {
         let mut source = LogSource::new(format, table_schema)
             .with_skip(Arc::new(skip))
             .with_target(target)
-            .with_options(options);
+            .with_options(options)
+            .with_summary_cache(crate::engine::storage::summary_cache::of(
+                ctx.runtime_env().as_ref(),
+            ));
         source.predicate = predicate;
         source.batch_size = usize::try_from(node.batch_size).map_err(codec_err)?;
         let conf =

@@ -33,7 +33,7 @@ use super::target::ScanTarget;
 use super::time_order::{self, ChunkOrder};
 use crate::engine::storage::digest::DigestingReader;
 use crate::engine::storage::object_io::{CountingReader, FileLocation};
-use crate::engine::storage::summary_cache;
+use crate::engine::storage::summary_cache::{self, SummaryCache};
 use crate::formats::FormatReader;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
 use crate::table::{RowSink, Value};
@@ -61,6 +61,10 @@ pub struct ScanMetrics {
     /// Rows answered from the file's stated per-channel counts, without
     /// reading a chunk ([`super::summary_rows`]).
     pub messages_from_summary: Count,
+    /// File opens whose summary the session's file-metadata cache held.
+    pub summary_cache_hits: Count,
+    /// File opens that read the file's summary (then cached).
+    pub summary_cache_misses: Count,
 }
 
 impl ScanMetrics {
@@ -77,6 +81,8 @@ impl ScanMetrics {
             files_total: counter("files_total"),
             files_pruned: counter("files_pruned"),
             messages_from_summary: counter("messages_from_summary"),
+            summary_cache_hits: counter("summary_cache_hits"),
+            summary_cache_misses: counter("summary_cache_misses"),
         }
     }
 }
@@ -115,6 +121,9 @@ pub struct ScanPlan {
     /// reads `log_time`: its position in `read_schema`. Each chunk's rows are
     /// then held until the chunk ends, sorted and checked against its bounds.
     pub time_order: Option<usize>,
+    /// The session's file-metadata cache the summaries are kept in (`None`:
+    /// every file open reads its summary).
+    pub summaries: Option<SummaryCache>,
 }
 
 /// What a scan is asked for, by name: the inputs of [`ScanPlan::new`]
@@ -137,6 +146,8 @@ pub struct ScanRequest<'a> {
     pub options: &'a LogsqlOptions,
     /// Stop after this many rows (after filtering).
     pub limit: Option<usize>,
+    /// The session's file-metadata cache (see [`ScanPlan::summaries`]).
+    pub summaries: Option<SummaryCache>,
 }
 
 impl ScanPlan {
@@ -152,6 +163,7 @@ impl ScanPlan {
             batch_rows,
             options,
             limit,
+            summaries,
         } = req;
         let mut needed: Vec<usize> = output.to_vec();
         if let Some(p) = &predicate {
@@ -208,6 +220,7 @@ impl ScanPlan {
             verify: options.verify_checksums,
             damage: None,
             time_order: None,
+            summaries,
         })
     }
 
@@ -299,8 +312,22 @@ fn scan_file_inner(
     let raw = loc.open().map_err(df_err)?;
     let file = CountingReader::new(raw.as_ref());
     let owns_start = range.as_ref().is_none_or(|r| r.start == 0);
-    let cached = match summary_cache::get_or_load(&loc.cache_key(), plan.format.as_ref(), &file) {
-        Ok(cached) => cached,
+    let loaded = summary_cache::get_or_load(
+        plan.summaries.as_deref(),
+        &loc.store_id(),
+        &loc.meta,
+        plan.format.as_ref(),
+        &file,
+    );
+    let cached = match loaded {
+        Ok((cached, hit)) => {
+            let counter = match hit {
+                true => &metrics.summary_cache_hits,
+                false => &metrics.summary_cache_misses,
+            };
+            counter.add(1);
+            cached
+        }
         // A file too damaged to have a summary has no readable message: the
         // policy decides (once per file, by the partition owning its start).
         Err(e) if e.is_damage() => {
@@ -420,7 +447,6 @@ fn scan_file_inner(
     }
     // A scan that reads every chunk of the whole file verifies the file's
     // whole-file checksum in the same pass (`verify_checksums = 'auto'`).
-    let key = loc.cache_key();
     let full_pass = plan.verify == VerifyChecksums::Auto
         && owns_start
         && range.as_ref().is_none_or(|r| r.end >= summary.file_size)
@@ -431,7 +457,7 @@ fn scan_file_inner(
         && summary.damage.is_none()
         && keep.len() == summary.chunks.len()
         && keep.iter().all(|k| *k)
-        && !summary_cache::is_verified(&key);
+        && !cached.is_verified();
     let digest = full_pass
         .then(|| format.file_digest(&file, summary))
         .flatten()
@@ -534,20 +560,18 @@ fn scan_file_inner(
         if let Some(damage) = &summary.damage {
             report(plan.on_error, damage.clone(), plan.damage.as_deref())?;
         }
-        let verified = match digest {
-            Some(d) => d.finish().map(|outcome| {
-                let mismatch = outcome.err();
-                summary_cache::record_verification(&key, mismatch.clone());
-                mismatch
-            }),
-            None if plan.verify == VerifyChecksums::Always => Some(summary_cache::verification(
-                &key,
-                &cached,
-                raw.as_ref(),
-                &metrics.bytes_verified,
-            )),
-            None => None,
-        };
+        let verified =
+            match digest {
+                Some(d) => d.finish().map(|outcome| {
+                    let mismatch = outcome.err();
+                    cached.record_verification(mismatch.clone());
+                    mismatch
+                }),
+                None if plan.verify == VerifyChecksums::Always => Some(
+                    summary_cache::verification(&cached, raw.as_ref(), &metrics.bytes_verified),
+                ),
+                None => None,
+            };
         if let Some(Some(e)) = verified {
             report(plan.on_error, e, plan.damage.as_deref())?;
         }

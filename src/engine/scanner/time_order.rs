@@ -132,6 +132,7 @@ pub fn log_time_ordering(schema: &SchemaRef) -> Option<LexOrdering> {
 pub async fn declare(
     conf: &mut FileScanConfig,
     store: Arc<dyn ObjectStore>,
+    summaries: crate::engine::storage::summary_cache::SummaryCache,
     format: Option<Arc<dyn FormatReader>>,
     skip: &HashSet<ObjectPath>,
 ) {
@@ -147,8 +148,9 @@ pub async fn declare(
         .map(|f| FileLocation::new(url.clone(), Arc::clone(&store), f));
     let checks = files.map(|loc| {
         let format = format.clone();
+        let summaries = Arc::clone(&summaries);
         async move {
-            loc.summary(format)
+            loc.summary(Some(summaries), format)
                 .await
                 .is_ok_and(|c| file_in_time_order(c.format.as_ref(), &c.summary))
         }

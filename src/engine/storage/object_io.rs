@@ -194,15 +194,37 @@ impl FileLocation {
         )
     }
 
-    /// Reads the file's summary (cached) on a blocking thread.
+    /// The store's identity, as the summary cache checks it.
+    pub fn store_id(&self) -> String {
+        self.store.to_string()
+    }
+
+    /// Reads the file's summary on a blocking thread, from `cache` (the
+    /// session's file-metadata cache) when it holds it, else into it.
     pub async fn summary(
         &self,
+        cache: Option<super::summary_cache::SummaryCache>,
         format: Option<Arc<dyn crate::formats::FormatReader>>,
     ) -> Result<super::summary_cache::CachedSummary> {
+        let store = self.store_id();
+        if let Some(hit) = super::summary_cache::lookup(cache.as_deref(), &store, &self.meta)
+            && format
+                .as_ref()
+                .is_none_or(|f| f.name() == hit.format.name())
+        {
+            return Ok(hit);
+        }
         let loc = self.clone();
         tokio::task::spawn_blocking(move || {
             let file = loc.open()?;
-            super::summary_cache::get_or_load(&loc.cache_key(), format.as_ref(), file.as_ref())
+            super::summary_cache::get_or_load(
+                cache.as_deref(),
+                &store,
+                &loc.meta,
+                format.as_ref(),
+                file.as_ref(),
+            )
+            .map(|(cached, _)| cached)
         })
         .await
         .map_err(|e| Error::Invalid(format!("summary task failed: {e}")))?

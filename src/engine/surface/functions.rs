@@ -4,6 +4,10 @@
 //! to text and fails on payload bytes that are not UTF-8. logsql's `length`
 //! returns the byte length of binary values (as PostgreSQL does for `bytea`) and
 //! the character length of strings, so `sum(length(data))` works on payloads.
+//! DataFusion's `character_length` is registered again without its `length`
+//! alias: a session state rebuilt from its functions (`SET
+//! datafusion.runtime.*` does that) registers them in no set order, and the
+//! built-in would otherwise take `length` back.
 
 use std::sync::Arc;
 
@@ -95,7 +99,58 @@ impl ScalarUDFImpl for Length {
     }
 }
 
+/// DataFusion's `character_length` with the aliases `aliases` (its own minus `length`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CharacterLength {
+    inner: Arc<ScalarUDF>,
+    aliases: Vec<String>,
+}
+
+impl Default for CharacterLength {
+    fn default() -> Self {
+        let inner = character_length();
+        let aliases = inner
+            .aliases()
+            .iter()
+            .filter(|a| a.as_str() != "length")
+            .cloned()
+            .collect();
+        Self { inner, aliases }
+    }
+}
+
+impl ScalarUDFImpl for CharacterLength {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        self.inner.coerce_types(arg_types)
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        self.inner.return_type(arg_types)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        self.inner.return_field_from_args(args)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        self.inner.invoke_with_args(args)
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+}
+
 /// Registers logsql's scalar functions on `ctx` (replacing DataFusion's `length`).
 pub fn register(ctx: &SessionContext) {
+    ctx.register_udf(ScalarUDF::new_from_impl(CharacterLength::default()));
     ctx.register_udf(ScalarUDF::new_from_impl(Length::default()));
 }

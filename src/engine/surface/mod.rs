@@ -1,5 +1,6 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
-//! functions ([`table_functions`], [`typed_tables`], [`read_topic`]), scalar
+//! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
+//! [`metadata_cache`]), scalar
 //! functions ([`functions`]), `ASOF JOIN` ([`asof`]) and the physical rule that
 //! reads log tables in file order ([`file_order`]), and the one that defers
 //! scan errors to the query's root ([`defer_errors`]). The top layer: nothing below
@@ -9,6 +10,7 @@ pub mod asof;
 pub mod defer_errors;
 pub mod file_order;
 pub mod functions;
+pub mod metadata_cache;
 pub mod read_topic;
 pub mod table_functions;
 pub mod typed_tables;

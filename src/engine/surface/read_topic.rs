@@ -88,7 +88,11 @@ async fn plan(
     let mut topics_seen: HashSet<String> = HashSet::new();
     for entry in resolved.log_files() {
         let (loc, format) = entry;
-        let cached = loc.summary(format.clone()).await.map_err(df_err)?;
+        let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
+        let cached = loc
+            .summary(Some(cache), format.clone())
+            .await
+            .map_err(df_err)?;
         let all = cached.summary.channels.values();
         topics_seen.extend(all.clone().map(|c| c.topic.clone()));
         let channels: Vec<Channel> = all

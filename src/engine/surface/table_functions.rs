@@ -261,14 +261,18 @@ impl TableProvider for SummaryTable {
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {
-            let mut cached = loc.summary(format.clone()).await.map_err(df_err)?;
+            let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
+            let mut cached = loc
+                .summary(Some(cache), format.clone())
+                .await
+                .map_err(df_err)?;
             if let (Some(pool), SummaryView::Channels) = (&pool, self.view) {
                 // Schemas from the user's descriptor set, for channels the file names only by type.
                 let mut summary = (*cached.summary).clone();
                 let mut channels: Vec<_> = summary.channels.values().cloned().collect();
                 if crate::descriptors::attach(pool, &mut channels) > 0 {
                     summary.channels = channels.into_iter().map(|c| (c.id, c)).collect();
-                    cached.summary = Arc::new(summary);
+                    cached = cached.with_summary(summary);
                 }
             }
             files.push((loc.clone(), cached));

@@ -105,8 +105,9 @@ async fn plan_table(
         .filter(|(_, f)| f.as_ref().is_some_and(|f| f.name() == format.name()))
         .copied()
         .collect();
+    let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
     let cached = first
-        .summary(Some(Arc::clone(format)))
+        .summary(Some(cache), Some(Arc::clone(format)))
         .await
         .map_err(df_err)?;
     let table = format.table(name).map_err(df_err)?;

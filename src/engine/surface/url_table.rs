@@ -109,17 +109,21 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     };
     // Sniff the files concurrently (one small range request each on an object
     // store); a file whose summary is cached needs none.
+    let cache = summary_cache::of(state.runtime_env());
     let mut files: Vec<(FileLocation, Option<Arc<dyn FormatReader>>)> =
         futures::stream::iter(metas.into_iter().map(|meta| {
             let store_url = &store_url;
             let store = Arc::clone(&store);
+            let cache = &cache;
             async move {
                 let mut loc = FileLocation::from_store(Arc::clone(&store), meta);
                 if remote {
                     // The object's URL, not the store's description.
                     loc.name = format!("{}{}", store_url.as_str(), loc.meta.location);
                 }
-                if let Some(hit) = summary_cache::lookup(&loc.cache_key()) {
+                if let Some(hit) =
+                    summary_cache::lookup(Some(cache.as_ref()), &loc.store_id(), &loc.meta)
+                {
                     return Ok::<_, DataFusionError>((loc, Some(hit.format)));
                 }
                 let head_len = loc.meta.size.min(SNIFF_LEN as u64);
