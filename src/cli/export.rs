@@ -102,7 +102,7 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
                 .unwrap_or(McapWriteOptions::default().chunk_size),
             summary: !a.no_summary,
         };
-        write_mcap_file(app, &sql, &a.output, total, &options)?
+        write_mcap_file(app, &a.input, &sql, &a.output, total, &options)?
     } else {
         write_parquet(app, &sql, &a.output, total)?
     };
@@ -123,14 +123,27 @@ fn is_mcap(output: &Path) -> bool {
 /// leaves a complete MCAP file of those rows, and the error says so.
 fn write_mcap_file(
     app: &App,
+    input: &str,
     sql: &str,
     output: &Path,
     total: Option<u64>,
     options: &McapWriteOptions,
 ) -> CliResult<u64> {
-    let df = app.rt.block_on(app.ctx.sql(sql))?;
-    let stream = app.rt.block_on(df.execute_stream())?;
     let state = app.ctx.state();
+    // One local file is read in one partition: its scan in declared time
+    // order then needs no merge of partitions, whose `SortPreservingMergeExec`
+    // copies every payload once more (the writer thread, compressing chunks,
+    // is the bottleneck, not the scan). A directory or glob keeps the
+    // configured partitions (its files are merged in time order).
+    let df = if Path::new(input).is_file() {
+        let mut one = state.clone();
+        one.config_mut().options_mut().execution.target_partitions = 1;
+        app.rt
+            .block_on(SessionContext::new_with_state(one).sql(sql))?
+    } else {
+        app.rt.block_on(app.ctx.sql(sql))?
+    };
+    let stream = app.rt.block_on(df.execute_stream())?;
     let pool = LogsqlOptions::from_config(state.config_options()).descriptor_pool()?;
     let progress = Progress::new(total);
     let (rows, failed) = app.rt.block_on(write_mcap(

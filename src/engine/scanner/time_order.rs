@@ -25,8 +25,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, RecordBatch, TimestampNanosecondArray, UInt32Array};
-use datafusion::arrow::compute::{concat_batches, take_record_batch};
+use datafusion::arrow::array::{Array, RecordBatch, TimestampNanosecondArray};
+use datafusion::arrow::compute::interleave_record_batch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::physical_plan::FileScanConfig;
 use datafusion::error::{DataFusionError, Result};
@@ -212,17 +212,25 @@ impl ChunkOrder {
         if times.is_sorted() {
             return Ok((batches, outside));
         }
-        let schema = batches[0].schema();
-        let all = concat_batches(&schema, &batches)?;
-        let mut order: Vec<u32> = (0..times.len() as u32).collect();
-        order.sort_by_key(|&i| times[i as usize]);
-        let sorted = take_record_batch(&all, &UInt32Array::from(order))?;
-        let n = sorted.num_rows();
-        let step = max_rows.max(1);
-        let out = (0..n)
-            .step_by(step)
-            .map(|start| sorted.slice(start, step.min(n - start)))
+        // (batch, row) of every row in time order (stable): the rows are
+        // copied once, straight into the output batches.
+        let mut order: Vec<(i64, (usize, usize))> = times
+            .iter()
+            .copied()
+            .zip(
+                batches
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r))),
+            )
             .collect();
+        order.sort_by_key(|(t, _)| *t);
+        let order: Vec<(usize, usize)> = order.into_iter().map(|(_, i)| i).collect();
+        let refs: Vec<&RecordBatch> = batches.iter().collect();
+        let out = order
+            .chunks(max_rows.max(1))
+            .map(|part| interleave_record_batch(&refs, part))
+            .collect::<std::result::Result<_, _>>()?;
         Ok((out, outside))
     }
 }
