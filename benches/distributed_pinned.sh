@@ -38,7 +38,8 @@
 #
 # Environment: CARGO_TARGET_DIR (default target), FILES (4), BAG_SECONDS (60,
 # ~33 MB a bag), RUNS (5), PORT (first worker port, 50161; the second is
-# PORT+1), SKIP_BUILD=1. Needs 2 cores, taskset (util-linux) and /usr/bin/time.
+# PORT+1), GEN_BAG (the gen_bag binary; default the release example),
+# SKIP_BUILD=1. Needs 2 cores, taskset (util-linux) and /usr/bin/time.
 # The machine must be otherwise idle for the figure to mean anything: the load
 # average is printed first.
 set -euo pipefail
@@ -52,7 +53,7 @@ seconds=${BAG_SECONDS:-60}
 runs=${RUNS:-5}
 port=${PORT:-50161}
 logsql=$target/release/logsql
-gen=$target/release/examples/gen_bag
+gen=${GEN_BAG:-$target/release/examples/gen_bag}
 
 log() { echo "== $*" >&2; }
 die() { echo "distributed_pinned: $*" >&2; exit 1; }
