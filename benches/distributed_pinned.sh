@@ -192,5 +192,6 @@ awk -v a="${median[w1]}" -v b="${median[w2]}" -v c="${median[local1]}" 'BEGIN {
     printf "speed-up of 2 workers over 1 worker: %.2fx (target 1.8x: %s)\n", a / b, (a / b >= 1.8 ? "met" : "NOT met")
     printf "1 worker vs one process on one core: %.2fx the time\n", a / c
 }'
-echo "(CPU columns: medians of the seconds each process used during one query; the worker columns"
+echo "(CPU columns: medians of the seconds each process used during one query, the one-process rows"
+echo " in the coordinator column; the worker columns"
 echo " show which process decompressed.)"
