@@ -323,6 +323,51 @@ pub(crate) fn read_chunk_records(
     })
 }
 
+/// The MessageIndex records of a chunk (`mi_length` bytes at `mi_offset`);
+/// `None` when they cannot be read (callers then read the chunk itself).
+fn read_message_index_records(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    mi_offset: u64,
+    mi_length: u64,
+) -> Option<Vec<u8>> {
+    let mut raw = Vec::new();
+    read_range_into(
+        file,
+        ctx,
+        mi_offset,
+        mi_length,
+        &mut raw,
+        "message index records",
+    )
+    .ok()?;
+    Some(raw)
+}
+
+/// The non-empty MessageIndex records in `raw`; `None` when one is damaged or
+/// names a channel the summary does not know.
+fn known_message_indexes<'a>(
+    raw: &'a [u8],
+    summary: &Summary,
+) -> Option<Vec<records::MessageIndex<'a>>> {
+    let mut indexes = Vec::new();
+    for rec in SliceRecords::new(raw) {
+        let rec = rec.ok()?;
+        if rec.opcode != op::MESSAGE_INDEX {
+            continue;
+        }
+        let mi = records::parse_message_index(rec.content).ok()?;
+        if mi.is_empty() {
+            continue;
+        }
+        if !summary.channels.contains_key(&u64::from(mi.channel_id)) {
+            return None;
+        }
+        indexes.push(mi);
+    }
+    Some(indexes)
+}
+
 /// `(offset in chunk, log_time, channel id)` of every message of a chunk, in file
 /// order, from its MessageIndex records alone (read at `mi_offset`, `mi_length`
 /// bytes, never decompressed).
@@ -336,34 +381,14 @@ pub(crate) fn message_index_entries(
     mi_offset: u64,
     mi_length: u64,
 ) -> Result<Option<Vec<(u64, u64, u16)>>> {
-    let mut raw = Vec::new();
-    if read_range_into(
-        file,
-        ctx,
-        mi_offset,
-        mi_length,
-        &mut raw,
-        "message index records",
-    )
-    .is_err()
-    {
+    let Some(raw) = read_message_index_records(file, ctx, mi_offset, mi_length) else {
         return Ok(None);
-    }
+    };
+    let Some(indexes) = known_message_indexes(&raw, summary) else {
+        return Ok(None);
+    };
     let mut entries: Vec<(u64, u64, u16)> = Vec::new();
-    for rec in SliceRecords::new(&raw) {
-        let Ok(rec) = rec else { return Ok(None) };
-        if rec.opcode != op::MESSAGE_INDEX {
-            continue;
-        }
-        let Ok(mi) = records::parse_message_index(rec.content) else {
-            return Ok(None);
-        };
-        if mi.is_empty() {
-            continue;
-        }
-        if !summary.channels.contains_key(&u64::from(mi.channel_id)) {
-            return Ok(None);
-        }
+    for mi in &indexes {
         entries.extend(mi.entries().map(|(t, o)| (o, t, mi.channel_id)));
     }
     entries.sort_by_key(|e| e.0);
@@ -395,36 +420,12 @@ pub(crate) fn message_index_times(
     uncompressed_size: u64,
     out: &mut model::ChannelTimes,
 ) -> Result<bool> {
-    let mut raw = Vec::new();
-    if read_range_into(
-        file,
-        ctx,
-        mi_offset,
-        mi_length,
-        &mut raw,
-        "message index records",
-    )
-    .is_err()
-    {
+    let Some(raw) = read_message_index_records(file, ctx, mi_offset, mi_length) else {
         return Ok(false);
-    }
-    let mut indexes = Vec::new();
-    for rec in SliceRecords::new(&raw) {
-        let Ok(rec) = rec else { return Ok(false) };
-        if rec.opcode != op::MESSAGE_INDEX {
-            continue;
-        }
-        let Ok(mi) = records::parse_message_index(rec.content) else {
-            return Ok(false);
-        };
-        if mi.is_empty() {
-            continue;
-        }
-        if !summary.channels.contains_key(&u64::from(mi.channel_id)) {
-            return Ok(false);
-        }
-        indexes.push(mi);
-    }
+    };
+    let Some(indexes) = known_message_indexes(&raw, summary) else {
+        return Ok(false);
+    };
     // Each offset / MIN_MESSAGE_RECORD is a different slot for different
     // messages: one bit per slot finds a repeated offset without sorting.
     // (At most 17 MB for the largest chunk read, zeroed lazily.)
