@@ -55,28 +55,7 @@ if ! "$venv/bin/python" -c "import rosbags" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12"
 fi
 
-py=$(mktemp --suffix=.py)
-trap 'rm -f "$py"' EXIT
-cat >"$py" <<'EOF'
-import sys
-from rosbags.rosbag1 import Reader
-
-path = sys.argv[1]
-with Reader(path) as r:
-    if len(sys.argv) > 2 and sys.argv[2] == "--window":
-        lo, hi = r.start_time, r.end_time - 1
-        span = hi - lo
-        print(lo + span * 45 // 100, lo + span * 55 // 100)
-        sys.exit(0)
-    conns = [c for c in r.connections if c.topic == sys.argv[2]] if len(sys.argv) > 2 else []
-    start = int(sys.argv[3]) if len(sys.argv) > 3 else None
-    stop = int(sys.argv[4]) + 1 if len(sys.argv) > 4 else None  # rosbags' stop is exclusive
-    n = b = 0
-    for _c, _t, raw in r.messages(connections=conns, start=start, stop=stop):
-        n += 1
-        b += len(raw)
-print(n, b)
-EOF
+py=$root/benches/python_rosbags_read.py
 
 # Prints "min median" (seconds) of RUNS runs of the command.
 timeit() {
@@ -93,24 +72,24 @@ timeit() {
 
 q() { "$logsql" "$@" --format csv | tail -n 1 | tr ',' ' '; }
 
-read -r w0 w1 < <("$venv/bin/python" "$py" "$lz4" --window)
+read -r w0 w1 < <("$venv/bin/python" "$py" rosbag1 "$lz4" --window)
 full_sql="SELECT count(*), sum(length(data)) FROM '$lz4'"
 win_sql="SELECT count(*), sum(length(data)) FROM '$lz4' WHERE topic = '/imu' AND log_time BETWEEN to_timestamp_nanos($w0) AND to_timestamp_nanos($w1)"
 bz2_sql="SELECT count(*), sum(length(data)) FROM '$bz2'"
 
 log "checking that rosbags and logsql agree"
-a=$("$venv/bin/python" "$py" "$lz4"); b=$(q "$full_sql")
+a=$("$venv/bin/python" "$py" rosbag1 "$lz4"); b=$(q "$full_sql")
 [[ "$a" == "$b" ]] || { echo "full scan: rosbags $a, logsql $b" >&2; exit 1; }
-a=$("$venv/bin/python" "$py" "$lz4" /imu "$w0" "$w1"); b=$(q "$win_sql")
+a=$("$venv/bin/python" "$py" rosbag1 "$lz4" /imu "$w0" "$w1"); b=$(q "$win_sql")
 [[ "$a" == "$b" ]] || { echo "window: rosbags $a, logsql $b" >&2; exit 1; }
 a=$(q "$bz2_sql"); b=$(q "$full_sql")
 [[ "$a" == "$b" ]] || { echo "bz2 vs lz4: $a vs $b" >&2; exit 1; }
 log "agree: $b (count, payload bytes); window /imu $(q "$win_sql")"
 
 log "timing ($runs runs each)"
-read -r py_full py_full_med < <(timeit "$venv/bin/python" "$py" "$lz4")
+read -r py_full py_full_med < <(timeit "$venv/bin/python" "$py" rosbag1 "$lz4")
 read -r ls_full ls_full_med < <(timeit "$logsql" "$full_sql" --format csv)
-read -r py_win py_win_med < <(timeit "$venv/bin/python" "$py" "$lz4" /imu "$w0" "$w1")
+read -r py_win py_win_med < <(timeit "$venv/bin/python" "$py" rosbag1 "$lz4" /imu "$w0" "$w1")
 read -r ls_win ls_win_med < <(timeit "$logsql" "$win_sql" --format csv)
 read -r bz_1 bz_1_med < <(timeit "$logsql" --target-partitions 1 "$bz2_sql" --format csv)
 read -r bz_2 bz_2_med < <(timeit "$logsql" --target-partitions 2 "$bz2_sql" --format csv)

@@ -69,30 +69,9 @@ if ! "$py" -c "import rosbags" 2>/dev/null; then
     "$py" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12" >&2
 fi
 
+pyr=$root/benches/python_rosbags_read.py
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pyr=$tmp/ros2_read.py
-cat >"$pyr" <<'EOF'
-# python ros2_read.py BAG [--window | TOPIC START END]: "count bytes" of every
-# message's raw bytes (of TOPIC with START <= t <= END), or the 10% window's bounds.
-import sys
-from rosbags.rosbag2 import Reader
-
-with Reader(sys.argv[1]) as r:
-    if len(sys.argv) > 2 and sys.argv[2] == "--window":
-        lo, hi = r.start_time, r.end_time - 1  # rosbags' end_time is exclusive
-        span = hi - lo
-        print(lo + span * 45 // 100, lo + span * 55 // 100)
-        sys.exit(0)
-    conns = [c for c in r.connections if c.topic == sys.argv[2]] if len(sys.argv) > 2 else []
-    start = int(sys.argv[3]) if len(sys.argv) > 3 else None
-    stop = int(sys.argv[4]) + 1 if len(sys.argv) > 4 else None  # rosbags' stop is exclusive
-    n = b = 0
-    for _c, _t, raw in r.messages(connections=conns, start=start, stop=stop):
-        n += 1
-        b += len(raw)
-print(n, b)
-EOF
 
 logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
 same() { # same WHAT PYTHON LOGSQL
@@ -117,22 +96,22 @@ print('%.3f %.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min'], r['median'
 # metric PLAN NAME: one scan metric of an EXPLAIN ANALYZE output, as printed.
 metric() { grep -o "[ ,\[]$2=[0-9.]*\( [KMBGT]\)\?" "$1" | head -n 1 | cut -d= -f2; }
 
-read -r w0 w1 < <("$py" "$pyr" "$bag" --window)
+read -r w0 w1 < <("$py" "$pyr" rosbag2 "$bag" --window)
 q_full="SELECT count(*), sum(length(data)) FROM '$bag/'"
 q_win="$q_full WHERE topic = '/imu' AND log_time BETWEEN to_timestamp_nanos($w0) AND to_timestamp_nanos($w1)"
 
 log "checking that rosbags and logsql agree"
 full=$(logsql_row "$q_full")
-same "full scan" "$("$py" "$pyr" "$bag")" "$full"
+same "full scan" "$("$py" "$pyr" rosbag2 "$bag")" "$full"
 win=$(logsql_row "$q_win")
-same "/imu, 10% window" "$("$py" "$pyr" "$bag" /imu "$w0" "$w1")" "$win"
+same "/imu, 10% window" "$("$py" "$pyr" rosbag2 "$bag" /imu "$w0" "$w1")" "$win"
 topics_n=$(logsql_row "SELECT sum(message_count) FROM topics('$bag/')")
 read -r full_n _ <<<"$full"
 same "topics() counts add up to the rows" "$full_n" "$topics_n"
 
-read -r py_full py_full_sd py_full_min _ < <(time_cmd py_full "$py" "$pyr" "$bag")
+read -r py_full py_full_sd py_full_min _ < <(time_cmd py_full "$py" "$pyr" rosbag2 "$bag")
 read -r ls_full ls_full_sd ls_full_min _ < <(time_cmd ls_full "$logsql" --format csv "$q_full")
-read -r py_win py_win_sd py_win_min _ < <(time_cmd py_win "$py" "$pyr" "$bag" /imu "$w0" "$w1")
+read -r py_win py_win_sd py_win_min _ < <(time_cmd py_win "$py" "$pyr" rosbag2 "$bag" /imu "$w0" "$w1")
 read -r ls_win ls_win_sd ls_win_min _ < <(time_cmd ls_win "$logsql" --format csv "$q_win")
 read -r ls_topics ls_topics_sd _ _ < <(time_cmd ls_topics "$logsql" --format csv "SELECT * FROM topics('$bag/')")
 read -r ls_info ls_info_sd _ _ < <(time_cmd ls_info "$logsql" info "$db")
