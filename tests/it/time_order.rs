@@ -299,6 +299,65 @@ async fn every_fixture_comes_out_in_its_declared_order() {
     assert!(ordered_files >= 4 && unordered_files >= 1);
 }
 
+/// A scan in declared time order deals a file's chunks out to its byte
+/// ranges in turn: at 2 partitions, each partition of the demo MCAP holds
+/// rows from both halves of the recording, in order, and the rows of a
+/// time window come from both partitions, so an order-preserving merge
+/// (`ORDER BY log_time`, ASOF JOIN) reads both at once. No partition takes
+/// another's ranges (DataFusion's work stealing is off for such a scan).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_time_ordered_scan_deals_chunks_to_its_partitions_in_turn() {
+    let ctx = ctx(2).await;
+    let f = "tests/data/demo.mcap";
+    let reference = rows(&query(&ctx, &format!("SELECT topic, log_time FROM '{f}'")).await);
+    let (t0, t1) = (
+        reference.iter().map(|r| r.1).min().unwrap(),
+        reference.iter().map(|r| r.1).max().unwrap(),
+    );
+    let mid = t0 + (t1 - t0) / 2;
+    for (sql, window) in [
+        (
+            format!("SELECT topic, log_time FROM '{f}' ORDER BY log_time"),
+            None,
+        ),
+        (
+            format!(
+                "SELECT topic, log_time FROM '{f}' WHERE log_time >= to_timestamp_nanos({}) AND log_time < to_timestamp_nanos({}) ORDER BY log_time",
+                mid - (t1 - t0) / 5,
+                mid + (t1 - t0) / 5
+            ),
+            Some(()),
+        ),
+    ] {
+        let scan = scan_of(plan(&ctx, &sql).await);
+        assert_eq!(scan.output_partitioning().partition_count(), 2, "{sql}");
+        let streams = execute_stream_partitioned(scan, ctx.task_ctx()).unwrap();
+        let mut parts = Vec::new();
+        for stream in streams {
+            let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+            parts.push(rows(&batches));
+        }
+        for part in &parts {
+            assert!(is_sorted_by_time(part), "{sql}");
+            assert!(!part.is_empty(), "{sql}: an empty partition");
+            if window.is_none() {
+                // Rows from both halves of the recording in each partition.
+                assert!(part.first().unwrap().1 < mid, "{sql}");
+                assert!(part.last().unwrap().1 > mid, "{sql}");
+            }
+        }
+        // Chunks alternate: the partitions' time spans interleave.
+        let (a, b) = (&parts[0], &parts[1]);
+        assert!(a.first().unwrap().1 < b.last().unwrap().1, "{sql}");
+        assert!(b.first().unwrap().1 < a.last().unwrap().1, "{sql}");
+        if window.is_none() {
+            let mut all = parts.concat();
+            all.sort_by_key(|r| r.1);
+            assert_eq!(bag(&all), bag(&reference), "{sql}");
+        }
+    }
+}
+
 /// The demo recordings of `tests/data`: which declare their order (the bag's
 /// chunks overlap, the Apollo record's bounds are only hints), the plan of
 /// `ORDER BY log_time LIMIT 3`, and the first rows (of `read_topic` too).

@@ -301,6 +301,23 @@ pub fn scan_file(
     }
 }
 
+/// The position in `0..size` that decides which byte range reads chunk `i`
+/// of `n` in a scan in declared time order: the centre of slot `i`'s
+/// bit-reversal among `2^ceil(log2 n)` equal slots of the file. Consecutive
+/// chunks land in different halves (quarters, ...) of the file, so byte
+/// ranges that split a file evenly deal its chunks out in turn: each
+/// partition still reads its chunks in file (and time) order, and an
+/// order-preserving merge of the partitions draws on all of them instead of
+/// draining the first half of the file while the second waits.
+fn dealt_position(i: usize, n: usize, size: u64) -> u64 {
+    if n <= 1 || size == 0 {
+        return 0;
+    }
+    let bits = usize::BITS - (n - 1).leading_zeros();
+    let slot = (i as u64).reverse_bits() >> (u64::BITS - bits);
+    ((u128::from(2 * slot + 1) * u128::from(size)) >> (bits + 1)) as u64
+}
+
 fn scan_file_inner(
     plan: &ScanPlan,
     loc: &FileLocation,
@@ -339,10 +356,31 @@ fn scan_file_inner(
         Err(e) => return Err(df_err(e)),
     };
     let summary = &cached.summary;
+    // Which chunks this byte range reads: those whose offset it holds, or,
+    // in declared time order, those whose dealt position it holds
+    // ([`dealt_position`]), so that every partition holds chunks from the
+    // whole span and a merge of the partitions keeps them all busy.
+    let dealt = plan.time_order.is_some();
+    let n = summary.chunks.len();
+    let owned: Vec<bool> = summary
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            range.as_ref().is_none_or(|r| {
+                r.contains(&match dealt {
+                    true => dealt_position(i, n, loc.meta.size),
+                    false => c.offset,
+                })
+            })
+        })
+        .collect();
     let in_range: Vec<&ChunkMeta> = summary
         .chunks
         .iter()
-        .filter(|c| range.as_ref().is_none_or(|r| r.contains(&c.offset)))
+        .zip(&owned)
+        .filter(|(_, o)| **o)
+        .map(|(c, _)| c)
         .collect();
     metrics.chunks_total.add(in_range.len());
     // Channels of the selected topics, to skip chunks that list none of them.
@@ -385,8 +423,9 @@ fn scan_file_inner(
         .chunks
         .iter()
         .zip(&keep_all)
-        .filter(|(c, _)| range.as_ref().is_none_or(|r| r.contains(&c.offset)))
-        .map(|(_, k)| *k && !file_pruned)
+        .zip(&owned)
+        .filter(|(_, o)| **o)
+        .map(|((_, k), _)| *k && !file_pruned)
         .collect();
 
     let format = &cached.format;
@@ -819,5 +858,47 @@ impl RowSink for BatchSink<'_, TableBatchBuilder> {
     fn row(&mut self, cells: &[Value<'_>]) -> Flow {
         self.builder.append(cells);
         self.after_append()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dealt_position;
+
+    /// The chunks each of `parts` equal byte ranges of a `size`-byte file
+    /// reads, by their dealt positions.
+    fn dealt(n: usize, parts: u64, size: u64) -> Vec<Vec<usize>> {
+        let step = size.div_ceil(parts);
+        (0..parts)
+            .map(|p| {
+                let range = p * step..((p + 1) * step).min(size);
+                (0..n)
+                    .filter(|&i| range.contains(&dealt_position(i, n, size)))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_are_dealt_out_in_turn_and_each_range_keeps_file_order() {
+        assert_eq!(dealt(8, 2, 1000), [vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        assert_eq!(
+            dealt(8, 4, 1000),
+            [vec![0, 4], vec![2, 6], vec![1, 5], vec![3, 7]]
+        );
+        // Not a power of two: every chunk once, the halves within one.
+        let halves = dealt(5, 2, 3_331_829);
+        assert_eq!(halves, [vec![0, 2, 4], vec![1, 3]]);
+        for (n, parts, size) in [(1, 1, 10), (3, 16, 7), (1000, 3, 1 << 40), (37, 5, 999)] {
+            let mut all: Vec<usize> = dealt(n, parts, size).concat();
+            all.sort_unstable();
+            assert_eq!(
+                all,
+                (0..n).collect::<Vec<_>>(),
+                "{n} chunks, {parts} ranges"
+            );
+        }
+        assert_eq!(dealt_position(0, 1, 100), 0);
+        assert_eq!(dealt_position(3, 4, 0), 0);
     }
 }

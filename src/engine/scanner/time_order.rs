@@ -158,6 +158,12 @@ pub async fn declare(
     let ordered = futures::future::join_all(checks).await;
     if !ordered.is_empty() && ordered.iter().all(|o| *o) {
         conf.output_ordering = vec![ordering];
+        // Each partition reads exactly its own file group, in order: without
+        // this, DataFusion lets an idle partition steal its siblings' unopened
+        // files and byte ranges, and a partition would no longer hold its
+        // chunks in time order (`FileScanConfigBuilder::build` sets it for an
+        // ordering given there; this one is declared after the build).
+        conf.preserve_order = true;
     }
 }
 
