@@ -11,8 +11,10 @@
 //!   row of a [`ColumnBuilder`].
 //! - [`ColumnBuilder`]: the one truncatable column builder all decoders share,
 //!   so a payload that fails half-way is rolled back ([`append_message`]).
-//! - [`decoder_for`]: picks the decoder from a channel's schema and message
-//!   encodings.
+//! - [`decoder_of`]: the one dispatcher, for every format: turns what a
+//!   format says of a channel's schema ([`ChannelSchema`], from
+//!   `FormatReader::schema_of`) into a decoder; [`decoder_for`] picks one
+//!   from a channel's own schema bytes and encodings.
 //!
 //! Type mapping shared by every decoder: nested messages are `Struct`,
 //! variable-length arrays `List`, fixed-length arrays `FixedSizeList`,
@@ -36,7 +38,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
 pub use builder::ColumnBuilder;
 
-use crate::model::Channel;
+use crate::model::{Channel, ChannelSchema};
 
 /// Why a schema could not be compiled or a payload could not be decoded.
 ///
@@ -139,6 +141,26 @@ pub fn map_of(key: DataType, value: DataType) -> DataType {
         Arc::new(Field::new("entries", DataType::Struct(entries), false)),
         false,
     )
+}
+
+/// Compiles the decoder of `channel`'s payloads from `schema`, the format's
+/// description of it ([`crate::formats::FormatReader::schema_of`]): the one
+/// dispatcher `read_topic` uses for every format.
+///
+/// | description | decoder |
+/// |---|---|
+/// | [`ChannelSchema::Stored`] | from the channel's own encodings and schema ([`decoder_for`]) |
+/// | [`ChannelSchema::Protobuf`] | protobuf of that message type ([`protobuf::from_descriptor`]) |
+/// | [`ChannelSchema::Unavailable`] | none: an error with the format's reason |
+pub fn decoder_of(
+    channel: &Channel,
+    schema: &ChannelSchema,
+) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
+    match schema {
+        ChannelSchema::Stored => decoder_for(channel),
+        ChannelSchema::Protobuf(message) => protobuf::from_descriptor(message.clone()),
+        ChannelSchema::Unavailable(why) => Err(DecodeError::new(why.as_str())),
+    }
 }
 
 /// Compiles the decoder for `channel` from its schema and encodings.

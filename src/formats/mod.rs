@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
 use crate::model::{
-    ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary,
+    Channel, ChannelSchema, ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink,
+    Selection, Summary,
 };
 use crate::table::{RowSink, TableDef};
 
@@ -166,16 +167,15 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         None
     }
 
-    /// The decoder of `channel`'s payloads into typed columns (`read_topic`).
-    /// The default picks one from the channel's encodings and schema
-    /// ([`crate::decode::decoder_for`]); formats whose schemas are not
-    /// self-describing (Apollo's `proto_desc`) override it.
-    fn decoder(
-        &self,
-        channel: &crate::model::Channel,
-    ) -> std::result::Result<Arc<dyn crate::decode::MessageDecoder>, crate::decode::DecodeError>
-    {
-        crate::decode::decoder_for(channel)
+    /// How `channel`'s payloads are described, for decoding them into typed
+    /// columns (`read_topic`): the decode layer's one dispatcher serves every
+    /// format from this. The default, [`ChannelSchema::Stored`], is the
+    /// channel's own encodings and schema bytes; a format whose schemas are
+    /// kept otherwise (Apollo's `proto_desc`) says so, and one whose channels
+    /// cannot be decoded says why ([`ChannelSchema::Unavailable`]).
+    fn schema_of(&self, channel: &Channel) -> ChannelSchema {
+        let _ = channel;
+        ChannelSchema::Stored
     }
 }
 
