@@ -192,3 +192,66 @@ pub fn decoder_for(channel: &Channel) -> Result<Arc<dyn MessageDecoder>, DecodeE
         _ => Err(unsupported()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost_reflect::DescriptorPool;
+    use prost_reflect::prost_types::{
+        DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet,
+        field_descriptor_proto::{Label, Type},
+    };
+
+    fn ros1_channel() -> Channel {
+        Channel {
+            id: 1,
+            topic: "/t".into(),
+            message_type: Some("pkg/M".into()),
+            message_encoding: "ros1".into(),
+            schema_encoding: Some("ros1msg".into()),
+            schema: Some(Arc::from(&b"int32 x\n"[..])),
+            metadata: Default::default(),
+        }
+    }
+
+    #[test]
+    fn decoder_of_serves_every_description() {
+        let ch = ros1_channel();
+        // Stored: the channel's own schema, as decoder_for reads it.
+        let d = decoder_of(&ch, &ChannelSchema::Stored).unwrap();
+        assert_eq!(d.describe(), "ros1msg pkg/M");
+        assert_eq!(d.data_type(), decoder_for(&ch).unwrap().data_type());
+        // Protobuf: a message type the format resolved itself.
+        let file = FileDescriptorProto {
+            name: Some("m.proto".into()),
+            package: Some("pkg".into()),
+            message_type: vec![DescriptorProto {
+                name: Some("P".into()),
+                field: vec![FieldDescriptorProto {
+                    name: Some("y".into()),
+                    number: Some(1),
+                    label: Some(Label::Optional as i32),
+                    r#type: Some(Type::Double as i32),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let pool = DescriptorPool::from_file_descriptor_set(FileDescriptorSet { file: vec![file] })
+            .unwrap();
+        let message = pool.get_message_by_name("pkg.P").unwrap();
+        let d = decoder_of(&ch, &ChannelSchema::Protobuf(message)).unwrap();
+        assert_eq!(d.describe(), "protobuf pkg.P");
+        assert_eq!(
+            d.data_type(),
+            &DataType::Struct(Fields::from(vec![field("y", DataType::Float64)]))
+        );
+        // Unavailable: the format's reason, word for word.
+        let e = decoder_of(
+            &ch,
+            &ChannelSchema::Unavailable("no schema: use x()".into()),
+        );
+        assert_eq!(e.unwrap_err().to_string(), "no schema: use x()");
+    }
+}

@@ -360,4 +360,58 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn every_format_describes_a_channel_without_schema() {
+        let channel = Channel {
+            id: 3,
+            topic: "/t".into(),
+            message_type: Some("pkg/msg/M".into()),
+            message_encoding: "cdr".into(),
+            schema_encoding: None,
+            schema: None,
+            metadata: Default::default(),
+        };
+        let described: Vec<(&str, ChannelSchema)> = all()
+            .iter()
+            .map(|f| (f.name(), f.schema_of(&channel)))
+            .collect();
+        let unavailable = |why: &str| ChannelSchema::Unavailable(why.to_string());
+        assert_eq!(
+            described,
+            [
+                ("mcap", ChannelSchema::Stored),
+                ("bag", ChannelSchema::Stored),
+                (
+                    "record",
+                    unavailable(
+                        "channel \"/t\" has no usable proto_desc for \"pkg/msg/M\" \
+                         (SET logsql.descriptor_set = 'types.binpb' to supply one)"
+                    )
+                ),
+                ("bddf", ChannelSchema::Stored),
+                (
+                    "carla",
+                    unavailable(&format!(
+                        "CARLA packets (\"/t\") are decoded by the typed tables instead: {}('file') ...",
+                        carla::tables::TABLES.join("('file'), ")
+                    ))
+                ),
+                (
+                    "ros2",
+                    unavailable("no message definition for pkg/msg/M: the bag stores none")
+                ),
+            ]
+        );
+        // The resolver's reason, left in the metadata at planning, is the ROS 2 one.
+        let mut noted = channel.clone();
+        noted.metadata.insert(
+            crate::ros2_interfaces::MISSING_KEY.into(),
+            "not on the path".into(),
+        );
+        assert_eq!(
+            ros2::Ros2Format.schema_of(&noted),
+            unavailable("not on the path")
+        );
+    }
 }
