@@ -19,6 +19,8 @@
 //! - [`formats`]: byte-level readers (no DataFusion), one module per format;
 //! - [`model`] and [`io`]: the plain data and random-access reads they share;
 //! - [`proto_syntax`]: the protobuf-library guard readers and decoders share;
+//! - [`descriptors`] and [`ros2_interfaces`]: schemas from outside the file
+//!   (protobuf descriptor sets; ROS 2 `.msg` definitions by type name);
 //! - [`decode`]: payloads to typed Arrow columns (ROS1, CDR, protobuf, JSON);
 //! - `engine` (feature `datafusion`): the one scan engine and the DataFusion glue.
 
@@ -33,6 +35,7 @@ pub mod io;
 pub mod model;
 pub mod partial;
 pub mod proto_syntax;
+pub mod ros2_interfaces;
 pub mod table;
 
 pub use error::{Error, Result};

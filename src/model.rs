@@ -36,6 +36,29 @@ pub struct Channel {
     pub metadata: BTreeMap<String, String>,
 }
 
+/// How a channel's payloads are described, for decoding them into typed
+/// columns (`read_topic`): what a format says of a channel
+/// ([`crate::formats::FormatReader::schema_of`]), without knowing any
+/// decoder. The decode layer's one dispatcher (`crate::decode::decoder_of`)
+/// turns it into a decoder, whatever the format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChannelSchema {
+    /// The channel's own encodings and schema bytes
+    /// ([`Channel::message_encoding`], [`Channel::schema_encoding`],
+    /// [`Channel::schema`]), named as MCAP names them (`ros1`/`ros1msg`,
+    /// `cdr`/`ros2msg`, `protobuf`/`protobuf` with a `FileDescriptorSet`,
+    /// `json`/`jsonschema`). The default; also what a schema supplied at plan
+    /// time (a descriptor set, `logsql.msg_path`) fills in.
+    Stored,
+    /// A protobuf message type in a descriptor pool the format built from its
+    /// own schema records (Apollo's `proto_desc`: a chain of
+    /// `FileDescriptorProto`s, not a `FileDescriptorSet`).
+    Protobuf(prost_reflect::MessageDescriptor),
+    /// Nothing to decode the payloads with: why, with a hint where there is
+    /// one (the error `read_topic` reports).
+    Unavailable(String),
+}
+
 /// What the engine knows about one chunk before reading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkMeta {

@@ -11,8 +11,10 @@
 //!   row of a [`ColumnBuilder`].
 //! - [`ColumnBuilder`]: the one truncatable column builder all decoders share,
 //!   so a payload that fails half-way is rolled back ([`append_message`]).
-//! - [`decoder_for`]: picks the decoder from a channel's schema and message
-//!   encodings.
+//! - [`decoder_of`]: the one dispatcher, for every format: turns what a
+//!   format says of a channel's schema ([`ChannelSchema`], from
+//!   `FormatReader::schema_of`) into a decoder; [`decoder_for`] picks one
+//!   from a channel's own schema bytes and encodings.
 //!
 //! Type mapping shared by every decoder: nested messages are `Struct`,
 //! variable-length arrays `List`, fixed-length arrays `FixedSizeList`,
@@ -36,7 +38,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
 pub use builder::ColumnBuilder;
 
-use crate::model::Channel;
+use crate::model::{Channel, ChannelSchema};
 
 /// Why a schema could not be compiled or a payload could not be decoded.
 ///
@@ -141,6 +143,26 @@ pub fn map_of(key: DataType, value: DataType) -> DataType {
     )
 }
 
+/// Compiles the decoder of `channel`'s payloads from `schema`, the format's
+/// description of it ([`crate::formats::FormatReader::schema_of`]): the one
+/// dispatcher `read_topic` uses for every format.
+///
+/// | description | decoder |
+/// |---|---|
+/// | [`ChannelSchema::Stored`] | from the channel's own encodings and schema ([`decoder_for`]) |
+/// | [`ChannelSchema::Protobuf`] | protobuf of that message type ([`protobuf::from_descriptor`]) |
+/// | [`ChannelSchema::Unavailable`] | none: an error with the format's reason |
+pub fn decoder_of(
+    channel: &Channel,
+    schema: &ChannelSchema,
+) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
+    match schema {
+        ChannelSchema::Stored => decoder_for(channel),
+        ChannelSchema::Protobuf(message) => protobuf::from_descriptor(message.clone()),
+        ChannelSchema::Unavailable(why) => Err(DecodeError::new(why.as_str())),
+    }
+}
+
 /// Compiles the decoder for `channel` from its schema and encodings.
 ///
 /// | message encoding | schema encoding | decoder |
@@ -168,5 +190,68 @@ pub fn decoder_for(channel: &Channel) -> Result<Arc<dyn MessageDecoder>, DecodeE
         ("protobuf", "protobuf") if !schema.is_empty() => protobuf::decoder(channel),
         ("json", "jsonschema" | "") => json::decoder(channel),
         _ => Err(unsupported()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost_reflect::DescriptorPool;
+    use prost_reflect::prost_types::{
+        DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet,
+        field_descriptor_proto::{Label, Type},
+    };
+
+    fn ros1_channel() -> Channel {
+        Channel {
+            id: 1,
+            topic: "/t".into(),
+            message_type: Some("pkg/M".into()),
+            message_encoding: "ros1".into(),
+            schema_encoding: Some("ros1msg".into()),
+            schema: Some(Arc::from(&b"int32 x\n"[..])),
+            metadata: Default::default(),
+        }
+    }
+
+    #[test]
+    fn decoder_of_serves_every_description() {
+        let ch = ros1_channel();
+        // Stored: the channel's own schema, as decoder_for reads it.
+        let d = decoder_of(&ch, &ChannelSchema::Stored).unwrap();
+        assert_eq!(d.describe(), "ros1msg pkg/M");
+        assert_eq!(d.data_type(), decoder_for(&ch).unwrap().data_type());
+        // Protobuf: a message type the format resolved itself.
+        let file = FileDescriptorProto {
+            name: Some("m.proto".into()),
+            package: Some("pkg".into()),
+            message_type: vec![DescriptorProto {
+                name: Some("P".into()),
+                field: vec![FieldDescriptorProto {
+                    name: Some("y".into()),
+                    number: Some(1),
+                    label: Some(Label::Optional as i32),
+                    r#type: Some(Type::Double as i32),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let pool = DescriptorPool::from_file_descriptor_set(FileDescriptorSet { file: vec![file] })
+            .unwrap();
+        let message = pool.get_message_by_name("pkg.P").unwrap();
+        let d = decoder_of(&ch, &ChannelSchema::Protobuf(message)).unwrap();
+        assert_eq!(d.describe(), "protobuf pkg.P");
+        assert_eq!(
+            d.data_type(),
+            &DataType::Struct(Fields::from(vec![field("y", DataType::Float64)]))
+        );
+        // Unavailable: the format's reason, word for word.
+        let e = decoder_of(
+            &ch,
+            &ChannelSchema::Unavailable("no schema: use x()".into()),
+        );
+        assert_eq!(e.unwrap_err().to_string(), "no schema: use x()");
     }
 }

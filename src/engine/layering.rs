@@ -3,7 +3,9 @@
 //! sources of `src/engine/<layer>/**.rs` and fails when a file names a module
 //! of a higher layer (`crate::engine::<module>` or a `super::` chain that
 //! leaves its layer). A second test keeps the byte-level readers under
-//! `src/formats/` free of the engine and of the Arrow decode layer.
+//! `src/formats/` free of the engine and of the Arrow decode layer: a format
+//! describes each channel's schema (`FormatReader::schema_of`) and the one
+//! dispatcher in `decode/` (`decode::decoder_of`) compiles it.
 
 use std::path::Path;
 
@@ -103,46 +105,24 @@ fn names_after_reads_identifiers() {
     );
 }
 
-/// Files under `src/formats/` that still import `crate::decode` (outside
-/// `#[cfg(test)]`): the formats whose channels do not yet describe their
-/// schema in an encoding the common dispatcher reads, and so override
-/// `FormatReader::decoder`. The list may only shrink.
-const FORMATS_DECODE_EXCEPTIONS: [&str; 5] = [
-    "mod.rs",
-    "apollo/mod.rs",
-    "carla/mod.rs",
-    "ros2/mod.rs",
-    "ros2/interfaces/mod.rs",
-];
-
 #[test]
 fn formats_import_neither_engine_nor_decode() {
-    let formats = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/formats");
+    // The readers, and the ROS 2 message definitions they and `read_topic` share.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    rust_files(&formats, &mut files);
+    rust_files(&src.join("formats"), &mut files);
+    rust_files(&src.join("ros2_interfaces"), &mut files);
     assert!(files.len() > 20, "found only {} files", files.len());
     let mut violations = Vec::new();
-    let mut decode_users = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         // Test modules sit at the end of their files.
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        let rel = file.strip_prefix(&formats).unwrap().display().to_string();
-        if code.contains("crate::engine") {
-            violations.push(format!("{rel} uses crate::engine"));
-        }
-        if code.contains("crate::decode") {
-            decode_users.push(rel.clone());
-            if !FORMATS_DECODE_EXCEPTIONS.contains(&rel.as_str()) {
-                violations.push(format!("{rel} uses crate::decode"));
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        for layer in ["crate::engine", "crate::decode"] {
+            if code.contains(layer) {
+                violations.push(format!("{rel} uses {layer}"));
             }
-        }
-    }
-    for e in FORMATS_DECODE_EXCEPTIONS {
-        if !decode_users.iter().any(|u| u == e) {
-            violations.push(format!(
-                "{e} no longer uses crate::decode: drop it from the exceptions"
-            ));
         }
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
 use crate::model::{
-    ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink, Selection, Summary,
+    Channel, ChannelSchema, ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink,
+    Selection, Summary,
 };
 use crate::table::{RowSink, TableDef};
 
@@ -166,16 +167,15 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         None
     }
 
-    /// The decoder of `channel`'s payloads into typed columns (`read_topic`).
-    /// The default picks one from the channel's encodings and schema
-    /// ([`crate::decode::decoder_for`]); formats whose schemas are not
-    /// self-describing (Apollo's `proto_desc`) override it.
-    fn decoder(
-        &self,
-        channel: &crate::model::Channel,
-    ) -> std::result::Result<Arc<dyn crate::decode::MessageDecoder>, crate::decode::DecodeError>
-    {
-        crate::decode::decoder_for(channel)
+    /// How `channel`'s payloads are described, for decoding them into typed
+    /// columns (`read_topic`): the decode layer's one dispatcher serves every
+    /// format from this. The default, [`ChannelSchema::Stored`], is the
+    /// channel's own encodings and schema bytes; a format whose schemas are
+    /// kept otherwise (Apollo's `proto_desc`) says so, and one whose channels
+    /// cannot be decoded says why ([`ChannelSchema::Unavailable`]).
+    fn schema_of(&self, channel: &Channel) -> ChannelSchema {
+        let _ = channel;
+        ChannelSchema::Stored
     }
 }
 
@@ -358,6 +358,60 @@ mod tests {
                 ("carla", 21),
                 ("ros2", 0)
             ]
+        );
+    }
+
+    #[test]
+    fn every_format_describes_a_channel_without_schema() {
+        let channel = Channel {
+            id: 3,
+            topic: "/t".into(),
+            message_type: Some("pkg/msg/M".into()),
+            message_encoding: "cdr".into(),
+            schema_encoding: None,
+            schema: None,
+            metadata: Default::default(),
+        };
+        let described: Vec<(&str, ChannelSchema)> = all()
+            .iter()
+            .map(|f| (f.name(), f.schema_of(&channel)))
+            .collect();
+        let unavailable = |why: &str| ChannelSchema::Unavailable(why.to_string());
+        assert_eq!(
+            described,
+            [
+                ("mcap", ChannelSchema::Stored),
+                ("bag", ChannelSchema::Stored),
+                (
+                    "record",
+                    unavailable(
+                        "channel \"/t\" has no usable proto_desc for \"pkg/msg/M\" \
+                         (SET logsql.descriptor_set = 'types.binpb' to supply one)"
+                    )
+                ),
+                ("bddf", ChannelSchema::Stored),
+                (
+                    "carla",
+                    unavailable(&format!(
+                        "CARLA packets (\"/t\") are decoded by the typed tables instead: {}('file') ...",
+                        carla::tables::TABLES.join("('file'), ")
+                    ))
+                ),
+                (
+                    "ros2",
+                    unavailable("no message definition for pkg/msg/M: the bag stores none")
+                ),
+            ]
+        );
+        // The resolver's reason, left in the metadata at planning, is the ROS 2 one.
+        let mut noted = channel.clone();
+        noted.metadata.insert(
+            crate::ros2_interfaces::MISSING_KEY.into(),
+            "not on the path".into(),
+        );
+        assert_eq!(
+            ros2::Ros2Format.schema_of(&noted),
+            unavailable("not on the path")
         );
     }
 }

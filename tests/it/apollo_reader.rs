@@ -686,7 +686,9 @@ fn unknown_descriptor_syntax_is_an_error_not_a_panic() {
         e.contains("/t") && e.contains("\"a.proto\"") && e.contains("\"editions\""),
         "{e}"
     );
-    let e = ApolloFormat.decoder(&ch).unwrap_err().to_string();
+    let e = logsql::decode::decoder_of(&ch, &ApolloFormat.schema_of(&ch))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("editions"), "{e}");
 }
 

@@ -248,8 +248,7 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
                 return Flow::Continue;
             }
             let slot = decoders.entry(m.channel.id).or_insert_with(|| {
-                match format
-                    .decoder(m.channel)
+                match decode::decoder_of(m.channel, &format.schema_of(m.channel))
                     .and_then(|d| ColumnBuilder::new(d.data_type()).map(|b| (d, b)))
                 {
                     Ok(pair) => Some(pair),

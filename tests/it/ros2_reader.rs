@@ -186,7 +186,9 @@ fn schema_versions_and_metadata_are_read() {
     let ch = wrong.channels.values().next().unwrap();
     assert_eq!(ch.message_encoding, "cdr");
     assert_eq!(ch.metadata["metadata_serialization_format"], "wrong_format");
-    let err = Ros2Format.decoder(ch).unwrap_err().to_string();
+    let err = logsql::decode::decoder_of(ch, &Ros2Format.schema_of(ch))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("metadata.yaml gives serialization format \"wrong_format\""),
         "{err}"

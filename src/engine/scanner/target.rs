@@ -132,7 +132,7 @@ impl DecodedSpec {
             return Ok(Arc::clone(d));
         }
         let channel = with_pool_schema(channel, self.pool.as_deref());
-        let decoder = format.decoder(&channel)?;
+        let decoder = crate::decode::decoder_of(&channel, &format.schema_of(&channel))?;
         merge::merge_types(&self.message_type, decoder.data_type())
             .ok()
             .filter(|m| m == &self.message_type)

@@ -98,7 +98,7 @@ async fn plan(
         let channels: Vec<Channel> = all
             .filter(|c| c.topic == topic)
             .map(|c| with_pool_schema(c, pool.as_deref()))
-            .map(|c| crate::formats::ros2::interfaces::with_definition(c, &options.msg_path))
+            .map(|c| crate::ros2_interfaces::with_definition(c, &options.msg_path))
             .collect();
         if channels.is_empty() {
             continue;
@@ -199,7 +199,7 @@ async fn compile(
     let schemaless_json = channel.message_encoding == "json"
         && channel.schema.as_deref().is_none_or(<[u8]>::is_empty);
     if !schemaless_json {
-        return format.decoder(channel).map_err(plan_err);
+        return crate::decode::decoder_of(channel, &format.schema_of(channel)).map_err(plan_err);
     }
     let (format, loc, summary, id) = (
         Arc::clone(format),

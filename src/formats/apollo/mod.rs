@@ -44,10 +44,8 @@
 
 use crate::error::{ErrorContext, Result};
 use crate::io::ReadAt;
-use std::sync::Arc;
 
-use crate::decode::{DecodeError, MessageDecoder};
-use crate::model::{Channel, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use crate::model::{Channel, ChannelSchema, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
 use super::FormatReader;
 
@@ -101,30 +99,26 @@ impl FormatReader for ApolloFormat {
         chunk::read(file, &ctx, summary, chunk, sel, sink)
     }
 
-    /// Protobuf decoders from the channel's `proto_desc` (a descriptor pool
-    /// built as [`descriptor_pool`] builds it); a channel without one falls back
-    /// to a `FileDescriptorSet` schema (from `logsql.descriptor_set`).
-    fn decoder(
-        &self,
-        channel: &Channel,
-    ) -> std::result::Result<Arc<dyn MessageDecoder>, DecodeError> {
+    /// The message type in the channel's `proto_desc` (a descriptor pool
+    /// built as [`descriptor_pool`] builds it); a channel without one is
+    /// described by a `FileDescriptorSet` schema when one was supplied (from
+    /// `logsql.descriptor_set`), and otherwise is not decodable.
+    fn schema_of(&self, channel: &Channel) -> ChannelSchema {
         let type_name = channel.message_type.as_deref().unwrap_or("");
         match descriptor_pool(channel) {
-            Ok(Some(pool)) => {
-                let message = pool.get_message_by_name(type_name).ok_or_else(|| {
-                    DecodeError::new(format!("{type_name} is not defined by the proto_desc"))
-                })?;
-                crate::decode::protobuf::from_descriptor(message)
-            }
-            Ok(None) if channel.metadata.contains_key("schema_source") => {
-                crate::decode::decoder_for(channel)
-            }
-            Ok(None) => Err(DecodeError::new(format!(
+            Ok(Some(pool)) => match pool.get_message_by_name(type_name) {
+                Some(message) => ChannelSchema::Protobuf(message),
+                None => ChannelSchema::Unavailable(format!(
+                    "{type_name} is not defined by the proto_desc"
+                )),
+            },
+            Ok(None) if channel.metadata.contains_key("schema_source") => ChannelSchema::Stored,
+            Ok(None) => ChannelSchema::Unavailable(format!(
                 "channel {:?} has no usable proto_desc for {type_name:?} \
                  (SET logsql.descriptor_set = 'types.binpb' to supply one)",
                 channel.topic
-            ))),
-            Err(e) => Err(DecodeError::new(e.to_string())),
+            )),
+            Err(e) => ChannelSchema::Unavailable(e.to_string()),
         }
     }
 }

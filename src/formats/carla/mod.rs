@@ -35,8 +35,8 @@ use crate::error::{ErrorContext, Result};
 use crate::formats::{FormatReader, TypedTable};
 use crate::io::ReadAt;
 use crate::model::{
-    ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, ExtraValue, Message, MessageSink, Selection,
-    Summary,
+    Channel, ChannelSchema, ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, ExtraValue, Message,
+    MessageSink, Selection, Summary,
 };
 use crate::table::{RowSink, TableDef};
 use std::sync::LazyLock;
@@ -160,18 +160,12 @@ impl FormatReader for CarlaFormat {
     }
 
     /// CARLA packets have no message schema: their fields are the typed tables.
-    fn decoder(
-        &self,
-        channel: &crate::model::Channel,
-    ) -> std::result::Result<
-        std::sync::Arc<dyn crate::decode::MessageDecoder>,
-        crate::decode::DecodeError,
-    > {
-        Err(crate::decode::DecodeError::new(format!(
+    fn schema_of(&self, channel: &Channel) -> ChannelSchema {
+        ChannelSchema::Unavailable(format!(
             "CARLA packets ({:?}) are decoded by the typed tables instead: {}('file') ...",
             channel.topic,
             tables::TABLES.join("('file'), ")
-        )))
+        ))
     }
 
     fn info_text(&self, file: &dyn ReadAt, summary: &Summary, all: bool) -> Option<Result<String>> {

@@ -33,8 +33,8 @@
 //!   SQLite read are reported as bytes read. Per-message zstd
 //!   (`compression_mode: message`) is undone per row. `publish_time` and
 //!   `sequence` are null (no rosbag2 SQLite schema stores them).
-//! - [`FormatReader::decoder`]: CDR with the `ros2msg` definitions of the bag
-//!   (see [`interfaces`] for bags without them).
+//! - [`FormatReader::schema_of`]: CDR with the `ros2msg` definitions of the
+//!   bag (see [`crate::ros2_interfaces`] for bags without them).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -44,14 +44,19 @@ use rusqlite::types::ValueRef;
 use crate::error::{Error, Result};
 use crate::io::ReadAt;
 use crate::model::{
-    Channel, ChunkMeta, ChunkRead, Flow, Message, MessageSink, MetadataInfo, Selection, Summary,
+    Channel, ChannelSchema, ChunkMeta, ChunkRead, Flow, Message, MessageSink, MetadataInfo,
+    Selection, Summary,
 };
 
 use super::FormatReader;
 
 pub mod bag_meta;
 pub mod db;
-pub mod interfaces;
+
+/// The message definitions by type name, at their former path: they moved to
+/// the neutral [`crate::ros2_interfaces`] (schema data, used by `read_topic`
+/// for every format's CDR channels).
+pub use crate::ros2_interfaces as interfaces;
 
 pub use bag_meta::BagMetadata;
 
@@ -504,12 +509,40 @@ impl FormatReader for Ros2Format {
         Some(spans())
     }
 
-    fn decoder(
-        &self,
-        channel: &Channel,
-    ) -> std::result::Result<Arc<dyn crate::decode::MessageDecoder>, crate::decode::DecodeError>
-    {
-        interfaces::decoder(channel)
+    /// CDR with the channel's `ros2msg` definition, from the bag's
+    /// `message_definitions` or, for bags that store none, from the message
+    /// path ([`crate::ros2_interfaces::with_definition`], applied when
+    /// `read_topic` is planned). A channel whose serialization format the
+    /// bag's `metadata.yaml` contradicts is refused, and one without a
+    /// definition is described by why none was found.
+    fn schema_of(&self, channel: &Channel) -> ChannelSchema {
+        if let Some(f) = channel.metadata.get("metadata_serialization_format") {
+            return ChannelSchema::Unavailable(format!(
+                "topic {}: metadata.yaml gives serialization format {f:?}, the database {:?}: not decoded",
+                channel.topic, channel.message_encoding
+            ));
+        }
+        if channel.message_encoding != "cdr" {
+            return ChannelSchema::Unavailable(format!(
+                "topic {}: serialization format {:?} is not CDR",
+                channel.topic, channel.message_encoding
+            ));
+        }
+        if channel.schema.as_deref().is_none_or(<[u8]>::is_empty) {
+            return ChannelSchema::Unavailable(
+                channel
+                    .metadata
+                    .get(crate::ros2_interfaces::MISSING_KEY)
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        format!(
+                            "no message definition for {}: the bag stores none",
+                            channel.message_type.as_deref().unwrap_or("?")
+                        )
+                    }),
+            );
+        }
+        ChannelSchema::Stored
     }
 }
 

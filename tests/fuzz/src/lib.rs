@@ -136,7 +136,7 @@ impl<'f> Decoders<'f> {
     fn decode(&mut self, m: &Message<'_>) {
         let format = self.format;
         let slot = self.by_channel.entry(m.channel.id).or_insert_with(|| {
-            let decoder = format.decoder(m.channel).ok()?;
+            let decoder = decode::decoder_of(m.channel, &format.schema_of(m.channel)).ok()?;
             let builder = ColumnBuilder::new(decoder.data_type()).ok()?;
             Some((decoder, builder))
         });

@@ -1,4 +1,7 @@
-//! Message definitions for `read_topic` on bags that do not store them.
+//! ROS 2 message definitions by type name, for `read_topic` on files that
+//! do not store them: schema data and its lookup, neither a format reader nor
+//! a decoder (the sibling of [`crate::descriptors`], which supplies protobuf
+//! schemas from the user's descriptor sets).
 //!
 //! A bag with a `message_definitions` table (rosbag2 on Iron and later)
 //! carries the concatenated `ros2msg` text of each type; older bags (Humble)
@@ -6,13 +9,17 @@
 //! the same concatenated text (the type's `.msg`, then per dependency a line
 //! of `=`, `MSG: pkg/Type` and its text) from the directories of
 //! `logsql.msg_path` (a ROS install's `share` directory: `<dir>/<pkg>/msg/<Type>.msg`)
-//! and, failing those, the common interfaces logsql carries ([`PACKAGES`]).
+//! and, failing those, the common interfaces logsql carries ([`PACKAGES`],
+//! the `.msg` files under this module's directory, see its `SOURCE.md`).
+//! `read_topic` applies it to every channel of the topic when it is planned,
+//! so the session's `logsql.msg_path` decides; a type found nowhere leaves
+//! the reason in the channel's metadata ([`MISSING_KEY`]) for the format's
+//! schema description to report.
 
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::decode::{DecodeError, MessageDecoder};
 use crate::model::Channel;
 
 mod bundled;
@@ -32,45 +39,13 @@ pub const PACKAGES: &[&str] = &[
 pub const SOURCE_KEY: &str = "schema_source";
 
 /// Channel metadata key holding why no definition was found.
-const MISSING_KEY: &str = "schema_error";
+pub const MISSING_KEY: &str = "schema_error";
 
 /// The field types that are not messages.
 const PRIMITIVES: &[&str] = &[
     "bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
     "uint32", "int64", "uint64", "string", "wstring",
 ];
-
-/// The decoder of `channel`: CDR with its definition. A channel whose
-/// serialization format the bag's `metadata.yaml` contradicts is refused, and
-/// one without a definition fails naming the missing type.
-pub fn decoder(channel: &Channel) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
-    if let Some(f) = channel.metadata.get("metadata_serialization_format") {
-        return Err(DecodeError::new(format!(
-            "topic {}: metadata.yaml gives serialization format {f:?}, the database {:?}: not decoded",
-            channel.topic, channel.message_encoding
-        )));
-    }
-    if channel.message_encoding != "cdr" {
-        return Err(DecodeError::new(format!(
-            "topic {}: serialization format {:?} is not CDR",
-            channel.topic, channel.message_encoding
-        )));
-    }
-    if channel.schema.as_deref().is_none_or(<[u8]>::is_empty) {
-        let why = channel
-            .metadata
-            .get(MISSING_KEY)
-            .cloned()
-            .unwrap_or_else(|| {
-                format!(
-                    "no message definition for {}: the bag stores none",
-                    channel.message_type.as_deref().unwrap_or("?")
-                )
-            });
-        return Err(DecodeError::new(why));
-    }
-    crate::decode::decoder_for(channel)
-}
 
 /// `channel` with a `ros2msg` definition from `msg_path` (comma-separated
 /// directories) or the bundled interfaces, when it is a `cdr` channel without
@@ -209,6 +184,7 @@ pub fn definition(type_name: &str, msg_path: &str) -> Result<(String, String), S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::MessageDecoder;
 
     #[test]
     fn bundled_types_resolve_with_their_dependencies() {
