@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# benches/raw_compare.sh: logsql's full scans against the tightest raw reader of
+# each format (issue 19), as whole processes on the ~200 MB benchmark files.
+#
+#   bash benches/raw_compare.sh
+#   SKIP_BUILD=1 FORMATS="bag-lz4 carla" RUNS=10 PERF_RUNS=20 bash benches/raw_compare.sh
+#
+# The baselines (benches/baselines/, examples *_baseline) are single-threaded
+# programs over an mmap that use only the format's own decompressor crate and
+# none of logsql's code:
+#   mcap      the official `mcap` crate's IndexedReader (benches/baselines/mcap.rs)
+#   bag-lz4   hand-written record walker + lz4_flex frame decoder (bag.rs)
+#   bag-bz2   the same walker + the bzip2 crate (bag.rs)
+#   record    Apollo: hand-written section and protobuf wire walker (apollo.rs; records
+#             are not compressed)
+#   bddf      hand-written block walker (bddf.rs; no compression), without the SHA1, and
+#             bddf-sha1: with the sha1 crate's digest of the file checked first
+#   carla     hand-written packet walker summing the Position records (carla.rs)
+# logsql runs with its defaults (all cores as partitions); the queries:
+#   SELECT count(*), sum(length(data)) FROM 'FILE'               (mcap, bags, record, bddf)
+#   the same with --no-verify for bddf, and with --target-partitions 1 for bddf-sha1 (with
+#   the default partitions no partition reads the whole file, so none verifies the SHA1;
+#   the script checks that bytes_verified > 0)
+#   SELECT count(*), sum(x), sum(yaw) FROM positions('FILE')     (carla, as formats_compare.sh)
+#
+# Steps:
+#  1. cargo build --release --bin logsql and the baselines (skip with SKIP_BUILD=1),
+#     plus the generators of missing files
+#  2. the files in $BENCH_DATA (default target/bench-data), generated when missing with the
+#     generators and options of compare.sh, bag_compare.sh and formats_compare.sh:
+#     bench.mcap, bench-lz4.bag, bench-bz2.bag, bench.record, bench.bddf, bench.log
+#  3. checks that logsql and the baseline print the same answer (CARLA: equal counts,
+#     sums equal to 1e-9 relative, as the summation order differs)
+#  4. times both with hyperfine (wall clock: --warmup 1 --runs RUNS, -N, whole processes,
+#     warm page cache) and with `perf stat -r PERF_RUNS -e task-clock,page-faults` (CPU)
+#  5. prints a markdown table: wall and CPU (task-clock) of both sides and the ratios, with
+#     the cores busy with other processes in the second before each format's timings, and
+#     logsql's `SELECT 1` (process start-up, included in every logsql figure)
+#
+# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS ("mcap
+# bag-lz4 bag-bz2 record bddf bddf-sha1 carla"), RUNS (10), PERF_RUNS (10), SKIP_BUILD=1,
+# BENCH_DATA (target/bench-data).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
+export CARGO_TARGET_DIR=$target
+formats=${FORMATS:-mcap bag-lz4 bag-bz2 record bddf bddf-sha1 carla}
+runs=${RUNS:-10}
+perf_runs=${PERF_RUNS:-10}
+data=${BENCH_DATA:-$root/target/bench-data}
+logsql=$target/release/logsql
+ex=$target/release/examples
+
+log() { echo "== $*" >&2; }
+for t in hyperfine perf python3; do
+    command -v "$t" >/dev/null || { echo "$t is needed (apt-get install hyperfine linux-perf python3)" >&2; exit 1; }
+done
+
+# file, generator and baseline of each format
+declare -A file gen_cmd baseline
+file[mcap]=$data/bench.mcap
+file[bag-lz4]=$data/bench-lz4.bag
+file[bag-bz2]=$data/bench-bz2.bag
+file[record]=$data/bench.record
+file[bddf]=$data/bench.bddf
+file[bddf-sha1]=$data/bench.bddf
+file[carla]=$data/bench.log
+gen_cmd[mcap]="gen_mcap --seconds 376"
+gen_cmd[bag-lz4]="gen_bag --compression lz4"
+gen_cmd[bag-bz2]="gen_bag --compression bz2"
+gen_cmd[record]="gen_record"
+gen_cmd[bddf]="gen_bddf --mb 200"
+gen_cmd[bddf-sha1]="gen_bddf --mb 200"
+gen_cmd[carla]="gen_carla"
+baseline[mcap]=mcap_baseline
+baseline[bag-lz4]=bag_baseline
+baseline[bag-bz2]=bag_baseline
+baseline[record]=apollo_baseline
+baseline[bddf]=bddf_baseline
+baseline[bddf-sha1]=bddf_baseline
+baseline[carla]=carla_baseline
+for f in $formats; do
+    [[ -n "${file[$f]:-}" ]] || { echo "unknown format '$f' in FORMATS" >&2; exit 2; }
+done
+
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+    args=(--release --bin logsql)
+    declare -A seen=()
+    for f in $formats; do
+        b=${baseline[$f]}
+        [[ -n "${seen[$b]:-}" ]] || args+=(--example "$b")
+        seen[$b]=1
+        g=${gen_cmd[$f]%% *}
+        if [[ ! -f ${file[$f]} && -z "${seen[$g]:-}" ]]; then
+            args+=(--example "$g")
+            seen[$g]=1
+        fi
+    done
+    log "cargo build ${args[*]}"
+    cargo build "${args[@]}" >&2
+fi
+[[ -x "$logsql" ]] || { echo "missing $logsql (build it, or unset SKIP_BUILD)" >&2; exit 1; }
+mkdir -p "$data"
+for f in $formats; do
+    out=${file[$f]}
+    [[ -f $out ]] && continue
+    read -r g gargs <<<"${gen_cmd[$f]}"
+    [[ -x "$ex/$g" ]] || { echo "missing $ex/$g to generate $out (build it, or unset SKIP_BUILD)" >&2; exit 1; }
+    log "generating $out"
+    # shellcheck disable=SC2086 # gargs: the generator's options
+    "$ex/$g" "$out" $gargs >&2
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# others: the cores busy with other processes over 1 s while this script sleeps.
+cpu_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+others() {
+    local b0 t0 b1 t1
+    read -r b0 t0 < <(cpu_jiffies)
+    sleep 1
+    read -r b1 t1 < <(cpu_jiffies)
+    awk -v b="$((b1 - b0))" -v t="$((t1 - t0))" -v n="$(nproc)" 'BEGIN { printf "%.2f", (t > 0 ? n * b / t : 0) }'
+}
+# measure NAME CMD...: hyperfine into $tmp/NAME.json, perf stat into $tmp/NAME.perf (CSV).
+measure() {
+    local name=$1
+    shift
+    log "timing $name"
+    hyperfine -N --warmup 1 --runs "$runs" --style none --export-json "$tmp/$name.json" \
+        "$(printf '%q ' "$@")" >&2
+    perf stat -r "$perf_runs" -x, -e task-clock,page-faults -o "$tmp/$name.perf" -- "$@" >/dev/null
+}
+# the CSV row logsql prints (header, one row), as "a b c"
+logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
+sqlq() { printf '%s' "${1//\'/\'\'}"; }
+
+rows=$tmp/rows # format|file|answer|busy
+: >"$rows"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+for f in $formats; do
+    path=${file[$f]}
+    q=$(sqlq "$path")
+    base=("$ex/${baseline[$f]}" "$path")
+    ls_args=()
+    sql="SELECT count(*), sum(length(data)) FROM '$q'"
+    case $f in
+        bddf) ls_args=(--no-verify) ;;
+        # With more than one partition each reads a byte range of the file and none
+        # feeds the SHA1 (bytes_verified = 0, checked below): one partition verifies.
+        bddf-sha1) base+=(--sha1) ls_args=(--target-partitions 1) ;;
+        carla) sql="SELECT count(*), sum(x), sum(yaw) FROM positions('$q')" ;;
+    esac
+    [[ -x "${base[0]}" ]] || { echo "missing ${base[0]} (build it, or unset SKIP_BUILD)" >&2; exit 1; }
+    a_base=$("${base[@]}")
+    a_ls=$(logsql_row "${ls_args[@]}" "$sql")
+    python3 - "$f" "$a_base" "$a_ls" <<'EOF' || exit 1
+import sys
+f, b, l = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+if f == "carla":
+    ok = len(b) == len(l) == 3 and b[0] == l[0] and all(
+        abs(float(x) - float(y)) <= 1e-9 * max(1.0, abs(float(x))) for x, y in zip(b[1:], l[1:]))
+else:
+    ok = b == l
+if not ok:
+    sys.exit(f"MISMATCH ({f}): baseline={b} logsql={l}")
+print(f"== agree ({f}): {' '.join(l)}", file=sys.stderr)
+EOF
+    if [[ $f == bddf* ]]; then
+        verified=$("$logsql" "${ls_args[@]}" --format csv "EXPLAIN ANALYZE $sql" | grep -o 'bytes_verified=[^,]*' | head -n 1)
+        log "$f: logsql ${ls_args[*]}: $verified"
+        if [[ $f == bddf-sha1 && $verified == bytes_verified=0 ]]; then
+            echo "logsql ${ls_args[*]} did not verify the SHA1 of $path" >&2
+            exit 1
+        fi
+    fi
+    busy=$(others)
+    measure "$f-logsql" "$logsql" "${ls_args[@]}" --format csv "$sql"
+    measure "$f-base" "${base[@]}"
+    printf '%s|%s|%s|%s\n' "$f" "$path" "$a_ls" "$busy" >>"$rows"
+done
+measure startup "$logsql" --format csv "SELECT 1"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 - "$rows" "$tmp" "$logsql" "$runs" "$perf_runs" "$(nproc)" "$load_start" "$load_end" <<'EOF'
+import json, os, sys
+
+rows, tmp, logsql, runs, perf_runs, nproc, load_start, load_end = sys.argv[1:]
+labels = {
+    "mcap": ("MCAP (zstd)", "official `mcap` crate, IndexedReader"),
+    "bag-lz4": ("ROS1 bag, lz4", "record walker + lz4_flex"),
+    "bag-bz2": ("ROS1 bag, bz2", "record walker + bzip2"),
+    "record": ("Apollo record", "section + protobuf wire walker"),
+    "bddf": ("BDDF, --no-verify", "block walker"),
+    "bddf-sha1": ("BDDF, SHA1 verified (--target-partitions 1)", "sha1 of the file + block walker"),
+    "carla": ("CARLA positions", "packet walker, Position sums"),
+}
+
+
+def wall(name):
+    r = json.load(open(os.path.join(tmp, name + ".json")))["results"][0]
+    return r["mean"], r["min"]
+
+
+def perf(name):
+    out = {}
+    for line in open(os.path.join(tmp, name + ".perf")):
+        p = line.strip().split(",")
+        if len(p) >= 3 and not line.startswith("#"):
+            try:
+                out[p[2].split(":")[0]] = float(p[0])
+            except ValueError:
+                pass
+    return out.get("task-clock", float("nan")), out.get("page-faults", float("nan"))
+
+
+print(f"logsql: {logsql}; hyperfine -N --warmup 1 --runs {runs} (wall: mean, min), "
+      f"perf stat -r {perf_runs} (CPU: task-clock mean); warm page cache, {nproc} cores; "
+      f"load average at start {load_start}, at end {load_end}")
+print()
+print("| format (file MB) | baseline | answer | logsql wall (s) | baseline wall (s) | wall ratio "
+      "| logsql CPU (ms) | baseline CPU (ms) | CPU ratio | page faults logsql / baseline | busy cores before |")
+print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for line in open(rows):
+    f, path, answer, busy = line.rstrip("\n").split("|")
+    lw, lw_min = wall(f + "-logsql")
+    bw, bw_min = wall(f + "-base")
+    lc, lpf = perf(f + "-logsql")
+    bc, bpf = perf(f + "-base")
+    name, base = labels[f]
+    mb = os.stat(path).st_size / 1e6
+    print(f"| {name} ({mb:.0f}) | {base} | {answer} | {lw:.3f} (min {lw_min:.3f}) | {bw:.3f} (min {bw_min:.3f}) "
+          f"| **{lw / bw:.2f}x** | {lc:.0f} | {bc:.0f} | **{lc / bc:.2f}x** | {lpf:.0f} / {bpf:.0f} | {busy} |")
+sw, sw_min = wall("startup")
+sc, spf = perf("startup")
+print(f"| logsql SELECT 1 (process start-up) | | | {sw:.3f} (min {sw_min:.3f}) | | | {sc:.0f} | | | {spf:.0f} | |")
+EOF
