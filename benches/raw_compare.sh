@@ -18,9 +18,9 @@
 #   carla     hand-written packet walker summing the Position records (carla.rs)
 # logsql runs with its defaults (all cores as partitions); the queries:
 #   SELECT count(*), sum(length(data)) FROM 'FILE'               (mcap, bags, record, bddf)
-#   the same with --no-verify for bddf, and with --target-partitions 1 for bddf-sha1 (with
-#   the default partitions no partition reads the whole file, so none verifies the SHA1;
-#   the script checks that bytes_verified > 0)
+#   the same with --no-verify for bddf, and with the default (SHA1 verified in the scan's
+#   pass by the partition owning the file's start) for bddf-sha1 (the script checks that
+#   bytes_verified > 0)
 #   SELECT count(*), sum(x), sum(yaw) FROM positions('FILE')     (carla, as formats_compare.sh)
 #
 # Steps:
@@ -149,9 +149,8 @@ for f in $formats; do
     sql="SELECT count(*), sum(length(data)) FROM '$q'"
     case $f in
         bddf) ls_args=(--no-verify) ;;
-        # With more than one partition each reads a byte range of the file and none
-        # feeds the SHA1 (bytes_verified = 0, checked below): one partition verifies.
-        bddf-sha1) base+=(--sha1) ls_args=(--target-partitions 1) ;;
+        # The default verifies the SHA1 (bytes_verified > 0, checked below).
+        bddf-sha1) base+=(--sha1) ;;
         carla) sql="SELECT count(*), sum(x), sum(yaw) FROM positions('$q')" ;;
     esac
     [[ -x "${base[0]}" ]] || { echo "missing ${base[0]} (build it, or unset SKIP_BUILD)" >&2; exit 1; }
@@ -195,7 +194,7 @@ labels = {
     "bag-bz2": ("ROS1 bag, bz2", "record walker + bzip2"),
     "record": ("Apollo record", "section + protobuf wire walker"),
     "bddf": ("BDDF, --no-verify", "block walker"),
-    "bddf-sha1": ("BDDF, SHA1 verified (--target-partitions 1)", "sha1 of the file + block walker"),
+    "bddf-sha1": ("BDDF, SHA1 verified (default)", "sha1 of the file + block walker"),
     "carla": ("CARLA positions", "packet walker, Position sums"),
 }
 

@@ -320,6 +320,13 @@ fn main() -> std::io::Result<()> {
         .expect("usage: gen_bddf OUT.bddf [--mb 200] [--kb N] [--seed 1] [--image-bytes 60000]");
     // `--kb` (10^3 bytes) makes files smaller than 1 MB, like the test data.
     let target = kb.map_or(mb * 1_000_000, |kb| kb * 1_000);
+    write(&path, target, seed, image_bytes)
+}
+
+/// Writes the file: `target` bytes of blocks, images of `image_bytes` on
+/// average, the generator seeded with `seed` (the integration tests call it
+/// for files of several chunks).
+pub fn write(path: &str, target: u64, seed: u64, image_bytes: u64) -> std::io::Result<()> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x1000_0000_01b3));
     let serial = format!("BD-{}", 10_000_000 + seed);
     let mut w = Writer::create(

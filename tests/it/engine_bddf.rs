@@ -364,6 +364,45 @@ async fn whole_file_checksums_never_make_a_window_read_everything() {
     let e = error(&ctx, &full(&bad)).await;
     assert!(e.contains("bad.bddf") && e.contains("sha1"), "{e}");
 
+    // Split into byte ranges (4 partitions): the partition owning the file's
+    // start still verifies a full scan, reading the other ranges once more
+    // for the digest; a window still verifies nothing.
+    let split = logsql::session_context_with_config(
+        datafusion::prelude::SessionConfig::new()
+            .with_target_partitions(4)
+            // Small batches: DataFusion splits no scan it expects to fit one batch.
+            .with_batch_size(64)
+            .set_usize("datafusion.optimizer.repartition_file_min_size", 0),
+    );
+    // A file of several chunks (the benchmark generator, 4 MB).
+    let big = tmp.path().join("big.bddf");
+    crate::gen_bddf::write(big.to_str().unwrap(), 4_000_000, 1, 60_000).unwrap();
+    let mut bytes = std::fs::read(&big).unwrap();
+    let big_size = bytes.len() as u64;
+    let flip = bytes.len() - 100_000;
+    bytes[flip] ^= 0x01;
+    let big_bad = tmp.path().join("big_bad.bddf");
+    std::fs::write(&big_bad, &bytes).unwrap();
+    let plan = analyze(&split, &full(&big)).await;
+    assert!(plan.contains("big.bddf:0.."), "not split:\n{plan}");
+    assert!(metric(&plan, "chunks_read") >= 4, "{plan}");
+    let read = metric(&plan, "bytes_read");
+    let verified = metric(&plan, "bytes_verified");
+    assert!(
+        verified * 2 > big_size && read + verified <= 2 * big_size,
+        "{plan}"
+    );
+    let e = error(&split, &full(&big_bad)).await;
+    assert!(e.contains("big_bad.bddf") && e.contains("sha1"), "{e}");
+    // Its first minute reads its own chunks and verifies nothing.
+    let first = format!(
+        "SELECT count(*) FROM '{}' WHERE log_time < to_timestamp_nanos(1700000003000000000)",
+        big.display()
+    );
+    let plan = analyze(&split, &first).await;
+    assert_eq!(metric(&plan, "bytes_verified"), 0, "{plan}");
+    assert!(metric(&plan, "bytes_read") * 2 < big_size, "{plan}");
+
     // `always`: the window checks the SHA1 too (reading the whole file once).
     let always = logsql::session_context();
     always

@@ -49,6 +49,10 @@ mod engine_ros2;
 #[cfg(feature = "datafusion")]
 mod engine_semantics;
 mod fixtures;
+/// The BDDF generator of the benchmarks, for files of several chunks.
+#[path = "../../examples/gen_bddf.rs"]
+#[allow(dead_code)]
+mod gen_bddf;
 /// The benchmark recording generator (the demo file's), for generated fleets.
 #[cfg(feature = "datafusion")]
 #[path = "../../benches/support/gen.rs"]

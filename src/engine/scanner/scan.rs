@@ -485,17 +485,22 @@ fn scan_file_inner(
         return Ok(());
     }
     // A scan that reads every chunk of the whole file verifies the file's
-    // whole-file checksum in the same pass (`verify_checksums = 'auto'`).
+    // whole-file checksum in the same pass (`verify_checksums = 'auto'`): the
+    // partition owning the file's start feeds the digest with the chunks it
+    // reads and, when the file is split into byte ranges, reads the bytes of
+    // the other ranges once more for the digest (`bytes_verified`), since a
+    // digest is fed in file order. The other partitions read their chunks
+    // meanwhile.
     let full_pass = plan.verify == VerifyChecksums::Auto
         && owns_start
-        && range.as_ref().is_none_or(|r| r.end >= summary.file_size)
         && plan.selection.payload
         && plan.limit.is_none()
         && plan.target.table().is_none()
         && wanted_channels.is_none()
         && summary.damage.is_none()
-        && keep.len() == summary.chunks.len()
-        && keep.iter().all(|k| *k)
+        && !file_pruned
+        && keep_all.len() == summary.chunks.len()
+        && keep_all.iter().all(|k| *k)
         && !cached.is_verified();
     let digest = full_pass
         .then(|| format.file_digest(&file, summary))
