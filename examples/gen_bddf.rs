@@ -330,7 +330,7 @@ pub fn write(path: &str, target: u64, seed: u64, image_bytes: u64) -> std::io::R
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x1000_0000_01b3));
     let serial = format!("BD-{}", 10_000_000 + seed);
     let mut w = Writer::create(
-        &path,
+        path,
         &[
             ("bosdyn:robot-serial-number", serial.as_str()),
             ("bosdyn:robot-nickname", "spot-bench"),
