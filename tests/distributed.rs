@@ -268,6 +268,89 @@ async fn damage_policy_travels_to_the_workers() {
     assert_eq!(run(&distributed, &sql).await, expected);
 }
 
+/// `read_topic` of ROS 2 bags that store no message definitions (rosbag2
+/// before Iron): the definitions planning resolved (the bundled common
+/// interfaces, the coordinator's `logsql.msg_path`) travel with the plan, so
+/// the workers decode what one process decodes, even where the msg path does
+/// not exist (it is deleted here once the queries are planned).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ros2_definitions_resolved_at_planning_travel_to_the_workers() {
+    let Some(ros2) = fixtures::dir("ros2") else {
+        return;
+    };
+    let workers = start_workers(2).await;
+    let distributed = coordinator(&workers);
+    let local = logsql::session_context();
+    // wbag: five databases, std_msgs/msg/String from the bundled interfaces.
+    let wbag = format!(
+        "SELECT log_time, data FROM read_topic('{}/', 'AAA') ORDER BY log_time",
+        ros2.join("sqlite3/wbag").display()
+    );
+    let expected = run(&local, &wbag).await;
+    assert_eq!(expected.lines().count(), 804 + 4, "{expected}");
+    assert!(
+        expected.contains("| 1970-01-01T00:00:00.000001001Z | Hello, world! 1 - 1 "),
+        "{expected}"
+    );
+    let plan = distributed
+        .sql(&wbag)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    assert!(plan.downcast_ref::<DistributedExec>().is_some());
+    let got = collect(plan, distributed.task_ctx()).await;
+    let got = match got {
+        Ok(b) => pretty_format_batches(&b).unwrap().to_string(),
+        Err(e) => format!("error: {e}"),
+    };
+    assert_eq!(got, expected);
+
+    // test_msgs/msg/BasicTypes (not bundled) from the coordinator's msg path,
+    // in two copies of a one-database bag (so the scan is several tasks).
+    let tmp = tempfile::tempdir().unwrap();
+    let bag = tmp.path().join("convert");
+    std::fs::create_dir_all(&bag).unwrap();
+    let db = ros2.join("sqlite3/convert_a/rewriter_a_0.db3");
+    for name in ["rewriter_a_0.db3", "rewriter_a_1.db3"] {
+        std::fs::copy(&db, bag.join(name)).unwrap();
+    }
+    let msgs = tmp.path().join("msgs");
+    std::fs::create_dir_all(msgs.join("test_msgs/msg")).unwrap();
+    std::fs::write(
+        msgs.join("test_msgs/msg/BasicTypes.msg"),
+        "bool bool_value\nbyte byte_value\nchar char_value\nfloat32 float32_value\n\
+         float64 float64_value\nint8 int8_value\nuint8 uint8_value\nint16 int16_value\n\
+         uint16 uint16_value\nint32 int32_value\nuint32 uint32_value\nint64 int64_value\n\
+         uint64 uint64_value\n",
+    )
+    .unwrap();
+    let set = format!("SET logsql.msg_path = '{}'", msgs.display());
+    let sql = format!(
+        "SELECT regexp_replace(file, '.*/', '') AS f, count(*) AS n, min(log_time), max(log_time), \
+         sum(uint8_value) AS u8, sum(int64_value) AS i64, count(DISTINCT float64_value) AS f64 \
+         FROM read_topic('{}/', 'b_basictypes') GROUP BY f ORDER BY f",
+        bag.display()
+    );
+    let mut frames = Vec::new();
+    for ctx in [&local, &distributed] {
+        ctx.sql(&set).await.unwrap();
+        frames.push(ctx.sql(&sql).await.unwrap());
+    }
+    std::fs::remove_dir_all(&msgs).unwrap();
+    let mut results = Vec::new();
+    for frame in frames {
+        results.push(match frame.collect().await {
+            Ok(b) => pretty_format_batches(&b).unwrap().to_string(),
+            Err(e) => format!("error: {e}"),
+        });
+    }
+    assert!(results[0].contains("| rewriter_a_0.db3 | 50 "), "{}", results[0]);
+    assert!(results[0].contains("| rewriter_a_1.db3 | 50 "), "{}", results[0]);
+    assert_eq!(results[1], results[0]);
+}
+
 /// Encodes `plan`, decodes it in `worker`, and checks the decoded plan encodes
 /// to the same bytes (nothing lost) and returns the same rows.
 async fn assert_round_trip(plan: Arc<dyn ExecutionPlan>, coordinator: &SessionContext) {
