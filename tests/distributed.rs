@@ -268,6 +268,31 @@ async fn damage_policy_travels_to_the_workers() {
     assert_eq!(run(&distributed, &sql).await, expected);
 }
 
+/// `test_msgs/msg/BasicTypes.msg`, which the Humble bag `convert_a` uses
+/// without storing it (and logsql does not carry).
+const BASIC_TYPES_MSG: &str = "bool bool_value\nbyte byte_value\nchar char_value\n\
+    float32 float32_value\nfloat64 float64_value\nint8 int8_value\nuint8 uint8_value\n\
+    int16 int16_value\nuint16 uint16_value\nint32 int32_value\nuint32 uint32_value\n\
+    int64 int64_value\nuint64 uint64_value\n";
+
+/// `plan`'s result as a table, or its error as text.
+async fn collect_text(plan: Arc<dyn ExecutionPlan>, ctx: &SessionContext) -> String {
+    match collect(plan, ctx.task_ctx()).await {
+        Ok(batches) => pretty_format_batches(&batches).unwrap().to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// `sql` planned in `ctx` (its `read_topic` tables resolved).
+async fn physical_plan(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+    ctx.sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .create_physical_plan()
+        .await
+        .unwrap()
+}
+
 /// `read_topic` of ROS 2 bags that store no message definitions (rosbag2
 /// before Iron): the definitions planning resolved (the bundled common
 /// interfaces, the coordinator's `logsql.msg_path`) travel with the plan, so
@@ -281,74 +306,70 @@ async fn ros2_definitions_resolved_at_planning_travel_to_the_workers() {
     let workers = start_workers(2).await;
     let distributed = coordinator(&workers);
     let local = logsql::session_context();
-    // wbag: five databases, std_msgs/msg/String from the bundled interfaces.
+    // wbag: five databases (440 KiB), std_msgs/msg/String from the bundled
+    // interfaces, row by row.
     let wbag = format!(
-        "SELECT log_time, data FROM read_topic('{}/', 'AAA') ORDER BY log_time",
+        "SELECT log_time, data FROM read_topic('{}/', 'AAA') ORDER BY log_time, data",
         ros2.join("sqlite3/wbag").display()
     );
     let expected = run(&local, &wbag).await;
     assert_eq!(expected.lines().count(), 804 + 4, "{expected}");
     assert!(
-        expected.contains("| 1970-01-01T00:00:00.000001001Z | Hello, world! 1 - 1 "),
+        expected.contains("| 1970-01-01T00:00:00.000001001Z | Hello, world! 1 - 1    |"),
         "{expected}"
     );
-    let plan = distributed
-        .sql(&wbag)
-        .await
-        .unwrap()
-        .create_physical_plan()
-        .await
-        .unwrap();
+    let plan = physical_plan(&distributed, &wbag).await;
     assert!(plan.downcast_ref::<DistributedExec>().is_some());
-    let got = collect(plan, distributed.task_ctx()).await;
-    let got = match got {
-        Ok(b) => pretty_format_batches(&b).unwrap().to_string(),
-        Err(e) => format!("error: {e}"),
-    };
-    assert_eq!(got, expected);
+    let got = collect_text(plan, &distributed).await;
+    assert!(got == expected, "got:\n{got}");
 
     // test_msgs/msg/BasicTypes (not bundled) from the coordinator's msg path,
-    // in two copies of a one-database bag (so the scan is several tasks).
+    // in 16 copies of a 24 KiB database (384 KiB: a scan of several tasks;
+    // every message has uint8_value 100, its other fields zero).
     let tmp = tempfile::tempdir().unwrap();
     let bag = tmp.path().join("convert");
     std::fs::create_dir_all(&bag).unwrap();
     let db = ros2.join("sqlite3/convert_a/rewriter_a_0.db3");
-    for name in ["rewriter_a_0.db3", "rewriter_a_1.db3"] {
-        std::fs::copy(&db, bag.join(name)).unwrap();
+    for i in 0..16 {
+        std::fs::copy(&db, bag.join(format!("rewriter_a_{i}.db3"))).unwrap();
     }
     let msgs = tmp.path().join("msgs");
     std::fs::create_dir_all(msgs.join("test_msgs/msg")).unwrap();
-    std::fs::write(
-        msgs.join("test_msgs/msg/BasicTypes.msg"),
-        "bool bool_value\nbyte byte_value\nchar char_value\nfloat32 float32_value\n\
-         float64 float64_value\nint8 int8_value\nuint8 uint8_value\nint16 int16_value\n\
-         uint16 uint16_value\nint32 int32_value\nuint32 uint32_value\nint64 int64_value\n\
-         uint64 uint64_value\n",
-    )
-    .unwrap();
+    std::fs::write(msgs.join("test_msgs/msg/BasicTypes.msg"), BASIC_TYPES_MSG).unwrap();
     let set = format!("SET logsql.msg_path = '{}'", msgs.display());
     let sql = format!(
-        "SELECT regexp_replace(file, '.*/', '') AS f, count(*) AS n, min(log_time), max(log_time), \
-         sum(uint8_value) AS u8, sum(int64_value) AS i64, count(DISTINCT float64_value) AS f64 \
-         FROM read_topic('{}/', 'b_basictypes') GROUP BY f ORDER BY f",
+        "SELECT count(*) AS n, count(DISTINCT file) AS files, min(log_time) AS first, \
+         max(log_time) AS last, sum(uint8_value) AS u8, sum(CAST(bool_value AS INT)) AS bools \
+         FROM read_topic('{}/', 'b_basictypes')",
         bag.display()
     );
-    let mut frames = Vec::new();
+    let mut plans = Vec::new();
     for ctx in [&local, &distributed] {
         ctx.sql(&set).await.unwrap();
-        frames.push(ctx.sql(&sql).await.unwrap());
+        plans.push(physical_plan(ctx, &sql).await);
     }
+    assert!(plans[1].downcast_ref::<DistributedExec>().is_some());
     std::fs::remove_dir_all(&msgs).unwrap();
-    let mut results = Vec::new();
-    for frame in frames {
-        results.push(match frame.collect().await {
-            Ok(b) => pretty_format_batches(&b).unwrap().to_string(),
-            Err(e) => format!("error: {e}"),
-        });
-    }
-    assert!(results[0].contains("| rewriter_a_0.db3 | 50 "), "{}", results[0]);
-    assert!(results[0].contains("| rewriter_a_1.db3 | 50 "), "{}", results[0]);
-    assert_eq!(results[1], results[0]);
+    let expected = collect_text(Arc::clone(&plans[0]), &local).await;
+    assert_eq!(
+        expected,
+        "+-----+-------+--------------------------+--------------------------+-------+-------+
+| n   | files | first                    | last                     | u8    | bools |
++-----+-------+--------------------------+--------------------------+-------+-------+
+| 800 | 16    | 1970-01-01T00:00:00.001Z | 1970-01-01T00:00:00.099Z | 80000 | 0     |
++-----+-------+--------------------------+--------------------------+-------+-------+"
+    );
+    assert_eq!(
+        collect_text(Arc::clone(&plans[1]), &distributed).await,
+        expected
+    );
+    // The scan stage did run on the workers (two tasks), which found no msg path.
+    let shown = explain_analyze(Arc::clone(&plans[1]), DistributedMetricsFormat::Aggregated)
+        .await
+        .unwrap();
+    assert!(shown.contains("tasks=2"), "{shown}");
+    assert!(shown.contains("t1: DataSourceExec"), "{shown}");
+    assert_eq!(scan_metric(&shown, "chunks_read"), "16", "{shown}");
 }
 
 /// Encodes `plan`, decodes it in `worker`, and checks the decoded plan encodes
@@ -393,8 +414,16 @@ async fn the_codec_carries_every_scan_and_option() {
     let Some(descriptors) = fixtures::file("bddf", "bosdyn_api_descriptors.binpb") else {
         return;
     };
+    let Some(ros2) = fixtures::dir("ros2") else {
+        return;
+    };
     let carla = fixtures::file("carla", "synth_0916_basic.log").unwrap();
     let tmp = tempfile::tempdir().unwrap();
+    // A msg path for the one type the Humble bag convert_a uses that logsql
+    // does not carry.
+    let msgs = tmp.path().join("msgs");
+    std::fs::create_dir_all(msgs.join("test_msgs/msg")).unwrap();
+    std::fs::write(msgs.join("test_msgs/msg/BasicTypes.msg"), BASIC_TYPES_MSG).unwrap();
     let demo = tmp.path().join("robot=r9/demo.mcap");
     std::fs::create_dir_all(demo.parent().unwrap()).unwrap();
     gen_support::generate(
@@ -414,6 +443,7 @@ async fn the_codec_carries_every_scan_and_option() {
         "SET logsql.verify_checksums = false",
         "SET logsql.decode_errors = 'null'",
         &format!("SET logsql.descriptor_set = '{}'", descriptors.display()),
+        &format!("SET logsql.msg_path = '{}'", msgs.display()),
     ] {
         ctx.sql(set).await.unwrap();
     }
@@ -433,6 +463,16 @@ async fn the_codec_carries_every_scan_and_option() {
         format!(
             "SELECT * FROM positions('{}') WHERE frame < 20",
             carla.display()
+        ),
+        // ROS 2 bags without stored definitions: the bundled std_msgs/String
+        // for five databases, and a definition from the msg path.
+        format!(
+            "SELECT * FROM read_topic('{}/', 'AAA') ORDER BY log_time, data",
+            ros2.join("sqlite3/wbag").display()
+        ),
+        format!(
+            "SELECT * FROM read_topic('{}/', 'b_basictypes') LIMIT 3",
+            ros2.join("sqlite3/convert_a").display()
         ),
         format!("SELECT * FROM series('{}')", bddf.display()),
         format!("SELECT * FROM '{}'", bddf.display()),

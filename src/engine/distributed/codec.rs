@@ -10,7 +10,7 @@
 //! summaries (`topics()`, ...) are memory scans that DataFusion serializes on
 //! its own.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -38,7 +38,7 @@ use crate::decode::{MessageDecoder, json};
 use crate::engine::datasource::source::LogSource;
 use crate::engine::scanner::damage::DamageReportExec;
 use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
+use crate::engine::scanner::target::{DecodedSpec, PlannedDefinition, ScanTarget, TableSpec};
 use crate::formats::{self, FormatReader};
 use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 
@@ -326,6 +326,28 @@ fn decoded_to_wire(spec: &DecodedSpec) -> Result<wire::DecodedTopic> {
         });
     }
     decoders.sort_by(|a, b| (&a.file_key, a.channel_id).cmp(&(&b.file_key, b.channel_id)));
+    // Each distinct definition once, with the channels it was attached to.
+    let mut definitions: BTreeMap<(&str, &[u8]), Vec<wire::ChannelRef>> = BTreeMap::new();
+    for ((file_key, channel_id), def) in &spec.definitions {
+        definitions
+            .entry((def.encoding.as_str(), def.schema.as_ref()))
+            .or_default()
+            .push(wire::ChannelRef {
+                file_key: file_key.clone(),
+                channel_id: *channel_id,
+            });
+    }
+    let definitions = definitions
+        .into_iter()
+        .map(|((encoding, schema), mut channels)| {
+            channels.sort_by(|a, b| (&a.file_key, a.channel_id).cmp(&(&b.file_key, b.channel_id)));
+            wire::PlannedDefinition {
+                encoding: encoding.to_string(),
+                schema: Bytes::copy_from_slice(schema),
+                channels,
+            }
+        })
+        .collect();
     Ok(wire::DecodedTopic {
         topic: spec.topic.clone(),
         message_type: schema_to_wire(&message_type)?.into(),
@@ -339,6 +361,7 @@ fn decoded_to_wire(spec: &DecodedSpec) -> Result<wire::DecodedTopic> {
         flatten: spec.flatten,
         null_on_error: spec.null_on_error,
         decoders,
+        definitions,
     })
 }
 
@@ -386,10 +409,21 @@ fn decoded_from_wire(d: &wire::DecodedTopic) -> Result<Arc<DecodedSpec>> {
         };
         decoders.insert((p.file_key.clone(), p.channel_id), decoder);
     }
+    let mut definitions = HashMap::new();
+    for def in &d.definitions {
+        let planned = PlannedDefinition {
+            encoding: def.encoding.clone(),
+            schema: Arc::from(def.schema.as_ref()),
+        };
+        for c in &def.channels {
+            definitions.insert((c.file_key.clone(), c.channel_id), planned.clone());
+        }
+    }
     Ok(Arc::new(DecodedSpec {
         topic: d.topic.clone(),
         message_type,
         decoders,
+        definitions,
         pool,
         flatten: d.flatten,
         null_on_error: d.null_on_error,

@@ -93,6 +93,12 @@ pub struct DecodedSpec {
     pub message_type: DataType,
     /// Decoders compiled at planning, by (file cache key, channel id).
     pub decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>>,
+    /// Definitions planning attached to channels whose file stores none (a
+    /// ROS 2 `.msg` from `logsql.msg_path` or the bundled interfaces), by
+    /// (file cache key, channel id). Read where no planned decoder is at
+    /// hand: on a distributed worker, which receives these but not the
+    /// decoders, and has neither the coordinator's msg path nor its session.
+    pub definitions: HashMap<(String, u64), PlannedDefinition>,
     /// Descriptor pool for protobuf channels named only by type (BDDF).
     pub pool: Option<Arc<DescriptorPool>>,
     /// Whether nested structs are flattened into dotted columns.
@@ -120,8 +126,9 @@ impl DecodedSpec {
     }
 
     /// The decoder for `channel` of the file with `cache_key`: the one
-    /// compiled at planning, or one compiled now (channels found only while
-    /// reading, e.g. in a recovery scan).
+    /// compiled at planning, or one compiled now (on a distributed worker;
+    /// channels found only while reading, e.g. in a recovery scan), with the
+    /// definition planning attached to the channel, if any.
     pub fn decoder_for(
         &self,
         format: &dyn FormatReader,
@@ -131,7 +138,10 @@ impl DecodedSpec {
         if let Some(d) = self.decoders.get(&(cache_key.to_string(), channel.id)) {
             return Ok(Arc::clone(d));
         }
-        let channel = with_pool_schema(channel, self.pool.as_deref());
+        let mut channel = with_pool_schema(channel, self.pool.as_deref());
+        if let Some(def) = self.definitions.get(&(cache_key.to_string(), channel.id)) {
+            def.apply(&mut channel);
+        }
         let decoder = crate::decode::decoder_of(&channel, &format.schema_of(&channel))?;
         merge::merge_types(&self.message_type, decoder.data_type())
             .ok()
@@ -144,6 +154,37 @@ impl DecodedSpec {
                 ))
             })?;
         Ok(decoder)
+    }
+}
+
+/// A message definition attached to a channel at planning, where the file
+/// stores none (`crate::ros2_interfaces::with_definition`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedDefinition {
+    /// The schema encoding (`ros2msg`).
+    pub encoding: String,
+    /// The definition's bytes.
+    pub schema: Arc<[u8]>,
+}
+
+impl PlannedDefinition {
+    /// What planning attached to `before` to make `after`: `None` when the
+    /// schema is the same (the file's own, or none).
+    pub fn attached(before: &Channel, after: &Channel) -> Option<Self> {
+        let schema = after.schema.as_ref()?;
+        if before.schema.as_ref() == Some(schema) {
+            return None;
+        }
+        Some(Self {
+            encoding: after.schema_encoding.clone().unwrap_or_default(),
+            schema: Arc::clone(schema),
+        })
+    }
+
+    /// Makes this definition `channel`'s schema.
+    pub fn apply(&self, channel: &mut Channel) {
+        channel.schema_encoding = Some(self.encoding.clone());
+        channel.schema = Some(Arc::clone(&self.schema));
     }
 }
 

@@ -4,7 +4,9 @@
 //! Planning reads the summaries of the files the path names, compiles one
 //! decoder per distinct schema of the topic (from the file's own schema: MCAP
 //! schema records, bag connection definitions, Apollo `proto_desc`, a user
-//! descriptor set for BDDF), and merges their types into one table schema
+//! descriptor set for BDDF; for a ROS 2 channel whose file stores no
+//! definition, the one [`crate::ros2_interfaces`] finds, which the spec keeps
+//! for distributed workers), and merges their types into one table schema
 //! ([`crate::decode::merge`]); a conflict is an error naming both definitions.
 //! The scan is the shared engine's: a listing table over the files, time
 //! pruning over the chunk index, the topic selection handed to the readers,
@@ -26,7 +28,9 @@ use crate::engine::datasource::file_format::LogFileFormat;
 use crate::engine::scanner::error::df_err;
 use crate::engine::scanner::options::LogsqlOptions;
 use crate::engine::scanner::schema::{col, timestamp_type};
-use crate::engine::scanner::target::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN, with_pool_schema};
+use crate::engine::scanner::target::{
+    DecodedSpec, ERROR_COLUMN, PlannedDefinition, RAW_COLUMN, with_pool_schema,
+};
 use crate::engine::storage::object_io::FileLocation;
 use crate::formats::FormatReader;
 use crate::io::ReadAt;
@@ -82,6 +86,7 @@ async fn plan(
     let pool = options.descriptor_pool()?;
     let resolved = resolve(state, path).await?;
     let mut decoders: HashMap<(String, u64), Arc<dyn MessageDecoder>> = HashMap::new();
+    let mut definitions: HashMap<(String, u64), PlannedDefinition> = HashMap::new();
     let mut by_schema: HashMap<SchemaKey, Arc<dyn MessageDecoder>> = HashMap::new();
     let mut variants: Vec<Variant> = Vec::new();
     let mut files = Vec::new();
@@ -95,17 +100,25 @@ async fn plan(
             .map_err(df_err)?;
         let all = cached.summary.channels.values();
         topics_seen.extend(all.clone().map(|c| c.topic.clone()));
-        let channels: Vec<Channel> = all
+        let channels: Vec<(Channel, Option<PlannedDefinition>)> = all
             .filter(|c| c.topic == topic)
-            .map(|c| with_pool_schema(c, pool.as_deref()))
-            .map(|c| crate::ros2_interfaces::with_definition(c, &options.msg_path))
+            .map(|c| {
+                let pooled = with_pool_schema(c, pool.as_deref());
+                let defined =
+                    crate::ros2_interfaces::with_definition(pooled.clone(), &options.msg_path);
+                let attached = PlannedDefinition::attached(&pooled, &defined);
+                (defined, attached)
+            })
             .collect();
         if channels.is_empty() {
             continue;
         }
         files.push(entry);
         let key = loc.cache_key();
-        for ch in channels {
+        for (ch, attached) in channels {
+            if let Some(def) = attached {
+                definitions.insert((key.clone(), ch.id), def);
+            }
             let schema_key = schema_key(&ch);
             let decoder = match by_schema.get(&schema_key) {
                 Some(d) => Arc::clone(d),
@@ -149,6 +162,7 @@ async fn plan(
         topic: topic.to_string(),
         message_type,
         decoders,
+        definitions,
         pool,
         flatten,
         null_on_error,
