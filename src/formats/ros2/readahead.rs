@@ -1,0 +1,350 @@
+//! A read-ahead SQLite VFS for scanning a `.db3` front to back.
+//!
+//! SQLite reads a database one page per system call: every b-tree page, and
+//! every overflow page of a large `data` blob (4 KiB each, read past its page
+//! cache straight into the blob's buffer). A full scan of a 200 MB bag is then
+//! some 50,000 `pread`s, and the kernel's cost per call, not the copying,
+//! dominates. This VFS wraps the default one (`unix` on Linux) and, for the
+//! main database file only, serves a read that continues where the previous
+//! one ended from a [`WINDOW`]-byte buffer filled by one larger read; reads
+//! that jump (an index lookup, a time window's first page) go to the file
+//! as before, so a selective query reads no more than without it.
+//!
+//! Only for read-only databases that nothing writes while logsql reads them
+//! (`immutable=1` opens): the buffer is never invalidated. The wrapper's
+//! `sqlite3_io_methods` are version 1, so SQLite uses neither memory mapping
+//! nor shared memory (WAL) through it. Select it with the URI parameter
+//! `vfs=` and [`name`].
+
+use std::ffi::{CStr, c_int, c_void};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use rusqlite::ffi;
+
+/// Bytes read at once when a read continues the previous one.
+pub const WINDOW: usize = 256 << 10;
+
+/// The name the VFS is registered under.
+const NAME: &CStr = c"logsql-readahead";
+
+/// The file object SQLite allocates (`szOsFile` bytes) for each open file.
+#[repr(C)]
+struct RaFile {
+    /// SQLite's part: the methods below (null when the open failed).
+    base: ffi::sqlite3_file,
+    /// The wrapped VFS's file, allocated with `sqlite3_malloc`.
+    real: *mut ffi::sqlite3_file,
+    /// The read-ahead state (a `Box`), null for files other than the main database.
+    state: *mut State,
+}
+
+/// The read-ahead buffer of one open main database file.
+struct State {
+    /// The file's size, taken at open (the file is immutable).
+    size: i64,
+    /// Bytes of the file from `start`.
+    buf: Vec<u8>,
+    /// The file offset of `buf[0]`.
+    start: i64,
+    /// The end of the previous read.
+    next: i64,
+}
+
+/// The wrapped (default) VFS, set once before the wrapper is registered.
+static INNER: AtomicPtr<ffi::sqlite3_vfs> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Registers the VFS (once per process) and returns its name for the URI
+/// parameter `vfs=`; `None` when SQLite has no default VFS to wrap.
+pub fn name() -> Option<&'static str> {
+    static VFS: OnceLock<bool> = OnceLock::new();
+    VFS.get_or_init(|| {
+        // SAFETY: SQLite is initialised by `sqlite3_vfs_find`; the default
+        // VFS lives for the process. The copy is leaked, so SQLite may keep
+        // its address; registering is done once, under the `OnceLock`.
+        unsafe {
+            if ffi::sqlite3_initialize() != ffi::SQLITE_OK {
+                return false;
+            }
+            let dflt = ffi::sqlite3_vfs_find(std::ptr::null());
+            if dflt.is_null() {
+                return false;
+            }
+            INNER.store(dflt, Ordering::Release);
+            let mut vfs: ffi::sqlite3_vfs = *dflt;
+            vfs.iVersion = vfs.iVersion.min(3);
+            vfs.szOsFile = std::mem::size_of::<RaFile>() as c_int;
+            vfs.pNext = std::ptr::null_mut();
+            vfs.zName = NAME.as_ptr();
+            vfs.xOpen = Some(x_open);
+            let vfs = Box::into_raw(Box::new(vfs));
+            if ffi::sqlite3_vfs_register(vfs, 0) != ffi::SQLITE_OK {
+                drop(Box::from_raw(vfs));
+                return false;
+            }
+            true
+        }
+    })
+    .then_some("logsql-readahead")
+}
+
+/// The wrapper's methods (version 1: no shared memory, no memory mapping).
+static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
+    iVersion: 1,
+    xClose: Some(x_close),
+    xRead: Some(x_read),
+    xWrite: Some(x_write),
+    xTruncate: Some(x_truncate),
+    xSync: Some(x_sync),
+    xFileSize: Some(x_file_size),
+    xLock: Some(x_lock),
+    xUnlock: Some(x_unlock),
+    xCheckReservedLock: Some(x_check_reserved_lock),
+    xFileControl: Some(x_file_control),
+    xSectorSize: Some(x_sector_size),
+    xDeviceCharacteristics: Some(x_device_characteristics),
+    xShmMap: None,
+    xShmLock: None,
+    xShmBarrier: None,
+    xShmUnmap: None,
+    xFetch: None,
+    xUnfetch: None,
+};
+
+/// The wrapped file's methods.
+///
+/// # Safety
+/// `f` is a file this VFS opened (its `real` file is open).
+unsafe fn real(
+    f: *mut ffi::sqlite3_file,
+) -> (*mut ffi::sqlite3_file, &'static ffi::sqlite3_io_methods) {
+    // SAFETY: per the contract, `f` is an `RaFile` whose `real` is open, and
+    // open files' methods are static tables of the wrapped VFS.
+    unsafe {
+        let real = (*f.cast::<RaFile>()).real;
+        (real, &*(*real).pMethods)
+    }
+}
+
+unsafe extern "C" fn x_open(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: ffi::sqlite3_filename,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+) -> c_int {
+    let _ = vfs;
+    // SAFETY: SQLite passes `file` with `szOsFile` bytes for an `RaFile`;
+    // the wrapped file gets the wrapped VFS's `szOsFile` bytes, zeroed as
+    // SQLite does for its own files.
+    unsafe {
+        let f = file.cast::<RaFile>();
+        (*f).base.pMethods = std::ptr::null();
+        (*f).real = std::ptr::null_mut();
+        (*f).state = std::ptr::null_mut();
+        let inner = INNER.load(Ordering::Acquire);
+        let size = (*inner).szOsFile;
+        let real = ffi::sqlite3_malloc(size).cast::<ffi::sqlite3_file>();
+        if real.is_null() {
+            return ffi::SQLITE_NOMEM;
+        }
+        std::ptr::write_bytes(real.cast::<u8>(), 0, size as usize);
+        let Some(open) = (*inner).xOpen else {
+            ffi::sqlite3_free(real.cast());
+            return ffi::SQLITE_ERROR;
+        };
+        let rc = open(inner, name, real, flags, out_flags);
+        if rc != ffi::SQLITE_OK || (*real).pMethods.is_null() {
+            if !(*real).pMethods.is_null()
+                && let Some(close) = (*(*real).pMethods).xClose
+            {
+                close(real);
+            }
+            ffi::sqlite3_free(real.cast());
+            return if rc == ffi::SQLITE_OK {
+                ffi::SQLITE_CANTOPEN
+            } else {
+                rc
+            };
+        }
+        (*f).real = real;
+        if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
+            let mut n: ffi::sqlite3_int64 = 0;
+            let size_rc = match (*(*real).pMethods).xFileSize {
+                Some(fs) => fs(real, &mut n),
+                None => ffi::SQLITE_ERROR,
+            };
+            if size_rc == ffi::SQLITE_OK {
+                (*f).state = Box::into_raw(Box::new(State {
+                    size: n,
+                    buf: Vec::new(),
+                    start: 0,
+                    next: -1,
+                }));
+            }
+        }
+        (*f).base.pMethods = &METHODS;
+        ffi::SQLITE_OK
+    }
+}
+
+unsafe extern "C" fn x_close(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: SQLite closes each opened file once; `real` and `state` were
+    // made by `x_open` and are released here only.
+    unsafe {
+        let f = file.cast::<RaFile>();
+        let (real, m) = real(file);
+        let rc = m.xClose.map_or(ffi::SQLITE_OK, |close| close(real));
+        ffi::sqlite3_free(real.cast());
+        (*f).real = std::ptr::null_mut();
+        if !(*f).state.is_null() {
+            drop(Box::from_raw((*f).state));
+            (*f).state = std::ptr::null_mut();
+        }
+        rc
+    }
+}
+
+unsafe extern "C" fn x_read(
+    file: *mut ffi::sqlite3_file,
+    out: *mut c_void,
+    amt: c_int,
+    off: ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: `out` has `amt` bytes (SQLite's contract); `state` is this
+    // open file's, used by one connection (one thread) at a time.
+    unsafe {
+        let (real, m) = real(file);
+        let Some(read) = m.xRead else {
+            return ffi::SQLITE_IOERR_READ;
+        };
+        let state = (*file.cast::<RaFile>()).state;
+        if state.is_null() || amt <= 0 || off < 0 || amt as usize > WINDOW / 2 {
+            return read(real, out, amt, off);
+        }
+        let st = &mut *state;
+        let end = off + amt as i64;
+        let sequential = off == st.next;
+        st.next = end;
+        if off < st.start || end > st.start + st.buf.len() as i64 {
+            if !sequential || end > st.size {
+                return read(real, out, amt, off);
+            }
+            let n = (st.size - off).min(WINDOW as i64) as usize;
+            st.buf.resize(n, 0);
+            if read(real, st.buf.as_mut_ptr().cast(), n as c_int, off) != ffi::SQLITE_OK {
+                st.buf.clear();
+                return read(real, out, amt, off);
+            }
+            st.start = off;
+        }
+        let at = (off - st.start) as usize;
+        std::ptr::copy_nonoverlapping(st.buf.as_ptr().add(at), out.cast::<u8>(), amt as usize);
+        ffi::SQLITE_OK
+    }
+}
+
+unsafe extern "C" fn x_write(
+    file: *mut ffi::sqlite3_file,
+    data: *const c_void,
+    amt: c_int,
+    off: ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: forwarded to the wrapped file; a write also drops the buffer.
+    unsafe {
+        let state = (*file.cast::<RaFile>()).state;
+        if !state.is_null() {
+            (*state).buf.clear();
+        }
+        let (real, m) = real(file);
+        m.xWrite
+            .map_or(ffi::SQLITE_READONLY, |w| w(real, data, amt, off))
+    }
+}
+
+unsafe extern "C" fn x_truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xTruncate.map_or(ffi::SQLITE_READONLY, |t| t(real, size))
+    }
+}
+
+unsafe extern "C" fn x_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xSync.map_or(ffi::SQLITE_OK, |s| s(real, flags))
+    }
+}
+
+unsafe extern "C" fn x_file_size(
+    file: *mut ffi::sqlite3_file,
+    size: *mut ffi::sqlite3_int64,
+) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xFileSize
+            .map_or(ffi::SQLITE_IOERR_FSTAT, |s| s(real, size))
+    }
+}
+
+unsafe extern "C" fn x_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xLock.map_or(ffi::SQLITE_OK, |l| l(real, level))
+    }
+}
+
+unsafe extern "C" fn x_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xUnlock.map_or(ffi::SQLITE_OK, |u| u(real, level))
+    }
+}
+
+unsafe extern "C" fn x_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        match m.xCheckReservedLock {
+            Some(c) => c(real, out),
+            None => {
+                *out = 0;
+                ffi::SQLITE_OK
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn x_file_control(
+    file: *mut ffi::sqlite3_file,
+    op: c_int,
+    arg: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xFileControl
+            .map_or(ffi::SQLITE_NOTFOUND, |c| c(real, op, arg))
+    }
+}
+
+unsafe extern "C" fn x_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xSectorSize.map_or(4096, |s| s(real))
+    }
+}
+
+unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: forwarded to the wrapped file.
+    unsafe {
+        let (real, m) = real(file);
+        m.xDeviceCharacteristics.map_or(0, |d| d(real))
+    }
+}
