@@ -6,9 +6,12 @@
 //! some 50,000 `pread`s, and the kernel's cost per call, not the copying,
 //! dominates. This VFS wraps the default one (`unix` on Linux) and, for the
 //! main database file only, serves a read that continues where the previous
-//! one ended from a [`WINDOW`]-byte buffer filled by one larger read; reads
-//! that jump (an index lookup, a time window's first page) go to the file
-//! as before, so a selective query reads no more than without it.
+//! one ended from a buffer filled by one larger read (a window of
+//! [`MIN_WINDOW`] to [`WINDOW`] bytes: it grows while the windows' bytes are
+//! all used, as by a full scan, and shrinks while they are not, as when a
+//! scan without `data` skips each blob's overflow pages); later reads inside
+//! the window are served from it too. Reads that jump (an index lookup, a
+//! time window's first page) go to the file as before.
 //!
 //! Only for read-only databases that nothing writes while logsql reads them
 //! (`immutable=1` opens): the buffer is never invalidated. The wrapper's
@@ -22,8 +25,18 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use rusqlite::ffi;
 
-/// Bytes read at once when a read continues the previous one.
+/// Most bytes read at once when a read continues the previous one.
 pub const WINDOW: usize = 256 << 10;
+
+/// Fewest bytes read at once when a read continues the previous one.
+pub const MIN_WINDOW: usize = 16 << 10;
+
+/// The window a file starts with.
+const FIRST_WINDOW: usize = 64 << 10;
+
+/// Consecutive reads, each continuing the previous one, after which windows
+/// start again once they were given up.
+const RESTART_RUN: u32 = 4;
 
 /// The name the VFS is registered under.
 const NAME: &CStr = c"logsql-readahead";
@@ -43,12 +56,23 @@ struct RaFile {
 struct State {
     /// The file's size, taken at open (the file is immutable).
     size: i64,
-    /// Bytes of the file from `start`.
+    /// The window's buffer (its first `filled` bytes are the file's from `start`).
     buf: Vec<u8>,
+    /// Bytes of `buf` that hold the file's.
+    filled: usize,
     /// The file offset of `buf[0]`.
     start: i64,
     /// The end of the previous read.
     next: i64,
+    /// Bytes the next window reads: doubled (up to [`WINDOW`]) after a
+    /// window whose bytes were nearly all read, halved after one of which
+    /// less than half was; 0 (no windows) below [`MIN_WINDOW`], until a run
+    /// of [`RESTART_RUN`] reads continues one another.
+    window: usize,
+    /// Reads in a row that continued the previous one.
+    run: u32,
+    /// Bytes served from the current window.
+    served: usize,
 }
 
 /// The wrapped (default) VFS, set once before the wrapper is registered.
@@ -178,8 +202,12 @@ unsafe extern "C" fn x_open(
                 (*f).state = Box::into_raw(Box::new(State {
                     size: n,
                     buf: Vec::new(),
+                    filled: 0,
                     start: 0,
                     next: -1,
+                    window: FIRST_WINDOW,
+                    run: 0,
+                    served: 0,
                 }));
             }
         }
@@ -226,18 +254,44 @@ unsafe extern "C" fn x_read(
         let end = off + amt as i64;
         let sequential = off == st.next;
         st.next = end;
-        if off < st.start || end > st.start + st.buf.len() as i64 {
+        st.run = if sequential {
+            st.run.saturating_add(1)
+        } else {
+            0
+        };
+        if off < st.start || end > st.start + st.filled as i64 {
             if !sequential || end > st.size {
                 return read(real, out, amt, off);
             }
-            let n = (st.size - off).min(WINDOW as i64) as usize;
-            st.buf.resize(n, 0);
+            if st.filled > 0 {
+                if st.served * 2 < st.filled {
+                    st.window /= 2;
+                    if st.window < MIN_WINDOW {
+                        st.window = 0;
+                    }
+                } else if st.served * 8 >= st.filled * 7 {
+                    st.window = (st.window * 2).min(WINDOW);
+                }
+                st.filled = 0;
+            }
+            if st.window == 0 {
+                if st.run < RESTART_RUN {
+                    return read(real, out, amt, off);
+                }
+                st.window = MIN_WINDOW;
+            }
+            let n = (st.size - off).min(st.window as i64) as usize;
+            if st.buf.len() < n {
+                st.buf.resize(n, 0);
+            }
+            st.served = 0;
             if read(real, st.buf.as_mut_ptr().cast(), n as c_int, off) != ffi::SQLITE_OK {
-                st.buf.clear();
                 return read(real, out, amt, off);
             }
             st.start = off;
+            st.filled = n;
         }
+        st.served += amt as usize;
         let at = (off - st.start) as usize;
         std::ptr::copy_nonoverlapping(st.buf.as_ptr().add(at), out.cast::<u8>(), amt as usize);
         ffi::SQLITE_OK
@@ -254,7 +308,7 @@ unsafe extern "C" fn x_write(
     unsafe {
         let state = (*file.cast::<RaFile>()).state;
         if !state.is_null() {
-            (*state).buf.clear();
+            (*state).filled = 0;
         }
         let (real, m) = real(file);
         m.xWrite
