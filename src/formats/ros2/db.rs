@@ -673,7 +673,13 @@ mod tests {
     /// A rosbag2-like database at `path`: `n` rows of `len`-byte blobs whose
     /// bytes depend on the row (most rows overflow to several pages).
     fn write_db(path: &Path, n: i64, len: usize) {
+        write_db_paged(path, n, len, 4096);
+    }
+
+    /// [`write_db`] with pages of `page_size` bytes.
+    fn write_db_paged(path: &Path, n: i64, len: usize, page_size: u32) {
         let c = Connection::open(path).unwrap();
+        c.pragma_update(None, "page_size", page_size).unwrap();
         c.execute_batch(
             "CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT, type TEXT, serialization_format TEXT);
              CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER, timestamp INTEGER, data BLOB);
@@ -712,10 +718,16 @@ mod tests {
 
     #[test]
     fn the_read_ahead_vfs_reads_what_sqlite_reads() {
+        read_ahead_matches(4096, 20_000);
+        // Pages larger than the smallest window (64 KiB, 200 KB blobs).
+        read_ahead_matches(65_536, 200_000);
+    }
+
+    fn read_ahead_matches(page_size: u32, len: usize) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r_0.db3");
-        // 300 rows of 20 KB (five overflow pages each) and 300 of 100 bytes.
-        write_db(&path, 300, 20_000);
+        // 300 rows of `len` bytes (overflowing to several pages) and 300 of 100 bytes.
+        write_db_paged(&path, 300, len, page_size);
         {
             let c = Connection::open(&path).unwrap();
             c.execute(
@@ -731,7 +743,11 @@ mod tests {
         let ahead = open_immutable(&db, "r_0.db3").unwrap();
         assert_eq!(super::super::readahead::name(), Some("logsql-readahead"));
         let want = digest(&plain);
-        assert_eq!((want.0, want.1), (600, 300 * 20_000 + 300 * 100));
+        assert_eq!((want.0, want.1), (600, 300 * len as u64 + 300 * 100));
+        let page: u32 = ahead
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(page, page_size);
         assert_eq!(digest(&ahead), want);
         // A time window (jumps through the index) reads the same rows too.
         let window = |c: &Connection| -> (i64, i64) {

@@ -3,8 +3,8 @@
 //! SQLite reads a database one page per system call: every b-tree page, and
 //! every overflow page of a large `data` blob (4 KiB each, read past its page
 //! cache straight into the blob's buffer). A full scan of a 200 MB bag is then
-//! some 50,000 `pread`s, and the kernel's cost per call, not the copying,
-//! dominates. This VFS wraps the default one (`unix` on Linux) and, for the
+//! some 90,000 `pread`s, and the kernel's cost per call, more than the
+//! copying, dominates. This VFS wraps the default one (`unix` on Linux) and, for the
 //! main database file only, serves a read that continues where the previous
 //! one ended from a buffer filled by one larger read (a window of
 //! [`MIN_WINDOW`] to [`WINDOW`] bytes: it grows while the windows' bytes are
@@ -14,7 +14,8 @@
 //! time window's first page) go to the file as before.
 //!
 //! Only for read-only databases that nothing writes while logsql reads them
-//! (`immutable=1` opens): the buffer is never invalidated. The wrapper's
+//! (`immutable=1` opens): only a write through the same file drops the
+//! buffer, a change by another process is not noticed. The wrapper's
 //! `sqlite3_io_methods` are version 1, so SQLite uses neither memory mapping
 //! nor shared memory (WAL) through it. Select it with the URI parameter
 //! `vfs=` and [`name`].
@@ -83,9 +84,9 @@ static INNER: AtomicPtr<ffi::sqlite3_vfs> = AtomicPtr::new(std::ptr::null_mut())
 pub fn name() -> Option<&'static str> {
     static VFS: OnceLock<bool> = OnceLock::new();
     VFS.get_or_init(|| {
-        // SAFETY: SQLite is initialised by `sqlite3_vfs_find`; the default
-        // VFS lives for the process. The copy is leaked, so SQLite may keep
-        // its address; registering is done once, under the `OnceLock`.
+        // SAFETY: SQLite is initialised first; the default VFS lives for
+        // the process. The copy is leaked, so SQLite may keep its address;
+        // registering is done once, under the `OnceLock`.
         unsafe {
             if ffi::sqlite3_initialize() != ffi::SQLITE_OK {
                 return false;
@@ -280,7 +281,9 @@ unsafe extern "C" fn x_read(
                 }
                 st.window = MIN_WINDOW;
             }
-            let n = (st.size - off).min(st.window as i64) as usize;
+            // At least this read (a page of a database with large pages
+            // may exceed the window), at most the rest of the file.
+            let n = (st.size - off).min(st.window.max(amt as usize) as i64) as usize;
             if st.buf.len() < n {
                 st.buf.resize(n, 0);
             }
@@ -400,5 +403,128 @@ unsafe extern "C" fn x_device_characteristics(file: *mut ffi::sqlite3_file) -> c
     unsafe {
         let (real, m) = real(file);
         m.xDeviceCharacteristics.map_or(0, |d| d(real))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::{Connection, OpenFlags};
+
+    /// Reads through the VFS's file of `conn`'s main database.
+    struct Raw(*mut ffi::sqlite3_file);
+
+    impl Raw {
+        fn of(conn: &Connection) -> Raw {
+            let mut f: *mut ffi::sqlite3_file = std::ptr::null_mut();
+            // SAFETY: the live connection's handle; the out-pointer is a local.
+            let rc = unsafe {
+                ffi::sqlite3_file_control(
+                    conn.handle(),
+                    c"main".as_ptr(),
+                    ffi::SQLITE_FCNTL_FILE_POINTER,
+                    (&mut f as *mut *mut ffi::sqlite3_file).cast(),
+                )
+            };
+            assert_eq!(rc, ffi::SQLITE_OK);
+            assert!(!f.is_null());
+            // SAFETY: `f` is the connection's open main file.
+            assert!(std::ptr::eq(unsafe { (*f).pMethods }, &METHODS));
+            Raw(f)
+        }
+
+        fn read(&self, off: usize, len: usize) -> Vec<u8> {
+            let mut out = vec![0u8; len];
+            // SAFETY: `self.0` is open (its connection outlives `self`); `out` has `len` bytes.
+            let rc = unsafe { x_read(self.0, out.as_mut_ptr().cast(), len as c_int, off as i64) };
+            assert_eq!(rc, ffi::SQLITE_OK, "read {len} at {off}");
+            out
+        }
+
+        fn state(&self) -> &State {
+            // SAFETY: the main database file has its state while open.
+            unsafe { &*(*self.0.cast::<RaFile>()).state }
+        }
+    }
+
+    #[test]
+    fn windows_shrink_when_unused_and_never_serve_less_than_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w_0.db3");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch("CREATE TABLE t(x BLOB); INSERT INTO t VALUES (zeroblob(3000000));")
+                .unwrap();
+        }
+        // Bytes that differ at every offset, written past SQLite's pages.
+        let mut bytes = std::fs::read(&path).unwrap();
+        for (i, b) in bytes.iter_mut().enumerate().skip(8192) {
+            *b = (i % 251) as u8;
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let conn = Connection::open_with_flags(
+            format!(
+                "file:{}?immutable=1&vfs={}",
+                path.display(),
+                name().unwrap()
+            ),
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        let f = Raw::of(&conn);
+        let page = 4096;
+        let small = 1024;
+        let mut at = 100 * page;
+        // A jump, then a continuing read: a first window of FIRST_WINDOW.
+        assert!(
+            f.read(at, small) == bytes[at..at + small],
+            "bytes at {}",
+            at
+        );
+        at += small;
+        assert!(
+            f.read(at, small) == bytes[at..at + small],
+            "bytes at {}",
+            at
+        );
+        assert_eq!(
+            (f.state().start, f.state().filled),
+            (at as i64, FIRST_WINDOW)
+        );
+        // Windows of which only their first and last KiB are read halve,
+        // down to none.
+        for window in [FIRST_WINDOW / 2, FIRST_WINDOW / 4, 0] {
+            let end = f.state().start as usize + f.state().filled;
+            assert!(
+                f.read(end - small, small) == bytes[end - small..end],
+                "bytes at {}",
+                end - small
+            );
+            assert!(
+                f.read(end, small) == bytes[end..end + small],
+                "bytes at {}",
+                end
+            );
+            assert_eq!(f.state().window, window);
+            at = end + small;
+        }
+        assert_eq!(f.state().filled, 0);
+        // Windows start again after RESTART_RUN continuing reads, and a read
+        // larger than the window is still served whole.
+        for _ in 0..RESTART_RUN {
+            assert!(f.read(at, page) == bytes[at..at + page], "bytes at {}", at);
+            at += page;
+        }
+        let big = 16 * page;
+        assert!(big > MIN_WINDOW);
+        assert!(f.read(at, big) == bytes[at..at + big], "bytes at {}", at);
+        assert_eq!(f.state().filled, big);
+        at += big;
+        // Used whole: the next window doubles; every byte is the file's.
+        while at + page <= bytes.len() {
+            assert!(f.read(at, page) == bytes[at..at + page], "bytes at {}", at);
+            at += page;
+        }
+        assert_eq!(f.state().window, WINDOW);
     }
 }
