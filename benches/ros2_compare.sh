@@ -15,7 +15,8 @@
 #  3. a venv ($BENCH_VENV, default target/bench-venv) with `pip install rosbags`
 #  4. checks that rosbags and logsql agree on (count, payload bytes), full and windowed
 #  5. times with hyperfine (--warmup 1 --runs RUNS; wall clock, whole processes, warm
-#     page cache, start-up included on both sides):
+#     page cache, start-up included on both sides; also the CPU time, user + system, which
+#     moves less than the wall clock when other work shares the machine):
 #       python  rosbags.rosbag2.Reader(dir).messages(): every message's raw bytes
 #       logsql  SELECT count(*), sum(length(data)) FROM 'bench-db3/'
 #       python  rosbags messages(/imu, 10% window: 45% to 55% of the span)
@@ -81,7 +82,8 @@ same() { # same WHAT PYTHON LOGSQL
     fi
     log "agree ($1): $2"
 }
-# time NAME CMD...: hyperfine into $tmp/NAME.json; prints "mean stddev min" (s).
+# time NAME CMD...: hyperfine into $tmp/NAME.json; prints "mean stddev min median cpu" (s;
+# cpu = mean user + system time).
 time_cmd() {
     local name=$1
     shift
@@ -91,7 +93,7 @@ time_cmd() {
     "$py" -c "
 import json, sys
 r = json.load(open(sys.argv[1]))['results'][0]
-print('%.3f %.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min'], r['median']))" "$tmp/$name.json"
+print('%.3f %.3f %.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min'], r['median'], r['user'] + r['system']))" "$tmp/$name.json"
 }
 # metric PLAN NAME: one scan metric of an EXPLAIN ANALYZE output, as printed.
 metric() { grep -o "[ ,\[]$2=[0-9.]*\( [KMBGT]\)\?" "$1" | head -n 1 | cut -d= -f2; }
@@ -109,13 +111,13 @@ topics_n=$(logsql_row "SELECT sum(message_count) FROM topics('$bag/')")
 read -r full_n _ <<<"$full"
 same "topics() counts add up to the rows" "$full_n" "$topics_n"
 
-read -r py_full py_full_sd py_full_min _ < <(time_cmd py_full "$py" "$pyr" rosbag2 "$bag")
-read -r ls_full ls_full_sd ls_full_min _ < <(time_cmd ls_full "$logsql" --format csv "$q_full")
-read -r py_win py_win_sd py_win_min _ < <(time_cmd py_win "$py" "$pyr" rosbag2 "$bag" /imu "$w0" "$w1")
-read -r ls_win ls_win_sd ls_win_min _ < <(time_cmd ls_win "$logsql" --format csv "$q_win")
-read -r ls_topics ls_topics_sd _ _ < <(time_cmd ls_topics "$logsql" --format csv "SELECT * FROM topics('$bag/')")
-read -r ls_info ls_info_sd _ _ < <(time_cmd ls_info "$logsql" info "$db")
-read -r ls_one ls_one_sd _ _ < <(time_cmd ls_startup "$logsql" --format csv "SELECT 1")
+read -r py_full py_full_sd py_full_min _ py_full_cpu < <(time_cmd py_full "$py" "$pyr" rosbag2 "$bag")
+read -r ls_full ls_full_sd ls_full_min _ ls_full_cpu < <(time_cmd ls_full "$logsql" --format csv "$q_full")
+read -r py_win py_win_sd py_win_min _ py_win_cpu < <(time_cmd py_win "$py" "$pyr" rosbag2 "$bag" /imu "$w0" "$w1")
+read -r ls_win ls_win_sd ls_win_min _ ls_win_cpu < <(time_cmd ls_win "$logsql" --format csv "$q_win")
+read -r ls_topics ls_topics_sd _ _ _ < <(time_cmd ls_topics "$logsql" --format csv "SELECT * FROM topics('$bag/')")
+read -r ls_info ls_info_sd _ _ _ < <(time_cmd ls_info "$logsql" info "$db")
+read -r ls_one ls_one_sd _ _ _ < <(time_cmd ls_startup "$logsql" --format csv "SELECT 1")
 
 "$logsql" --format csv "EXPLAIN ANALYZE $q_full" >"$tmp/full.plan"
 "$logsql" --format csv "EXPLAIN ANALYZE $q_win" >"$tmp/win.plan"
@@ -139,13 +141,13 @@ cat <<EOF
 Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), load average at the end $(cut -d' ' -f1-3 /proc/loadavg).
 logsql $(git rev-parse --short HEAD 2>/dev/null || echo '?'), rosbags $("$py" -c 'import importlib.metadata as m; print(m.version("rosbags"))'); $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min).
 
-| task ($size_mb MB .db3, $full_n messages, $pages pages of $page_size bytes) | python rosbags | logsql | speed-up |
-|---|---|---|---|
-| every message's raw bytes | ${py_full} ± ${py_full_sd} s (${py_full_min}) | ${ls_full} ± ${ls_full_sd} s (${ls_full_min}) | $(ratio "$py_full" "$ls_full")x |
-| /imu in a 10% time window | ${py_win} ± ${py_win_sd} s (${py_win_min}) | ${ls_win} ± ${ls_win_sd} s (${ls_win_min}) | $(ratio "$py_win" "$ls_win")x |
-| \`topics('bench-db3/')\` (counts from $counts) | | ${ls_topics} ± ${ls_topics_sd} s | |
-| \`logsql info bench_0.db3\` | | ${ls_info} ± ${ls_info_sd} s | |
-| \`SELECT 1\` (process start-up) | | ${ls_one} ± ${ls_one_sd} s | |
+| task ($size_mb MB .db3, $full_n messages, $pages pages of $page_size bytes) | python rosbags | logsql | speed-up | CPU (user+sys) rosbags / logsql |
+|---|---|---|---|---|
+| every message's raw bytes | ${py_full} ± ${py_full_sd} s (${py_full_min}) | ${ls_full} ± ${ls_full_sd} s (${ls_full_min}) | $(ratio "$py_full" "$ls_full")x | ${py_full_cpu} s / ${ls_full_cpu} s |
+| /imu in a 10% time window | ${py_win} ± ${py_win_sd} s (${py_win_min}) | ${ls_win} ± ${ls_win_sd} s (${ls_win_min}) | $(ratio "$py_win" "$ls_win")x | ${py_win_cpu} s / ${ls_win_cpu} s |
+| \`topics('bench-db3/')\` (counts from $counts) | | ${ls_topics} ± ${ls_topics_sd} s | | |
+| \`logsql info bench_0.db3\` | | ${ls_info} ± ${ls_info_sd} s | | |
+| \`SELECT 1\` (process start-up) | | ${ls_one} ± ${ls_one_sd} s | | |
 
 | logsql scan (EXPLAIN ANALYZE) | chunks read / total | messages read | bytes read (SQLite pages x $page_size) | pages read / $pages |
 |---|---|---|---|---|

@@ -11,11 +11,18 @@
 //! `mode=ro` so that SQLite itself applies the write-ahead log; otherwise (and
 //! when that fails, e.g. in a read-only directory) with `immutable=1`, which
 //! takes no locks and creates no side files.
+//!
+//! An `immutable=1` connection reads through the read-ahead VFS
+//! ([`super::readahead`]) with a small page cache ([`CACHE_KIB`]), and is
+//! kept for reuse when done ([`connect`]): a scan's chunks are many short
+//! range queries, and opening a connection for each (a new page cache to
+//! allocate and fault in, the schema parsed again) cost more than their reads.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
@@ -42,6 +49,14 @@ pub const MAX_COPY_BYTES: u64 = 64 << 20;
 /// Bytes read from the file per request while copying it.
 const COPY_PIECE: usize = 8 << 20;
 
+/// Page cache of an `immutable=1` connection, in KiB (SQLite's default is
+/// 2,000): a scan reads each page once, so a large cache only costs memory
+/// to allocate and fault in; the b-trees' upper pages fit.
+pub const CACHE_KIB: i64 = 256;
+
+/// Most idle connections kept for reuse, over all databases of the process.
+pub const POOL_MAX: usize = 8;
+
 /// Where SQLite finds the database: the file itself or a temporary copy
 /// (deleted when the last clone is dropped).
 #[derive(Debug, Clone)]
@@ -50,7 +65,12 @@ pub struct DbPath {
     _temp: Option<Arc<tempfile::TempPath>>,
     /// Whether the database is a copy (decompressed or downloaded).
     pub copied: bool,
+    /// Unique per [`db_path`] call: the key of its idle connections.
+    id: u64,
 }
+
+/// The next [`DbPath::id`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl DbPath {
     /// The path SQLite opens.
@@ -81,6 +101,7 @@ pub fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
             path: p.to_path_buf(),
             _temp: None,
             copied: false,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         });
     }
     let too_big = |what: &str| Error::Unsupported {
@@ -129,6 +150,7 @@ pub fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
         path: tmp.path().to_path_buf(),
         _temp: Some(Arc::new(tmp.into_temp_path())),
         copied: true,
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
     })
 }
 
@@ -170,15 +192,80 @@ fn has_side_log(path: &Path) -> bool {
     })
 }
 
+/// Idle `immutable=1` connections, oldest first.
+static IDLE: Mutex<VecDeque<(u64, Connection)>> = Mutex::new(VecDeque::new());
+
+/// A connection to a database; one to a local, unlogged database goes back
+/// to the process's idle connections when dropped (at most [`POOL_MAX`],
+/// the oldest closed first).
+#[derive(Debug)]
+pub struct Pooled {
+    conn: Option<Connection>,
+    /// The [`DbPath::id`] it is kept under when idle, if it is kept.
+    key: Option<u64>,
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+            .as_ref()
+            .expect("a Pooled holds its connection until dropped")
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        let (Some(key), Some(conn)) = (self.key.take(), self.conn.take()) else {
+            return;
+        };
+        let evicted: Vec<_> = {
+            let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+            idle.push_back((key, conn));
+            let excess = idle.len().saturating_sub(POOL_MAX);
+            idle.drain(..excess).collect()
+        };
+        drop(evicted);
+    }
+}
+
+/// A connection to the database at `db`: an idle one made for the same
+/// [`DbPath`] (the same summary of the file: a file read again gets a new
+/// one) when there is one, else a new one ([`open`]). Only a local file
+/// without a `-wal` or `-journal` beside it (opened `immutable=1`) is
+/// reused; a temporary copy's or a logged database's connection is closed
+/// when dropped.
+pub fn connect(db: &DbPath, name: &str) -> Result<Pooled> {
+    if db.copied || has_side_log(db.path()) {
+        return Ok(Pooled {
+            conn: Some(open(db, name)?),
+            key: None,
+        });
+    };
+    let key = db.id;
+    let reused = {
+        let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+        idle.iter()
+            .rposition(|(k, _)| *k == key)
+            .and_then(|i| idle.remove(i))
+            .map(|(_, c)| c)
+    };
+    let conn = match reused {
+        Some(c) => c,
+        None => open_immutable(db, name)?,
+    };
+    Ok(Pooled {
+        conn: Some(conn),
+        key: Some(key),
+    })
+}
+
 /// Opens the database at `db` read-only (see the module docs); `name` is the
 /// file's display name for errors.
 pub fn open(db: &DbPath, name: &str) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-        | OpenFlags::SQLITE_OPEN_URI
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let uri = |q: &str| format!("file:{}?{q}", uri_path(db.path()));
     if !db.copied && has_side_log(db.path()) {
-        match Connection::open_with_flags(uri("mode=ro"), flags) {
+        match Connection::open_with_flags(uri(db, "mode=ro"), FLAGS) {
             Ok(c) => match c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
                 Ok(()) => return Ok(c),
                 Err(e) => log::warn!(
@@ -190,8 +277,30 @@ pub fn open(db: &DbPath, name: &str) -> Result<Connection> {
             ),
         }
     }
-    let conn =
-        Connection::open_with_flags(uri("immutable=1"), flags).map_err(|e| sql_err(name, e))?;
+    open_immutable(db, name)
+}
+
+/// Flags of every connection: read-only, URI names, no SQLite mutex (a
+/// connection is used by one thread at a time).
+const FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_ONLY
+    .union(OpenFlags::SQLITE_OPEN_URI)
+    .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
+
+/// The URI of `db` with the query `q`.
+fn uri(db: &DbPath, q: &str) -> String {
+    format!("file:{}?{q}", uri_path(db.path()))
+}
+
+/// Opens `db` with `immutable=1`, through the read-ahead VFS when it is
+/// registered, with a page cache of [`CACHE_KIB`].
+fn open_immutable(db: &DbPath, name: &str) -> Result<Connection> {
+    let q = match super::readahead::name() {
+        Some(vfs) => format!("immutable=1&vfs={vfs}"),
+        None => "immutable=1".to_string(),
+    };
+    let conn = Connection::open_with_flags(uri(db, &q), FLAGS).map_err(|e| sql_err(name, e))?;
+    conn.pragma_update(None, "cache_size", -CACHE_KIB)
+        .map_err(|e| sql_err(name, e))?;
     Ok(conn)
 }
 
@@ -554,4 +663,151 @@ pub fn topic_bounds(
         .map_err(|e| sql_err(name, e))
     };
     Ok((one("ASC")?, one("DESC")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{BytesReader, FileReader};
+
+    /// A rosbag2-like database at `path`: `n` rows of `len`-byte blobs whose
+    /// bytes depend on the row (most rows overflow to several pages).
+    fn write_db(path: &Path, n: i64, len: usize) {
+        write_db_paged(path, n, len, 4096);
+    }
+
+    /// [`write_db`] with pages of `page_size` bytes.
+    fn write_db_paged(path: &Path, n: i64, len: usize, page_size: u32) {
+        let c = Connection::open(path).unwrap();
+        c.pragma_update(None, "page_size", page_size).unwrap();
+        c.execute_batch(
+            "CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT, type TEXT, serialization_format TEXT);
+             CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER, timestamp INTEGER, data BLOB);
+             CREATE INDEX timestamp_idx ON messages (timestamp ASC);
+             INSERT INTO topics VALUES (1, '/a', 'std_msgs/msg/String', 'cdr');",
+        )
+        .unwrap();
+        let mut stmt = c
+            .prepare("INSERT INTO messages(topic_id, timestamp, data) VALUES (1, ?1, ?2)")
+            .unwrap();
+        for i in 0..n {
+            let blob: Vec<u8> = (0..len).map(|j| (i as usize * 7 + j * 13) as u8).collect();
+            stmt.execute(rusqlite::params![i * 1000, blob]).unwrap();
+        }
+    }
+
+    /// (rows, total bytes, a checksum of every byte in row order) of `messages`.
+    fn digest(c: &Connection) -> (u64, u64, u64) {
+        let mut stmt = c
+            .prepare("SELECT data FROM messages ORDER BY timestamp, id")
+            .unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        let (mut n, mut bytes, mut sum) = (0u64, 0u64, 0u64);
+        while let Some(r) = rows.next().unwrap() {
+            let rusqlite::types::ValueRef::Blob(b) = r.get_ref(0).unwrap() else {
+                panic!("not a blob");
+            };
+            n += 1;
+            bytes += b.len() as u64;
+            for (k, x) in b.iter().enumerate() {
+                sum = sum.wrapping_mul(31).wrapping_add(*x as u64 ^ k as u64);
+            }
+        }
+        (n, bytes, sum)
+    }
+
+    #[test]
+    fn the_read_ahead_vfs_reads_what_sqlite_reads() {
+        read_ahead_matches(4096, 20_000);
+        // Pages larger than the smallest window (64 KiB, 200 KB blobs).
+        read_ahead_matches(65_536, 200_000);
+    }
+
+    fn read_ahead_matches(page_size: u32, len: usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r_0.db3");
+        // 300 rows of `len` bytes (overflowing to several pages) and 300 of 100 bytes.
+        write_db_paged(&path, 300, len, page_size);
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute(
+                "INSERT INTO messages(topic_id, timestamp, data) \
+                 SELECT 1, timestamp + 1, substr(data, 1, 100) FROM messages",
+                [],
+            )
+            .unwrap();
+        }
+        let file = FileReader::open(&path).unwrap();
+        let db = db_path(&file).unwrap();
+        let plain = Connection::open_with_flags(uri(&db, "immutable=1"), FLAGS).unwrap();
+        let ahead = open_immutable(&db, "r_0.db3").unwrap();
+        assert_eq!(super::super::readahead::name(), Some("logsql-readahead"));
+        let want = digest(&plain);
+        assert_eq!((want.0, want.1), (600, 300 * len as u64 + 300 * 100));
+        let page: u32 = ahead
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(page, page_size);
+        assert_eq!(digest(&ahead), want);
+        // A time window (jumps through the index) reads the same rows too.
+        let window = |c: &Connection| -> (i64, i64) {
+            c.query_row(
+                "SELECT count(*), sum(length(data) + unicode(hex(substr(data, 17, 1)))) \
+                 FROM messages WHERE timestamp BETWEEN 100000 AND 120001",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+        };
+        assert_eq!(window(&ahead), window(&plain));
+        assert_eq!(window(&plain).0, 42);
+    }
+
+    #[test]
+    fn connections_are_reused_per_db_path_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p_0.db3");
+        write_db(&path, 10, 100);
+        let file = FileReader::open(&path).unwrap();
+        let db = db_path(&file).unwrap();
+        // SAFETY: only the handle's address is compared, never dereferenced.
+        let handle = |c: &Pooled| unsafe { c.handle() } as usize;
+        let first = connect(&db, "p_0.db3").unwrap();
+        let h = handle(&first);
+        // In use: a second connection is a new one.
+        let second = connect(&db, "p_0.db3").unwrap();
+        assert_ne!(handle(&second), h);
+        drop(second);
+        drop(first);
+        // Returned: the same db path gets the most recent idle one back.
+        let again = connect(&db, "p_0.db3").unwrap();
+        assert_eq!(handle(&again), h);
+        assert_eq!(
+            again
+                .query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
+                .unwrap(),
+            10
+        );
+        let cache: i64 = again
+            .query_row("PRAGMA cache_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(cache, -CACHE_KIB);
+        drop(again);
+        // The same file summarised again (a new db path) gets a new connection.
+        let db2 = db_path(&file).unwrap();
+        let other = connect(&db2, "p_0.db3").unwrap();
+        assert_ne!(handle(&other), h);
+        drop(other);
+        // A temporary copy's connection is not kept.
+        let bytes = std::fs::read(&path).unwrap();
+        let copy = db_path(&BytesReader::new("mem.db3", bytes)).unwrap();
+        assert!(copy.copied);
+        let c = connect(&copy, "mem.db3").unwrap();
+        assert!(c.key.is_none());
+        assert_eq!(
+            c.query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
+                .unwrap(),
+            10
+        );
+    }
 }

@@ -52,6 +52,7 @@ use super::FormatReader;
 
 pub mod bag_meta;
 pub mod db;
+pub mod readahead;
 
 /// The message definitions by type name, at their former path: they moved to
 /// the neutral [`crate::ros2_interfaces`] (schema data, used by `read_topic`
@@ -161,7 +162,7 @@ impl FormatReader for Ros2Format {
     fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
         let name = file.name();
         let path = db::db_path(file)?;
-        let conn = db::open(&path, name)?;
+        let conn = db::connect(&path, name)?;
         let layout = db::layout(&conn, name)?;
         let topics = db::topics(&conn, &layout, name)?;
         let definitions = if layout.definitions {
@@ -461,7 +462,8 @@ impl FormatReader for Ros2Format {
             if sel.payload { ", data" } else { "" },
             conds.join(" AND ")
         );
-        let conn = db::open(&private.db, name)?;
+        let conn = db::connect(&private.db, name)?;
+        let before = db::pages_read(&conn);
         let mut overflow = 0;
         let result = deliver(
             &conn,
@@ -474,7 +476,8 @@ impl FormatReader for Ros2Format {
             &mut read,
             &mut overflow,
         );
-        file.note_external_read((db::pages_read(&conn) + overflow) * private.page_size);
+        let pages = db::pages_read(&conn).saturating_sub(before);
+        file.note_external_read((pages + overflow) * private.page_size);
         result.map(|()| read)
     }
 
@@ -490,7 +493,8 @@ impl FormatReader for Ros2Format {
         let counts = summary.channel_message_counts.as_ref()?;
         let index = private.time_index.as_deref()?;
         let spans = || {
-            let conn = db::open(&private.db, &private.name)?;
+            let conn = db::connect(&private.db, &private.name)?;
+            let before = db::pages_read(&conn);
             let mut out = BTreeMap::new();
             for (&id, _) in counts.iter().filter(|&(_, &n)| n > 0) {
                 let (lo, hi) = db::topic_bounds(&conn, index, id as i64, &private.name)?;
@@ -502,7 +506,7 @@ impl FormatReader for Ros2Format {
             log::debug!(
                 "{}: topic first/last times from the timestamp index, {} pages read",
                 private.name,
-                db::pages_read(&conn)
+                db::pages_read(&conn).saturating_sub(before)
             );
             Ok(out)
         };
