@@ -117,17 +117,8 @@ put logsql_built "$(date -u -r "$logsql" +%Y-%m-%dT%H:%MZ)"
 put head "$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 put load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# others: the cores busy with other processes over 1 s while this script sleeps
-# (non-idle CPU time in /proc/stat). The load average would count the previous
-# benchmark itself, so this is what flags a busy machine.
-cpu_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-others() {
-    local b0 t0 b1 t1
-    read -r b0 t0 < <(cpu_jiffies)
-    sleep 1
-    read -r b1 t1 < <(cpu_jiffies)
-    awk -v b="$((b1 - b0))" -v t="$((t1 - t0))" -v n="$(nproc)" 'BEGIN { printf "%.2f", (t > 0 ? n * b / t : 0) }'
-}
+# others(): the cores busy with other processes (benches/support/busy.sh).
+source "$root/benches/support/busy.sh"
 # time NAME CMD...: hyperfine RUNS runs of CMD into $tmp/NAME.json (the report reads
 # mean, stddev, min, user and system from it); records others() just before.
 time_cmd() {

@@ -116,15 +116,8 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# others: the cores busy with other processes over 1 s while this script sleeps.
-cpu_jiffies() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
-others() {
-    local b0 t0 b1 t1
-    read -r b0 t0 < <(cpu_jiffies)
-    sleep 1
-    read -r b1 t1 < <(cpu_jiffies)
-    awk -v b="$((b1 - b0))" -v t="$((t1 - t0))" -v n="$(nproc)" 'BEGIN { printf "%.2f", (t > 0 ? n * b / t : 0) }'
-}
+# others(): the cores busy with other processes (benches/support/busy.sh).
+source "$root/benches/support/busy.sh"
 # measure NAME CMD...: hyperfine into $tmp/NAME.json, perf stat into $tmp/NAME.perf (CSV).
 measure() {
     local name=$1
