@@ -789,6 +789,59 @@ impl Builder {
         self.buf.extend(content);
         at
     }
+    /// An uncompressed Chunk of `inner` records spanning `start..=end`: its
+    /// offset and length.
+    fn chunk(&mut self, start: u64, end: u64, inner: &[u8]) -> (u64, u64) {
+        let content = [
+            start.to_le_bytes().to_vec(),
+            end.to_le_bytes().to_vec(),
+            (inner.len() as u64).to_le_bytes().to_vec(),
+            crc32fast::hash(inner).to_le_bytes().to_vec(),
+            str_(""),
+            (inner.len() as u64).to_le_bytes().to_vec(),
+            inner.to_vec(),
+        ]
+        .concat();
+        let at = self.record(0x06, &content);
+        (at, self.buf.len() as u64 - at)
+    }
+    /// The ChunkIndex of an uncompressed chunk (`chunk`: offset and length) of
+    /// `inner_len` bytes; `offsets` is its encoded message-index offset map.
+    fn chunk_index(
+        &mut self,
+        (start, end): (u64, u64),
+        (chunk_at, chunk_len): (u64, u64),
+        offsets: &[u8],
+        message_index_len: u64,
+        inner_len: u64,
+    ) {
+        let content = [
+            start.to_le_bytes().to_vec(),
+            end.to_le_bytes().to_vec(),
+            chunk_at.to_le_bytes().to_vec(),
+            chunk_len.to_le_bytes().to_vec(),
+            offsets.to_vec(),
+            message_index_len.to_le_bytes().to_vec(),
+            str_(""),
+            inner_len.to_le_bytes().to_vec(),
+            inner_len.to_le_bytes().to_vec(),
+        ]
+        .concat();
+        self.record(0x08, &content);
+    }
+    /// The Footer (summary at `summary_start`, no summary offsets, no CRC) and
+    /// the closing magic: the file's bytes.
+    fn finish(mut self, summary_start: u64) -> Vec<u8> {
+        let footer = [
+            summary_start.to_le_bytes().to_vec(),
+            0u64.to_le_bytes().to_vec(),
+            0u32.to_le_bytes().to_vec(),
+        ]
+        .concat();
+        self.record(0x02, &footer);
+        self.buf.extend(b"\x89MCAP0\r\n");
+        self.buf
+    }
 }
 
 fn str_(s: &str) -> Vec<u8> {
@@ -843,18 +896,7 @@ fn loose_messages_beside_indexed_chunks_are_not_lost() {
         framed(0x05, &message_rec(2, 3, 21)),
     ]
     .concat();
-    let chunk_content = [
-        20u64.to_le_bytes().to_vec(),
-        21u64.to_le_bytes().to_vec(),
-        (inner.len() as u64).to_le_bytes().to_vec(),
-        crc32fast::hash(&inner).to_le_bytes().to_vec(),
-        str_(""),
-        (inner.len() as u64).to_le_bytes().to_vec(),
-        inner.clone(),
-    ]
-    .concat();
-    let chunk_at = b.record(0x06, &chunk_content);
-    let chunk_len = b.buf.len() as u64 - chunk_at;
+    let chunk = b.chunk(20, 21, &inner);
     // Loose messages after the chunk, and an attachment between them.
     b.record(0x05, &message_rec(1, 4, 5));
     let attachment = [
@@ -872,29 +914,10 @@ fn loose_messages_beside_indexed_chunks_are_not_lost() {
     b.record(0x0F, &0u32.to_le_bytes());
     // Summary: the chunk index (no message indexes), no Channel records.
     let summary_start = b.buf.len() as u64;
-    let chunk_index = [
-        20u64.to_le_bytes().to_vec(),
-        21u64.to_le_bytes().to_vec(),
-        chunk_at.to_le_bytes().to_vec(),
-        chunk_len.to_le_bytes().to_vec(),
-        0u32.to_le_bytes().to_vec(),
-        0u64.to_le_bytes().to_vec(),
-        str_(""),
-        (inner.len() as u64).to_le_bytes().to_vec(),
-        (inner.len() as u64).to_le_bytes().to_vec(),
-    ]
-    .concat();
-    b.record(0x08, &chunk_index);
-    let footer = [
-        summary_start.to_le_bytes().to_vec(),
-        0u64.to_le_bytes().to_vec(),
-        0u32.to_le_bytes().to_vec(),
-    ]
-    .concat();
-    b.record(0x02, &footer);
-    b.buf.extend(b"\x89MCAP0\r\n");
+    b.chunk_index((20, 21), chunk, &0u32.to_le_bytes(), 0, inner.len() as u64);
+    let bytes = b.finish(summary_start);
 
-    let file = reader("mixed.mcap", &b.buf);
+    let file = reader("mixed.mcap", &bytes);
     let summary = McapFormat.summary(&file).unwrap();
     assert!(summary.indexed);
     assert!(summary.damage.is_none(), "{:?}", summary.damage);
@@ -1196,18 +1219,7 @@ fn chunk_times_leave_duplicated_or_missing_message_indexes_to_read_chunk() {
         b.record(0x04, &channel_rec(1, "/a"));
         let m0 = framed(0x05, &message_rec(1, 0, 10));
         let inner = [m0.clone(), framed(0x05, &message_rec(1, 1, 11))].concat();
-        let chunk_content = [
-            10u64.to_le_bytes().to_vec(),
-            11u64.to_le_bytes().to_vec(),
-            (inner.len() as u64).to_le_bytes().to_vec(),
-            crc32fast::hash(&inner).to_le_bytes().to_vec(),
-            str_(""),
-            (inner.len() as u64).to_le_bytes().to_vec(),
-            inner.clone(),
-        ]
-        .concat();
-        let chunk_at = b.record(0x06, &chunk_content);
-        let chunk_len = b.buf.len() as u64 - chunk_at;
+        let chunk = b.chunk(10, 11, &inner);
         let mi_at = b.buf.len() as u64;
         b.buf.extend(&index);
         let mi_len = index.len() as u64;
@@ -1224,28 +1236,8 @@ fn chunk_times_leave_duplicated_or_missing_message_indexes_to_read_chunk() {
             ]
             .concat()
         };
-        let chunk_index = [
-            10u64.to_le_bytes().to_vec(),
-            11u64.to_le_bytes().to_vec(),
-            chunk_at.to_le_bytes().to_vec(),
-            chunk_len.to_le_bytes().to_vec(),
-            offsets,
-            mi_len.to_le_bytes().to_vec(),
-            str_(""),
-            (inner.len() as u64).to_le_bytes().to_vec(),
-            (inner.len() as u64).to_le_bytes().to_vec(),
-        ]
-        .concat();
-        b.record(0x08, &chunk_index);
-        let footer = [
-            summary_start.to_le_bytes().to_vec(),
-            0u64.to_le_bytes().to_vec(),
-            0u32.to_le_bytes().to_vec(),
-        ]
-        .concat();
-        b.record(0x02, &footer);
-        b.buf.extend(b"\x89MCAP0\r\n");
-        b.buf
+        b.chunk_index((10, 11), chunk, &offsets, mi_len, inner.len() as u64);
+        b.finish(summary_start)
     };
     let m1_offset = framed(0x05, &message_rec(1, 0, 10)).len() as u64;
     let message_index = |entries: &[(u64, u64)]| -> Vec<u8> {
