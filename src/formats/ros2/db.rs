@@ -374,10 +374,8 @@ pub struct Layout {
     pub schema: Option<(i64, String)>,
     /// Whether the `metadata` table exists.
     pub metadata_table: bool,
-    /// Whether an index leads with `messages.timestamp`.
-    pub time_index: bool,
-    /// The name of that index.
-    pub time_index_name: Option<String>,
+    /// The name of an index that leads with `messages.timestamp`, if any.
+    pub time_index: Option<String>,
     /// The database's page size.
     pub page_size: u64,
 }
@@ -477,8 +475,7 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
             .optional()
             .map_err(err)?;
         if first.as_deref() == Some("timestamp") {
-            layout.time_index = true;
-            layout.time_index_name = Some(index);
+            layout.time_index = Some(index);
         }
     }
     layout.page_size = conn

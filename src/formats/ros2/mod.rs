@@ -239,7 +239,7 @@ impl FormatReader for Ros2Format {
 
         // With the timestamp index: count(*) walks the (small) index, min and
         // max are one index seek each. Without it: one pass over the table.
-        let (count, start, end) = if layout.time_index {
+        let (count, start, end) = if layout.time_index.is_some() {
             let count = db::aggregate(&conn, "count(*)", name)?.unwrap_or(0);
             let (start, end) = if count > 0 {
                 (
@@ -295,7 +295,7 @@ impl FormatReader for Ros2Format {
 
         let file_size = file.size();
         let k = (file_size / CHUNK_BYTES + 1).clamp(1, MAX_CHUNKS);
-        let ranges: Vec<Range> = match (count, start, end, layout.time_index) {
+        let ranges: Vec<Range> = match (count, start, end, layout.time_index.is_some()) {
             (0, ..) => vec![],
             (_, Some(lo), Some(hi), true) => split(lo, hi, k)
                 .into_iter()
@@ -351,7 +351,10 @@ impl FormatReader for Ros2Format {
             properties.push(("schema_version".into(), version.to_string()));
             properties.push(("ros_distro".into(), distro.clone()));
         }
-        properties.push(("timestamp_index".into(), layout.time_index.to_string()));
+        properties.push((
+            "timestamp_index".into(),
+            layout.time_index.is_some().to_string(),
+        ));
         properties.push(("page_size".into(), layout.page_size.to_string()));
         properties.push(("topic_counts".into(), counts_from));
         if path.copied {
@@ -398,7 +401,7 @@ impl FormatReader for Ros2Format {
             file_size,
             channels,
             chunks,
-            indexed: layout.time_index,
+            indexed: layout.time_index.is_some(),
             message_count: Some(count),
             channel_message_counts,
             start_time: start.map(|t| t.max(0) as u64),
@@ -413,7 +416,7 @@ impl FormatReader for Ros2Format {
                 ranges,
                 message_compressed,
                 page_size: layout.page_size,
-                time_index: layout.time_index_name.clone(),
+                time_index: layout.time_index.clone(),
                 spans,
             })),
         })
