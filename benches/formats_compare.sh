@@ -59,7 +59,8 @@ data=${BENCH_DATA:-$root/target/bench-data}
 logsql=$target/release/logsql
 pyfmt=$root/benches/python_formats.py
 
-log() { echo "== $*" >&2; }
+# log, gen, others: benches/support/common.sh.
+source "$root/benches/support/common.sh"
 has() { [[ " $formats " == *" $1 "* ]]; }
 for f in $formats; do
     case $f in record | bddf | carla) ;; *) echo "unknown format '$f' in FORMATS" >&2; exit 2 ;; esac
@@ -75,14 +76,6 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     cargo build "${args[@]}" >&2
 fi
 [[ -x "$logsql" ]] || { echo "missing $logsql (build it, or unset SKIP_BUILD)" >&2; exit 1; }
-# gen NAME OUT ARGS...: runs examples/NAME.rs (release) to write OUT.
-gen() {
-    local bin=$target/release/examples/$1 out=$2
-    shift 2
-    [[ -x "$bin" ]] || { echo "missing $bin to generate $out (build it, or unset SKIP_BUILD)" >&2; exit 1; }
-    log "generating $out"
-    "$bin" "$out" "$@" >&2
-}
 
 mkdir -p "$data"
 record=$data/bench.record
@@ -117,8 +110,6 @@ put logsql_built "$(date -u -r "$logsql" +%Y-%m-%dT%H:%MZ)"
 put head "$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 put load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# others(): the cores busy with other processes (benches/support/busy.sh).
-source "$root/benches/support/busy.sh"
 # time NAME CMD...: hyperfine RUNS runs of CMD into $tmp/NAME.json (the report reads
 # mean, stddev, min, user and system from it); records others() just before.
 time_cmd() {

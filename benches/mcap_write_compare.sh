@@ -57,7 +57,8 @@ pyw=$root/benches/python_mcap_write.py
 bag=$data/bench-lz4.bag
 mcap=$data/bench.mcap
 
-log() { echo "== $*" >&2; }
+# log, gen, others: benches/support/common.sh.
+source "$root/benches/support/common.sh"
 for c in hyperfine zstd; do
     command -v $c >/dev/null || { echo "$c is needed (apt-get install $c)" >&2; exit 1; }
 done
@@ -67,14 +68,6 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     cargo build --release --bin logsql --example gen_bag --example gen_mcap >&2
 fi
 [[ -x "$logsql" ]] || { echo "missing $logsql (build it, or unset SKIP_BUILD)" >&2; exit 1; }
-# gen NAME OUT ARGS...: runs examples/NAME.rs (release) to write OUT.
-gen() {
-    local bin=$target/release/examples/$1 out=$2
-    shift 2
-    [[ -x "$bin" ]] || { echo "missing $bin to generate $out (build it, or unset SKIP_BUILD)" >&2; exit 1; }
-    log "generating $out"
-    "$bin" "$out" "$@" >&2
-}
 mkdir -p "$data"
 [[ -f $bag ]] || gen gen_bag "$bag" --compression lz4
 [[ -f $mcap ]] || gen gen_mcap "$mcap"

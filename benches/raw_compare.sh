@@ -53,7 +53,8 @@ data=${BENCH_DATA:-$root/target/bench-data}
 logsql=$target/release/logsql
 ex=$target/release/examples
 
-log() { echo "== $*" >&2; }
+# log, gen, others: benches/support/common.sh.
+source "$root/benches/support/common.sh"
 for t in hyperfine perf python3; do
     command -v "$t" >/dev/null || { echo "$t is needed (apt-get install hyperfine linux-perf python3)" >&2; exit 1; }
 done
@@ -107,17 +108,13 @@ for f in $formats; do
     out=${file[$f]}
     [[ -f $out ]] && continue
     read -r g gargs <<<"${gen_cmd[$f]}"
-    [[ -x "$ex/$g" ]] || { echo "missing $ex/$g to generate $out (build it, or unset SKIP_BUILD)" >&2; exit 1; }
-    log "generating $out"
     # shellcheck disable=SC2086 # gargs: the generator's options
-    "$ex/$g" "$out" $gargs >&2
+    gen "$g" "$out" $gargs
 done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# others(): the cores busy with other processes (benches/support/busy.sh).
-source "$root/benches/support/busy.sh"
 # measure NAME CMD...: hyperfine into $tmp/NAME.json, perf stat into $tmp/NAME.perf (CSV).
 measure() {
     local name=$1
