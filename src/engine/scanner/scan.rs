@@ -499,7 +499,6 @@ fn scan_file_inner(
         && wanted_channels.is_none()
         && summary.damage.is_none()
         && !file_pruned
-        && keep_all.len() == summary.chunks.len()
         && keep_all.iter().all(|k| *k)
         && !cached.is_verified();
     let digest = full_pass
