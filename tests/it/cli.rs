@@ -649,3 +649,34 @@ fn the_binary_is_linked_at_a_fixed_address_and_starts() {
     assert_eq!(u16::from_le_bytes([header[16], header[17]]), 2);
     assert_eq!(ok(&["--format", "csv", "SELECT 1 AS one"]), "one\n1\n");
 }
+
+/// `ORDER BY log_time DESC LIMIT n` from the CLI, default partitions: the
+/// newest rows, with most chunks of the demo recording pruned at run time
+/// (`chunks_read` and `chunks_pruned_at_run_time` in `EXPLAIN ANALYZE`).
+#[test]
+fn the_newest_messages_read_the_newest_chunks_only() {
+    let sql = "SELECT topic, log_time FROM 'tests/data/demo.mcap' ORDER BY log_time DESC LIMIT 2";
+    assert_eq!(
+        ok(&["--format", "csv", sql]),
+        "topic,log_time\n/imu,2023-11-14T22:13:29.995000000Z\n/imu,2023-11-14T22:13:29.990000000Z\n"
+    );
+    let plan = ok(&["--format", "csv", &format!("EXPLAIN ANALYZE {sql}")]);
+    let metric = |name: &str| -> u64 {
+        let at = plan
+            .find(&format!("{name}="))
+            .unwrap_or_else(|| panic!("{name}: {plan}"));
+        plan[at + name.len() + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap()
+    };
+    assert!(plan.contains("chunk_order=newest_first"), "{plan}");
+    assert!(metric("chunks_read") <= 6, "{plan}");
+    assert_eq!(
+        metric("chunks_read") + metric("chunks_pruned_at_run_time"),
+        14,
+        "{plan}"
+    );
+}

@@ -99,7 +99,9 @@ fn scan_metrics(plan: &Arc<dyn ExecutionPlan>, sums: &mut BTreeMap<String, u64>)
     {
         for metric in metrics.iter() {
             let name = metric.value().name().to_string();
-            *sums.entry(name).or_default() += metric.value().as_usize() as u64;
+            // Saturating: timestamps (ns since 1970) of many partitions overflow a sum.
+            let sum = sums.entry(name).or_default();
+            *sum = sum.saturating_add(metric.value().as_usize() as u64);
         }
     }
     for child in plan.children() {

@@ -231,6 +231,18 @@ async fn check_file(path: &Path, ordered: bool, reference: &[(String, i64)], par
         what(&q)
     );
 
+    // The last rows, newest first (chunks read newest first, pruned by the
+    // TopK's bound as it tightens: `newest_first`); ties by topic.
+    let q = format!(
+        "SELECT topic, CAST(log_time AS BIGINT) AS t FROM '{f}' \
+         ORDER BY log_time DESC, topic LIMIT 7"
+    );
+    let got = rows(&query(&ctx, &q).await);
+    let mut newest = reference.to_vec();
+    newest.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    newest.truncate(7);
+    assert_eq!(got, newest, "{}", what(&q));
+
     let (Some(first), Some(last)) = (reference.first(), reference.last()) else {
         return;
     };
@@ -506,6 +518,75 @@ async fn order_by_log_time_limit_reads_one_chunk() {
         .await,
     );
     assert_eq!(got, ["/imu", "/camera/compressed", "/tf", "/diagnostics"]);
+}
+
+/// `ORDER BY log_time DESC LIMIT n` reads the newest chunks first and skips
+/// the others once the TopK's bound rules them out, at every partition count
+/// (the sort stays above the scan); the same with a topic filter. With the
+/// sort pushdown off, every chunk is read: same rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_by_log_time_desc_limit_reads_the_newest_chunks() {
+    let sql = "SELECT topic, log_time FROM 'tests/data/demo.mcap' ORDER BY log_time DESC LIMIT 3";
+    let default = SessionConfig::new().target_partitions();
+    let mut results = Vec::new();
+    for partitions in [1, 2, 16, default] {
+        let ctx = ctx(partitions).await;
+        let explain = text(&ctx, &format!("EXPLAIN {sql}")).await;
+        assert!(explain.contains("chunk_order=newest_first"), "{explain}");
+        assert!(
+            explain.contains("run_time_pruning=[DynamicFilter"),
+            "{explain}"
+        );
+        let plan = analyze(&ctx, sql).await;
+        assert!(plan.contains("SortExec: TopK(fetch=3)"), "{plan}");
+        assert_eq!(metric(&plan, "chunks_total"), 15, "{plan}");
+        let read = metric(&plan, "chunks_read");
+        // The newest chunk of each byte range, plus those read while the
+        // TopK took the first rows (batches are sent chunk by chunk). At 16
+        // partitions (16 ranges of about one chunk each here) every range
+        // reads its newest chunk before the TopK has a bound.
+        if partitions <= 2 {
+            assert!(
+                read <= 6,
+                "{partitions} partitions: {read} chunks read\n{plan}"
+            );
+        }
+        assert_eq!(
+            metric(&plan, "chunks_pruned_at_run_time") + read,
+            15 - 1, // the first chunk holds no message (schemas and channels only)
+            "{plan}"
+        );
+        results.push(text(&ctx, sql).await);
+    }
+    assert!(results.iter().all(|r| r == &results[0]), "{results:?}");
+    assert!(
+        results[0].contains("2023-11-14T22:13:29.995"),
+        "{}",
+        results[0]
+    );
+
+    // Without the sort pushdown, chunks are read oldest first: more of them
+    // (only those of an older byte range may be pruned once a newer range gave
+    // the TopK its rows), the same rows come back.
+    let ctx = ctx(2).await;
+    ctx.sql("SET datafusion.optimizer.enable_sort_pushdown = false")
+        .await
+        .unwrap();
+    let plan = analyze(&ctx, sql).await;
+    assert!(!plan.contains("newest_first"), "{plan}");
+    assert!(metric(&plan, "chunks_read") >= 7, "{plan}");
+    assert_eq!(text(&ctx, sql).await, results[0]);
+
+    // A topic filter: still the newest chunks only, the newest /tf rows
+    // (the same as with every chunk read, in the context above).
+    let q = "SELECT topic, log_time FROM 'tests/data/demo.mcap' WHERE topic = '/tf' \
+             ORDER BY log_time DESC LIMIT 2";
+    let everything = text(&ctx, q).await;
+    let ctx = self::ctx(2).await;
+    let plan = analyze(&ctx, q).await;
+    assert!(metric(&plan, "chunks_read") <= 6, "{plan}");
+    assert_eq!(text(&ctx, q).await, everything);
+    assert!(everything.contains("| /tf   |"), "{everything}");
 }
 
 /// The root that reports damage (`DamageReportExec`) passes the scan's order

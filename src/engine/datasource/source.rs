@@ -22,8 +22,14 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::ObjectStore;
 use datafusion::object_store::path::Path as ObjectPath;
+use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::projection::ProjectionExprs;
-use datafusion::physical_expr::{PhysicalExpr, conjunction};
+use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::{
+    DynamicFilterTracking, EquivalenceProperties, PhysicalExpr, PhysicalSortExpr, conjunction,
+};
+use datafusion::physical_expr_common::physical_expr::is_volatile;
+use datafusion::physical_plan::SortOrderPushdownResult;
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
@@ -61,6 +67,14 @@ pub struct LogSource {
     /// The session's file-metadata cache the scan keeps summaries in (set at
     /// plan time by `LogFileFormat`, on workers by the codec; `None`: not cached).
     pub(in crate::engine) summaries: Option<SummaryCache>,
+    /// Whether chunks are read newest first: a `log_time DESC` sort was pushed
+    /// here (see [`crate::engine::scanner::newest_first`]; not sent to
+    /// distributed workers, which read in file order: the sort above is kept).
+    newest_first: bool,
+    /// Filters set while the query runs (DataFusion's dynamic filters: a
+    /// TopK's bound, a join's), kept to skip chunks; their operators still
+    /// filter the rows. Not sent to distributed workers.
+    runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl LogSource {
@@ -78,6 +92,8 @@ impl LogSource {
             skip: Default::default(),
             damage: None,
             summaries: None,
+            newest_first: false,
+            runtime_filters: Vec::new(),
         }
     }
 
@@ -124,7 +140,22 @@ impl LogSource {
             summaries: self.summaries.clone(),
         })?
         .with_damage_log(self.damage.clone())
-        .with_time_order(!config.output_ordering.is_empty(), file_schema)
+        .with_time_order(
+            !config.output_ordering.is_empty() && !self.newest_first,
+            file_schema,
+        )
+        .map(|plan| plan.with_newest_first(self.newest_first, self.runtime_filters.clone()))
+    }
+
+    /// Whether `filter` is a runtime (dynamic) filter the scan can prune
+    /// chunks with: deterministic, over file columns only.
+    fn is_runtime_prunable(&self, filter: &Arc<dyn PhysicalExpr>) -> bool {
+        let file_schema = self.table_schema.file_schema();
+        !is_volatile(filter)
+            && DynamicFilterTracking::classify(filter).contains_dynamic_filter()
+            && collect_columns(filter)
+                .iter()
+                .all(|c| file_schema.index_of(c.name()).is_ok())
     }
 
     /// Whether the scan's projection holds `log_time` (only then can the
@@ -196,12 +227,20 @@ impl FileSource for LogSource {
     }
 
     fn fmt_extra(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        match (t, &self.predicate) {
-            (DisplayFormatType::Default | DisplayFormatType::Verbose, Some(p)) => {
-                write!(f, ", predicate={p}")
-            }
-            _ => Ok(()),
+        if !matches!(t, DisplayFormatType::Default | DisplayFormatType::Verbose) {
+            return Ok(());
         }
+        if let Some(p) = &self.predicate {
+            write!(f, ", predicate={p}")?;
+        }
+        if self.newest_first {
+            write!(f, ", chunk_order=newest_first")?;
+        }
+        if !self.runtime_filters.is_empty() {
+            let filters: Vec<String> = self.runtime_filters.iter().map(|e| e.to_string()).collect();
+            write!(f, ", run_time_pruning=[{}]", filters.join(", "))?;
+        }
+        Ok(())
     }
 
     fn try_pushdown_filters(
@@ -226,17 +265,53 @@ impl FileSource for LogSource {
             .filter(|(_, v)| matches!(v, PushedDown::Yes))
             .map(|(f, _)| Arc::clone(f))
             .collect();
-        if accepted.is_empty() {
+        // Runtime filters stay with their operators (`No`), and the scan
+        // keeps a handle on them to skip chunks as they tighten.
+        let runtime: Vec<Arc<dyn PhysicalExpr>> = filters
+            .iter()
+            .filter(|f| self.is_runtime_prunable(f))
+            .cloned()
+            .collect();
+        if accepted.is_empty() && runtime.is_empty() {
             return Ok(FilterPushdownPropagation::with_parent_pushdown_result(
                 verdicts,
             ));
         }
         let mut source = self.clone();
-        source.predicate = Some(conjunction(self.predicate.iter().cloned().chain(accepted)));
+        source.runtime_filters.extend(runtime);
+        if !accepted.is_empty() {
+            source.predicate = Some(conjunction(self.predicate.iter().cloned().chain(accepted)));
+        }
         Ok(
             FilterPushdownPropagation::with_parent_pushdown_result(verdicts)
                 .with_updated_node(Arc::new(source) as Arc<dyn FileSource>),
         )
+    }
+
+    /// `log_time DESC` (first sort key) is taken inexactly: the scan reads
+    /// its chunks newest first, and the sort above stays (see
+    /// [`crate::engine::scanner::newest_first`]). Typed tables keep their order.
+    fn try_pushdown_sort(
+        &self,
+        order: &[PhysicalSortExpr],
+        _eq_properties: &EquivalenceProperties,
+    ) -> Result<SortOrderPushdownResult<Arc<dyn FileSource>>> {
+        let newest_first = order.first().is_some_and(|key| {
+            key.options.descending
+                && key
+                    .expr
+                    .downcast_ref::<Column>()
+                    .is_some_and(|c| c.name() == crate::engine::scanner::schema::col::LOG_TIME)
+        });
+        if !newest_first || self.target.table().is_some() {
+            return Ok(SortOrderPushdownResult::Unsupported);
+        }
+        Ok(SortOrderPushdownResult::Inexact {
+            inner: Arc::new(Self {
+                newest_first: true,
+                ..self.clone()
+            }),
+        })
     }
 
     fn try_pushdown_projection(
@@ -260,10 +335,12 @@ impl FileSource for LogSource {
         {
             return Ok(TreeNodeRecursion::Stop);
         }
-        match &self.predicate {
-            Some(p) => f(p),
-            None => Ok(TreeNodeRecursion::Continue),
+        if let Some(p) = &self.predicate
+            && f(p)? == TreeNodeRecursion::Stop
+        {
+            return Ok(TreeNodeRecursion::Stop);
         }
+        apply_expression_roots(self.runtime_filters.iter(), f)
     }
 }
 

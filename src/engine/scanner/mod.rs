@@ -1,7 +1,8 @@
 //! The scan core: what a scan reads ([`target`]), its plan and loop
 //! ([`scan`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
 //! pruning ([`predicate`]), rows answered from a file's summary
-//! ([`summary_rows`]), declared `log_time` order ([`time_order`]), the damage
+//! ([`summary_rows`]), declared `log_time` order ([`time_order`]), newest-first
+//! reads and run-time chunk pruning ([`newest_first`]), the damage
 //! log ([`damage`]), the `messages` schema ([`schema`]), the session options
 //! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].
 
@@ -9,6 +10,7 @@ pub mod batch;
 pub mod damage;
 pub mod decoded_batch;
 pub mod error;
+pub mod newest_first;
 pub mod options;
 pub mod predicate;
 pub mod scan;

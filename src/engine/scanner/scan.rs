@@ -25,6 +25,7 @@ use super::batch::BatchBuilder;
 use super::damage::{DamageLog, report};
 use super::decoded_batch::DecodedBatchBuilder;
 use super::error::df_err;
+use super::newest_first::{self, RuntimePruning};
 use super::options::{LogsqlOptions, OnError, VerifyChecksums};
 use super::predicate::{self, ChunkStatistics};
 use super::summary_rows;
@@ -65,6 +66,9 @@ pub struct ScanMetrics {
     pub summary_cache_hits: Count,
     /// File opens that read the file's summary (then cached).
     pub summary_cache_misses: Count,
+    /// Chunks not read because a filter set while the query ran (a TopK's
+    /// bound, see [`super::newest_first`]) ruled them out.
+    pub chunks_pruned_at_run_time: Count,
 }
 
 impl ScanMetrics {
@@ -83,6 +87,7 @@ impl ScanMetrics {
             messages_from_summary: counter("messages_from_summary"),
             summary_cache_hits: counter("summary_cache_hits"),
             summary_cache_misses: counter("summary_cache_misses"),
+            chunks_pruned_at_run_time: counter("chunks_pruned_at_run_time"),
         }
     }
 }
@@ -124,6 +129,14 @@ pub struct ScanPlan {
     /// The session's file-metadata cache the summaries are kept in (`None`:
     /// every file open reads its summary).
     pub summaries: Option<SummaryCache>,
+    /// Whether each byte range's chunks are read newest first (a `log_time
+    /// DESC` sort pushed to the scan: [`super::newest_first`]).
+    pub newest_first: bool,
+    /// Filters whose value changes while the query runs (a TopK's bound),
+    /// over the file schema: chunks they rule out are not read.
+    pub runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// The file schema the runtime filters are expressions over.
+    pub file_schema: SchemaRef,
 }
 
 /// What a scan is asked for, by name: the inputs of [`ScanPlan::new`]
@@ -221,7 +234,23 @@ impl ScanPlan {
             damage: None,
             time_order: None,
             summaries,
+            newest_first: false,
+            runtime_filters: Vec::new(),
+            file_schema: Arc::clone(file_schema),
         })
+    }
+
+    /// The same plan reading chunks newest first when `newest_first`, and
+    /// skipping the chunks `runtime_filters` (over the file schema) rule out
+    /// as they tighten (see [`super::newest_first`]).
+    pub fn with_newest_first(
+        mut self,
+        newest_first: bool,
+        runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    ) -> Self {
+        self.newest_first = newest_first;
+        self.runtime_filters = runtime_filters;
+        self
     }
 
     /// The same plan keeping `log_time` order within each chunk when `ordered`
@@ -500,6 +529,9 @@ fn scan_file_inner(
         && summary.damage.is_none()
         && !file_pruned
         && keep_all.iter().all(|k| *k)
+        // The digest is fed in file order, from every chunk.
+        && !plan.newest_first
+        && plan.runtime_filters.is_empty()
         && !cached.is_verified();
     let digest = full_pass
         .then(|| format.file_digest(&file, summary))
@@ -528,8 +560,14 @@ fn scan_file_inner(
             return Err(e);
         }
     }
-    let chunks = in_range.iter().zip(&keep).filter(|(_, k)| **k && !answered);
-    for (chunk, _) in chunks {
+    let chunks: Vec<(&ChunkMeta, bool)> = in_range
+        .iter()
+        .copied()
+        .zip(keep.iter().copied())
+        .filter(|(_, k)| *k && !answered)
+        .collect();
+    let mut runtime = RuntimePruning::new(&plan.runtime_filters, &plan.file_schema);
+    for (chunk, _) in newest_first::read_order(chunks, plan.newest_first) {
         if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
             && !listed.iter().any(|c| wanted.contains(c))
         {
@@ -538,6 +576,10 @@ fn scan_file_inner(
         // A chunk the index shows without messages (MCAP's first chunk of
         // schema and channel records) is not read for messages.
         if plan.target.table().is_none() && time_order::holds_no_message(summary, chunk) {
+            continue;
+        }
+        if !runtime.is_empty() && !runtime.admits(chunk, summary, &name) {
+            metrics.chunks_pruned_at_run_time.add(1);
             continue;
         }
         let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
@@ -574,8 +616,10 @@ fn scan_file_inner(
         }
         match read {
             Ok(r) => {
-                // Under a LIMIT, check after every chunk whether enough rows passed.
-                let flushed = plan.limit.is_some() && !sink.flush()?;
+                // Under a LIMIT, check after every chunk whether enough rows
+                // passed; with runtime filters, send each chunk's rows at once
+                // so that their operators tighten them before the next chunk.
+                let flushed = (plan.limit.is_some() || !runtime.is_empty()) && !sink.flush()?;
                 if r.stopped || flushed || sink.done() {
                     break;
                 }
