@@ -3,7 +3,8 @@
 //! partitions, under projections (without `log_time` too), time and topic
 //! filters and limits; the plan has no sort where a file's index proves its
 //! order and keeps one where it does not; `ORDER BY log_time LIMIT n` reads
-//! about one chunk per partition.
+//! about one chunk per partition; `ORDER BY log_time DESC LIMIT n` reads the
+//! newest chunks only, and run-time (dynamic) filters prune chunks.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -587,6 +588,29 @@ async fn order_by_log_time_desc_limit_reads_the_newest_chunks() {
     assert!(metric(&plan, "chunks_read") <= 6, "{plan}");
     assert_eq!(text(&ctx, q).await, everything);
     assert!(everything.contains("| /tf   |"), "{everything}");
+}
+
+/// A hash join's run-time filter (its build side's key bounds) prunes the
+/// probe side's chunks the same way: one /imu message's time reads one chunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_s_key_bounds_prune_chunks_at_run_time() {
+    let sql = "SELECT m.topic, CAST(m.log_time AS BIGINT) AS t FROM 'tests/data/demo.mcap' m \
+               JOIN (SELECT to_timestamp_nanos(1700000009995000000) AS t) v ON m.log_time = v.t";
+    for partitions in [1, 2] {
+        let ctx = ctx(partitions).await;
+        let plan = analyze(&ctx, sql).await;
+        assert!(plan.contains("HashJoinExec"), "{plan}");
+        assert_eq!(
+            metric(&plan, "chunks_read"),
+            1,
+            "{partitions} partitions:\n{plan}"
+        );
+        assert_eq!(metric(&plan, "chunks_pruned_at_run_time"), 13, "{plan}");
+        assert_eq!(
+            rows(&query(&ctx, sql).await),
+            [("/imu".to_string(), 1_700_000_009_995_000_000)]
+        );
+    }
 }
 
 /// The root that reports damage (`DamageReportExec`) passes the scan's order
