@@ -157,6 +157,12 @@ impl McapWriteOptions {
         let mut o = mcap::WriteOptions::new()
             .compression(compression)
             .chunk_size(Some(self.chunk_size.max(1)))
+            // zstd on the writing thread itself. The crate's default (one
+            // worker per physical core) hands each chunk to a worker, copying it first, but a
+            // worker only splits jobs of 8 MiB and more at level 3: a 1 MiB chunk is
+            // compressed by one worker while the writer waits. Without the handoff,
+            // a 188 MB bag converts in 0.41 s instead of 0.50 s (README, issue 20).
+            .compression_threads(0)
             .profile(profile)
             .library(format!("logsql {}", env!("CARGO_PKG_VERSION")));
         if !self.summary {
