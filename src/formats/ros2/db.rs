@@ -326,6 +326,15 @@ pub fn pages_read(conn: &Connection) -> u64 {
     }
 }
 
+/// Runs `f` and counts the pages SQLite read through `conn` meanwhile
+/// ([`pages_read`] is the connection's running total, and a pooled
+/// connection carries the reads of its earlier uses).
+pub fn pages_read_during<T>(conn: &Connection, f: impl FnOnce() -> T) -> (T, u64) {
+    let before = pages_read(conn);
+    let out = f();
+    (out, pages_read(conn).saturating_sub(before))
+}
+
 /// The overflow pages a `messages` row with `data` of `len` bytes has, by
 /// SQLite's rule for table b-tree leaves (file format, section 1.6): the part
 /// of the record beyond what fits on the leaf page goes to a chain of overflow

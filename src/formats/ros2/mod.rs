@@ -275,9 +275,8 @@ impl FormatReader for Ros2Format {
                 "empty database".to_string(),
             ),
             None => {
-                let before = db::pages_read(&conn);
-                let stats = db::topic_stats(&conn, name)?;
-                let pages = db::pages_read(&conn).saturating_sub(before);
+                let (stats, pages) = db::pages_read_during(&conn, || db::topic_stats(&conn, name));
+                let stats = stats?;
                 let mut counts: BTreeMap<u64, u64> =
                     topics.iter().map(|t| (t.id as u64, 0)).collect();
                 let mut spans = BTreeMap::new();
@@ -466,20 +465,20 @@ impl FormatReader for Ros2Format {
             conds.join(" AND ")
         );
         let conn = db::connect(&private.db, name)?;
-        let before = db::pages_read(&conn);
         let mut overflow = 0;
-        let result = deliver(
-            &conn,
-            &sql,
-            name,
-            summary,
-            sel,
-            private,
-            sink,
-            &mut read,
-            &mut overflow,
-        );
-        let pages = db::pages_read(&conn).saturating_sub(before);
+        let (result, pages) = db::pages_read_during(&conn, || {
+            deliver(
+                &conn,
+                &sql,
+                name,
+                summary,
+                sel,
+                private,
+                sink,
+                &mut read,
+                &mut overflow,
+            )
+        });
         file.note_external_read((pages + overflow) * private.page_size);
         result.map(|()| read)
     }
@@ -497,21 +496,22 @@ impl FormatReader for Ros2Format {
         let index = private.time_index.as_deref()?;
         let spans = || {
             let conn = db::connect(&private.db, &private.name)?;
-            let before = db::pages_read(&conn);
-            let mut out = BTreeMap::new();
-            for (&id, _) in counts.iter().filter(|&(_, &n)| n > 0) {
-                let (lo, hi) = db::topic_bounds(&conn, index, id as i64, &private.name)?;
-                out.insert(
-                    id,
-                    (lo.map(|t| t.max(0) as u64), hi.map(|t| t.max(0) as u64)),
-                );
-            }
+            let (out, pages) = db::pages_read_during(&conn, || -> Result<super::ChannelSpans> {
+                let mut out = BTreeMap::new();
+                for (&id, _) in counts.iter().filter(|&(_, &n)| n > 0) {
+                    let (lo, hi) = db::topic_bounds(&conn, index, id as i64, &private.name)?;
+                    out.insert(
+                        id,
+                        (lo.map(|t| t.max(0) as u64), hi.map(|t| t.max(0) as u64)),
+                    );
+                }
+                Ok(out)
+            });
             log::debug!(
-                "{}: topic first/last times from the timestamp index, {} pages read",
+                "{}: topic first/last times from the timestamp index, {pages} pages read",
                 private.name,
-                db::pages_read(&conn).saturating_sub(before)
             );
-            Ok(out)
+            out
         };
         Some(spans())
     }
