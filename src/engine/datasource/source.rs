@@ -24,11 +24,9 @@ use datafusion::object_store::ObjectStore;
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::projection::ProjectionExprs;
-use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_expr::{
-    DynamicFilterTracking, EquivalenceProperties, PhysicalExpr, PhysicalSortExpr, conjunction,
+    EquivalenceProperties, PhysicalExpr, PhysicalSortExpr, conjunction,
 };
-use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_plan::SortOrderPushdownResult;
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
@@ -37,7 +35,7 @@ use futures::StreamExt;
 
 use crate::engine::scanner::damage::DamageLog;
 use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::predicate::is_exact_pushable;
+use crate::engine::scanner::predicate::{is_exact_pushable, is_runtime_prunable};
 use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
 use crate::engine::scanner::target::ScanTarget;
 use crate::engine::storage::object_io::FileLocation;
@@ -145,17 +143,6 @@ impl LogSource {
             file_schema,
         )
         .map(|plan| plan.with_newest_first(self.newest_first, self.runtime_filters.clone()))
-    }
-
-    /// Whether `filter` is a runtime (dynamic) filter the scan can prune
-    /// chunks with: deterministic, over file columns only.
-    fn is_runtime_prunable(&self, filter: &Arc<dyn PhysicalExpr>) -> bool {
-        let file_schema = self.table_schema.file_schema();
-        !is_volatile(filter)
-            && DynamicFilterTracking::classify(filter).contains_dynamic_filter()
-            && collect_columns(filter)
-                .iter()
-                .all(|c| file_schema.index_of(c.name()).is_ok())
     }
 
     /// Whether the scan's projection holds `log_time` (only then can the
@@ -269,7 +256,7 @@ impl FileSource for LogSource {
         // keeps a handle on them to skip chunks as they tighten.
         let runtime: Vec<Arc<dyn PhysicalExpr>> = filters
             .iter()
-            .filter(|f| self.is_runtime_prunable(f))
+            .filter(|f| is_runtime_prunable(f, file_schema))
             .cloned()
             .collect();
         if accepted.is_empty() && runtime.is_empty() {

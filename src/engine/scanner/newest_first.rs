@@ -28,13 +28,12 @@ use datafusion::physical_optimizer::pruning::PruningPredicate;
 use super::predicate::{self, ChunkStatistics};
 use crate::model::{ChunkMeta, Summary};
 
-/// The order a scan reads its `chunks` (with their keep flags) in: file order,
-/// or, newest first, by descending end time (chunks whose times the index
-/// does not state first, as they may hold anything; ties in file order).
-pub fn read_order<T>(chunks: Vec<(&ChunkMeta, T)>, newest_first: bool) -> Vec<(&ChunkMeta, T)> {
-    let mut chunks = chunks;
+/// The order a scan reads its `chunks` in: file order, or, newest first, by
+/// descending end time (chunks whose times the index does not state first,
+/// as they may hold anything; ties in file order).
+pub fn read_order(mut chunks: Vec<&ChunkMeta>, newest_first: bool) -> Vec<&ChunkMeta> {
     if newest_first {
-        chunks.sort_by_key(|(c, _)| std::cmp::Reverse(c.end_time.unwrap_or(u64::MAX)));
+        chunks.sort_by_key(|c| std::cmp::Reverse(c.end_time.unwrap_or(u64::MAX)));
     }
     chunks
 }
@@ -78,6 +77,7 @@ impl RuntimePruning {
     /// Whether `chunk` of `summary` (file `name`) may hold a row the filters,
     /// as they stand now, let through.
     pub fn admits(&mut self, chunk: &ChunkMeta, summary: &Summary, name: &str) -> bool {
+        let stats = ChunkStatistics::new(vec![chunk], &summary.channels, name);
         for f in &mut self.filters {
             let generation = snapshot_generation(&f.expr);
             let stale = f.built.as_ref().is_none_or(|(g, _)| *g != generation);
@@ -90,7 +90,6 @@ impl RuntimePruning {
             let Some((_, Some(p))) = &f.built else {
                 continue;
             };
-            let stats = ChunkStatistics::new(vec![chunk], &summary.channels, name);
             if p.prune(&stats)
                 .is_ok_and(|keep| keep.first() == Some(&false))
             {
@@ -129,11 +128,10 @@ mod tests {
             chunk(3, Some(20)),
             chunk(4, Some(30)),
         ];
-        let pairs: Vec<(&ChunkMeta, bool)> = chunks.iter().map(|c| (c, true)).collect();
         let order = |newest| -> Vec<usize> {
-            read_order(pairs.clone(), newest)
+            read_order(chunks.iter().collect(), newest)
                 .iter()
-                .map(|(c, _)| c.index)
+                .map(|c| c.index)
                 .collect()
         };
         assert_eq!(order(false), vec![0, 1, 2, 3, 4]);

@@ -31,11 +31,27 @@ use crate::model::{Channel, ChunkMeta, Nanos, Selection};
 /// Whether `filter` can be evaluated exactly by the scan: it only reads columns of
 /// the file schema, and is neither volatile nor a runtime (dynamic) filter.
 pub fn is_exact_pushable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
+    over_file_columns(filter, file_schema) && !is_dynamic(filter)
+}
+
+/// Whether `filter` is a runtime (dynamic) filter the scan can prune chunks
+/// with as it tightens ([`super::newest_first`]): deterministic, over
+/// columns of the file schema.
+pub fn is_runtime_prunable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
+    over_file_columns(filter, file_schema) && is_dynamic(filter)
+}
+
+/// Whether `filter` is deterministic and reads only columns of the file schema.
+fn over_file_columns(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
     !is_volatile(filter)
-        && !DynamicFilterTracking::classify(filter).contains_dynamic_filter()
         && collect_columns(filter)
             .iter()
             .all(|c| file_schema.index_of(c.name()).is_ok())
+}
+
+/// Whether `filter` holds a dynamic filter (one whose value changes while the query runs).
+fn is_dynamic(filter: &Arc<dyn PhysicalExpr>) -> bool {
+    DynamicFilterTracking::classify(filter).contains_dynamic_filter()
 }
 
 /// Builds a pruning predicate over chunk statistics, if the filter allows any pruning.

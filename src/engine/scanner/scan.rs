@@ -560,14 +560,14 @@ fn scan_file_inner(
             return Err(e);
         }
     }
-    let chunks: Vec<(&ChunkMeta, bool)> = in_range
+    let chunks: Vec<&ChunkMeta> = in_range
         .iter()
-        .copied()
-        .zip(keep.iter().copied())
-        .filter(|(_, k)| *k && !answered)
+        .zip(&keep)
+        .filter(|(_, k)| **k && !answered)
+        .map(|(c, _)| *c)
         .collect();
     let mut runtime = RuntimePruning::new(&plan.runtime_filters, &plan.file_schema);
-    for (chunk, _) in newest_first::read_order(chunks, plan.newest_first) {
+    for chunk in newest_first::read_order(chunks, plan.newest_first) {
         if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
             && !listed.iter().any(|c| wanted.contains(c))
         {
