@@ -844,14 +844,7 @@ fn the_cli_takes_both_spellings() {
 /// order (an as-of join's left input first).
 async fn chunks_read(ctx: &SessionContext, sql: &str) -> Vec<u64> {
     let plan = text(ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
-    plan.lines()
-        .filter(|l| l.contains("DataSourceExec"))
-        .filter_map(|l| {
-            let rest = &l[l.find("chunks_read=")? + "chunks_read=".len()..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .collect()
+    crate::sql::text_metrics(&plan, "chunks_read")
 }
 
 /// A context like [`context`] without the rule that moves filters below an

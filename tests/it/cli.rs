@@ -662,15 +662,10 @@ fn the_newest_messages_read_the_newest_chunks_only() {
     );
     let plan = ok(&["--format", "csv", &format!("EXPLAIN ANALYZE {sql}")]);
     let metric = |name: &str| -> u64 {
-        let at = plan
-            .find(&format!("{name}="))
-            .unwrap_or_else(|| panic!("{name}: {plan}"));
-        plan[at + name.len() + 1..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .unwrap()
+        match crate::sql::text_metrics(&plan, name)[..] {
+            [value] => value,
+            _ => panic!("not one {name} in:\n{plan}"),
+        }
     };
     assert!(plan.contains("chunk_order=newest_first"), "{plan}");
     assert!(metric("chunks_read") <= 6, "{plan}");

@@ -118,6 +118,21 @@ pub fn metric(plan: &Analyzed, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} metric in:\n{plan}"))
 }
 
+/// The values of the scan metric `name` in a rendered `EXPLAIN ANALYZE` plan
+/// (a table, or the CLI's output), one per log scan line, in plan order: for
+/// plans only their text shows (another process, a per-scan breakdown).
+pub fn text_metrics(plan: &str, name: &str) -> Vec<u64> {
+    let key = format!("{name}=");
+    plan.lines()
+        .filter(|l| l.contains("DataSourceExec"))
+        .filter_map(|l| {
+            let rest = &l[l.find(&key)? + key.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
 /// Single-column i64/u64 values of a query, in row order.
 pub async fn ints(ctx: &SessionContext, sql: &str) -> Vec<i64> {
     let mut out = Vec::new();
