@@ -45,7 +45,9 @@
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS
 # ("record bddf carla"), RUNS (5), SKIP_BUILD=1, BENCH_VENV (target/bench-venv),
-# BENCH_DATA (target/bench-data).
+# BENCH_DATA (target/bench-data), CACHE=as-is (leave the files' page cache as it is: by
+# default each file is dropped from it and read once, as from disk; see settle_cache in
+# benches/support/common.sh).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -84,6 +86,9 @@ carla=$data/bench.log
 if has record && [[ ! -f $record ]]; then gen gen_record "$record"; fi
 if has bddf && [[ ! -f $bddf ]]; then gen gen_bddf "$bddf" --mb 200; fi
 if has carla && [[ ! -f $carla ]]; then gen gen_carla "$carla"; fi
+for f in record bddf carla; do
+    if has $f; then settle_cache "${!f}"; fi
+done
 
 if [[ ! -x "$venv/bin/python" ]]; then
     log "creating $venv"
@@ -328,7 +333,7 @@ def human_count(n):
     return str(n)
 
 print(f"logsql: {v['logsql']} (built {v['logsql_built']}; HEAD {v['head']}); runs: {v['runs']} per command "
-      f"(hyperfine --warmup 1), warm page cache, {nproc} cores; load average at start {v['load_start']}, "
+      f"(hyperfine --warmup 1), warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; load average at start {v['load_start']}, "
       f"at end {v['load_end']}")
 verdicts = []
 

@@ -42,7 +42,9 @@
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS (5),
 # SKIP_BUILD=1, BENCH_VENV (target/bench-venv), BENCH_DATA (target/bench-data),
-# BENCH_OUT (where the outputs go; default a temporary directory, deleted at the end).
+# BENCH_OUT (where the outputs go; default a temporary directory, deleted at the end),
+# CACHE=as-is (leave the inputs' page cache as it is: by default each is dropped from it
+# and read once, as from disk; see settle_cache in benches/support/common.sh).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -71,6 +73,7 @@ fi
 mkdir -p "$data"
 [[ -f $bag ]] || gen gen_bag "$bag" --compression lz4
 [[ -f $mcap ]] || gen gen_mcap "$mcap"
+settle_cache "$bag" "$mcap"
 
 if [[ ! -x "$venv/bin/python" ]]; then
     log "creating $venv"
@@ -149,6 +152,7 @@ base=$(echo "$scan + $zs" | bc -l)
 cat <<EOF
 
 Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), load average at the end $(cut -d' ' -f1-3 /proc/loadavg).
+Page cache: $BENCH_CACHE_STATE.
 logsql $(git rev-parse --short HEAD 2>/dev/null || echo '?'); python rosbags $("$py" -c 'import importlib.metadata as m; print(m.version("rosbags"))'), mcap $("$py" -c 'import importlib.metadata as m; print(m.version("mcap"))'); $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min).
 
 | task | python (rosbags / mcap) | logsql | speed-up |

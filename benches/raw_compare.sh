@@ -39,7 +39,9 @@
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS ("mcap
 # bag-lz4 bag-bz2 record bddf bddf-sha1 carla"), RUNS (10), PERF_RUNS (10), SKIP_BUILD=1,
-# BENCH_DATA (target/bench-data).
+# BENCH_DATA (target/bench-data), CACHE=as-is (leave the files' page cache as it is: by
+# default each file is dropped from it and read once, as from disk; see settle_cache in
+# benches/support/common.sh for why).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -110,6 +112,12 @@ for f in $formats; do
     read -r g gargs <<<"${gen_cmd[$f]}"
     # shellcheck disable=SC2086 # gargs: the generator's options
     gen "$g" "$out" $gargs
+done
+
+declare -A settled=()
+for f in $formats; do
+    [[ -n "${settled[${file[$f]}]:-}" ]] || settle_cache "${file[$f]}"
+    settled[${file[$f]}]=1
 done
 
 tmp=$(mktemp -d)
@@ -207,7 +215,7 @@ def perf(name):
 
 
 print(f"logsql: {logsql}; hyperfine -N --warmup 1 --runs {runs} (wall: mean, min), "
-      f"perf stat -r {perf_runs} (CPU: task-clock mean); warm page cache, {nproc} cores; "
+      f"perf stat -r {perf_runs} (CPU: task-clock mean); warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; "
       f"load average at start {load_start}, at end {load_end}")
 print()
 print("| format (file MB) | baseline | answer | logsql wall (s) | baseline wall (s) | wall ratio "

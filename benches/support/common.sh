@@ -27,3 +27,40 @@ others() {
     read -r b1 t1 < <(cpu_jiffies)
     awk -v b="$((b1 - b0))" -v t="$((t1 - t0))" -v n="$(nproc)" 'BEGIN { printf "%.2f", (t > 0 ? n * b / t : 0) }'
 }
+
+# settle_cache PATH...: puts the files (directories: every file under them) in
+# the page cache as a file read from disk is: their cached pages are dropped
+# (posix_fadvise DONTNEED, after fsync so that none is dirty) and the file is
+# read once front to back, so that the kernel's read-ahead caches it in large
+# folios. Without this the state depends on how the file was written: pages a
+# writer left behind in small writes (SQLite's 4 KiB pages, a Python writer's
+# buffered writes) stay cached in 4 KiB folios, which makes every read of them
+# dearer, and makes a memory map of them much dearer than one of large folios
+# (the raw baselines read through maps). CACHE=as-is skips this.
+# The state settle_cache leaves, for the scripts' reports.
+if [[ "${CACHE:-settle}" == as-is ]]; then
+    export BENCH_CACHE_STATE="files cached as earlier use left them (CACHE=as-is)"
+else
+    export BENCH_CACHE_STATE="each file dropped from the page cache and read once, as from disk"
+fi
+settle_cache() {
+    [[ "${CACHE:-settle}" == as-is ]] && return 0
+    log "page cache: dropping and re-reading $*"
+    python3 - "$@" <<'PY'
+import os, sys
+for top in sys.argv[1:]:
+    if os.path.isdir(top):
+        paths = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+    else:
+        paths = [top]
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            while os.read(fd, 1 << 20):
+                pass
+        finally:
+            os.close(fd)
+PY
+}
