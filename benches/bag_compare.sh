@@ -23,8 +23,10 @@
 #       lz4 full scan >= 5x faster than rosbags; bz2 2 partitions >= 1.7x faster than 1.
 #
 # Environment: CARGO_TARGET_DIR (default target), RUNS (5), SKIP_BUILD=1,
-# BENCH_VENV (target/bench-venv). Warm page cache; the machine is shared, so
-# the minimum is the figure to quote.
+# BENCH_VENV (target/bench-venv), CACHE=as-is (leave the bags' page cache as it is: by
+# default each is dropped from it and read once, as from disk; see settle_cache in
+# benches/support/common.sh). Warm page cache; the machine is shared, so the minimum
+# is the figure to quote.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,7 +40,8 @@ gen=$target/release/examples/gen_bag
 lz4=$data/bench-lz4.bag
 bz2=$data/bench-bz2.bag
 
-log() { echo "== $*" >&2; }
+# log, settle_cache: benches/support/common.sh.
+source "$root/benches/support/common.sh"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --example gen_bag --bin logsql"
@@ -47,6 +50,7 @@ fi
 mkdir -p "$data"
 [[ -f $lz4 ]] || { log "generating $lz4"; "$gen" "$lz4" --compression lz4 >&2; }
 [[ -f $bz2 ]] || { log "generating $bz2"; "$gen" "$bz2" --compression bz2 >&2; }
+settle_cache "$lz4" "$bz2"
 
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
@@ -96,6 +100,8 @@ read -r bz_2 bz_2_med < <(timeit "$logsql" --target-partitions 2 "$bz2_sql" --fo
 
 ratio() { echo "scale=1; $1 / $2" | bc -l; }
 cat <<EOF
+
+Page cache: $BENCH_CACHE_STATE.
 
 | task ($(du -m "$lz4" | cut -f1) MB bag, 114,505 messages) | python rosbags | logsql | speed-up |
 |---|---|---|---|

@@ -25,7 +25,9 @@
 #
 # Environment: CARGO_TARGET_DIR (default target), LOGSQL_BENCH_FILE (default
 # target/bench-data/bench.mcap), LOGSQL_BENCH_SECONDS (376), RUNS (10), SKIP_BUILD=1,
-# BENCH_VENV (target/bench-venv). Timings are warm page cache, wall clock, whole
+# BENCH_VENV (target/bench-venv), CACHE=as-is (leave the file's page cache as it is: by
+# default it is dropped from it and read once, as from disk; see settle_cache in
+# benches/support/common.sh). Timings are warm page cache, wall clock, whole
 # processes (startup included on both sides).
 set -euo pipefail
 
@@ -39,7 +41,8 @@ logsql=$target/release/logsql
 gen=$target/release/examples/gen_mcap
 baseline=$target/release/examples/mcap_baseline
 
-log() { echo "== $*" >&2; }
+# log, settle_cache: benches/support/common.sh.
+source "$root/benches/support/common.sh"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --examples --bins"
@@ -84,6 +87,7 @@ if [[ "$py_full" != "$ls_full" || "$py_full" != "$rs_full" || "$py_window" != "$
     exit 1
 fi
 
+settle_cache "$file"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -166,7 +170,7 @@ rows = [
 ]
 print()
 print("File: $file: $file_bytes bytes, $n_msgs messages, $n_bytes payload bytes; window: $n_win /imu messages")
-print("Runs: $runs per command, warm page cache, $(nproc) cores; " + ("hyperfine" if "$(command -v hyperfine || true)" else "/usr/bin/time loop"))
+print("Runs: $runs per command, warm page cache ($BENCH_CACHE_STATE), $(nproc) cores; " + ("hyperfine" if "$(command -v hyperfine || true)" else "/usr/bin/time loop"))
 print()
 print("| command | mean (s) | stddev (s) | min (s) | CPU user+sys (s) | peak RSS (MB) |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
