@@ -114,11 +114,9 @@ for f in $formats; do
     gen "$g" "$out" $gargs
 done
 
-declare -A settled=()
-for f in $formats; do
-    [[ -n "${settled[${file[$f]}]:-}" ]] || settle_cache "${file[$f]}"
-    settled[${file[$f]}]=1
-done
+# Each input once (bddf and bddf-sha1 time the same file).
+mapfile -t inputs < <(for f in $formats; do echo "${file[$f]}"; done | sort -u)
+settle_cache "${inputs[@]}"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

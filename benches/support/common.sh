@@ -36,8 +36,8 @@ others() {
 # writer left behind in small writes (SQLite's 4 KiB pages, a Python writer's
 # buffered writes) stay cached in 4 KiB folios, which makes every read of them
 # dearer, and makes a memory map of them much dearer than one of large folios
-# (the raw baselines read through maps). CACHE=as-is skips this.
-# The state settle_cache leaves, for the scripts' reports.
+# (the raw baselines read through maps). CACHE=as-is skips this; the state it
+# leaves is $BENCH_CACHE_STATE, for the scripts' reports.
 if [[ "${CACHE:-settle}" == as-is ]]; then
     export BENCH_CACHE_STATE="files cached as earlier use left them (CACHE=as-is)"
 else
