@@ -12,6 +12,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+use datafusion::arrow::buffer::Buffer;
+
 use crate::error::Error;
 
 /// Nanoseconds since the epoch the file uses (the Unix epoch for nearly every recorder).
@@ -250,6 +252,10 @@ pub struct Message<'a> {
     pub sequence: Option<u32>,
     /// The payload, untouched. Empty when the selection did not ask for payloads.
     pub data: &'a [u8],
+    /// The shared buffer `data` lies in, when the reader read the chunk into
+    /// one ([`crate::formats::chunk_io::ChunkBuf`]): the scan then references
+    /// the payload where it is instead of copying it. `None` otherwise.
+    pub data_buffer: Option<&'a Buffer>,
     /// Values of the format's [`ExtraColumn`]s, in the order
     /// [`crate::formats::FormatReader::extra_columns`] lists them; may be shorter
     /// (missing values are null). Empty for formats without extra columns.

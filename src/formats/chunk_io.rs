@@ -1,7 +1,11 @@
 //! Loading chunks, shared by the format readers: bounded reads into reusable
-//! per-thread buffers, and errors that point into a decompressed chunk.
+//! per-thread buffers, which a scan may then share with the batches that
+//! reference payloads in place, and errors that point into a decompressed chunk.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
+
+use datafusion::arrow::buffer::Buffer;
 
 use crate::error::{Error, ErrorContext, Result};
 use crate::io::ReadAt;
@@ -9,21 +13,100 @@ use crate::io::ReadAt;
 /// Buffers larger than this are freed after use instead of being kept for the next chunk.
 const KEEP_BUFFER_LIMIT: usize = 64 << 20;
 
+/// Shared buffers a [`ChunkBuf`] watches for reuse, at most: batches in the
+/// scan's channel, one with the consumer and one being built may still hold
+/// them, each batch a few chunks' buffers.
+const LENT_BUFFERS: usize = 16;
+
+/// Bytes of shared buffers a [`ChunkBuf`] watches for reuse, at most (the
+/// idle ones among them stay allocated until taken back).
+const LENT_BYTES: usize = 16 << 20;
+
+/// A reusable byte buffer a chunk is read (or decompressed) into.
+///
+/// It is filled as a `Vec` ([`ChunkBuf::vec`]), then frozen into an Arrow
+/// [`Buffer`] ([`ChunkBuf::share`]) whose payloads the scan's batches may
+/// reference in place. Once every batch holding a frozen buffer is dropped,
+/// a later [`ChunkBuf::vec`] takes its allocation back (its pages already
+/// faulted in); until then the buffer is left to the batches.
+#[derive(Debug, Default)]
+pub struct ChunkBuf {
+    /// The buffer being filled.
+    vec: Vec<u8>,
+    /// The frozen buffer, from [`ChunkBuf::share`] until the next [`ChunkBuf::vec`].
+    shared: Option<Buffer>,
+    /// Frozen buffers handed out earlier, oldest first, taken back once no
+    /// batch holds them.
+    lent: VecDeque<Buffer>,
+}
+
+impl ChunkBuf {
+    /// The buffer to fill: the one frozen before if nobody else holds it,
+    /// else an earlier one that has come back, else a new one.
+    pub fn vec(&mut self) -> &mut Vec<u8> {
+        if let Some(shared) = self.shared.take() {
+            match shared.into_vec::<u8>() {
+                Ok(v) => self.vec = v,
+                Err(held) => {
+                    self.lent.push_back(held);
+                    while self.lent.len() > LENT_BUFFERS
+                        || self.lent.iter().map(Buffer::capacity).sum::<usize>() > LENT_BYTES
+                    {
+                        self.lent.pop_front();
+                    }
+                    self.vec = self.take_back().unwrap_or_default();
+                }
+            }
+        }
+        &mut self.vec
+    }
+
+    /// The first lent buffer that no batch holds any more, as a `Vec`.
+    fn take_back(&mut self) -> Option<Vec<u8>> {
+        for _ in 0..self.lent.len() {
+            let buffer = self.lent.pop_front()?;
+            match buffer.into_vec::<u8>() {
+                Ok(v) => return Some(v),
+                Err(held) => self.lent.push_back(held),
+            }
+        }
+        None
+    }
+
+    /// Freezes what was filled into a shareable buffer (no copy) and returns it.
+    pub fn share(&mut self) -> &Buffer {
+        self.shared
+            .get_or_insert_with(|| Buffer::from_vec(std::mem::take(&mut self.vec)))
+    }
+
+    /// Frees the buffers when they grew past what is worth keeping.
+    fn trim(&mut self) {
+        if self.vec.capacity() > KEEP_BUFFER_LIMIT {
+            self.vec = Vec::new();
+        }
+        if self
+            .shared
+            .as_ref()
+            .is_some_and(|b| b.capacity() > KEEP_BUFFER_LIMIT)
+        {
+            self.shared = None;
+        }
+        self.lent.retain(|b| b.capacity() <= KEEP_BUFFER_LIMIT);
+    }
+}
+
 thread_local! {
     /// Reusable (raw, decompressed) buffers, taken out while in use so re-entrant
     /// calls simply allocate fresh ones.
-    static BUFFERS: Cell<(Vec<u8>, Vec<u8>)> = const { Cell::new((Vec::new(), Vec::new())) };
+    static BUFFERS: Cell<(ChunkBuf, ChunkBuf)> = Cell::new(Default::default());
 }
 
-/// Runs `f` with the thread's two reusable byte buffers (raw and decompressed).
-pub fn with_buffers<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> T) -> T {
+/// Runs `f` with the thread's two reusable chunk buffers (raw and decompressed).
+pub fn with_buffers<T>(f: impl FnOnce(&mut ChunkBuf, &mut ChunkBuf) -> T) -> T {
     let (mut raw, mut out) = BUFFERS.with(|b| b.take());
     let result = f(&mut raw, &mut out);
-    for buf in [&mut raw, &mut out] {
-        if buf.capacity() > KEEP_BUFFER_LIMIT {
-            *buf = Vec::new();
-        }
-    }
+    raw.trim();
+    out.trim();
     BUFFERS.with(|b| b.set((raw, out)));
     result
 }
@@ -67,6 +150,8 @@ pub struct LoadedChunk<'b> {
     pub offset: u64,
     /// The decompressed records.
     pub records: &'b [u8],
+    /// The shared buffer `records` lie in, for [`crate::model::Message::data_buffer`].
+    pub buffer: &'b Buffer,
     /// File offset of the records when they are stored uncompressed.
     pub records_file_offset: Option<u64>,
     /// Compression name.
@@ -93,5 +178,38 @@ impl LoadedChunk<'_> {
                 ),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(buf: &mut ChunkBuf, bytes: &[u8]) -> *const u8 {
+        let v = buf.vec();
+        v.clear();
+        v.extend_from_slice(bytes);
+        v.as_ptr()
+    }
+
+    #[test]
+    fn a_shared_buffer_comes_back_once_no_batch_holds_it() {
+        let mut buf = ChunkBuf::default();
+        let first = fill(&mut buf, &[1; 4096]);
+        assert_eq!(buf.share().as_ptr(), first, "freezing copies nothing");
+        // Nobody else holds it: the next fill reuses the allocation.
+        assert_eq!(fill(&mut buf, &[2; 4096]), first);
+        let held = buf.share().clone();
+        // Held by a batch: the next fill gets another allocation, the batch keeps its bytes.
+        let second = fill(&mut buf, &[3; 4096]);
+        assert_ne!(second, first);
+        assert_eq!(held.as_slice(), &[2; 4096][..]);
+        buf.share();
+        drop(held);
+        // Both free now: the current one is reused first, then the lent one.
+        assert_eq!(fill(&mut buf, &[4; 16]), second);
+        let again = buf.share().clone();
+        assert_eq!(fill(&mut buf, &[5; 16]), first);
+        assert_eq!(again.as_slice(), &[4; 16][..]);
     }
 }

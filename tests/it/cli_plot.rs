@@ -216,7 +216,7 @@ fn what_cannot_be_drawn_is_named() {
     assert_eq!(
         stderr.trim(),
         "error: nothing to plot: after the x column (log_time) no column is numeric: topic \
-         (Utf8), data (Binary)"
+         (Utf8), data (BinaryView)"
     );
     let pdf = dir.path().join("x.pdf");
     let stderr = fails(&["plot", IMU, "-o", pdf.to_str().unwrap()]);

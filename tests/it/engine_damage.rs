@@ -79,7 +79,7 @@ pub(crate) fn message_rows(batches: &[RecordBatch]) -> Vec<Row> {
     for b in batches {
         let topic = b.column(0).as_string::<i32>();
         let time = b.column(1).as_primitive::<Int64Type>();
-        let data = b.column(2).as_binary::<i32>();
+        let data = b.column(2).as_binary_view();
         for i in 0..b.num_rows() {
             out.push((
                 topic.value(i).to_string(),

@@ -43,7 +43,7 @@ static MESSAGES: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new(col::SEQUENCE, DataType::UInt32, true),
         Field::new(col::MESSAGE_TYPE, DataType::Utf8, true),
         Field::new(col::MESSAGE_ENCODING, DataType::Utf8, false),
-        Field::new(col::DATA, DataType::Binary, false),
+        Field::new(col::DATA, DataType::BinaryView, false),
         Field::new(col::FILE, DataType::Utf8, false),
     ]))
 });

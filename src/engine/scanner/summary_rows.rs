@@ -99,6 +99,7 @@ pub fn emit(
             publish_time: None,
             sequence: None,
             data: &[],
+            data_buffer: None,
             extra: &[],
         };
         for _ in 0..n {

@@ -7,6 +7,7 @@ use crate::error::{Error, ErrorContext, Result};
 use crate::formats::chunk_io::{read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{Channel, ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use datafusion::arrow::buffer::Buffer;
 
 use super::section::{SECTION_LEN, SectionHeader, kind, kind_name, walk_body};
 use super::summary::{RecordIndex, compress_name, undeclared_channel};
@@ -74,10 +75,10 @@ pub fn read(
             ctx,
             chunk.offset,
             chunk.length.max(SECTION_LEN),
-            raw,
+            raw.vec(),
             "chunk body section",
         )?;
-        let sh = SectionHeader::parse(raw)
+        let sh = SectionHeader::parse(raw.vec())
             .ok_or_else(|| ctx.truncated(chunk.offset, "section header"))?;
         if sh.kind != kind::CHUNK_BODY {
             return Err(ctx.corrupt(
@@ -95,11 +96,19 @@ pub fn read(
             )
         })?;
         let total = SECTION_LEN + len;
-        if total > raw.len() as u64 {
+        if total > raw.vec().len() as u64 {
             // The index gave a shorter range than the section declares.
-            read_range_into(file, ctx, chunk.offset, total, raw, "chunk body section")?;
+            read_range_into(
+                file,
+                ctx,
+                chunk.offset,
+                total,
+                raw.vec(),
+                "chunk body section",
+            )?;
         }
-        let body = raw
+        let buffer = raw.share();
+        let body = buffer
             .get(SECTION_LEN as usize..total as usize)
             .ok_or_else(|| ctx.truncated(chunk.offset, "chunk body"))?;
         let body_offset = chunk.offset + SECTION_LEN;
@@ -108,6 +117,7 @@ pub fn read(
             summary,
             private,
             body,
+            buffer,
             body_offset,
             compress,
             sel,
@@ -122,6 +132,7 @@ fn deliver(
     summary: &Summary,
     private: Option<&RecordIndex>,
     body: &[u8],
+    buffer: &Buffer,
     body_offset: u64,
     compress: i32,
     sel: &Selection,
@@ -159,6 +170,7 @@ fn deliver(
             publish_time: None,
             sequence: None,
             data: if sel.payload { m.content } else { &[] },
+            data_buffer: Some(buffer).filter(|_| sel.payload),
             extra: &[],
         };
         if sink.message(msg) == Flow::Stop {

@@ -20,9 +20,10 @@ use super::records::{
 use crate::compression::{self, Codec};
 use crate::error::{Error, ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
-use crate::formats::chunk_io::{LoadedChunk, read_range_into, with_buffers};
+use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use datafusion::arrow::buffer::Buffer;
 
 /// Index-data ranges longer than this are not read (the chunk is decompressed instead).
 const MAX_INDEX_REGION: u64 = 64 << 20;
@@ -143,8 +144,8 @@ pub(crate) fn load_chunk<'b>(
     file: &dyn ReadAt,
     ctx: &ErrorContext,
     head: &'b ChunkHead,
-    raw: &'b mut Vec<u8>,
-    out: &'b mut Vec<u8>,
+    raw: &'b mut ChunkBuf,
+    out: &'b mut ChunkBuf,
 ) -> Result<LoadedChunk<'b>> {
     let codec = Codec::from_name(&head.compression).ok_or_else(|| {
         ctx.unsupported(
@@ -160,10 +161,10 @@ pub(crate) fn load_chunk<'b>(
         ctx,
         head.data_offset(),
         u64::from(head.data_len),
-        raw,
+        raw.vec(),
         "chunk data",
     )?;
-    let raw: &'b Vec<u8> = raw;
+    let raw: &'b Buffer = raw.share();
     if codec == Codec::None {
         // The size field of an uncompressed chunk is informational: the data
         // length is authoritative (rosbag.js does the same).
@@ -179,12 +180,13 @@ pub(crate) fn load_chunk<'b>(
         return Ok(LoadedChunk {
             offset: head.offset,
             records: raw,
+            buffer: raw,
             records_file_offset: Some(head.data_offset()),
             compression: &head.compression,
             bytes_decompressed: 0,
         });
     }
-    compression::decompress(codec, raw, u64::from(head.size), out).map_err(|e| {
+    compression::decompress(codec, raw, u64::from(head.size), out.vec()).map_err(|e| {
         ctx.corrupt(
             head.data_offset(),
             format!(
@@ -193,10 +195,11 @@ pub(crate) fn load_chunk<'b>(
             ),
         )
     })?;
-    let out: &'b Vec<u8> = out;
+    let out: &'b Buffer = out.share();
     Ok(LoadedChunk {
         offset: head.offset,
         records: out,
+        buffer: out,
         records_file_offset: None,
         compression: &head.compression,
         bytes_decompressed: out.len() as u64,
@@ -317,6 +320,7 @@ fn deliver(
                 publish_time: None,
                 sequence: None,
                 data: if sel.payload { data } else { &[] },
+                data_buffer: Some(loaded.buffer).filter(|_| sel.payload),
                 extra: &[],
             };
             sink.message(msg)
@@ -463,6 +467,7 @@ pub(crate) fn read(
                     sequence: None,
                     extra: &[],
                     data: &[],
+                    data_buffer: None,
                 };
                 if sink.message(msg) == Flow::Stop {
                     read.stopped = true;

@@ -20,6 +20,7 @@ use crate::model::{
     ChunkMeta, ChunkRead, ExtraValue, Flow, Message, MessageSink, Nanos, Selection, Summary,
 };
 use crate::table::{ColumnDef, ColumnType, RowSink, ScalarType, TableDef, Value};
+use datafusion::arrow::buffer::Buffer;
 
 /// The reader-private index of `summary`, or an error naming the file.
 pub(crate) fn index_of<'s>(summary: &'s Summary, ctx: &ErrorContext) -> Result<&'s BddfIndex> {
@@ -160,7 +161,7 @@ fn for_each_block(
     ctx: &ErrorContext,
     index: &BddfIndex,
     ids: &[usize],
-    mut f: impl FnMut(&Block, &Series, &[u8]) -> Result<Flow>,
+    mut f: impl FnMut(&Block, &Series, &[u8], Option<&Buffer>) -> Result<Flow>,
 ) -> Result<(u64, bool)> {
     with_buffers(|raw, extra| {
         let mut parsed = 0u64;
@@ -181,7 +182,8 @@ fn for_each_block(
                 k += 1;
             }
             let start = index.blocks.get(ids[first]).map_or(0, |b| b.offset);
-            read_range_into(file, ctx, start, end - start, raw, "data blocks")?;
+            read_range_into(file, ctx, start, end - start, raw.vec(), "data blocks")?;
+            let run: &Buffer = raw.share();
             for &id in &ids[first..k] {
                 let Some(b) = index.blocks.get(id) else {
                     continue;
@@ -190,14 +192,15 @@ fn for_each_block(
                     continue;
                 };
                 let rel = (b.offset - start) as usize;
-                let bytes = raw.get(rel..).unwrap_or(&[]);
-                let p = match parse_block(ctx, series, b, bytes)? {
-                    Ok(p) => p,
+                let bytes = run.get(rel..).unwrap_or(&[]);
+                let (p, buffer) = match parse_block(ctx, series, b, bytes)? {
+                    Ok(p) => (p, run),
                     Err(total) => {
                         // Longer than the index suggested: read it alone.
-                        read_range_into(file, ctx, b.offset, total, extra, "data block")?;
-                        match parse_block(ctx, series, b, extra)? {
-                            Ok(p) => p,
+                        read_range_into(file, ctx, b.offset, total, extra.vec(), "data block")?;
+                        let alone: &Buffer = extra.share();
+                        match parse_block(ctx, series, b, alone)? {
+                            Ok(p) => (p, alone),
                             Err(_) => {
                                 return Err(ctx.truncated(b.offset, "data block"));
                             }
@@ -205,7 +208,7 @@ fn for_each_block(
                     }
                 };
                 parsed += 1;
-                if f(b, series, p.payload)? == Flow::Stop {
+                if f(b, series, p.payload, Some(buffer))? == Flow::Stop {
                     return Ok((parsed, true));
                 }
             }
@@ -233,7 +236,11 @@ pub(crate) fn read_messages(
     if ids.is_empty() {
         return Ok(read);
     }
-    let deliver = |b: &Block, data: &[u8], sink: &mut dyn MessageSink| -> Option<Flow> {
+    let deliver = |b: &Block,
+                   data: &[u8],
+                   data_buffer: Option<&Buffer>,
+                   sink: &mut dyn MessageSink|
+     -> Option<Flow> {
         let series = index.series.get(b.series as usize)?;
         let channel = summary.channels.get(&u64::from(series.index))?;
         let (keys, values) = index.additional_indexes(b);
@@ -248,6 +255,7 @@ pub(crate) fn read_messages(
             publish_time: None,
             sequence: None,
             data,
+            data_buffer,
             extra: &extra,
         }))
     };
@@ -259,15 +267,15 @@ pub(crate) fn read_messages(
                 continue;
             };
             read.messages += 1;
-            if deliver(b, &[], sink) == Some(Flow::Stop) {
+            if deliver(b, &[], None, sink) == Some(Flow::Stop) {
                 read.stopped = true;
                 break;
             }
         }
         return Ok(read);
     }
-    let (parsed, stopped) = for_each_block(file, ctx, index, &ids, |b, _, payload| {
-        Ok(deliver(b, payload, sink).unwrap_or(Flow::Continue))
+    let (parsed, stopped) = for_each_block(file, ctx, index, &ids, |b, _, payload, buffer| {
+        Ok(deliver(b, payload, buffer, sink).unwrap_or(Flow::Continue))
     })?;
     read.messages = parsed;
     read.stopped = stopped;
@@ -656,7 +664,7 @@ pub(crate) fn read_pod_chunk(
     }
     let sample_len = n * t.width();
     let mut elements = Elements::default();
-    let (parsed, stopped) = for_each_block(file, ctx, index, &ids, |b, _, payload| {
+    let (parsed, stopped) = for_each_block(file, ctx, index, &ids, |b, _, payload, _| {
         let whole = payload.len() / sample_len;
         for j in 0..whole {
             let sample = &payload[j * sample_len..(j + 1) * sample_len];

@@ -4,6 +4,7 @@ use crate::error::{ErrorContext, Result};
 use crate::formats::chunk_io;
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, Flow, Nanos, Selection, Summary};
+use datafusion::arrow::buffer::Buffer;
 
 use super::decode::FrameStart;
 use super::index::{CarlaIndex, ChunkDetail, PACKET_HEADER};
@@ -30,6 +31,8 @@ pub struct Packet<'a> {
     pub raw: u8,
     /// The packet body.
     pub body: &'a [u8],
+    /// The shared buffer `body` lies in.
+    pub buffer: &'a Buffer,
     /// Its frame.
     pub frame: FrameCtx,
 }
@@ -96,8 +99,9 @@ pub fn for_each_packet(
     let end = frames.get(j + 1).map_or(detail.end, |f| f.offset);
     let len = end.saturating_sub(start);
     chunk_io::with_buffers(|raw, _| -> Result<Walked> {
-        chunk_io::read_range_into(file, &ctx, start, len, raw, "chunk")?;
-        let buf: &[u8] = raw;
+        chunk_io::read_range_into(file, &ctx, start, len, raw.vec(), "chunk")?;
+        let shared: &Buffer = raw.share();
+        let buf: &[u8] = shared;
         let mut frame = FrameCtx {
             id: first.id,
             elapsed: first.elapsed,
@@ -145,6 +149,7 @@ pub fn for_each_packet(
                 offset,
                 raw: raw_id,
                 body,
+                buffer: shared,
                 frame,
             };
             if f(pkt)? == Flow::Stop {

@@ -13,9 +13,10 @@ use super::records::{self, FieldError, RECORD_PREFIX_LEN, SliceRecords, op};
 use crate::compression::{self, Codec};
 use crate::error::{ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
-use crate::formats::chunk_io::{LoadedChunk, read_range_into, with_buffers};
+use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use datafusion::arrow::buffer::Buffer;
 
 /// An error for a record at `record_pos` of `loaded` whose field parse failed.
 pub(crate) fn field_error(
@@ -99,8 +100,8 @@ pub(crate) fn load_chunk<'b>(
     ctx: &ErrorContext,
     offset: u64,
     length: u64,
-    raw: &'b mut Vec<u8>,
-    out: &'b mut Vec<u8>,
+    raw: &'b mut ChunkBuf,
+    out: &'b mut ChunkBuf,
 ) -> Result<LoadedChunk<'b>> {
     if length < RECORD_PREFIX_LEN {
         return Err(ctx.corrupt(
@@ -108,8 +109,9 @@ pub(crate) fn load_chunk<'b>(
             format!("chunk length {length} is shorter than a record prefix"),
         ));
     }
-    read_range_into(file, ctx, offset, length, raw, "chunk record")?;
-    let raw: &'b Vec<u8> = raw;
+    read_range_into(file, ctx, offset, length, raw.vec(), "chunk record")?;
+    let raw_buffer: &'b Buffer = raw.share();
+    let raw: &'b [u8] = raw_buffer;
     let (opcode, content) = split_record(raw);
     if opcode != op::CHUNK {
         return Err(ctx.corrupt(
@@ -159,6 +161,7 @@ pub(crate) fn load_chunk<'b>(
         return Ok(LoadedChunk {
             offset,
             records: chunk.records,
+            buffer: raw_buffer,
             records_file_offset: Some(records_offset),
             compression: header.compression,
             bytes_decompressed: 0,
@@ -170,13 +173,14 @@ pub(crate) fn load_chunk<'b>(
         &header,
         chunk.records,
         records_offset,
-        out,
+        out.vec(),
         true,
     )?;
-    let out: &'b Vec<u8> = out;
+    let out: &'b Buffer = out.share();
     Ok(LoadedChunk {
         offset,
         records: out,
+        buffer: out,
         records_file_offset: None,
         compression: header.compression,
         bytes_decompressed: out.len() as u64,
@@ -253,11 +257,13 @@ impl<'s> Resolver<'s> {
         self.channels.channel(u64::from(id))
     }
 
-    /// Delivers one message to `sink` if it passes the selection.
+    /// Delivers one message to `sink` if it passes the selection; `buffer` is
+    /// the shared buffer `data` lies in, if any.
     pub fn deliver(
         &mut self,
         h: &records::MessageHeader,
         data: &[u8],
+        buffer: Option<&Buffer>,
         sink: &mut dyn MessageSink,
     ) -> Flow {
         if !self.sel.wants_time(h.log_time) || !self.wants(h.channel_id) {
@@ -270,6 +276,7 @@ impl<'s> Resolver<'s> {
             publish_time: Some(h.publish_time),
             sequence: Some(h.sequence),
             data: if payload { data } else { &[] },
+            data_buffer: buffer.filter(|_| payload),
             extra: &[],
         })
     }
@@ -301,7 +308,8 @@ pub(crate) fn read_chunk_records(
                     let m = records::parse_message(rec.content)
                         .map_err(|e| field_error(&loaded, ctx, rec.pos, rec.opcode, &e))?;
                     stats.messages += 1;
-                    if resolver.deliver(&m.header, m.data, sink) == Flow::Stop {
+                    if resolver.deliver(&m.header, m.data, Some(loaded.buffer), sink) == Flow::Stop
+                    {
                         stats.stopped = true;
                         break;
                     }
@@ -511,6 +519,7 @@ pub(crate) fn read_message_indexes(
             publish_time: None,
             sequence: None,
             data: &[],
+            data_buffer: None,
             extra: &[],
         });
         if flow == Flow::Stop {

@@ -506,7 +506,7 @@ pub(crate) fn read_loose(
                     };
                     let content = peek_content(&mut sr, ctx, pos, len, want)?;
                     let data = content.get(MESSAGE_HEADER_LEN..).unwrap_or(&[]);
-                    if resolver.deliver(&h, data, sink) == Flow::Stop {
+                    if resolver.deliver(&h, data, None, sink) == Flow::Stop {
                         stats.stopped = true;
                         return Ok(stats);
                     }

@@ -635,6 +635,7 @@ fn deliver(
             publish_time: None,
             sequence: None,
             data,
+            data_buffer: None,
             extra: &[],
         });
         if flow == Flow::Stop {
