@@ -35,6 +35,7 @@ pub mod io;
 pub mod model;
 pub mod partial;
 pub mod proto_syntax;
+pub mod recycle;
 pub mod ros2_interfaces;
 pub mod table;
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 use crate::error::Error;
 

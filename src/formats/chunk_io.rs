@@ -3,12 +3,12 @@
 //! reference payloads in place, and errors that point into a decompressed chunk.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
 
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 use crate::error::{Error, ErrorContext, Result};
 use crate::io::ReadAt;
+use crate::recycle::Recycler;
 
 /// Buffers larger than this are freed after use instead of being kept for the next chunk.
 const KEEP_BUFFER_LIMIT: usize = 64 << 20;
@@ -29,15 +29,24 @@ const LENT_BYTES: usize = 16 << 20;
 /// reference in place. Once every batch holding a frozen buffer is dropped,
 /// a later [`ChunkBuf::vec`] takes its allocation back (its pages already
 /// faulted in); until then the buffer is left to the batches.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ChunkBuf {
     /// The buffer being filled.
     vec: Vec<u8>,
     /// The frozen buffer, from [`ChunkBuf::share`] until the next [`ChunkBuf::vec`].
     shared: Option<Buffer>,
-    /// Frozen buffers handed out earlier, oldest first, taken back once no
-    /// batch holds them.
-    lent: VecDeque<Buffer>,
+    /// Frozen buffers handed out earlier, taken back once no batch holds them.
+    lent: Recycler,
+}
+
+impl Default for ChunkBuf {
+    fn default() -> Self {
+        Self {
+            vec: Vec::new(),
+            shared: None,
+            lent: Recycler::new(LENT_BUFFERS, LENT_BYTES),
+        }
+    }
 }
 
 impl ChunkBuf {
@@ -48,29 +57,12 @@ impl ChunkBuf {
             match shared.into_vec::<u8>() {
                 Ok(v) => self.vec = v,
                 Err(held) => {
-                    self.lent.push_back(held);
-                    while self.lent.len() > LENT_BUFFERS
-                        || self.lent.iter().map(Buffer::capacity).sum::<usize>() > LENT_BYTES
-                    {
-                        self.lent.pop_front();
-                    }
-                    self.vec = self.take_back().unwrap_or_default();
+                    self.lent.lend(held);
+                    self.vec = self.lent.take_back().unwrap_or_default();
                 }
             }
         }
         &mut self.vec
-    }
-
-    /// The first lent buffer that no batch holds any more, as a `Vec`.
-    fn take_back(&mut self) -> Option<Vec<u8>> {
-        for _ in 0..self.lent.len() {
-            let buffer = self.lent.pop_front()?;
-            match buffer.into_vec::<u8>() {
-                Ok(v) => return Some(v),
-                Err(held) => self.lent.push_back(held),
-            }
-        }
-        None
     }
 
     /// Freezes what was filled into a shareable buffer (no copy) and returns it.
@@ -91,7 +83,7 @@ impl ChunkBuf {
         {
             self.shared = None;
         }
-        self.lent.retain(|b| b.capacity() <= KEEP_BUFFER_LIMIT);
+        self.lent.forget_larger_than(KEEP_BUFFER_LIMIT);
     }
 }
 

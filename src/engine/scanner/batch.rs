@@ -13,7 +13,6 @@
 //! already faulted) takes a later batch's copies, instead of a fresh
 //! allocation whose every page the kernel must fault in and zero again.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use datafusion::arrow::array::ByteView;
@@ -29,6 +28,7 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
 use crate::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
+use crate::recycle::Recycler;
 
 /// Appends messages to Arrow builders for a fixed set of `messages` columns.
 pub struct BatchBuilder {
@@ -299,8 +299,8 @@ struct DataColumn {
     /// The capacity a new copy buffer gets: the batch's byte bound plus
     /// room for the message that crosses it, so it never regrows.
     capacity: usize,
-    /// The copy buffers of the last batches sent, oldest first.
-    sent: VecDeque<Buffer>,
+    /// The copy buffers of the last batches sent.
+    sent: Recycler,
 }
 
 /// A buffer the views of a batch point into.
@@ -325,28 +325,21 @@ impl DataColumn {
             carry: None,
             held: 0,
             capacity,
-            sent: VecDeque::with_capacity(RECYCLED_BUFFERS),
+            sent: Recycler::new(RECYCLED_BUFFERS, usize::MAX),
         }
     }
 
     /// A copy buffer for a new batch: the buffer of a sent batch that no
     /// one holds any more (its pages are mapped in already), else a new one.
     fn take_buffer(&mut self) -> Vec<u8> {
-        for _ in 0..self.sent.len() {
-            let Some(buffer) = self.sent.pop_front() else {
-                break;
-            };
-            match buffer.into_vec::<u8>() {
-                Ok(mut v) => {
-                    v.clear();
-                    v.reserve(self.capacity);
-                    return v;
-                }
-                // Still part of a batch somewhere: look again next time.
-                Err(buffer) => self.sent.push_back(buffer),
+        match self.sent.take_back() {
+            Some(mut v) => {
+                v.clear();
+                v.reserve(self.capacity);
+                v
             }
+            None => Vec::with_capacity(self.capacity),
         }
-        Vec::with_capacity(self.capacity)
     }
 
     fn append(&mut self, data: &[u8], buffer: Option<&Buffer>) -> Result<()> {
@@ -434,10 +427,7 @@ impl DataColumn {
         self.held = 0;
         if let Some(b) = self.copied_block.take() {
             let values = Buffer::from_vec(std::mem::take(&mut self.copied));
-            if self.sent.len() == RECYCLED_BUFFERS {
-                self.sent.pop_front();
-            }
-            self.sent.push_back(values.clone());
+            self.sent.lend(values.clone());
             self.blocks[b as usize].buffer = values;
         }
         let views = ScalarBuffer::from(std::mem::take(&mut self.views));

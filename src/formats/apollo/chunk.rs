@@ -7,7 +7,7 @@ use crate::error::{Error, ErrorContext, Result};
 use crate::formats::chunk_io::{read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{Channel, ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 use super::section::{SECTION_LEN, SectionHeader, kind, kind_name, walk_body};
 use super::summary::{RecordIndex, compress_name, undeclared_channel};

@@ -23,7 +23,7 @@ use crate::formats::channels::ChannelResolver;
 use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 /// Index-data ranges longer than this are not read (the chunk is decompressed instead).
 const MAX_INDEX_REGION: u64 = 64 << 20;

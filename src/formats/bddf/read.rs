@@ -20,7 +20,7 @@ use crate::model::{
     ChunkMeta, ChunkRead, ExtraValue, Flow, Message, MessageSink, Nanos, Selection, Summary,
 };
 use crate::table::{ColumnDef, ColumnType, RowSink, ScalarType, TableDef, Value};
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 /// The reader-private index of `summary`, or an error naming the file.
 pub(crate) fn index_of<'s>(summary: &'s Summary, ctx: &ErrorContext) -> Result<&'s BddfIndex> {

@@ -4,7 +4,7 @@ use crate::error::{ErrorContext, Result};
 use crate::formats::chunk_io;
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, Flow, Nanos, Selection, Summary};
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 use super::decode::FrameStart;
 use super::index::{CarlaIndex, ChunkDetail, PACKET_HEADER};

@@ -16,7 +16,7 @@ use crate::formats::channels::ChannelResolver;
 use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
-use datafusion::arrow::buffer::Buffer;
+use arrow_buffer::Buffer;
 
 /// An error for a record at `record_pos` of `loaded` whose field parse failed.
 pub(crate) fn field_error(
