@@ -19,8 +19,10 @@ const KEEP_BUFFER_LIMIT: usize = 64 << 20;
 const LENT_BUFFERS: usize = 16;
 
 /// Bytes of shared buffers a [`ChunkBuf`] watches for reuse, at most (the
-/// idle ones among them stay allocated until taken back).
-const LENT_BYTES: usize = 16 << 20;
+/// idle ones among them stay allocated until taken back): room for a few of
+/// the largest buffers kept ([`KEEP_BUFFER_LIMIT`]), since a large chunk is
+/// still held by the batches in flight when the next one is read.
+const LENT_BYTES: usize = 4 * KEEP_BUFFER_LIMIT;
 
 /// A reusable byte buffer a chunk is read (or decompressed) into.
 ///
