@@ -401,6 +401,47 @@ async fn every_format_gives_its_counts_times_and_payloads() {
     }
 }
 
+/// Each topic's payloads through SQL equal the reader's, whether the scan
+/// references them in the chunk buffers (`data` is a `BinaryView`) or copies
+/// them out (a topic that uses a small share of its chunks), at 1 and 3
+/// partitions, and with batches far smaller than a chunk (one chunk's buffer
+/// referenced from many batches).
+#[tokio::test]
+async fn each_topic_gives_the_readers_payloads_referenced_in_place_or_copied() {
+    for (partitions, batch_bytes) in [(1, 2 << 20), (3, 2 << 20), (2, 4096)] {
+        let ctx = logsql::session_context_with_config(
+            datafusion::prelude::SessionConfig::new().with_target_partitions(partitions),
+        );
+        query(&ctx, &format!("SET logsql.batch_bytes = {batch_bytes}")).await;
+        for demo in &DEMOS {
+            let bytes = std::fs::read(demo.path).unwrap();
+            let (rows, _) = reader_rows(demo.path, &bytes);
+            for &(topic, n, _, _) in demo.topics {
+                let case = format!(
+                    "{} {topic}, {partitions} partitions, batch_bytes {batch_bytes}",
+                    demo.path
+                );
+                let batches = query(
+                    &ctx,
+                    &format!("{ROWS_SQL} '{}' WHERE topic = '{topic}'", demo.path),
+                )
+                .await;
+                assert_eq!(
+                    batches[0].schema().field(2).data_type(),
+                    &DataType::BinaryView,
+                    "{case}"
+                );
+                let mut got = message_rows(&batches);
+                let mut want: Vec<Row> = rows.iter().filter(|r| r.0 == topic).cloned().collect();
+                got.sort();
+                want.sort();
+                assert_eq!(got.len() as i64, n, "{case}");
+                assert!(got == want, "{case}: SQL payloads differ from the reader's");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_time_window_reads_a_few_chunks_by_the_scan_metrics() {
     let ctx = logsql::session_context();
