@@ -8,6 +8,7 @@ Run by .ci/run (``bash python/run_tests.sh``). Fixtures come from
 need them are skipped, unless ``LOGSQL_REQUIRE_FIXTURES=1``.
 """
 
+import hashlib
 import os
 import pathlib
 import shutil
@@ -167,6 +168,23 @@ def test_pandas_and_polars_frames():
     assert df["ax"].sum() == pytest.approx(86.6943359375)
     pl = polars.from_arrow(t)
     assert pl.height == 2000 and pl["ax"].sum() == pytest.approx(86.6943359375)
+
+
+def test_payload_bytes_reach_python_as_binary_view():
+    # `data` is a BinaryView column that references payloads in their chunks:
+    # the bytes Python gets are the payloads, in pyarrow, pandas and polars.
+    pytest.importorskip("pandas")
+    polars = pytest.importorskip("polars")
+    t = logsql.sql(f"SELECT data, encode(sha256(data), 'hex') AS h FROM '{DEMO}' ORDER BY log_time, h")
+    assert str(t.schema.field("data").type) == "binary_view"
+    rows = t.to_pydict()
+    assert len(rows["data"]) == 2610
+    assert sum(len(d) for d in rows["data"]) == 792561
+    assert all(hashlib.sha256(d).hexdigest() == h for d, h in zip(rows["data"], rows["h"]))
+    df = t.to_pandas()
+    assert isinstance(df["data"].iloc[0], bytes) and df["data"].iloc[0] == rows["data"][0]
+    pl = polars.from_arrow(t)
+    assert pl["data"].dtype == polars.Binary and pl["data"][0] == rows["data"][0]
 
 
 def test_info_is_the_summary():
