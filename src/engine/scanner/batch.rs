@@ -480,7 +480,7 @@ impl DataColumn {
             };
         }
         self.views = views;
-        self.last_shared = None;
+        self.last_shared = self.last_shared.and_then(|i| remap[i]).map(|i| i as usize);
         self.held = self.shared_bytes();
         Ok(())
     }
@@ -699,5 +699,41 @@ mod tests {
         assert_eq!(buffer_ptrs(&batch).len(), 2);
         assert_eq!(chunks[199].strong_count(), 2);
         assert!(chunks[..199].iter().all(|c| c.strong_count() == 1));
+    }
+
+    #[test]
+    fn a_chunk_spanning_batches_is_judged_by_all_its_payloads() {
+        let channel = channel();
+        let mut b = builder();
+        // Chunk `a`: ten 10 KiB payloads; each batch takes two of them (20%).
+        let a = Buffer::from_vec(
+            (0..10u8)
+                .flat_map(|i| vec![i; 10 << 10])
+                .collect::<Vec<_>>(),
+        );
+        let part = |i: usize| &a.as_slice()[i * (10 << 10)..(i + 1) * (10 << 10)];
+        let sparse = Buffer::from_vec([A.to_vec(), vec![0; 64 << 10]].concat());
+        let next = Buffer::from_vec(B.to_vec());
+        append(
+            &mut b,
+            &channel,
+            0,
+            &sparse.as_slice()[..A.len()],
+            Some(&sparse),
+        );
+        append(&mut b, &channel, 1, part(0), Some(&a));
+        append(&mut b, &channel, 2, part(1), Some(&a));
+        // `sparse` is copied out; `a` is still being read: kept.
+        let first = b.finish().unwrap();
+        assert_eq!(buffer_ptrs(&first).len(), 2);
+        assert!(buffer_ptrs(&first).contains(&a.as_ptr()));
+        append(&mut b, &channel, 3, part(2), Some(&a));
+        append(&mut b, &channel, 4, part(3), Some(&a));
+        append(&mut b, &channel, 5, next.as_slice(), Some(&next));
+        // `a` is done: 20% in this batch, 40% in all, so it stays referenced.
+        let second = b.finish().unwrap();
+        assert!(buffer_ptrs(&second).contains(&a.as_ptr()));
+        assert_eq!(payloads(&second), [part(2), part(3), B]);
+        assert_eq!(payloads(&first), [A, part(0), part(1)]);
     }
 }
