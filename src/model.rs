@@ -252,9 +252,10 @@ pub struct Message<'a> {
     pub sequence: Option<u32>,
     /// The payload, untouched. Empty when the selection did not ask for payloads.
     pub data: &'a [u8],
-    /// The shared buffer `data` lies in, when the reader read the chunk into
-    /// one ([`crate::formats::chunk_io::ChunkBuf`]): the scan then references
-    /// the payload where it is instead of copying it. `None` otherwise.
+    /// The shared buffer the reader read the message's chunk into, if it did
+    /// ([`crate::formats::chunk_io::ChunkBuf`]): the scan references `data`
+    /// there instead of copying it (after checking that it lies inside).
+    /// `None` otherwise.
     pub data_buffer: Option<&'a Buffer>,
     /// Values of the format's [`ExtraColumn`]s, in the order
     /// [`crate::formats::FormatReader::extra_columns`] lists them; may be shorter

@@ -67,6 +67,20 @@ impl ChunkBuf {
         &mut self.vec
     }
 
+    /// Reads `len` bytes at `offset` into the buffer, as [`read_range_into`]
+    /// does, and freezes them for sharing.
+    pub fn read(
+        &mut self,
+        file: &dyn ReadAt,
+        ctx: &ErrorContext,
+        offset: u64,
+        len: u64,
+        what: &str,
+    ) -> Result<&Buffer> {
+        read_range_into(file, ctx, offset, len, self.vec(), what)?;
+        Ok(self.share())
+    }
+
     /// Freezes what was filled into a shareable buffer (no copy) and returns it.
     pub fn share(&mut self) -> &Buffer {
         self.shared

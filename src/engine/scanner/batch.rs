@@ -307,7 +307,8 @@ struct DataColumn {
 struct Block {
     /// The buffer (an empty placeholder for the copy buffer until `finish`).
     buffer: Buffer,
-    /// Payload bytes of this batch referenced in it.
+    /// Payload bytes referenced in it: this batch's, plus the batches'
+    /// before for the buffer a batch ended in (see `DataColumn::carry`).
     used: usize,
 }
 
@@ -389,17 +390,16 @@ impl DataColumn {
         if self.copied.capacity() == 0 {
             self.copied = self.take_buffer();
         }
-        let offset = u32::try_from(self.copied.len())
-            .ok()
-            .filter(|_| u32::try_from(self.copied.len() + data.len()).is_ok())
-            .ok_or_else(|| {
-                DataFusionError::Execution(format!(
-                    "a message payload of {} bytes does not fit the data column's batch \
-                     (at most 4 GiB of copied payloads per batch, {} bytes in it already)",
-                    data.len(),
-                    self.copied.len()
-                ))
-            })?;
+        if u32::try_from(self.copied.len() + data.len()).is_err() {
+            return Err(DataFusionError::Execution(format!(
+                "a message payload of {} bytes does not fit the data column's batch \
+                 (at most 4 GiB of copied payloads per batch, {} bytes in it already)",
+                data.len(),
+                self.copied.len()
+            )));
+        }
+        // Below 4 GiB: checked above.
+        let offset = self.copied.len() as u32;
         let block = match self.copied_block {
             Some(b) => b,
             None => {

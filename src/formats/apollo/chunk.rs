@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use crate::error::{Error, ErrorContext, Result};
-use crate::formats::chunk_io::{read_range_into, with_buffers};
+use crate::formats::chunk_io::with_buffers;
 use crate::io::ReadAt;
 use crate::model::{Channel, ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 use arrow_buffer::Buffer;
@@ -70,15 +70,14 @@ pub fn read(
     let private = summary.private::<RecordIndex>();
     let compress = private.map_or(0, |p| p.compress);
     with_buffers(|raw, _| {
-        read_range_into(
+        let mut section = raw.read(
             file,
             ctx,
             chunk.offset,
             chunk.length.max(SECTION_LEN),
-            raw.vec(),
             "chunk body section",
         )?;
-        let sh = SectionHeader::parse(raw.vec())
+        let sh = SectionHeader::parse(section)
             .ok_or_else(|| ctx.truncated(chunk.offset, "section header"))?;
         if sh.kind != kind::CHUNK_BODY {
             return Err(ctx.corrupt(
@@ -96,18 +95,11 @@ pub fn read(
             )
         })?;
         let total = SECTION_LEN + len;
-        if total > raw.vec().len() as u64 {
+        if total > section.len() as u64 {
             // The index gave a shorter range than the section declares.
-            read_range_into(
-                file,
-                ctx,
-                chunk.offset,
-                total,
-                raw.vec(),
-                "chunk body section",
-            )?;
+            section = raw.read(file, ctx, chunk.offset, total, "chunk body section")?;
         }
-        let buffer = raw.share();
+        let buffer = section;
         let body = buffer
             .get(SECTION_LEN as usize..total as usize)
             .ok_or_else(|| ctx.truncated(chunk.offset, "chunk body"))?;
@@ -170,7 +162,7 @@ fn deliver(
             publish_time: None,
             sequence: None,
             data: if sel.payload { m.content } else { &[] },
-            data_buffer: Some(buffer).filter(|_| sel.payload),
+            data_buffer: Some(buffer),
             extra: &[],
         };
         if sink.message(msg) == Flow::Stop {

@@ -20,7 +20,7 @@ use super::records::{
 use crate::compression::{self, Codec};
 use crate::error::{Error, ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
-use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
+use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 use arrow_buffer::Buffer;
@@ -156,15 +156,13 @@ pub(crate) fn load_chunk<'b>(
             ),
         )
     })?;
-    read_range_into(
+    let raw: &'b Buffer = raw.read(
         file,
         ctx,
         head.data_offset(),
         u64::from(head.data_len),
-        raw.vec(),
         "chunk data",
     )?;
-    let raw: &'b Buffer = raw.share();
     if codec == Codec::None {
         // The size field of an uncompressed chunk is informational: the data
         // length is authoritative (rosbag.js does the same).
@@ -320,7 +318,7 @@ fn deliver(
                 publish_time: None,
                 sequence: None,
                 data: if sel.payload { data } else { &[] },
-                data_buffer: Some(loaded.buffer).filter(|_| sel.payload),
+                data_buffer: Some(loaded.buffer),
                 extra: &[],
             };
             sink.message(msg)

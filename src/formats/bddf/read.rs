@@ -14,7 +14,7 @@ use super::index::{
 };
 use super::proto;
 use crate::error::{Error, ErrorContext, Result};
-use crate::formats::chunk_io::{read_range_into, with_buffers};
+use crate::formats::chunk_io::with_buffers;
 use crate::io::ReadAt;
 use crate::model::{
     ChunkMeta, ChunkRead, ExtraValue, Flow, Message, MessageSink, Nanos, Selection, Summary,
@@ -182,8 +182,7 @@ fn for_each_block(
                 k += 1;
             }
             let start = index.blocks.get(ids[first]).map_or(0, |b| b.offset);
-            read_range_into(file, ctx, start, end - start, raw.vec(), "data blocks")?;
-            let run: &Buffer = raw.share();
+            let run: &Buffer = raw.read(file, ctx, start, end - start, "data blocks")?;
             for &id in &ids[first..k] {
                 let Some(b) = index.blocks.get(id) else {
                     continue;
@@ -197,8 +196,8 @@ fn for_each_block(
                     Ok(p) => (p, run),
                     Err(total) => {
                         // Longer than the index suggested: read it alone.
-                        read_range_into(file, ctx, b.offset, total, extra.vec(), "data block")?;
-                        let alone: &Buffer = extra.share();
+                        let alone: &Buffer =
+                            extra.read(file, ctx, b.offset, total, "data block")?;
                         match parse_block(ctx, series, b, alone)? {
                             Ok(p) => (p, alone),
                             Err(_) => {

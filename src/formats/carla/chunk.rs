@@ -99,8 +99,7 @@ pub fn for_each_packet(
     let end = frames.get(j + 1).map_or(detail.end, |f| f.offset);
     let len = end.saturating_sub(start);
     chunk_io::with_buffers(|raw, _| -> Result<Walked> {
-        chunk_io::read_range_into(file, &ctx, start, len, raw.vec(), "chunk")?;
-        let shared: &Buffer = raw.share();
+        let shared: &Buffer = raw.read(file, &ctx, start, len, "chunk")?;
         let buf: &[u8] = shared;
         let mut frame = FrameCtx {
             id: first.id,

@@ -139,7 +139,7 @@ impl FormatReader for CarlaFormat {
                     publish_time: None,
                     sequence: None,
                     data: if sel.payload { p.body } else { &[] },
-                    data_buffer: Some(p.buffer).filter(|_| sel.payload),
+                    data_buffer: Some(p.buffer),
                     extra: &extra,
                 }))
             },

@@ -109,8 +109,7 @@ pub(crate) fn load_chunk<'b>(
             format!("chunk length {length} is shorter than a record prefix"),
         ));
     }
-    read_range_into(file, ctx, offset, length, raw.vec(), "chunk record")?;
-    let raw_buffer: &'b Buffer = raw.share();
+    let raw_buffer: &'b Buffer = raw.read(file, ctx, offset, length, "chunk record")?;
     let raw: &'b [u8] = raw_buffer;
     let (opcode, content) = split_record(raw);
     if opcode != op::CHUNK {
@@ -276,7 +275,7 @@ impl<'s> Resolver<'s> {
             publish_time: Some(h.publish_time),
             sequence: Some(h.sequence),
             data: if payload { data } else { &[] },
-            data_buffer: buffer.filter(|_| payload),
+            data_buffer: buffer,
             extra: &[],
         })
     }
