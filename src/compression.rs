@@ -6,6 +6,8 @@
 
 use std::io::Read;
 
+use arrow_buffer::Buffer;
+
 /// Largest uncompressed chunk logsql accepts (4 GiB); larger declared sizes are corruption.
 pub const MAX_CHUNK_SIZE: u64 = 4 << 30;
 
@@ -52,6 +54,118 @@ pub fn decompress(
     decompress_uncached(codec, src, expected, dst)
 }
 
+/// [`decompress`] of `src`, which lies in the shared buffer `owner`: an lz4
+/// frame is then read by a decoder kept for the thread's next chunk, which holds
+/// a clone of `owner` while it reads. A decoder made for each chunk allocates,
+/// faults in and zeroes its block buffers (for ROS `roslz4` frames, 4 MiB
+/// blocks) every time. Other codecs, and `src` outside `owner`, take
+/// [`decompress`].
+pub fn decompress_shared(
+    codec: Codec,
+    src: &[u8],
+    owner: &Buffer,
+    expected: u64,
+    dst: &mut Vec<u8>,
+) -> Result<(), String> {
+    let start = (src.as_ptr() as usize).wrapping_sub(owner.as_ptr() as usize);
+    let inside = start
+        .checked_add(src.len())
+        .is_some_and(|end| end <= owner.len());
+    let kind = lz4_frame_kind(src);
+    if cfg!(logsql_sweep_memo)
+        || codec != Codec::Lz4
+        || !inside
+        || kind.is_none()
+        || expected > MAX_CHUNK_SIZE
+    {
+        return decompress(codec, src, expected, dst);
+    }
+    let input = SharedInput(owner.slice_with_length(start, src.len()));
+    LZ4.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return decompress(codec, src, expected, dst);
+        };
+        // The decoder sizes its buffers for the first frame it reads (and
+        // asserts, in debug builds, that later frames fit them exactly): a frame
+        // of another block size or mode gets a new one.
+        if slot.as_ref().is_none_or(|(k, _)| Some(*k) != kind) {
+            *slot = kind.map(|k| {
+                let empty = std::io::Cursor::new(SharedInput::empty());
+                (k, lz4_flex::frame::FrameDecoder::new(empty))
+            });
+        }
+        let Some((_, decoder)) = slot.as_mut() else {
+            return decompress(codec, src, expected, dst);
+        };
+        *decoder.get_mut() = std::io::Cursor::new(input);
+        let result = read_capped(&mut *decoder, src.len(), expected, dst).and_then(|()| {
+            if dst.len() as u64 == expected {
+                Ok(())
+            } else {
+                Err(format!(
+                    "decompressed {} bytes, expected {expected}",
+                    dst.len()
+                ))
+            }
+        });
+        // A frame left half read (damaged input can end mid-frame and still
+        // give the declared size) would be continued by the next chunk. An end
+        // mark ends such a frame, and is nothing to a decoder between frames:
+        // the decoder is kept only if reading one gives no output and no error.
+        *decoder.get_mut() = std::io::Cursor::new(SharedInput::end_mark());
+        let clean = matches!(decoder.read(&mut [0u8; 1]), Ok(0));
+        // Let go of the chunk buffer, so that its reader can reuse it.
+        *decoder.get_mut() = std::io::Cursor::new(SharedInput::empty());
+        if result.is_err() || !clean {
+            *slot = None;
+        }
+        result
+    })
+}
+
+/// The block mode and maximum block size of the lz4 frame `src` starts with
+/// (its FLG byte's independence bit and its BD byte), if it starts with the
+/// magic number of the lz4 frame format.
+fn lz4_frame_kind(src: &[u8]) -> Option<(u8, u8)> {
+    const MAGIC: [u8; 4] = 0x184D_2204u32.to_le_bytes();
+    match src {
+        [m0, m1, m2, m3, flg, bd, ..] if [*m0, *m1, *m2, *m3] == MAGIC => {
+            Some((flg & 0x20, bd & 0x70))
+        }
+        _ => None,
+    }
+}
+
+/// Compressed bytes the kept lz4 decoder reads: a clone of the buffer they lie in.
+struct SharedInput(Buffer);
+
+impl SharedInput {
+    /// No input: what the kept decoder holds between chunks.
+    fn empty() -> Self {
+        Self(Buffer::from_vec(Vec::<u8>::new()))
+    }
+
+    /// An lz4 frame's end mark (a block size of zero).
+    fn end_mark() -> Self {
+        Self(Buffer::from_vec(vec![0u8; 4]))
+    }
+}
+
+impl AsRef<[u8]> for SharedInput {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The lz4 frame decoder [`decompress_shared`] keeps, over shared input.
+type Lz4Decoder = lz4_flex::frame::FrameDecoder<std::io::Cursor<SharedInput>>;
+
+thread_local! {
+    /// The lz4 frame decoder [`decompress_shared`] keeps for the thread's next chunk.
+    static LZ4: std::cell::RefCell<Option<((u8, u8), Lz4Decoder)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// [`decompress`] itself, without the sweep memo.
 fn decompress_uncached(
     codec: Codec,
@@ -59,14 +173,17 @@ fn decompress_uncached(
     expected: u64,
     dst: &mut Vec<u8>,
 ) -> Result<(), String> {
-    dst.clear();
     if expected > MAX_CHUNK_SIZE {
+        dst.clear();
         return Err(format!(
             "declared uncompressed size {expected} exceeds the {MAX_CHUNK_SIZE}-byte limit"
         ));
     }
     match codec {
-        Codec::None => dst.extend_from_slice(src),
+        Codec::None => {
+            crate::huge_pages::room_for(dst, src.len());
+            dst.extend_from_slice(src);
+        }
         Codec::Zstd => {
             if !zstd_bulk(src, expected, dst) {
                 read_capped(zstd_reader(src)?, src.len(), expected, dst)?;
@@ -177,7 +294,7 @@ fn zstd_bulk(src: &[u8], expected: u64, dst: &mut Vec<u8>) -> bool {
     let Ok(expected) = usize::try_from(expected) else {
         return false;
     };
-    dst.reserve(expected);
+    crate::huge_pages::room_for(dst, expected);
     let ok = ZSTD
         .try_with(|cell| {
             let Ok(mut slot) = cell.try_borrow_mut() else {
@@ -212,7 +329,64 @@ fn zstd_reader(src: &[u8]) -> Result<impl Read + '_, String> {
     zstd::stream::read::Decoder::with_buffer(src).map_err(|e| format!("zstd: {e}"))
 }
 
+/// Reads the decompressed output of `reader` into `dst`, which must come to
+/// `expected` bytes; the caller checks the size `dst` ends with.
+///
+/// `dst`'s old content is overwritten, not cleared first: a buffer reused from
+/// the previous chunk is zero-filled only where it grows, where reading into a
+/// cleared `Vec` (`read_to_end`) would zero every chunk's whole output before
+/// decompressing into it.
 fn read_capped(
+    mut reader: impl Read,
+    src_len: usize,
+    expected: u64,
+    dst: &mut Vec<u8>,
+) -> Result<(), String> {
+    let n = match usize::try_from(expected) {
+        Ok(n) if expected <= plausible_size(src_len) => n,
+        // A declared size the data cannot produce: reserve only what it plausibly
+        // can, and let the buffer grow if the data does.
+        _ => return read_to_end_capped(reader, src_len, expected, dst),
+    };
+    if dst.capacity() < n {
+        crate::huge_pages::room_for(dst, n);
+    }
+    dst.resize(n, 0);
+    let mut filled = 0;
+    while filled < n {
+        match reader.read(&mut dst[filled..]) {
+            Ok(0) => break,
+            Ok(k) => filled += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                dst.truncate(filled);
+                return Err(format!("decompression failed after {filled} bytes: {e}"));
+            }
+        }
+    }
+    dst.truncate(filled);
+    if filled == n {
+        // One byte more would be more than declared.
+        let mut probe = [0u8; 1];
+        loop {
+            match reader.read(&mut probe) {
+                Ok(0) => break,
+                Ok(_) => {
+                    dst.push(probe[0]);
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Trailing padding after the last zstd frame: keep what was decoded.
+                Err(_) => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`read_capped`] for a declared size beyond what the data can plausibly
+/// produce: the buffer is reserved for the plausible size and grows as needed.
+fn read_to_end_capped(
     reader: impl Read,
     src_len: usize,
     expected: u64,
@@ -221,7 +395,10 @@ fn read_capped(
     // Reserve what the file declares, but no more than a generous multiple of the
     // compressed size: a corrupt size field must not make us allocate up front
     // what the data cannot produce (the buffer still grows if the data does).
-    dst.reserve(usize::try_from(expected.min(plausible_size(src_len))).unwrap_or(0));
+    crate::huge_pages::room_for(
+        dst,
+        usize::try_from(expected.min(plausible_size(src_len))).unwrap_or(0),
+    );
     // One byte more than expected, to detect oversize output without unbounded reads.
     let mut limited = reader.take(expected + 1);
     match limited.read_to_end(dst) {
@@ -315,6 +492,127 @@ mod tests {
         let mut out = Vec::new();
         decompress(Codec::Lz4, &src, d.len() as u64, &mut out).unwrap();
         assert_eq!(out, d);
+    }
+
+    fn lz4(d: &[u8], mode: lz4_flex::frame::BlockMode) -> Vec<u8> {
+        let info = lz4_flex::frame::FrameInfo::new()
+            .block_mode(mode)
+            .block_size(lz4_flex::frame::BlockSize::Max64KB);
+        let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
+        std::io::Write::write_all(&mut enc, d).unwrap();
+        enc.finish().unwrap()
+    }
+
+    #[test]
+    fn the_kept_lz4_decoder_reads_chunk_after_chunk_and_recovers_from_damage() {
+        use lz4_flex::frame::BlockMode;
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 253) as u8).collect();
+        let small = data();
+        // Chunks as a reader holds them: inside a larger shared buffer.
+        let mut file = vec![0xAAu8; 5];
+        let mut at = Vec::new();
+        for (d, mode) in [
+            (&big, BlockMode::Linked),
+            (&small, BlockMode::Independent),
+            (&big, BlockMode::Independent),
+        ] {
+            let src = lz4(d, mode);
+            at.push((file.len(), src.len(), d.clone()));
+            file.extend(src);
+        }
+        let owner = Buffer::from_vec(file);
+        // One output buffer reused throughout, as a reader does: stale longer
+        // content must never show through.
+        let mut out = Vec::new();
+        for round in 0..2 {
+            for (start, len, d) in &at {
+                let src = &owner[*start..start + len];
+                decompress_shared(Codec::Lz4, src, &owner, d.len() as u64, &mut out).unwrap();
+                assert_eq!(&out, d, "round {round}");
+            }
+        }
+        // A damaged frame is an error, and the next chunk still decodes.
+        let (start, len, d) = &at[0];
+        let cut = &owner[*start..start + len / 2];
+        let e = decompress_shared(Codec::Lz4, cut, &owner, d.len() as u64, &mut out).unwrap_err();
+        assert!(e.contains("expected") || e.contains("failed"), "{e}");
+        let (start, len, d) = &at[1];
+        decompress_shared(
+            Codec::Lz4,
+            &owner[*start..start + len],
+            &owner,
+            d.len() as u64,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(&out, d);
+        // A chunk cut after a whole block gives what it declares (the blocks
+        // before the cut) but leaves its frame open: the next chunk must not be
+        // read as the rest of that frame.
+        let (start, len, d) = &at[2];
+        let src = &owner[*start..start + len];
+        let first_block =
+            4 + (u32::from_le_bytes(src[7..11].try_into().unwrap()) & 0x7FFF_FFFF) as usize;
+        let cut = &src[..7 + first_block];
+        decompress_shared(Codec::Lz4, cut, &owner, 65_536, &mut out).unwrap();
+        assert_eq!(out[..], d[..65_536]);
+        let (start, len, d) = &at[1];
+        decompress_shared(
+            Codec::Lz4,
+            &owner[*start..start + len],
+            &owner,
+            d.len() as u64,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(&out, d);
+        // Wrong declared sizes, either way, are errors that name both sizes.
+        let src = &owner[*start..start + len];
+        let e =
+            decompress_shared(Codec::Lz4, src, &owner, d.len() as u64 - 1, &mut out).unwrap_err();
+        assert!(
+            e.contains(&format!("decompressed {} bytes", d.len())),
+            "{e}"
+        );
+        let e =
+            decompress_shared(Codec::Lz4, src, &owner, d.len() as u64 + 1, &mut out).unwrap_err();
+        assert!(
+            e.contains(&format!("decompressed {} bytes", d.len())),
+            "{e}"
+        );
+        decompress_shared(Codec::Lz4, src, &owner, d.len() as u64, &mut out).unwrap();
+        assert_eq!(&out, d);
+        // Bytes outside the buffer named are decoded all the same (by a new decoder).
+        let copy = src.to_vec();
+        decompress_shared(Codec::Lz4, &copy, &owner, d.len() as u64, &mut out).unwrap();
+        assert_eq!(&out, d);
+        // The decoder lets go of the buffer once it is done.
+        assert!(
+            owner.into_vec::<u8>().is_ok(),
+            "no clone of the chunk buffer is left behind"
+        );
+    }
+
+    #[test]
+    fn a_reused_output_buffer_is_overwritten_exactly() {
+        let d = data();
+        let mut out = vec![9u8; 3 * d.len()];
+        for codec in [Codec::Bz2, Codec::Lz4, Codec::Zstd, Codec::None] {
+            let src = match codec {
+                Codec::Bz2 => {
+                    let mut enc =
+                        bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+                    std::io::Write::write_all(&mut enc, &d).unwrap();
+                    enc.finish().unwrap()
+                }
+                Codec::Lz4 => lz4(&d, lz4_flex::frame::BlockMode::Independent),
+                Codec::Zstd => zstd::encode_all(&d[..], 3).unwrap(),
+                Codec::None => d.clone(),
+            };
+            decompress(codec, &src, d.len() as u64, &mut out).unwrap();
+            assert_eq!(out, d, "{codec:?}");
+            out.resize(3 * d.len(), 9);
+        }
     }
 
     #[test]

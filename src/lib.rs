@@ -31,6 +31,7 @@ pub mod decode;
 pub mod descriptors;
 pub mod error;
 pub mod formats;
+pub mod huge_pages;
 pub mod io;
 pub mod model;
 pub mod partial;

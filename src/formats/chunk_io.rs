@@ -147,6 +147,9 @@ pub fn read_range_into(
     };
     // Every byte is overwritten by the read: only growth is zero-filled, so a
     // reused buffer costs no memset per chunk.
+    if buf.capacity() < n {
+        crate::huge_pages::room_for(buf, n);
+    }
     buf.resize(n, 0);
     file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
 }

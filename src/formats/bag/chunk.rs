@@ -184,15 +184,17 @@ pub(crate) fn load_chunk<'b>(
             bytes_decompressed: 0,
         });
     }
-    compression::decompress(codec, raw, u64::from(head.size), out.vec()).map_err(|e| {
-        ctx.corrupt(
-            head.data_offset(),
-            format!(
-                "cannot decompress the {} chunk at byte {}: {e}",
-                head.compression, head.offset
-            ),
-        )
-    })?;
+    compression::decompress_shared(codec, raw, raw, u64::from(head.size), out.vec()).map_err(
+        |e| {
+            ctx.corrupt(
+                head.data_offset(),
+                format!(
+                    "cannot decompress the {} chunk at byte {}: {e}",
+                    head.compression, head.offset
+                ),
+            )
+        },
+    )?;
     let out: &'b Buffer = out.share();
     Ok(LoadedChunk {
         offset: head.offset,

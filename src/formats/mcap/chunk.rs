@@ -38,12 +38,16 @@ pub(crate) fn field_error(
 /// `verify_crc`) the CRC.
 ///
 /// `chunk_offset` is the file offset of the Chunk record and `records_offset` the
-/// file offset of its compressed records (both for error messages).
+/// file offset of its compressed records (both for error messages). `owner` is
+/// the shared buffer `compressed` lies in, if any
+/// ([`compression::decompress_shared`]).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decompress_records(
     ctx: &ErrorContext,
     chunk_offset: u64,
     header: &records::ChunkHeader<'_>,
     compressed: &[u8],
+    owner: Option<&Buffer>,
     records_offset: u64,
     out: &mut Vec<u8>,
     verify_crc: bool,
@@ -57,7 +61,12 @@ pub(crate) fn decompress_records(
             ),
         )
     })?;
-    compression::decompress(codec, compressed, header.uncompressed_size, out).map_err(|e| {
+    let size = header.uncompressed_size;
+    match owner {
+        Some(owner) => compression::decompress_shared(codec, compressed, owner, size, out),
+        None => compression::decompress(codec, compressed, size, out),
+    }
+    .map_err(|e| {
         ctx.corrupt(
             records_offset,
             format!(
@@ -171,6 +180,7 @@ pub(crate) fn load_chunk<'b>(
         offset,
         &header,
         chunk.records,
+        Some(raw_buffer),
         records_offset,
         out.vec(),
         true,

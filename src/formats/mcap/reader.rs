@@ -389,6 +389,7 @@ impl<'f> RecordReader<'f> {
                         pos,
                         &chunk.header,
                         chunk.records,
+                        None,
                         records_offset,
                         &mut self.chunk_buf,
                         self.opts.verify_crcs,
