@@ -70,6 +70,16 @@ pub fn main() -> ExitCode {
 pub fn run(args: Args) -> CliResult {
     let mut app = App::new(&args)?;
     let mut out = output(&args)?;
+    let result = run_with(&mut app, &args, &mut out);
+    let flushed = out
+        .flush()
+        .map_err(|e| CliError::io("writing the output", e));
+    app.close();
+    result.and(flushed)
+}
+
+/// Runs a parsed command line on `app`, writing results to `out`.
+fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
     if let Some(command) = &args.command {
         if args.sql.is_some() || !args.files.is_empty() || !args.commands.is_empty() {
             return Err(CliError::msg(
@@ -90,14 +100,14 @@ pub fn run(args: Args) -> CliResult {
                     timeline: !no_timeline,
                     ascii: *ascii,
                 };
-                info::run(&app, files, opts, &mut out)
+                info::run(app, files, opts, out)
             }
-            Command::Export(e) => export::run(&app, e, &mut out),
-            Command::Plot(p) => plot::run(&app, p, p.quiet || args.quiet, &mut out),
-            Command::Topics { path } => app.run_table_function("topics", path, &mut out),
-            Command::Chunks { path } => app.run_table_function("chunks", path, &mut out),
-            Command::Attachments { path } => app.run_table_function("attachments", path, &mut out),
-            Command::Metadata { path } => app.run_table_function("metadata", path, &mut out),
+            Command::Export(e) => export::run(app, e, out),
+            Command::Plot(p) => plot::run(app, p, p.quiet || args.quiet, out),
+            Command::Topics { path } => app.run_table_function("topics", path, out),
+            Command::Chunks { path } => app.run_table_function("chunks", path, out),
+            Command::Attachments { path } => app.run_table_function("attachments", path, out),
+            Command::Metadata { path } => app.run_table_function("metadata", path, out),
             #[cfg(feature = "distributed")]
             Command::Worker { listen } => {
                 eprintln!("logsql worker listening on http://{listen}");
@@ -110,13 +120,13 @@ pub fn run(args: Args) -> CliResult {
     if args.sql.is_none() && args.files.is_empty() && args.commands.is_empty() {
         if io::stdin().is_terminal() {
             app.timing = !args.quiet;
-            return shell::run(&mut app, &mut out, args.quiet);
+            return shell::run(app, out, args.quiet);
         }
         let mut script = String::new();
         io::stdin()
             .read_to_string(&mut script)
             .map_err(|e| CliError::io("reading stdin", e))?;
-        return app.run_script(&script, &mut out);
+        return app.run_script(&script, out);
     }
     for sql in args.commands.iter().chain(&args.sql) {
         not_a_path(sql)?;
@@ -124,10 +134,10 @@ pub fn run(args: Args) -> CliResult {
     for file in &args.files {
         let script = std::fs::read_to_string(file)
             .map_err(|e| CliError::io(file.display().to_string(), e))?;
-        app.run_script(&script, &mut out)?;
+        app.run_script(&script, out)?;
     }
     for sql in args.commands.iter().chain(&args.sql) {
-        app.run_script(sql, &mut out)?;
+        app.run_script(sql, out)?;
     }
     Ok(())
 }
@@ -270,6 +280,17 @@ impl App {
             app.rt.block_on(app.ctx.sql(&set))?;
         }
         Ok(app)
+    }
+
+    /// Ends the session without waiting for the runtime's threads: the session,
+    /// and with it whatever its tables hold (temporary copies of remote files),
+    /// is dropped here, and the threads end with the process. Joining them
+    /// instead costs a process a millisecond or two at exit, each thread
+    /// unmapping its chunk buffers while the others still run.
+    pub fn close(self) {
+        let App { rt, ctx, .. } = self;
+        drop(ctx);
+        rt.shutdown_background();
     }
 
     /// Runs every statement of `script` in order, printing each result; stops at

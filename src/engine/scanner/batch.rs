@@ -333,14 +333,9 @@ impl DataColumn {
     /// A copy buffer for a new batch: the buffer of a sent batch that no
     /// one holds any more (its pages are mapped in already), else a new one.
     fn take_buffer(&mut self) -> Vec<u8> {
-        match self.sent.take_back() {
-            Some(mut v) => {
-                v.clear();
-                v.reserve(self.capacity);
-                v
-            }
-            None => Vec::with_capacity(self.capacity),
-        }
+        let mut v = self.sent.take_back().unwrap_or_default();
+        crate::huge_pages::room_for(&mut v, self.capacity);
+        v
     }
 
     fn append(&mut self, data: &[u8], buffer: Option<&Buffer>) -> Result<()> {
