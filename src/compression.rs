@@ -67,19 +67,15 @@ pub fn decompress_shared(
     expected: u64,
     dst: &mut Vec<u8>,
 ) -> Result<(), String> {
-    let start = (src.as_ptr() as usize).wrapping_sub(owner.as_ptr() as usize);
-    let inside = start
-        .checked_add(src.len())
-        .is_some_and(|end| end <= owner.len());
-    let kind = lz4_frame_kind(src);
-    if cfg!(logsql_sweep_memo)
-        || codec != Codec::Lz4
-        || !inside
-        || kind.is_none()
-        || expected > MAX_CHUNK_SIZE
-    {
-        return decompress(codec, src, expected, dst);
-    }
+    let shared = crate::formats::chunk_io::offset_in(owner, src);
+    let (start, kind) = match (shared, lz4_frame_kind(src)) {
+        (Some(start), Some(kind))
+            if codec == Codec::Lz4 && expected <= MAX_CHUNK_SIZE && !cfg!(logsql_sweep_memo) =>
+        {
+            (start, kind)
+        }
+        _ => return decompress(codec, src, expected, dst),
+    };
     let input = SharedInput(owner.slice_with_length(start, src.len()));
     LZ4.with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
@@ -88,26 +84,18 @@ pub fn decompress_shared(
         // The decoder sizes its buffers for the first frame it reads (and
         // asserts, in debug builds, that later frames fit them exactly): a frame
         // of another block size or mode gets a new one.
-        if slot.as_ref().is_none_or(|(k, _)| Some(*k) != kind) {
-            *slot = kind.map(|k| {
+        let decoder = match slot.as_mut() {
+            Some((k, decoder)) if *k == kind => decoder,
+            _ => {
                 let empty = std::io::Cursor::new(SharedInput::empty());
-                (k, lz4_flex::frame::FrameDecoder::new(empty))
-            });
-        }
-        let Some((_, decoder)) = slot.as_mut() else {
-            return decompress(codec, src, expected, dst);
+                &mut slot
+                    .insert((kind, lz4_flex::frame::FrameDecoder::new(empty)))
+                    .1
+            }
         };
         *decoder.get_mut() = std::io::Cursor::new(input);
-        let result = read_capped(&mut *decoder, src.len(), expected, dst).and_then(|()| {
-            if dst.len() as u64 == expected {
-                Ok(())
-            } else {
-                Err(format!(
-                    "decompressed {} bytes, expected {expected}",
-                    dst.len()
-                ))
-            }
-        });
+        let result = read_capped(&mut *decoder, src.len(), expected, dst)
+            .and_then(|()| check_size(dst, expected));
         // A frame left half read (damaged input can end mid-frame and still
         // give the declared size) would be continued by the next chunk. An end
         // mark ends such a frame, and is nothing to a decoder between frames:
@@ -121,6 +109,18 @@ pub fn decompress_shared(
         }
         result
     })
+}
+
+/// The error of a decompression that did not give the declared size.
+fn check_size(dst: &[u8], expected: u64) -> Result<(), String> {
+    if dst.len() as u64 == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "decompressed {} bytes, expected {expected}",
+            dst.len()
+        ))
+    }
 }
 
 /// The block mode and maximum block size of the lz4 frame `src` starts with
@@ -202,13 +202,7 @@ fn decompress_uncached(
             dst,
         )?,
     }
-    if dst.len() as u64 != expected {
-        return Err(format!(
-            "decompressed {} bytes, expected {expected}",
-            dst.len()
-        ));
-    }
-    Ok(())
+    check_size(dst, expected)
 }
 
 /// A memo of successful decompressions, compiled only with
@@ -348,10 +342,7 @@ fn read_capped(
         // can, and let the buffer grow if the data does.
         _ => return read_to_end_capped(reader, src_len, expected, dst),
     };
-    if dst.capacity() < n {
-        crate::huge_pages::room_for(dst, n);
-    }
-    dst.resize(n, 0);
+    crate::huge_pages::resize_for_overwrite(dst, n);
     let mut filled = 0;
     while filled < n {
         match reader.read(&mut dst[filled..]) {

@@ -58,6 +58,17 @@ pub fn room_for(buf: &mut Vec<u8>, n: usize) {
     advise(buf.as_ptr() as usize, buf.capacity());
 }
 
+/// Gives `buf` exactly `n` bytes, for the caller to overwrite: a buffer with
+/// the room keeps its old content and is zero-filled only where it grows (no
+/// memset of every chunk when a buffer is reused); one without it gets a new
+/// allocation from [`room_for`].
+pub fn resize_for_overwrite(buf: &mut Vec<u8>, n: usize) {
+    if buf.capacity() < n {
+        room_for(buf, n);
+    }
+    buf.resize(n, 0);
+}
+
 /// Asks for huge pages over the allocation of `capacity` bytes at `addr` (see
 /// the module documentation).
 #[cfg(target_os = "linux")]

@@ -119,6 +119,13 @@ pub fn with_buffers<T>(f: impl FnOnce(&mut ChunkBuf, &mut ChunkBuf) -> T) -> T {
     result
 }
 
+/// The offset of `part` inside `buffer`, when it lies wholly inside it.
+pub fn offset_in(buffer: &Buffer, part: &[u8]) -> Option<usize> {
+    let start = (part.as_ptr() as usize).checked_sub(buffer.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= buffer.len()).then_some(start)
+}
+
 /// Reads `len` bytes at `offset` into `buf` (replacing its content), after checking
 /// that the range lies inside the file, so a corrupt length never allocates more
 /// than the file holds. `what` names the range in the error.
@@ -145,12 +152,8 @@ pub fn read_range_into(
             ));
         }
     };
-    // Every byte is overwritten by the read: only growth is zero-filled, so a
-    // reused buffer costs no memset per chunk.
-    if buf.capacity() < n {
-        crate::huge_pages::room_for(buf, n);
-    }
-    buf.resize(n, 0);
+    // Every byte is overwritten by the read.
+    crate::huge_pages::resize_for_overwrite(buf, n);
     file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
 }
 

@@ -343,7 +343,7 @@ impl DataColumn {
             self.views.push(make_view(data, 0, 0));
             return Ok(());
         }
-        if let Some((buffer, offset)) = buffer.and_then(|b| Some((b, offset_in(b, data)?))) {
+        if let Some((buffer, offset)) = buffer.and_then(|b| Some((b, view_offset(b, data)?))) {
             let block = match self.last_shared {
                 Some(i) if self.blocks[i].buffer.ptr_eq(buffer) => i,
                 _ => {
@@ -494,14 +494,8 @@ impl DataColumn {
 
 /// The offset of `data` inside `buffer`, when it lies wholly inside it and
 /// the offset fits a view.
-fn offset_in(buffer: &Buffer, data: &[u8]) -> Option<u32> {
-    let base = buffer.as_ptr() as usize;
-    let start = (data.as_ptr() as usize).checked_sub(base)?;
-    let end = start.checked_add(data.len())?;
-    if end > buffer.len() {
-        return None;
-    }
-    u32::try_from(start).ok()
+fn view_offset(buffer: &Buffer, data: &[u8]) -> Option<u32> {
+    u32::try_from(crate::formats::chunk_io::offset_in(buffer, data)?).ok()
 }
 
 /// The kind of extra column `name` in whichever format defines it.
