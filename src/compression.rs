@@ -8,6 +8,8 @@ use std::io::Read;
 
 use arrow_buffer::Buffer;
 
+use crate::huge_pages::PageBuf;
+
 /// Largest uncompressed chunk logsql accepts (4 GiB); larger declared sizes are corruption.
 pub const MAX_CHUNK_SIZE: u64 = 4 << 30;
 
@@ -46,7 +48,7 @@ pub fn decompress(
     codec: Codec,
     src: &[u8],
     expected: u64,
-    dst: &mut Vec<u8>,
+    dst: &mut PageBuf,
 ) -> Result<(), String> {
     #[cfg(logsql_sweep_memo)]
     return sweep_memo::decompress(codec, src, expected, dst);
@@ -65,7 +67,7 @@ pub fn decompress_shared(
     src: &[u8],
     owner: &Buffer,
     expected: u64,
-    dst: &mut Vec<u8>,
+    dst: &mut PageBuf,
 ) -> Result<(), String> {
     let shared = crate::formats::chunk_io::offset_in(owner, src);
     let (start, kind) = match (shared, lz4_frame_kind(src)) {
@@ -171,7 +173,7 @@ fn decompress_uncached(
     codec: Codec,
     src: &[u8],
     expected: u64,
-    dst: &mut Vec<u8>,
+    dst: &mut PageBuf,
 ) -> Result<(), String> {
     if expected > MAX_CHUNK_SIZE {
         dst.clear();
@@ -181,7 +183,7 @@ fn decompress_uncached(
     }
     match codec {
         Codec::None => {
-            crate::huge_pages::room_for(dst, src.len());
+            dst.room_for(src.len());
             dst.extend_from_slice(src);
         }
         Codec::Zstd => {
@@ -214,7 +216,7 @@ fn decompress_uncached(
 /// whole input, not only its hash. Failures are not memoized.
 #[cfg(logsql_sweep_memo)]
 mod sweep_memo {
-    use super::{Codec, decompress_uncached};
+    use super::{Codec, PageBuf, decompress_uncached};
     use std::collections::HashMap;
     use std::hash::{Hash, Hasher};
     use std::sync::{Mutex, OnceLock};
@@ -239,7 +241,7 @@ mod sweep_memo {
         codec: Codec,
         src: &[u8],
         expected: u64,
-        dst: &mut Vec<u8>,
+        dst: &mut PageBuf,
     ) -> Result<(), String> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         src.hash(&mut h);
@@ -265,7 +267,7 @@ mod sweep_memo {
             m.entries
                 .entry(key)
                 .or_default()
-                .push((codec, expected, src.to_vec(), dst.clone()));
+                .push((codec, expected, src.to_vec(), dst.to_vec()));
         }
         Ok(())
     }
@@ -281,14 +283,14 @@ thread_local! {
 /// room), the fast path for well-formed chunks. Returns `false` (with `dst`
 /// cleared) when it cannot be used or fails, e.g. on trailing padding after the
 /// last frame; the streaming decoder then takes over.
-fn zstd_bulk(src: &[u8], expected: u64, dst: &mut Vec<u8>) -> bool {
+fn zstd_bulk(src: &[u8], expected: u64, dst: &mut PageBuf) -> bool {
     if expected > plausible_size(src.len()) {
         return false;
     }
     let Ok(expected) = usize::try_from(expected) else {
         return false;
     };
-    crate::huge_pages::room_for(dst, expected);
+    dst.room_for(expected);
     let ok = ZSTD
         .try_with(|cell| {
             let Ok(mut slot) = cell.try_borrow_mut() else {
@@ -300,8 +302,14 @@ fn zstd_bulk(src: &[u8], expected: u64, dst: &mut Vec<u8>) -> bool {
             let Some(d) = slot.as_mut() else {
                 return false;
             };
-            // Writes into the spare capacity; output larger than it is an error.
-            matches!(d.decompress_to_buffer(src, dst), Ok(n) if n == expected)
+            // Writes into the room made; output larger than it is an error.
+            match d.decompress_to_buffer(src, dst.spare_mut()) {
+                Ok(n) if n == expected => {
+                    dst.set_len(n);
+                    true
+                }
+                _ => false,
+            }
         })
         .unwrap_or(false);
     if !ok {
@@ -334,7 +342,7 @@ fn read_capped(
     mut reader: impl Read,
     src_len: usize,
     expected: u64,
-    dst: &mut Vec<u8>,
+    dst: &mut PageBuf,
 ) -> Result<(), String> {
     let n = match usize::try_from(expected) {
         Ok(n) if expected <= plausible_size(src_len) => n,
@@ -342,20 +350,24 @@ fn read_capped(
         // can, and let the buffer grow if the data does.
         _ => return read_to_end_capped(reader, src_len, expected, dst),
     };
-    crate::huge_pages::resize_for_overwrite(dst, n);
+    let out = dst.resize_for_overwrite(n);
     let mut filled = 0;
+    let mut failed = None;
     while filled < n {
-        match reader.read(&mut dst[filled..]) {
+        match reader.read(&mut out[filled..]) {
             Ok(0) => break,
             Ok(k) => filled += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                dst.truncate(filled);
-                return Err(format!("decompression failed after {filled} bytes: {e}"));
+                failed = Some(e);
+                break;
             }
         }
     }
     dst.truncate(filled);
+    if let Some(e) = failed {
+        return Err(format!("decompression failed after {filled} bytes: {e}"));
+    }
     if filled == n {
         // One byte more would be more than declared.
         let mut probe = [0u8; 1];
@@ -377,29 +389,39 @@ fn read_capped(
 
 /// [`read_capped`] for a declared size beyond what the data can plausibly
 /// produce: the buffer is reserved for the plausible size and grows as needed.
+/// How much [`read_to_end_capped`] grows its buffer by, at least, when full.
+const READ_STEP: usize = 64 << 10;
+
 fn read_to_end_capped(
     reader: impl Read,
     src_len: usize,
     expected: u64,
-    dst: &mut Vec<u8>,
+    dst: &mut PageBuf,
 ) -> Result<(), String> {
     // Reserve what the file declares, but no more than a generous multiple of the
     // compressed size: a corrupt size field must not make us allocate up front
     // what the data cannot produce (the buffer still grows if the data does).
-    crate::huge_pages::room_for(
-        dst,
-        usize::try_from(expected.min(plausible_size(src_len))).unwrap_or(0),
-    );
+    dst.room_for(usize::try_from(expected.min(plausible_size(src_len))).unwrap_or(0));
     // One byte more than expected, to detect oversize output without unbounded reads.
     let mut limited = reader.take(expected + 1);
-    match limited.read_to_end(dst) {
-        Ok(_) => Ok(()),
-        // Trailing padding after the last zstd frame: keep what was decoded.
-        Err(_) if dst.len() as u64 == expected => Ok(()),
-        Err(e) => Err(format!(
-            "decompression failed after {} bytes: {e}",
-            dst.len()
-        )),
+    loop {
+        if dst.len() == dst.capacity() {
+            dst.reserve(READ_STEP);
+        }
+        let len = dst.len();
+        match limited.read(dst.spare_mut()) {
+            Ok(0) => return Ok(()),
+            Ok(k) => dst.set_len(len + k),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // Trailing padding after the last zstd frame: keep what was decoded.
+            Err(_) if dst.len() as u64 == expected => return Ok(()),
+            Err(e) => {
+                return Err(format!(
+                    "decompression failed after {} bytes: {e}",
+                    dst.len()
+                ));
+            }
+        }
     }
 }
 
@@ -417,16 +439,16 @@ mod tests {
         let mut src = zstd::encode_all(&d[..25_000], 3).unwrap();
         src.extend(zstd::encode_all(&d[25_000..], 3).unwrap());
         src.extend([0u8; 13]);
-        let mut out = Vec::new();
+        let mut out = PageBuf::default();
         decompress(Codec::Zstd, &src, d.len() as u64, &mut out).unwrap();
-        assert_eq!(out, d);
+        assert_eq!(out[..], d[..]);
     }
 
     #[test]
     fn wrong_declared_sizes_are_errors() {
         let d = data();
         let src = zstd::encode_all(&d[..], 3).unwrap();
-        let mut out = Vec::new();
+        let mut out = PageBuf::default();
         let e = decompress(Codec::Zstd, &src, d.len() as u64 - 1, &mut out).unwrap_err();
         assert!(e.contains("expected"), "{e}");
         assert!(out.len() <= d.len());
@@ -448,9 +470,9 @@ mod tests {
         let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
         std::io::Write::write_all(&mut enc, &d).unwrap();
         let src = enc.finish().unwrap();
-        let mut out = Vec::new();
+        let mut out = PageBuf::default();
         decompress(Codec::Lz4, &src, d.len() as u64, &mut out).unwrap();
-        assert_eq!(out, d);
+        assert_eq!(out[..], d[..]);
         assert!(decompress(Codec::Lz4, &src[..src.len() / 2], d.len() as u64, &mut out).is_err());
     }
 
@@ -460,9 +482,9 @@ mod tests {
         let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::best());
         std::io::Write::write_all(&mut enc, &d).unwrap();
         let src = enc.finish().unwrap();
-        let mut out = Vec::new();
+        let mut out = PageBuf::default();
         decompress(Codec::Bz2, &src, d.len() as u64, &mut out).unwrap();
-        assert_eq!(out, d);
+        assert_eq!(out[..], d[..]);
         assert!(decompress(Codec::Bz2, &src[..src.len() / 2], d.len() as u64, &mut out).is_err());
         let e = decompress(Codec::Bz2, &src, d.len() as u64 - 7, &mut out).unwrap_err();
         assert!(e.contains("expected"), "{e}");
@@ -480,9 +502,9 @@ mod tests {
         let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
         std::io::Write::write_all(&mut enc, &d).unwrap();
         let src = enc.finish().unwrap();
-        let mut out = Vec::new();
+        let mut out = PageBuf::default();
         decompress(Codec::Lz4, &src, d.len() as u64, &mut out).unwrap();
-        assert_eq!(out, d);
+        assert_eq!(out[..], d[..]);
     }
 
     fn lz4(d: &[u8], mode: lz4_flex::frame::BlockMode) -> Vec<u8> {
@@ -514,8 +536,8 @@ mod tests {
         let owner = Buffer::from_vec(file);
         // One output buffer reused throughout, as a reader does: stale longer
         // content must never show through.
-        let mut out = Vec::new();
-        let read = |i: usize, out: &mut Vec<u8>| {
+        let mut out = PageBuf::default();
+        let read = |i: usize, out: &mut PageBuf| {
             let (start, len, d) = &at[i];
             decompress_shared(
                 Codec::Lz4,
@@ -525,7 +547,7 @@ mod tests {
                 out,
             )
             .unwrap();
-            assert_eq!(out, d, "chunk {i}");
+            assert_eq!(out[..], d[..], "chunk {i}");
         };
         for _round in 0..2 {
             for i in 0..at.len() {
@@ -565,11 +587,11 @@ mod tests {
             "{e}"
         );
         decompress_shared(Codec::Lz4, src, &owner, d.len() as u64, &mut out).unwrap();
-        assert_eq!(&out, d);
+        assert_eq!(out[..], d[..]);
         // Bytes outside the buffer named are decoded all the same (by a new decoder).
         let copy = src.to_vec();
         decompress_shared(Codec::Lz4, &copy, &owner, d.len() as u64, &mut out).unwrap();
-        assert_eq!(&out, d);
+        assert_eq!(out[..], d[..]);
         // The decoder lets go of the buffer once it is done.
         assert!(
             owner.into_vec::<u8>().is_ok(),
@@ -580,7 +602,9 @@ mod tests {
     #[test]
     fn a_reused_output_buffer_is_overwritten_exactly() {
         let d = data();
-        let mut out = vec![9u8; 3 * d.len()];
+        let stale = vec![9u8; 3 * d.len()];
+        let mut out = PageBuf::default();
+        out.extend_from_slice(&stale);
         for codec in [Codec::Bz2, Codec::Lz4, Codec::Zstd, Codec::None] {
             let src = match codec {
                 Codec::Bz2 => {
@@ -594,8 +618,9 @@ mod tests {
                 Codec::None => d.clone(),
             };
             decompress(codec, &src, d.len() as u64, &mut out).unwrap();
-            assert_eq!(out, d, "{codec:?}");
-            out.resize(3 * d.len(), 9);
+            assert_eq!(out[..], d[..], "{codec:?}");
+            out.clear();
+            out.extend_from_slice(&stale);
         }
     }
 

@@ -1,17 +1,17 @@
 //! Buffers lent to Arrow arrays and taken back for reuse once no array holds
 //! them: the chunk buffers of the format readers and the `data` column's copy
 //! buffers. A buffer taken back keeps its pages mapped in, where a fresh
-//! allocation of the same size would be faulted in and zeroed page by page.
+//! allocation of the same size would be faulted in page by page.
 
 use std::collections::VecDeque;
 
-use arrow_buffer::Buffer;
+use crate::huge_pages::PageBuf;
 
 /// Buffers handed out to arrays, oldest first, bounded in number and bytes:
 /// past the bounds the oldest are forgotten (their arrays free them).
 #[derive(Debug)]
 pub struct Recycler {
-    lent: VecDeque<Buffer>,
+    lent: VecDeque<PageBuf>,
     /// Capacity of the buffers in `lent`.
     bytes: usize,
     max_buffers: usize,
@@ -29,8 +29,8 @@ impl Recycler {
         }
     }
 
-    /// Watches `buffer`, which arrays may still hold, for reuse.
-    pub fn lend(&mut self, buffer: Buffer) {
+    /// Watches `buffer`, whose region arrays may still hold ([`PageBuf::share`]), for reuse.
+    pub fn lend(&mut self, buffer: PageBuf) {
         self.bytes += buffer.capacity();
         self.lent.push_back(buffer);
         while self.lent.len() > self.max_buffers || self.bytes > self.max_bytes {
@@ -41,20 +41,17 @@ impl Recycler {
         }
     }
 
-    /// The oldest lent buffer that no array holds any more, as a `Vec` (its
-    /// content is left as it was).
-    pub fn take_back(&mut self) -> Option<Vec<u8>> {
+    /// The oldest lent buffer that no array holds any more, emptied.
+    pub fn take_back(&mut self) -> Option<PageBuf> {
         for _ in 0..self.lent.len() {
-            let buffer = self.lent.pop_front()?;
-            let capacity = buffer.capacity();
-            match buffer.into_vec::<u8>() {
-                Ok(v) => {
-                    self.bytes -= capacity;
-                    return Some(v);
-                }
-                // Still part of an array somewhere: look again next time.
-                Err(held) => self.lent.push_back(held),
+            let mut buffer = self.lent.pop_front()?;
+            if buffer.is_unique() {
+                self.bytes -= buffer.capacity();
+                buffer.clear();
+                return Some(buffer);
             }
+            // Still part of an array somewhere: look again next time.
+            self.lent.push_back(buffer);
         }
         None
     }
@@ -62,7 +59,7 @@ impl Recycler {
     /// Forgets the buffers larger than `limit` bytes.
     pub fn forget_larger_than(&mut self, limit: usize) {
         self.lent.retain(|b| b.capacity() <= limit);
-        self.bytes = self.lent.iter().map(Buffer::capacity).sum();
+        self.bytes = self.lent.iter().map(PageBuf::capacity).sum();
     }
 }
 
@@ -70,29 +67,49 @@ impl Recycler {
 mod tests {
     use super::*;
 
+    fn buf(fill: u8, n: usize) -> PageBuf {
+        let mut b = PageBuf::default();
+        b.extend_from_slice(&vec![fill; n]);
+        b
+    }
+
     #[test]
     fn a_buffer_comes_back_only_once_nothing_holds_it_and_the_bounds_hold() {
         let mut r = Recycler::new(2, 1 << 20);
-        let a = Buffer::from_vec(vec![1u8; 100]);
-        let held = a.clone();
+        let a = buf(1, 100);
+        let at = a.as_ptr();
+        let held = a.share();
         r.lend(a);
         assert!(r.take_back().is_none(), "still held");
         drop(held);
-        let v = r.take_back().unwrap();
-        assert_eq!(v, vec![1u8; 100]);
+        let mut back = r.take_back().unwrap();
+        assert!(back.is_empty());
+        assert_eq!(
+            back.resize_for_overwrite(100).as_ptr(),
+            at,
+            "the same memory"
+        );
+        assert!(back.iter().all(|&x| x == 1), "content left as it was");
         assert!(r.take_back().is_none());
         // Past two buffers, the oldest is forgotten.
-        for i in 0..3u8 {
-            r.lend(Buffer::from_vec(vec![i; 10]));
-        }
-        assert_eq!(r.take_back().unwrap(), vec![1u8; 10]);
-        assert_eq!(r.take_back().unwrap(), vec![2u8; 10]);
+        let ats: Vec<_> = (0..3u8)
+            .map(|i| {
+                let b = buf(i, 10);
+                let at = b.as_ptr();
+                r.lend(b);
+                at
+            })
+            .collect();
+        assert_eq!(r.take_back().unwrap().as_ptr(), ats[1]);
+        assert_eq!(r.take_back().unwrap().as_ptr(), ats[2]);
         assert!(r.take_back().is_none());
         // Past the byte bound too.
         let mut r = Recycler::new(8, 100);
-        r.lend(Buffer::from_vec(vec![0u8; 60]));
-        r.lend(Buffer::from_vec(vec![9u8; 60]));
-        assert_eq!(r.take_back().unwrap(), vec![9u8; 60]);
+        r.lend(buf(0, 60));
+        let last = buf(9, 60);
+        let at = last.as_ptr();
+        r.lend(last);
+        assert_eq!(r.take_back().unwrap().as_ptr(), at);
         assert!(r.take_back().is_none());
     }
 }

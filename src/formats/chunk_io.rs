@@ -7,6 +7,7 @@ use std::cell::Cell;
 use arrow_buffer::Buffer;
 
 use crate::error::{Error, ErrorContext, Result};
+use crate::huge_pages::PageBuf;
 use crate::io::ReadAt;
 use crate::recycle::Recycler;
 
@@ -26,25 +27,25 @@ const LENT_BYTES: usize = 4 * KEEP_BUFFER_LIMIT;
 
 /// A reusable byte buffer a chunk is read (or decompressed) into.
 ///
-/// It is filled as a `Vec` ([`ChunkBuf::vec`]), then frozen into an Arrow
+/// It is filled as a [`PageBuf`] ([`ChunkBuf::fill`]), then shared as an Arrow
 /// [`Buffer`] ([`ChunkBuf::share`]) whose payloads the scan's batches may
-/// reference in place. Once every batch holding a frozen buffer is dropped,
-/// a later [`ChunkBuf::vec`] takes its allocation back (its pages already
-/// faulted in); until then the buffer is left to the batches.
+/// reference in place. Once every batch holding a shared buffer is dropped, a
+/// later [`ChunkBuf::fill`] takes its memory back (its pages already faulted
+/// in); until then the memory is left to the batches.
 #[derive(Debug)]
 pub struct ChunkBuf {
-    /// The buffer being filled.
-    vec: Vec<u8>,
-    /// The frozen buffer, from [`ChunkBuf::share`] until the next [`ChunkBuf::vec`].
+    /// The buffer being filled, or the one last shared.
+    buf: PageBuf,
+    /// `buf` as shared, from [`ChunkBuf::share`] until the next [`ChunkBuf::fill`].
     shared: Option<Buffer>,
-    /// Frozen buffers handed out earlier, taken back once no batch holds them.
+    /// Buffers shared earlier, taken back once no batch holds them.
     lent: Recycler,
 }
 
 impl Default for ChunkBuf {
     fn default() -> Self {
         Self {
-            vec: Vec::new(),
+            buf: PageBuf::default(),
             shared: None,
             lent: Recycler::new(LENT_BUFFERS, LENT_BYTES),
         }
@@ -52,23 +53,18 @@ impl Default for ChunkBuf {
 }
 
 impl ChunkBuf {
-    /// The buffer to fill: the one frozen before if nobody else holds it,
+    /// The buffer to fill: the one shared before if nobody else holds it,
     /// else an earlier one that has come back, else a new one.
-    pub fn vec(&mut self) -> &mut Vec<u8> {
-        if let Some(shared) = self.shared.take() {
-            match shared.into_vec::<u8>() {
-                Ok(v) => self.vec = v,
-                Err(held) => {
-                    self.lent.lend(held);
-                    self.vec = self.lent.take_back().unwrap_or_default();
-                }
-            }
+    pub fn fill(&mut self) -> &mut PageBuf {
+        if self.shared.take().is_some() && !self.buf.is_unique() {
+            self.lent.lend(std::mem::take(&mut self.buf));
+            self.buf = self.lent.take_back().unwrap_or_default();
         }
-        &mut self.vec
+        &mut self.buf
     }
 
     /// Reads `len` bytes at `offset` into the buffer, as [`read_range_into`]
-    /// does, and freezes them for sharing.
+    /// does, and shares them.
     pub fn read(
         &mut self,
         file: &dyn ReadAt,
@@ -77,26 +73,19 @@ impl ChunkBuf {
         len: u64,
         what: &str,
     ) -> Result<&Buffer> {
-        read_range_into(file, ctx, offset, len, self.vec(), what)?;
+        read_range_into(file, ctx, offset, len, self.fill(), what)?;
         Ok(self.share())
     }
 
-    /// Freezes what was filled into a shareable buffer (no copy) and returns it.
+    /// Shares what was filled as an Arrow buffer (no copy) and returns it.
     pub fn share(&mut self) -> &Buffer {
-        self.shared
-            .get_or_insert_with(|| Buffer::from_vec(std::mem::take(&mut self.vec)))
+        self.shared.get_or_insert_with(|| self.buf.share())
     }
 
     /// Frees the buffers when they grew past what is worth keeping.
     fn trim(&mut self) {
-        if self.vec.capacity() > KEEP_BUFFER_LIMIT {
-            self.vec = Vec::new();
-        }
-        if self
-            .shared
-            .as_ref()
-            .is_some_and(|b| b.capacity() > KEEP_BUFFER_LIMIT)
-        {
+        if self.buf.capacity() > KEEP_BUFFER_LIMIT {
+            self.buf = PageBuf::default();
             self.shared = None;
         }
         self.lent.forget_larger_than(KEEP_BUFFER_LIMIT);
@@ -134,7 +123,7 @@ pub fn read_range_into(
     ctx: &ErrorContext,
     offset: u64,
     len: u64,
-    buf: &mut Vec<u8>,
+    buf: &mut PageBuf,
     what: &str,
 ) -> Result<()> {
     let fits = offset
@@ -153,8 +142,8 @@ pub fn read_range_into(
         }
     };
     // Every byte is overwritten by the read.
-    crate::huge_pages::resize_for_overwrite(buf, n);
-    file.read_exact_at(offset, buf).map_err(|e| ctx.io(e))
+    let out = buf.resize_for_overwrite(n);
+    file.read_exact_at(offset, out).map_err(|e| ctx.io(e))
 }
 
 /// A chunk read from the file and decompressed.
@@ -200,7 +189,7 @@ mod tests {
     use super::*;
 
     fn fill(buf: &mut ChunkBuf, bytes: &[u8]) -> *const u8 {
-        let v = buf.vec();
+        let v = buf.fill();
         v.clear();
         v.extend_from_slice(bytes);
         v.as_ptr()

@@ -27,6 +27,7 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
+use crate::huge_pages::PageBuf;
 use crate::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
 use crate::recycle::Recycler;
 
@@ -281,7 +282,7 @@ struct DataColumn {
     blocks: Vec<Block>,
     /// The payloads copied so far (empty with no capacity until the first
     /// copy after a [`DataColumn::finish`], which picks a buffer then).
-    copied: Vec<u8>,
+    copied: PageBuf,
     /// The block index of `copied` in this batch, once something was copied.
     copied_block: Option<u32>,
     /// The block index of the shared buffer referenced last (payloads come
@@ -320,7 +321,7 @@ impl DataColumn {
         Self {
             views: Vec::new(),
             blocks: Vec::new(),
-            copied: Vec::new(),
+            copied: PageBuf::default(),
             copied_block: None,
             last_shared: None,
             carry: None,
@@ -332,9 +333,9 @@ impl DataColumn {
 
     /// A copy buffer for a new batch: the buffer of a sent batch that no
     /// one holds any more (its pages are mapped in already), else a new one.
-    fn take_buffer(&mut self) -> Vec<u8> {
+    fn take_buffer(&mut self) -> PageBuf {
         let mut v = self.sent.take_back().unwrap_or_default();
-        crate::huge_pages::room_for(&mut v, self.capacity);
+        v.room_for(self.capacity);
         v
     }
 
@@ -421,9 +422,9 @@ impl DataColumn {
         self.last_shared = None;
         self.held = 0;
         if let Some(b) = self.copied_block.take() {
-            let values = Buffer::from_vec(std::mem::take(&mut self.copied));
-            self.sent.lend(values.clone());
-            self.blocks[b as usize].buffer = values;
+            let copied = std::mem::take(&mut self.copied);
+            self.blocks[b as usize].buffer = copied.share();
+            self.sent.lend(copied);
         }
         let views = ScalarBuffer::from(std::mem::take(&mut self.views));
         let buffers: Vec<Buffer> = self.blocks.drain(..).map(|b| b.buffer).collect();

@@ -184,7 +184,7 @@ pub(crate) fn load_chunk<'b>(
             bytes_decompressed: 0,
         });
     }
-    compression::decompress_shared(codec, raw, raw, u64::from(head.size), out.vec()).map_err(
+    compression::decompress_shared(codec, raw, raw, u64::from(head.size), out.fill()).map_err(
         |e| {
             ctx.corrupt(
                 head.data_offset(),

@@ -14,6 +14,7 @@ use crate::compression::{self, Codec};
 use crate::error::{ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
 use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
+use crate::huge_pages::PageBuf;
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 use arrow_buffer::Buffer;
@@ -49,7 +50,7 @@ pub(crate) fn decompress_records(
     compressed: &[u8],
     owner: Option<&Buffer>,
     records_offset: u64,
-    out: &mut Vec<u8>,
+    out: &mut PageBuf,
     verify_crc: bool,
 ) -> Result<()> {
     let codec = Codec::from_name(header.compression).ok_or_else(|| {
@@ -182,7 +183,7 @@ pub(crate) fn load_chunk<'b>(
         chunk.records,
         Some(raw_buffer),
         records_offset,
-        out.vec(),
+        out.fill(),
         true,
     )?;
     let out: &'b Buffer = out.share();
@@ -347,8 +348,8 @@ fn read_message_index_records(
     ctx: &ErrorContext,
     mi_offset: u64,
     mi_length: u64,
-) -> Option<Vec<u8>> {
-    let mut raw = Vec::new();
+) -> Option<PageBuf> {
+    let mut raw = PageBuf::default();
     read_range_into(
         file,
         ctx,

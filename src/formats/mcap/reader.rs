@@ -27,6 +27,7 @@ use super::chunk::decompress_records;
 use super::records::{self, MAGIC, RECORD_PREFIX_LEN, Record, op};
 use super::walk::{field_err, prefix_fields};
 use crate::error::{ErrorContext, Result, hex_head};
+use crate::huge_pages::PageBuf;
 use crate::io::{ReadAt, SequentialReader};
 
 /// What a [`RecordReader`] yields and checks.
@@ -97,7 +98,7 @@ pub struct RecordReader<'f> {
     size: u64,
     opts: RecordReaderOptions,
     state: State,
-    chunk_buf: Vec<u8>,
+    chunk_buf: PageBuf,
     /// CRC of the data section so far; `None` after DataEnd.
     data_crc: Option<crc32fast::Hasher>,
 }
@@ -132,7 +133,7 @@ impl<'f> RecordReader<'f> {
             size: file.size(),
             opts,
             state: State::TopLevel,
-            chunk_buf: Vec::new(),
+            chunk_buf: PageBuf::default(),
             data_crc: Some(data_crc),
         })
     }
