@@ -197,7 +197,7 @@ labels = {
 
 def wall(name):
     r = json.load(open(os.path.join(tmp, name + ".json")))["results"][0]
-    return r["mean"], r["min"]
+    return r["mean"], r["median"], r["min"]
 
 
 def perf(name):
@@ -212,7 +212,7 @@ def perf(name):
     return out.get("task-clock", float("nan")), out.get("page-faults", float("nan"))
 
 
-print(f"logsql: {logsql}; hyperfine -N --warmup 1 --runs {runs} (wall: mean, min), "
+print(f"logsql: {logsql}; hyperfine -N --warmup 1 --runs {runs} (wall: mean, median, min; the wall ratio of the means, then of the medians), "
       f"perf stat -r {perf_runs} (CPU: task-clock mean); warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; "
       f"load average at start {load_start}, at end {load_end}")
 print()
@@ -221,15 +221,18 @@ print("| format (file MB) | baseline | answer | logsql wall (s) | baseline wall 
 print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for line in open(rows):
     f, path, answer, busy = line.rstrip("\n").split("|")
-    lw, lw_min = wall(f + "-logsql")
-    bw, bw_min = wall(f + "-base")
+    lw, lw_med, lw_min = wall(f + "-logsql")
+    bw, bw_med, bw_min = wall(f + "-base")
     lc, lpf = perf(f + "-logsql")
     bc, bpf = perf(f + "-base")
     name, base = labels[f]
     mb = os.stat(path).st_size / 1e6
-    print(f"| {name} ({mb:.0f}) | {base} | {answer} | {lw:.3f} (min {lw_min:.3f}) | {bw:.3f} (min {bw_min:.3f}) "
-          f"| **{lw / bw:.2f}x** | {lc:.0f} | {bc:.0f} | **{lc / bc:.2f}x** | {lpf:.0f} / {bpf:.0f} | {busy} |")
-sw, sw_min = wall("startup")
+    print(f"| {name} ({mb:.0f}) | {base} | {answer} | {lw:.3f} (median {lw_med:.3f}, min {lw_min:.3f}) "
+          f"| {bw:.3f} (median {bw_med:.3f}, min {bw_min:.3f}) "
+          f"| **{lw / bw:.2f}x** ({lw_med / bw_med:.2f}x) | {lc:.0f} | {bc:.0f} | **{lc / bc:.2f}x** "
+          f"| {lpf:.0f} / {bpf:.0f} | {busy} |")
+sw, sw_med, sw_min = wall("startup")
 sc, spf = perf("startup")
-print(f"| logsql SELECT 1 (process start-up) | | | {sw:.3f} (min {sw_min:.3f}) | | | {sc:.0f} | | | {spf:.0f} | |")
+print(f"| logsql SELECT 1 (process start-up) | | | {sw:.3f} (median {sw_med:.3f}, min {sw_min:.3f}) "
+      f"| | | {sc:.0f} | | | {spf:.0f} | |")
 EOF
