@@ -300,11 +300,14 @@ impl PageBuf {
         }
     }
 
-    /// Sets the length to `n` for the caller to overwrite the bytes and
-    /// returns them: the content up to `n` is kept (bytes past the old length
-    /// hold whatever the region held), and nothing is zero-filled.
+    /// Sets the length to `n` for the caller to overwrite every byte, and
+    /// returns them. Nothing is zero-filled or copied: the bytes hold whatever
+    /// the region held (the old content, where the region is kept), and a
+    /// region too small or held by arrays is replaced as by [`PageBuf::room_for`].
     pub fn resize_for_overwrite(&mut self, n: usize) -> &mut [u8] {
-        self.make_writable(n);
+        if !(self.is_unique() && self.capacity() >= n) {
+            self.room_for(n);
+        }
         self.len = n;
         &mut self.writable()[..n]
     }
