@@ -33,8 +33,40 @@ pub struct ChannelResolver<'s> {
     sel: &'s Selection,
     synthetic: fn(u64) -> Channel,
     local: Vec<Channel>,
-    slots: HashMap<u64, Slot<'s>>,
+    slots: Slots<'s>,
     last: Option<(u64, Slot<'s>)>,
+}
+
+/// Ids below this are kept in a vector indexed by id: writers number their
+/// channels from 0 or 1, and a lookup per message then costs no hashing.
+const DENSE_IDS: u64 = 1024;
+
+/// The resolved ids: small ones by index, the others in a map.
+#[derive(Default)]
+struct Slots<'s> {
+    dense: Vec<Option<Slot<'s>>>,
+    sparse: HashMap<u64, Slot<'s>>,
+}
+
+impl<'s> Slots<'s> {
+    fn get(&self, id: u64) -> Option<Slot<'s>> {
+        match id < DENSE_IDS {
+            true => self.dense.get(id as usize).copied().flatten(),
+            false => self.sparse.get(&id).copied(),
+        }
+    }
+
+    fn insert(&mut self, id: u64, slot: Slot<'s>) {
+        if id < DENSE_IDS {
+            let i = id as usize;
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            self.dense[i] = Some(slot);
+        } else {
+            self.sparse.insert(id, slot);
+        }
+    }
 }
 
 impl<'s> ChannelResolver<'s> {
@@ -46,7 +78,7 @@ impl<'s> ChannelResolver<'s> {
             sel,
             synthetic,
             local: Vec::new(),
-            slots: HashMap::new(),
+            slots: Slots::default(),
             last: None,
         }
     }
@@ -54,7 +86,7 @@ impl<'s> ChannelResolver<'s> {
     /// Whether `id` already has a real definition (in the summary or met while reading),
     /// so that a new definition would be ignored.
     pub fn is_defined(&self, id: u64) -> bool {
-        self.summary.channels.contains_key(&id) || self.slots.get(&id).is_some_and(|s| !s.synthetic)
+        self.summary.channels.contains_key(&id) || self.slots.get(id).is_some_and(|s| !s.synthetic)
     }
 
     /// A channel definition met while reading. The summary's definition and the
@@ -83,8 +115,8 @@ impl<'s> ChannelResolver<'s> {
         {
             return slot;
         }
-        let slot = match self.slots.get(&id) {
-            Some(s) => *s,
+        let slot = match self.slots.get(id) {
+            Some(s) => s,
             None => {
                 let slot = match self.summary.channels.get(&id) {
                     Some(ch) => Slot {
@@ -166,5 +198,31 @@ mod tests {
         assert_eq!(r.channel(2).topic, "/c");
         r.define(channel(2, "/d"));
         assert_eq!(r.channel(2).topic, "/c");
+    }
+
+    #[test]
+    fn small_and_large_ids_resolve_alike() {
+        let summary = Summary::default();
+        let sel = Selection {
+            topics: Some(["/big".to_string(), "/small".to_string()].into()),
+            ..Selection::all()
+        };
+        let mut r = ChannelResolver::new(&summary, &sel, synthetic);
+        for id in [3, DENSE_IDS - 1, DENSE_IDS, u64::MAX] {
+            assert!(!r.is_defined(id));
+            assert!(!r.wants(id), "a stand-in until defined");
+            let topic = if id < DENSE_IDS { "/small" } else { "/big" };
+            r.define(channel(id, topic));
+            assert!(r.is_defined(id));
+            assert!(r.wants(id));
+            assert_eq!(r.channel(id).topic, topic);
+        }
+        // Interleaved lookups (the last-id shortcut missing every time) keep their answers.
+        for _ in 0..3 {
+            for id in [u64::MAX, 3, DENSE_IDS, DENSE_IDS - 1] {
+                assert_eq!(r.channel(id).id, id);
+            }
+        }
+        assert!(!r.is_defined(4));
     }
 }
