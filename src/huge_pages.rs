@@ -211,13 +211,6 @@ pub struct PageBuf {
 }
 
 impl PageBuf {
-    /// An empty buffer with room for `n` bytes.
-    pub fn with_capacity(n: usize) -> Self {
-        let mut buf = Self::default();
-        buf.room_for(n);
-        buf
-    }
-
     /// Bytes in the buffer.
     pub fn len(&self) -> usize {
         self.len
@@ -300,14 +293,12 @@ impl PageBuf {
         }
     }
 
-    /// Sets the length to `n` for the caller to overwrite every byte, and
-    /// returns them. Nothing is zero-filled or copied: the bytes hold whatever
-    /// the region held (the old content, where the region is kept), and a
-    /// region too small or held by arrays is replaced as by [`PageBuf::room_for`].
+    /// [`PageBuf::room_for`] `n` bytes, then the length set to `n` for the
+    /// caller to overwrite every byte: nothing is zero-filled or copied, and
+    /// the bytes hold whatever the region held (the old content, where the
+    /// region is kept).
     pub fn resize_for_overwrite(&mut self, n: usize) -> &mut [u8] {
-        if !(self.is_unique() && self.capacity() >= n) {
-            self.room_for(n);
-        }
+        self.room_for(n);
         self.len = n;
         &mut self.writable()[..n]
     }
@@ -400,7 +391,8 @@ mod tests {
 
     #[test]
     fn large_buffers_take_whole_huge_pages_on_a_boundary_and_work_as_usual() {
-        let mut b = PageBuf::with_capacity(MIN_HUGE + 1);
+        let mut b = PageBuf::default();
+        b.room_for(MIN_HUGE + 1);
         let mapped = cfg!(target_os = "linux");
         assert_eq!(b.region().unwrap().is_mapped(), mapped);
         if mapped {
@@ -449,7 +441,8 @@ mod tests {
         b.set_len(len + 3);
         assert_eq!(&b[len..], b"end");
         // A fresh region reads as zeros.
-        let mut z = PageBuf::with_capacity(MIN_HUGE);
+        let mut z = PageBuf::default();
+        z.room_for(MIN_HUGE);
         assert!(z.resize_for_overwrite(MIN_HUGE).iter().all(|&x| x == 0));
     }
 }
