@@ -31,7 +31,7 @@ use std::sync::Arc;
 use prost::Message as _;
 use sha1::{Digest, Sha1};
 
-use super::proto;
+use super::{block_index, proto};
 use crate::error::{Error, ErrorContext, Result, hex_head};
 use crate::io::{ReadAt, SequentialReader};
 use crate::model::{Channel, ChunkMeta, MetadataInfo, Nanos, Summary};
@@ -484,14 +484,14 @@ fn block_header_at(file: &dyn ReadAt, ctx: &ErrorContext, offset: u64) -> Result
     Ok(split_header(u64::from_le_bytes(b)))
 }
 
-/// Reads and decodes the descriptor block at `offset`, which must end by `limit`.
-fn read_descriptor_block(
+/// Reads the body of the descriptor block at `offset`, which must end by `limit`.
+fn read_block_body(
     file: &dyn ReadAt,
     ctx: &ErrorContext,
     offset: u64,
     limit: u64,
     what: &str,
-) -> Result<proto::DescriptorBlock> {
+) -> Result<Vec<u8>> {
     let (ty, size) = block_header_at(file, ctx, offset)?;
     if ty != DESCRIPTOR_BLOCK {
         return Err(ctx.corrupt(
@@ -512,13 +512,27 @@ fn read_descriptor_block(
             format!("{what} descriptor block of {size} bytes extends past the end of the file"),
         ));
     }
-    let body = file.read_vec(ctx, offset + 8, size, what)?;
-    proto::DescriptorBlock::decode(body.as_slice()).map_err(|e| {
-        ctx.corrupt(
-            offset + 8,
-            format!("{what} descriptor block does not decode: {e}"),
-        )
-    })
+    file.read_vec(ctx, offset + 8, size, what)
+}
+
+/// Reads and decodes the descriptor block at `offset`, which must end by `limit`.
+fn read_descriptor_block(
+    file: &dyn ReadAt,
+    ctx: &ErrorContext,
+    offset: u64,
+    limit: u64,
+    what: &str,
+) -> Result<proto::DescriptorBlock> {
+    let body = read_block_body(file, ctx, offset, limit, what)?;
+    proto::DescriptorBlock::decode(body.as_slice()).map_err(|e| undecodable(ctx, offset, what, e))
+}
+
+/// The error for a descriptor block at `offset` whose body does not decode.
+fn undecodable(ctx: &ErrorContext, offset: u64, what: &str, e: prost::DecodeError) -> Error {
+    ctx.corrupt(
+        offset + 8,
+        format!("{what} descriptor block does not decode: {e}"),
+    )
 }
 
 /// Reads the file descriptor block at byte 4.
@@ -672,12 +686,31 @@ fn indexed(
                 "series {i}: block index offset {sbi_off} lies outside the blocks"
             ));
         }
-        let b = read_descriptor_block(file, ctx, sbi_off, io, "series block index")
-            .map_err(|e| e.to_string())?;
-        let Some(D::SeriesBlockIndex(sbi)) = b.descriptor_type else {
-            return Err(format!(
-                "series {i}: the block at byte {sbi_off} is not a series block index"
-            ));
+        let what = "series block index";
+        let body = read_block_body(file, ctx, sbi_off, io, what).map_err(|e| e.to_string())?;
+        // The entries go straight into the block list; they are checked below,
+        // after the fields that say whose they are.
+        let pos = u32::try_from(parts.series.len()).map_err(|_| "too many series".to_string())?;
+        let first_entry = parts.blocks.len();
+        let decoded = block_index::decode(&body, &mut parts.aix, |e| {
+            parts.blocks.push(Block {
+                offset: e.file_offset,
+                extent: 0,
+                time: e.time,
+                series: pos,
+                seq: 0,
+                aix_start: e.additional.start as u64,
+                aix_len: u32::try_from(e.additional.len()).unwrap_or(u32::MAX),
+            });
+        });
+        let sbi = match decoded {
+            Ok(Some(head)) => head,
+            Ok(None) => {
+                return Err(format!(
+                    "series {i}: the block at byte {sbi_off} is not a series block index"
+                ));
+            }
+            Err(e) => return Err(undecodable(ctx, sbi_off, what, e).to_string()),
         };
         if sbi.series_index as usize != i {
             return Err(format!(
@@ -715,26 +748,13 @@ fn indexed(
         s.total_bytes = sbi.total_bytes;
         parts.boundaries.push(sbi_off);
         parts.boundaries.push(d_off);
-        let pos = u32::try_from(parts.series.len()).map_err(|_| "too many series".to_string())?;
-        for e in sbi.block_entries {
-            let off = e.file_offset;
-            if off < header.end || off.checked_add(DATA_HEAD).is_none_or(|x| x > io) {
-                return Err(format!(
-                    "series {i}: block entry offset {off} lies outside the data blocks"
-                ));
-            }
-            let aix_start = parts.aix.len() as u64;
-            let aix_len = u32::try_from(e.additional_indexes.len()).unwrap_or(u32::MAX);
-            parts.aix.extend(e.additional_indexes);
-            parts.blocks.push(Block {
-                offset: off,
-                extent: 0,
-                time: timestamp_ns(e.timestamp.as_ref()),
-                series: pos,
-                seq: 0,
-                aix_start,
-                aix_len,
-            });
+        if let Some(b) = parts.blocks[first_entry..].iter().find(|b| {
+            b.offset < header.end || b.offset.checked_add(DATA_HEAD).is_none_or(|x| x > io)
+        }) {
+            return Err(format!(
+                "series {i}: block entry offset {} lies outside the data blocks",
+                b.offset
+            ));
         }
         parts.series.push(s);
     }

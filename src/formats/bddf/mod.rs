@@ -46,6 +46,7 @@ use crate::table::{RowSink, TableDef};
 use super::{FileDigest, FormatReader, TypedTable};
 use sha1::{Digest, Sha1};
 
+mod block_index;
 pub mod index;
 mod read;
 
