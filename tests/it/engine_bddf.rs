@@ -374,9 +374,10 @@ async fn whole_file_checksums_never_make_a_window_read_everything() {
             .with_batch_size(64)
             .set_usize("datafusion.optimizer.repartition_file_min_size", 0),
     );
-    // A file of several chunks (the benchmark generator, 4 MB).
+    // A file of several chunks (the benchmark generator, 9 MB: at least five
+    // chunks of at most 2 MiB).
     let big = tmp.path().join("big.bddf");
-    crate::gen_bddf::write(big.to_str().unwrap(), 4_000_000, 1, 60_000).unwrap();
+    crate::gen_bddf::write(big.to_str().unwrap(), 9_000_000, 1, 60_000).unwrap();
     let mut bytes = std::fs::read(&big).unwrap();
     let big_size = bytes.len() as u64;
     let flip = bytes.len() - 100_000;

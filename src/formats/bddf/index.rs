@@ -52,8 +52,13 @@ pub const END_BLOCK: u8 = 0x02;
 pub const SIZE_MASK: u64 = (1 << 56) - 1;
 /// Bytes before a data block's `DataDescriptor`: header and `u32` descriptor size.
 pub const DATA_HEAD: u64 = 12;
-/// Chunks group data blocks up to about this many bytes.
-pub const CHUNK_TARGET: u64 = 1 << 20;
+/// Chunks group data blocks up to this many bytes (unless one block is larger).
+///
+/// A chunk read whole lands in one buffer of whole 2 MiB huge pages
+/// ([`crate::huge_pages::PageBuf`]), which the batches referencing its payloads
+/// hold until they are consumed: chunks of up to 2 MiB fill those pages, where
+/// chunks of 1 MiB left half of every page zeroed by the kernel for nothing.
+pub const CHUNK_TARGET: u64 = 2 << 20;
 /// ... and at most this many blocks.
 pub const CHUNK_MAX_BLOCKS: usize = 4096;
 /// `checksum_type` value meaning "no checksum" (the digest bytes are zero).

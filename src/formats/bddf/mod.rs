@@ -24,7 +24,7 @@
 //!   (comma-separated; POD series), `additional_index_names`
 //!   (comma-separated), `block_count`, `total_bytes`, `monotonic`,
 //!   `description` (when set), and `annotation:<key>` per annotation. Chunks
-//!   group consecutive data blocks of about 1 MiB. A file without a usable
+//!   group consecutive data blocks of up to 2 MiB. A file without a usable
 //!   trailer or index is scanned block by block (see [`index`]); a cut file's
 //!   complete blocks stay readable and the cut becomes
 //!   [`Summary::damage`](crate::model::Summary::damage).
