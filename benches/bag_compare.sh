@@ -50,7 +50,7 @@ fi
 mkdir -p "$data"
 [[ -f $lz4 ]] || { log "generating $lz4"; "$gen" "$lz4" --compression lz4 >&2; }
 [[ -f $bz2 ]] || { log "generating $bz2"; "$gen" "$bz2" --compression bz2 >&2; }
-settle_cache "$lz4" "$bz2"
+settle_cache "$lz4" "$bz2" "$logsql"
 
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"

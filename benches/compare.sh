@@ -87,7 +87,7 @@ if [[ "$py_full" != "$ls_full" || "$py_full" != "$rs_full" || "$py_window" != "$
     exit 1
 fi
 
-settle_cache "$file"
+settle_cache "$file" "$logsql" "$baseline"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -89,6 +89,7 @@ if has carla && [[ ! -f $carla ]]; then gen gen_carla "$carla"; fi
 for f in record bddf carla; do
     if has $f; then settle_cache "${!f}"; fi
 done
+settle_cache "$logsql"
 
 if [[ ! -x "$venv/bin/python" ]]; then
     log "creating $venv"

@@ -73,7 +73,7 @@ fi
 mkdir -p "$data"
 [[ -f $bag ]] || gen gen_bag "$bag" --compression lz4
 [[ -f $mcap ]] || gen gen_mcap "$mcap"
-settle_cache "$bag" "$mcap"
+settle_cache "$bag" "$mcap" "$logsql"
 
 if [[ ! -x "$venv/bin/python" ]]; then
     log "creating $venv"

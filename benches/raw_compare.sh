@@ -116,7 +116,7 @@ done
 
 # Each input once (bddf and bddf-sha1 time the same file).
 mapfile -t inputs < <(for f in $formats; do echo "${file[$f]}"; done | sort -u)
-settle_cache "${inputs[@]}"
+settle_cache "${inputs[@]}" "$logsql" $(for f in $formats; do echo "$ex/${baseline[$f]}"; done | sort -u)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -74,7 +74,7 @@ if ! "$py" -c "import rosbags" 2>/dev/null; then
     "$py" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12" >&2
 fi
 
-settle_cache "$bag"
+settle_cache "$bag" "$logsql"
 pyr=$root/benches/python_rosbags_read.py
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
