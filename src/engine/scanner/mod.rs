@@ -1,5 +1,5 @@
 //! The scan core: what a scan reads ([`target`]), its plan and loop
-//! ([`scan`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
+//! ([`scan`]) and how it hands batches over ([`handoff`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
 //! pruning ([`predicate`]), rows answered from a file's summary
 //! ([`summary_rows`]), declared `log_time` order ([`time_order`]), newest-first
 //! reads and run-time chunk pruning ([`newest_first`]), the damage
@@ -10,6 +10,7 @@ pub mod batch;
 pub mod damage;
 pub mod decoded_batch;
 pub mod error;
+pub mod handoff;
 pub mod newest_first;
 pub mod options;
 pub mod predicate;

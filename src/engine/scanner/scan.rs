@@ -1,9 +1,10 @@
 //! The scan loop shared by every format: one file (or one byte range of it),
 //! chunk selection, reading, exact filtering, batching and metrics.
 //!
-//! It runs on a blocking thread and hands batches to the async side through a
-//! bounded channel, so at most a couple of batches per partition are in memory,
-//! and a consumer that stops (a satisfied `LIMIT`) stops the reading.
+//! It runs inline in the consumer's task (local files) or on a blocking thread
+//! (object stores), and hands batches over through a [`Handoff`], so at most a
+//! chunk's or a couple of batches per partition are in memory, and a consumer
+//! that stops (a satisfied `LIMIT`) stops the reading.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -19,12 +20,12 @@ use datafusion::physical_expr::expressions::Column as ColumnExpr;
 use datafusion::physical_expr::utils::collect_columns;
 use datafusion::physical_optimizer::pruning::PruningPredicate;
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
-use tokio::sync::mpsc::Sender;
 
 use super::batch::BatchBuilder;
 use super::damage::{DamageLog, report};
 use super::decoded_batch::DecodedBatchBuilder;
 use super::error::df_err;
+use super::handoff::Handoff;
 use super::newest_first::{self, RuntimePruning};
 use super::options::{LogsqlOptions, OnError, VerifyChecksums};
 use super::predicate::{self, ChunkStatistics};
@@ -310,21 +311,22 @@ fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<
     .map(|t| t.data)
 }
 
-/// Scans one file (or the chunks of it that start inside `range`), sending
-/// batches to `tx`. Runs on a blocking thread.
+/// Scans one file (or the chunks of it that start inside `range`), handing
+/// batches to `handoff`. Blocks: runs on a blocking thread, or inline as a
+/// coroutine (local files only).
 pub fn scan_file(
     plan: &ScanPlan,
     loc: &FileLocation,
     range: Option<Range<u64>>,
     metrics: &ScanMetrics,
-    tx: &Sender<Result<RecordBatch>>,
+    handoff: Handoff<'_>,
 ) {
-    let result = scan_file_inner(plan, loc, range, metrics, tx);
+    let result = scan_file_inner(plan, loc, range, metrics, handoff);
     if let Err(e) = result {
         match &plan.damage {
             Some(log) => log.defer(e),
             None => {
-                let _ = tx.blocking_send(Err(e));
+                handoff.send(Err(e));
             }
         }
     }
@@ -352,7 +354,7 @@ fn scan_file_inner(
     loc: &FileLocation,
     range: Option<Range<u64>>,
     metrics: &ScanMetrics,
-    tx: &Sender<Result<RecordBatch>>,
+    handoff: Handoff<'_>,
 ) -> Result<()> {
     let name = loc.display_name();
     let raw = loc.open().map_err(df_err)?;
@@ -467,7 +469,7 @@ fn scan_file_inner(
                 name.as_str().into(),
                 plan.batch_rows,
             )?,
-            tx,
+            handoff,
         )),
         ScanTarget::Decoded(spec) => Sink::Decoded(BatchSink::new(
             plan,
@@ -480,7 +482,7 @@ fn scan_file_inner(
                 plan.batch_rows,
                 plan.batch_bytes,
             )?,
-            tx,
+            handoff,
         )),
         ScanTarget::Messages => Sink::Messages(BatchSink::new(
             plan,
@@ -491,7 +493,7 @@ fn scan_file_inner(
                 plan.batch_rows,
                 plan.batch_bytes,
             )?,
-            tx,
+            handoff,
         )),
     };
     let mut outcome = Ok(());
@@ -638,6 +640,8 @@ fn scan_file_inner(
                 }
             }
         }
+        // An inline scan lets its consumer take the chunk's batches.
+        handoff.pause();
     }
     metrics.bytes_read.add(file.take_count() as usize);
     sink.flush()?;
@@ -772,7 +776,7 @@ impl Sink<'_> {
 struct BatchSink<'a, B> {
     plan: &'a ScanPlan,
     builder: B,
-    tx: &'a Sender<Result<RecordBatch>>,
+    tx: Handoff<'a>,
     remaining: Option<usize>,
     error: Option<DataFusionError>,
     /// In a scan in declared time order: the current chunk's rows, held until
@@ -781,7 +785,7 @@ struct BatchSink<'a, B> {
 }
 
 impl<'a, B: RowBuffer> BatchSink<'a, B> {
-    fn new(plan: &'a ScanPlan, builder: B, tx: &'a Sender<Result<RecordBatch>>) -> Self {
+    fn new(plan: &'a ScanPlan, builder: B, tx: Handoff<'a>) -> Self {
         Self {
             plan,
             builder,
@@ -848,7 +852,7 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
             }
             *rem -= batch.num_rows();
         }
-        if batch.num_rows() > 0 && self.tx.blocking_send(Ok(batch)).is_err() {
+        if batch.num_rows() > 0 && !self.tx.send(Ok(batch)) {
             return Ok(false);
         }
         Ok(!self.done())
