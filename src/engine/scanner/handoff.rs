@@ -59,14 +59,18 @@ impl Handoff<'_> {
     }
 
     /// Between chunks: an inline scan with batches queued suspends until the
-    /// consumer has taken them. The scan holds no thread-bound state here (no
-    /// thread-local is borrowed across this call), since the consumer's task
-    /// may resume it on another thread.
+    /// consumer has taken them. The consumer's task may resume it on another
+    /// thread, so the caller holds no thread-bound state across this call (no
+    /// lock guard, no borrow of a thread-local). Never inlined, so that the
+    /// suspension is an opaque call in the scan loop.
+    #[inline(never)]
     pub fn pause(&self) {
-        if let Handoff::Inline { queue, yielder } = self
-            && !lock(queue).is_empty()
-        {
-            yielder.suspend(());
+        if let Handoff::Inline { queue, yielder } = self {
+            // The guard is dropped here: the consumer locks the queue next.
+            let queued = !lock(queue).is_empty();
+            if queued {
+                yielder.suspend(());
+            }
         }
     }
 }
