@@ -181,7 +181,15 @@ mod tests {
         .unwrap();
         assert!(block_on(stream.next()).is_some());
         drop(stream);
-        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the scan's locals dropped");
-        assert_eq!(after.load(Ordering::SeqCst), 0, "nothing ran past the pause");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the scan's locals dropped"
+        );
+        assert_eq!(
+            after.load(Ordering::SeqCst),
+            0,
+            "nothing ran past the pause"
+        );
     }
 }

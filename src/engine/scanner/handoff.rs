@@ -4,10 +4,10 @@
 //! the runtime) and sends each batch through a bounded channel. A scan of a
 //! local file runs inline, in the consumer's own task, as a coroutine: it
 //! queues a chunk's batches and suspends after the chunk, and the consumer
-//! resumes it once the queue is drained. No thread is woken per batch, and
-//! only one chunk's batches are ever in flight, where the channel held two
-//! batches besides the one being built and the one being consumed (the MCAP
-//! benchmark's full scan: 41 ms of CPU instead of 44-47 ms, README session 32).
+//! resumes it once the queue is drained. No thread is woken per batch, and at
+//! most one chunk's batches are in flight, where the channel held two batches
+//! besides the one being built and the one being consumed (the MCAP
+//! benchmark's full scan: 38-40 ms of CPU instead of 45-48 ms, README session 32).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
