@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use corosensei::stack::DefaultStack;
@@ -14,8 +14,9 @@ use corosensei::{Coroutine, CoroutineResult};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
 use futures::Stream;
+use parking_lot::Mutex;
 
-use crate::engine::scanner::handoff::{self, BatchQueue, Handoff, Yielder};
+use crate::engine::scanner::handoff::{BatchQueue, Handoff, Yielder};
 
 /// The stack of a scan's coroutine: as large as a blocking thread's (tokio's
 /// default, 2 MiB). Only the pages it touches are ever mapped in.
@@ -71,7 +72,7 @@ impl Stream for InlineScan {
     fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         loop {
-            if let Some(item) = handoff::lock(&this.queue).pop_front() {
+            if let Some(item) = this.queue.lock().pop_front() {
                 return Poll::Ready(Some(item));
             }
             let Some(scan) = this.scan.as_mut() else {

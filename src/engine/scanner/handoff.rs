@@ -10,10 +10,11 @@
 //! benchmark's full scan: 38-40 ms of CPU instead of 45-48 ms, README session 32).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::Result;
+use parking_lot::Mutex;
 use tokio::sync::mpsc::Sender;
 
 /// The batches an inline scan has queued for its consumer.
@@ -43,7 +44,7 @@ impl Handoff<'_> {
         match self {
             Handoff::Channel(tx) => tx.blocking_send(item).is_ok(),
             Handoff::Inline { queue, .. } => {
-                lock(queue).push_back(item);
+                queue.lock().push_back(item);
                 true
             }
         }
@@ -67,17 +68,10 @@ impl Handoff<'_> {
     pub fn pause(&self) {
         if let Handoff::Inline { queue, yielder } = self {
             // The guard is dropped here: the consumer locks the queue next.
-            let queued = !lock(queue).is_empty();
+            let queued = !queue.lock().is_empty();
             if queued {
                 yielder.suspend(());
             }
         }
     }
-}
-
-/// Locks `queue`, whatever a panic elsewhere left in it.
-pub fn lock(queue: &BatchQueue) -> std::sync::MutexGuard<'_, VecDeque<Result<RecordBatch>>> {
-    queue
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

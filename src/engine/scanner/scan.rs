@@ -776,7 +776,7 @@ impl Sink<'_> {
 struct BatchSink<'a, B> {
     plan: &'a ScanPlan,
     builder: B,
-    tx: Handoff<'a>,
+    handoff: Handoff<'a>,
     remaining: Option<usize>,
     error: Option<DataFusionError>,
     /// In a scan in declared time order: the current chunk's rows, held until
@@ -785,11 +785,11 @@ struct BatchSink<'a, B> {
 }
 
 impl<'a, B: RowBuffer> BatchSink<'a, B> {
-    fn new(plan: &'a ScanPlan, builder: B, tx: Handoff<'a>) -> Self {
+    fn new(plan: &'a ScanPlan, builder: B, handoff: Handoff<'a>) -> Self {
         Self {
             plan,
             builder,
-            tx,
+            handoff,
             remaining: plan.limit,
             error: None,
             order: plan.time_order.map(ChunkOrder::new),
@@ -797,7 +797,7 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
     }
 
     fn done(&self) -> bool {
-        self.remaining == Some(0) || self.tx.is_closed()
+        self.remaining == Some(0) || self.handoff.is_closed()
     }
 
     /// Filters and projects the buffered rows and sends them (in a scan in
@@ -852,7 +852,7 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
             }
             *rem -= batch.num_rows();
         }
-        if batch.num_rows() > 0 && !self.tx.send(Ok(batch)) {
+        if batch.num_rows() > 0 && !self.handoff.send(Ok(batch)) {
             return Ok(false);
         }
         Ok(!self.done())
