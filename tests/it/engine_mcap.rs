@@ -507,6 +507,59 @@ async fn demo_file_full_scan_matches_its_summary() {
     assert!(counts.contains("| /imu               | 2000 |"), "{counts}");
 }
 
+/// A batch of the scan ends with a chunk once it holds a quarter of its row or
+/// byte bound, so that the chunk buffers it holds come back for the next
+/// chunk once it is consumed; a batch below that spans chunks, so small
+/// chunks do not make small batches. Seen in the batches a query returns.
+#[tokio::test]
+async fn batches_end_with_a_chunk_once_a_quarter_full() {
+    let ctx = logsql::session_context_with_config(SessionConfig::new().with_target_partitions(1));
+    let per_chunk = ints(
+        &ctx,
+        &format!(
+            "SELECT CAST(message_count AS BIGINT) FROM chunks('{DEMO}') \
+             WHERE message_count > 0 ORDER BY chunk_index"
+        ),
+    )
+    .await;
+    assert_eq!(per_chunk.len(), 14, "{per_chunk:?}");
+    assert_eq!(per_chunk.iter().sum::<i64>(), 2610);
+    let batch_rows = |batches: Vec<datafusion::arrow::record_batch::RecordBatch>| {
+        batches
+            .iter()
+            .map(|b| b.num_rows() as i64)
+            .collect::<Vec<_>>()
+    };
+    let sql = format!("SELECT log_time, data FROM '{DEMO}'");
+    // A scan in declared time order sends every chunk's rows at its end
+    // anyway: this is about the others.
+    query(&ctx, "SET logsql.time_order = false").await;
+    // Each chunk holds about 60 KB of payloads: over a quarter of 128 KiB,
+    // under the whole, so every batch is one chunk's messages.
+    query(&ctx, "SET logsql.batch_bytes = 131072").await;
+    assert_eq!(batch_rows(query(&ctx, &sql).await), per_chunk);
+    // With the default bound (2 MiB, a quarter is 512 KiB; 8192 rows, a
+    // quarter is 2048), a batch takes several chunks and ends with one.
+    query(&ctx, "SET logsql.batch_bytes = 2097152").await;
+    let got = batch_rows(query(&ctx, &sql).await);
+    assert!(got.len() > 1 && got.len() < per_chunk.len(), "{got:?}");
+    let chunk_ends: Vec<i64> = per_chunk
+        .iter()
+        .scan(0, |end, n| {
+            *end += n;
+            Some(*end)
+        })
+        .collect();
+    let mut end = 0;
+    for n in got {
+        end += n;
+        assert!(
+            chunk_ends.contains(&end),
+            "a batch ends at row {end}, inside a chunk"
+        );
+    }
+}
+
 #[tokio::test]
 async fn channels_and_connections_functions() {
     let ctx = ctx();

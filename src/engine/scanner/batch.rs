@@ -229,6 +229,12 @@ impl BatchBuilder {
         self.rows >= self.max_rows || self.bytes >= self.max_bytes
     }
 
+    /// Whether the batch holds a quarter of its row or byte bound: enough to
+    /// be sent at the end of a chunk rather than span the next one.
+    pub fn is_quarter_full(&self) -> bool {
+        self.rows >= self.max_rows.div_ceil(4) || self.bytes >= self.max_bytes.div_ceil(4)
+    }
+
     /// Rows buffered so far.
     pub fn len(&self) -> usize {
         self.rows

@@ -185,6 +185,12 @@ impl DecodedBatchBuilder {
         self.rows >= self.max_rows || self.bytes >= self.max_bytes
     }
 
+    /// Whether the buffered rows reach a quarter of a batch bound: enough to
+    /// be sent at the end of a chunk rather than span the next one.
+    pub fn is_quarter_full(&self) -> bool {
+        self.rows >= self.max_rows.div_ceil(4) || self.bytes >= self.max_bytes.div_ceil(4)
+    }
+
     /// The buffered rows as one batch of the read schema.
     pub fn finish(&mut self) -> Result<RecordBatch> {
         let mut batches = Vec::with_capacity(self.groups.len());

