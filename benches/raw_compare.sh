@@ -32,9 +32,12 @@
 #  3. checks that logsql and the baseline print the same answer (CARLA: equal counts,
 #     sums equal to 1e-9 relative, as the summation order differs)
 #  4. times both with hyperfine (wall clock: --warmup 1 --runs RUNS, -N, whole processes,
-#     warm page cache) and with `perf stat -r PERF_RUNS -e task-clock,page-faults` (CPU)
-#  5. prints a markdown table: wall and CPU (task-clock) of both sides and the ratios, with
-#     the cores busy with other processes in the second before each format's timings, and
+#     warm page cache), then their CPU: PERF_RUNS runs of each, logsql and the baseline in
+#     turn (so a slow spell of the machine falls on both), each process under its own
+#     `perf stat -e task-clock,page-faults`
+#  5. prints a markdown table: wall and CPU (task-clock: median of the processes, then
+#     mean) of both sides and the ratios (of the medians, then of the means), with the
+#     cores busy with other processes in the second before each format's timings, and
 #     logsql's `SELECT 1` (process start-up, included in every logsql figure)
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS ("mcap
@@ -121,14 +124,27 @@ settle_cache "${inputs[@]}" "$logsql" $(for f in $formats; do echo "$ex/${baseli
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# measure NAME CMD...: hyperfine into $tmp/NAME.json, perf stat into $tmp/NAME.perf (CSV).
-measure() {
+# wall NAME CMD...: hyperfine into $tmp/NAME.json.
+wall() {
     local name=$1
     shift
-    log "timing $name"
+    log "timing $name (wall)"
     hyperfine -N --warmup 1 --runs "$runs" --style none --export-json "$tmp/$name.json" \
         "$(printf '%q ' "$@")" >&2
-    perf stat -r "$perf_runs" -x, -e task-clock,page-faults -o "$tmp/$name.perf" -- "$@" >/dev/null
+}
+# cpu NAME: one process of the command in the array cmd_NAME under perf stat, its
+# task-clock and page faults appended to $tmp/NAME.perf (CSV).
+cpu() {
+    local -n cmd="cmd_${1//-/_}"
+    perf stat -x, -e task-clock,page-faults -o "$tmp/$1.perf" --append -- "${cmd[@]}" >/dev/null
+}
+# cpu_runs NAME...: PERF_RUNS rounds, each running every NAME's command once, in turn.
+cpu_runs() {
+    log "timing $* (CPU, $perf_runs rounds)"
+    local i n
+    for ((i = 0; i < perf_runs; i++)); do
+        for n in "$@"; do cpu "$n"; done
+    done
 }
 # the CSV row logsql prints (header, one row), as "a b c"
 logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
@@ -173,15 +189,24 @@ EOF
         fi
     fi
     busy=$(others)
-    measure "$f-logsql" "$logsql" "${ls_args[@]}" --format csv "$sql"
-    measure "$f-base" "${base[@]}"
+    cmd_logsql=("$logsql" "${ls_args[@]}" --format csv "$sql")
+    cmd_base=("${base[@]}")
+    wall "$f-logsql" "${cmd_logsql[@]}"
+    wall "$f-base" "${cmd_base[@]}"
+    declare -n cl="cmd_${f//-/_}_logsql" cb="cmd_${f//-/_}_base"
+    cl=("${cmd_logsql[@]}")
+    cb=("${cmd_base[@]}")
+    unset -n cl cb
+    cpu_runs "$f-logsql" "$f-base"
     printf '%s|%s|%s|%s\n' "$f" "$path" "$a_ls" "$busy" >>"$rows"
 done
-measure startup "$logsql" --format csv "SELECT 1"
+cmd_startup=("$logsql" --format csv "SELECT 1")
+wall startup "${cmd_startup[@]}"
+cpu_runs startup
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$rows" "$tmp" "$logsql" "$runs" "$perf_runs" "$(nproc)" "$load_start" "$load_end" <<'EOF'
-import json, os, sys
+import json, os, statistics, sys
 
 rows, tmp, logsql, runs, perf_runs, nproc, load_start, load_end = sys.argv[1:]
 labels = {
@@ -201,38 +226,43 @@ def wall(name):
 
 
 def perf(name):
-    out = {}
+    """Median and mean task-clock (ms) of the processes, and their median page faults."""
+    out = {"task-clock": [], "page-faults": []}
     for line in open(os.path.join(tmp, name + ".perf")):
         p = line.strip().split(",")
         if len(p) >= 3 and not line.startswith("#"):
             try:
-                out[p[2].split(":")[0]] = float(p[0])
+                out.setdefault(p[2].split(":")[0], []).append(float(p[0]))
             except ValueError:
                 pass
-    return out.get("task-clock", float("nan")), out.get("page-faults", float("nan"))
+    nan = float("nan")
+    tc, pf = out["task-clock"], out["page-faults"]
+    return (statistics.median(tc) if tc else nan, statistics.mean(tc) if tc else nan,
+            statistics.median(pf) if pf else nan)
 
 
 print(f"logsql: {logsql}; hyperfine -N --warmup 1 --runs {runs} (wall: mean, median, min; the wall ratio of the means, then of the medians), "
-      f"perf stat -r {perf_runs} (CPU: task-clock mean); warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; "
+      f"{perf_runs} processes of each under perf stat, logsql and baseline in turn (CPU: task-clock median, then mean); warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; "
       f"load average at start {load_start}, at end {load_end}")
 print()
 print("| format (file MB) | baseline | answer | logsql wall (s) | baseline wall (s) | wall ratio "
-      "| logsql CPU (ms) | baseline CPU (ms) | CPU ratio | page faults logsql / baseline | busy cores before |")
+      "| logsql CPU (ms) | baseline CPU (ms) | CPU ratio (medians; means) | page faults logsql / baseline | busy cores before |")
 print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for line in open(rows):
     f, path, answer, busy = line.rstrip("\n").split("|")
     lw, lw_med, lw_min = wall(f + "-logsql")
     bw, bw_med, bw_min = wall(f + "-base")
-    lc, lpf = perf(f + "-logsql")
-    bc, bpf = perf(f + "-base")
+    lc, lc_mean, lpf = perf(f + "-logsql")
+    bc, bc_mean, bpf = perf(f + "-base")
     name, base = labels[f]
     mb = os.stat(path).st_size / 1e6
     print(f"| {name} ({mb:.0f}) | {base} | {answer} | {lw:.3f} (median {lw_med:.3f}, min {lw_min:.3f}) "
           f"| {bw:.3f} (median {bw_med:.3f}, min {bw_min:.3f}) "
-          f"| **{lw / bw:.2f}x** ({lw_med / bw_med:.2f}x) | {lc:.0f} | {bc:.0f} | **{lc / bc:.2f}x** "
+          f"| **{lw / bw:.2f}x** ({lw_med / bw_med:.2f}x) | {lc:.1f} (mean {lc_mean:.1f}) "
+          f"| {bc:.1f} (mean {bc_mean:.1f}) | **{lc / bc:.2f}x** ({lc_mean / bc_mean:.2f}x) "
           f"| {lpf:.0f} / {bpf:.0f} | {busy} |")
 sw, sw_med, sw_min = wall("startup")
-sc, spf = perf("startup")
+sc, sc_mean, spf = perf("startup")
 print(f"| logsql SELECT 1 (process start-up) | | | {sw:.3f} (median {sw_med:.3f}, min {sw_min:.3f}) "
-      f"| | | {sc:.0f} | | | {spf:.0f} | |")
+      f"| | | {sc:.1f} (mean {sc_mean:.1f}) | | | {spf:.0f} | |")
 EOF
