@@ -9,6 +9,9 @@
 # programs over an mmap that use only the format's own decompressor crate and
 # none of logsql's code:
 #   mcap      the official `mcap` crate's IndexedReader (benches/baselines/mcap.rs)
+#   mcap-floor  the work logsql's MCAP scan cannot leave out, on one thread: pread of each
+#             chunk, the zstd crate's one-shot decompressor, the chunk CRC-32 (which the
+#             crate's IndexedReader skips), message records counted (mcap_floor.rs)
 #   bag-lz4   hand-written record walker + lz4_flex frame decoder (bag.rs)
 #   bag-bz2   the same walker + the bzip2 crate (bag.rs)
 #   record    Apollo: hand-written section and protobuf wire walker (apollo.rs; records
@@ -17,7 +20,7 @@
 #             bddf-sha1: with the sha1 crate's digest of the file checked first
 #   carla     hand-written packet walker summing the Position records (carla.rs)
 # logsql runs with its defaults (all cores as partitions); the queries:
-#   SELECT count(*), sum(length(data)) FROM 'FILE'               (mcap, bags, record, bddf)
+#   SELECT count(*), sum(length(data)) FROM 'FILE'               (mcap, mcap-floor, bags, record, bddf)
 #   the same with --no-verify for bddf, and with the default (SHA1 verified in the scan's
 #   pass by the partition owning the file's start) for bddf-sha1 (the script checks that
 #   bytes_verified > 0)
@@ -40,7 +43,7 @@
 #     cores busy with other processes in the second before each format's timings, and
 #     logsql's `SELECT 1` (process start-up, included in every logsql figure)
 #
-# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS ("mcap
+# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS ("mcap mcap-floor
 # bag-lz4 bag-bz2 record bddf bddf-sha1 carla"), RUNS (10), PERF_RUNS (10), SKIP_BUILD=1,
 # BENCH_DATA (target/bench-data), CACHE=as-is (leave the files' page cache as it is: by
 # default each file is dropped from it and read once, as from disk; see settle_cache in
@@ -51,7 +54,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
 export CARGO_TARGET_DIR=$target
-formats=${FORMATS:-mcap bag-lz4 bag-bz2 record bddf bddf-sha1 carla}
+formats=${FORMATS:-mcap mcap-floor bag-lz4 bag-bz2 record bddf bddf-sha1 carla}
 runs=${RUNS:-10}
 perf_runs=${PERF_RUNS:-10}
 data=${BENCH_DATA:-$root/target/bench-data}
@@ -67,6 +70,7 @@ done
 # file, generator and baseline of each format
 declare -A file gen_cmd baseline
 file[mcap]=$data/bench.mcap
+file[mcap-floor]=$data/bench.mcap
 file[bag-lz4]=$data/bench-lz4.bag
 file[bag-bz2]=$data/bench-bz2.bag
 file[record]=$data/bench.record
@@ -74,6 +78,7 @@ file[bddf]=$data/bench.bddf
 file[bddf-sha1]=$data/bench.bddf
 file[carla]=$data/bench.log
 gen_cmd[mcap]="gen_mcap --seconds 376"
+gen_cmd[mcap-floor]="gen_mcap --seconds 376"
 gen_cmd[bag-lz4]="gen_bag --compression lz4"
 gen_cmd[bag-bz2]="gen_bag --compression bz2"
 gen_cmd[record]="gen_record"
@@ -81,6 +86,7 @@ gen_cmd[bddf]="gen_bddf --mb 200"
 gen_cmd[bddf-sha1]="gen_bddf --mb 200"
 gen_cmd[carla]="gen_carla"
 baseline[mcap]=mcap_baseline
+baseline[mcap-floor]=mcap_floor
 baseline[bag-lz4]=bag_baseline
 baseline[bag-bz2]=bag_baseline
 baseline[record]=apollo_baseline
@@ -211,6 +217,7 @@ import json, os, statistics, sys
 rows, tmp, logsql, runs, perf_runs, nproc, load_start, load_end = sys.argv[1:]
 labels = {
     "mcap": ("MCAP (zstd)", "official `mcap` crate, IndexedReader"),
+    "mcap-floor": ("MCAP (zstd)", "floor: pread + zstd + chunk CRC-32"),
     "bag-lz4": ("ROS1 bag, lz4", "record walker + lz4_flex"),
     "bag-bz2": ("ROS1 bag, bz2", "record walker + bzip2"),
     "record": ("Apollo record", "section + protobuf wire walker"),

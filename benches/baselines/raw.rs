@@ -1,5 +1,5 @@
 //! Shared by the hand-written raw baselines (`bag.rs`, `apollo.rs`, `bddf.rs`,
-//! `carla.rs`): the file named on the command line mapped into memory, and
+//! `carla.rs`, `mcap_floor.rs`): the file named on the command line mapped into memory, and
 //! little-endian integer reads. These baselines are the reference logsql is
 //! measured against, so they use none of logsql's code; they trust the
 //! benchmark files and panic (with the offset) on anything unexpected.
@@ -7,6 +7,7 @@
 use std::fs::File;
 
 /// The file named by the first argument, mapped; the remaining arguments.
+#[allow(dead_code)]
 pub fn map_arg(usage: &str) -> (memmap2::Mmap, Vec<String>) {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| {
