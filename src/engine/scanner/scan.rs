@@ -774,9 +774,9 @@ impl Sink<'_> {
     /// Whether the buffered rows are worth sending at the end of a chunk.
     fn is_quarter_full(&self) -> bool {
         match self {
-            Sink::Messages(s) => s.builder.is_quarter_full(),
-            Sink::Rows(s) => s.builder.is_quarter_full(),
-            Sink::Decoded(s) => s.builder.is_quarter_full(),
+            Sink::Messages(s) => s.is_quarter_full(),
+            Sink::Rows(s) => s.is_quarter_full(),
+            Sink::Decoded(s) => s.is_quarter_full(),
         }
     }
 
@@ -823,6 +823,12 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
 
     fn done(&self) -> bool {
         self.remaining == Some(0) || self.handoff.is_closed()
+    }
+
+    /// Whether the buffered rows are worth sending at the end of a chunk
+    /// ([`RowBuffer::is_quarter_full`]).
+    fn is_quarter_full(&self) -> bool {
+        self.builder.is_quarter_full()
     }
 
     /// Filters and projects the buffered rows and sends them (in a scan in
