@@ -195,13 +195,12 @@ EOF
         fi
     fi
     busy=$(others)
-    cmd_logsql=("$logsql" "${ls_args[@]}" --format csv "$sql")
-    cmd_base=("${base[@]}")
-    wall "$f-logsql" "${cmd_logsql[@]}"
-    wall "$f-base" "${cmd_base[@]}"
+    # The commands, as the arrays cpu() runs (cmd_<format>_logsql, cmd_<format>_base).
     declare -n cl="cmd_${f//-/_}_logsql" cb="cmd_${f//-/_}_base"
-    cl=("${cmd_logsql[@]}")
-    cb=("${cmd_base[@]}")
+    cl=("$logsql" "${ls_args[@]}" --format csv "$sql")
+    cb=("${base[@]}")
+    wall "$f-logsql" "${cl[@]}"
+    wall "$f-base" "${cb[@]}"
     unset -n cl cb
     cpu_runs "$f-logsql" "$f-base"
     printf '%s|%s|%s|%s\n' "$f" "$path" "$a_ls" "$busy" >>"$rows"
