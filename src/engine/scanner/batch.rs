@@ -224,15 +224,10 @@ impl BatchBuilder {
         Ok(())
     }
 
-    /// Whether the batch reached its row or byte bound.
-    pub fn is_full(&self) -> bool {
-        self.rows >= self.max_rows || self.bytes >= self.max_bytes
-    }
-
-    /// Whether the batch holds a quarter of its row or byte bound: enough to
-    /// be sent at the end of a chunk rather than span the next one.
-    pub fn is_quarter_full(&self) -> bool {
-        self.rows >= self.max_rows.div_ceil(4) || self.bytes >= self.max_bytes.div_ceil(4)
+    /// Whether the batch holds `1 / parts` of its row or byte bound (`parts`
+    /// 1: it reached the bound).
+    pub fn holds_share(&self, parts: usize) -> bool {
+        self.rows >= self.max_rows.div_ceil(parts) || self.bytes >= self.max_bytes.div_ceil(parts)
     }
 
     /// Rows buffered so far.

@@ -180,15 +180,10 @@ impl DecodedBatchBuilder {
         self.rows == 0
     }
 
-    /// Whether the buffered rows reached a batch bound.
-    pub fn is_full(&self) -> bool {
-        self.rows >= self.max_rows || self.bytes >= self.max_bytes
-    }
-
-    /// Whether the buffered rows reach a quarter of a batch bound: enough to
-    /// be sent at the end of a chunk rather than span the next one.
-    pub fn is_quarter_full(&self) -> bool {
-        self.rows >= self.max_rows.div_ceil(4) || self.bytes >= self.max_bytes.div_ceil(4)
+    /// Whether the buffered rows hold `1 / parts` of a batch bound (`parts`
+    /// 1: they reached it).
+    pub fn holds_share(&self, parts: usize) -> bool {
+        self.rows >= self.max_rows.div_ceil(parts) || self.bytes >= self.max_bytes.div_ceil(parts)
     }
 
     /// The buffered rows as one batch of the read schema.

@@ -679,13 +679,19 @@ fn scan_file_inner(
 pub trait RowBuffer {
     /// Whether nothing is buffered.
     fn is_empty(&self) -> bool;
+    /// Whether the buffer holds `1 / parts` of its bound.
+    fn holds_share(&self, parts: usize) -> bool;
     /// Whether the buffer reached its bound.
-    fn is_full(&self) -> bool;
+    fn is_full(&self) -> bool {
+        self.holds_share(1)
+    }
     /// Whether the buffer holds enough rows to be sent at the end of a chunk
     /// (a quarter of its bound). A batch that ends with a chunk holds no
     /// buffer of the next one, so the reader refills the same chunk buffers
     /// once the consumer has dropped the batch.
-    fn is_quarter_full(&self) -> bool;
+    fn is_quarter_full(&self) -> bool {
+        self.holds_share(4)
+    }
     /// Takes the buffered rows as a batch.
     fn finish(&mut self) -> Result<RecordBatch>;
 }
@@ -694,11 +700,8 @@ impl RowBuffer for BatchBuilder {
     fn is_empty(&self) -> bool {
         BatchBuilder::is_empty(self)
     }
-    fn is_full(&self) -> bool {
-        BatchBuilder::is_full(self)
-    }
-    fn is_quarter_full(&self) -> bool {
-        BatchBuilder::is_quarter_full(self)
+    fn holds_share(&self, parts: usize) -> bool {
+        BatchBuilder::holds_share(self, parts)
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         BatchBuilder::finish(self)
@@ -709,11 +712,8 @@ impl RowBuffer for TableBatchBuilder {
     fn is_empty(&self) -> bool {
         TableBatchBuilder::is_empty(self)
     }
-    fn is_full(&self) -> bool {
-        TableBatchBuilder::is_full(self)
-    }
-    fn is_quarter_full(&self) -> bool {
-        TableBatchBuilder::is_quarter_full(self)
+    fn holds_share(&self, parts: usize) -> bool {
+        TableBatchBuilder::holds_share(self, parts)
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         TableBatchBuilder::finish(self)
@@ -919,11 +919,8 @@ impl RowBuffer for DecodedBatchBuilder {
     fn is_empty(&self) -> bool {
         DecodedBatchBuilder::is_empty(self)
     }
-    fn is_full(&self) -> bool {
-        DecodedBatchBuilder::is_full(self)
-    }
-    fn is_quarter_full(&self) -> bool {
-        DecodedBatchBuilder::is_quarter_full(self)
+    fn holds_share(&self, parts: usize) -> bool {
+        DecodedBatchBuilder::holds_share(self, parts)
     }
     fn finish(&mut self) -> Result<RecordBatch> {
         DecodedBatchBuilder::finish(self)

@@ -77,15 +77,10 @@ impl TableBatchBuilder {
         self.rows += 1;
     }
 
-    /// Whether the batch reached its row bound.
-    pub fn is_full(&self) -> bool {
-        self.rows >= self.max_rows
-    }
-
-    /// Whether the batch holds a quarter of its row bound: enough to be sent
-    /// at the end of a chunk rather than span the next one.
-    pub fn is_quarter_full(&self) -> bool {
-        self.rows >= self.max_rows.div_ceil(4)
+    /// Whether the batch holds `1 / parts` of its row bound (`parts` 1: it
+    /// reached the bound).
+    pub fn holds_share(&self, parts: usize) -> bool {
+        self.rows >= self.max_rows.div_ceil(parts)
     }
 
     /// Whether nothing is buffered.
