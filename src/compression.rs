@@ -8,7 +8,7 @@ use std::io::Read;
 
 use arrow_buffer::Buffer;
 
-use crate::huge_pages::PageBuf;
+use crate::byte_buf::ByteBuf;
 
 /// Largest uncompressed chunk logsql accepts (4 GiB); larger declared sizes are corruption.
 pub const MAX_CHUNK_SIZE: u64 = 4 << 30;
@@ -48,7 +48,7 @@ pub fn decompress(
     codec: Codec,
     src: &[u8],
     expected: u64,
-    dst: &mut PageBuf,
+    dst: &mut ByteBuf,
 ) -> Result<(), String> {
     #[cfg(logsql_sweep_memo)]
     return sweep_memo::decompress(codec, src, expected, dst);
@@ -67,7 +67,7 @@ pub fn decompress_shared(
     src: &[u8],
     owner: &Buffer,
     expected: u64,
-    dst: &mut PageBuf,
+    dst: &mut ByteBuf,
 ) -> Result<(), String> {
     let shared = crate::formats::chunk_io::offset_in(owner, src);
     let (start, kind) = match (shared, lz4_frame_kind(src)) {
@@ -173,7 +173,7 @@ fn decompress_uncached(
     codec: Codec,
     src: &[u8],
     expected: u64,
-    dst: &mut PageBuf,
+    dst: &mut ByteBuf,
 ) -> Result<(), String> {
     if expected > MAX_CHUNK_SIZE {
         dst.clear();
@@ -216,7 +216,7 @@ fn decompress_uncached(
 /// whole input, not only its hash. Failures are not memoized.
 #[cfg(logsql_sweep_memo)]
 mod sweep_memo {
-    use super::{Codec, PageBuf, decompress_uncached};
+    use super::{ByteBuf, Codec, decompress_uncached};
     use std::collections::HashMap;
     use std::hash::{Hash, Hasher};
     use std::sync::{Mutex, OnceLock};
@@ -241,7 +241,7 @@ mod sweep_memo {
         codec: Codec,
         src: &[u8],
         expected: u64,
-        dst: &mut PageBuf,
+        dst: &mut ByteBuf,
     ) -> Result<(), String> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         src.hash(&mut h);
@@ -283,7 +283,7 @@ thread_local! {
 /// room), the fast path for well-formed chunks. Returns `false` (with `dst`
 /// cleared) when it cannot be used or fails, e.g. on trailing padding after the
 /// last frame; the streaming decoder then takes over.
-fn zstd_bulk(src: &[u8], expected: u64, dst: &mut PageBuf) -> bool {
+fn zstd_bulk(src: &[u8], expected: u64, dst: &mut ByteBuf) -> bool {
     if expected > plausible_size(src.len()) {
         return false;
     }
@@ -342,7 +342,7 @@ fn read_capped(
     mut reader: impl Read,
     src_len: usize,
     expected: u64,
-    dst: &mut PageBuf,
+    dst: &mut ByteBuf,
 ) -> Result<(), String> {
     let n = match usize::try_from(expected) {
         Ok(n) if expected <= plausible_size(src_len) => n,
@@ -396,7 +396,7 @@ fn read_to_end_capped(
     reader: impl Read,
     src_len: usize,
     expected: u64,
-    dst: &mut PageBuf,
+    dst: &mut ByteBuf,
 ) -> Result<(), String> {
     // Reserve what the file declares, but no more than a generous multiple of the
     // compressed size: a corrupt size field must not make us allocate up front
@@ -439,7 +439,7 @@ mod tests {
         let mut src = zstd::encode_all(&d[..25_000], 3).unwrap();
         src.extend(zstd::encode_all(&d[25_000..], 3).unwrap());
         src.extend([0u8; 13]);
-        let mut out = PageBuf::default();
+        let mut out = ByteBuf::default();
         decompress(Codec::Zstd, &src, d.len() as u64, &mut out).unwrap();
         assert_eq!(out[..], d[..]);
     }
@@ -448,7 +448,7 @@ mod tests {
     fn wrong_declared_sizes_are_errors() {
         let d = data();
         let src = zstd::encode_all(&d[..], 3).unwrap();
-        let mut out = PageBuf::default();
+        let mut out = ByteBuf::default();
         let e = decompress(Codec::Zstd, &src, d.len() as u64 - 1, &mut out).unwrap_err();
         assert!(e.contains("expected"), "{e}");
         assert!(out.len() <= d.len());
@@ -470,7 +470,7 @@ mod tests {
         let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::new());
         std::io::Write::write_all(&mut enc, &d).unwrap();
         let src = enc.finish().unwrap();
-        let mut out = PageBuf::default();
+        let mut out = ByteBuf::default();
         decompress(Codec::Lz4, &src, d.len() as u64, &mut out).unwrap();
         assert_eq!(out[..], d[..]);
         assert!(decompress(Codec::Lz4, &src[..src.len() / 2], d.len() as u64, &mut out).is_err());
@@ -482,7 +482,7 @@ mod tests {
         let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::best());
         std::io::Write::write_all(&mut enc, &d).unwrap();
         let src = enc.finish().unwrap();
-        let mut out = PageBuf::default();
+        let mut out = ByteBuf::default();
         decompress(Codec::Bz2, &src, d.len() as u64, &mut out).unwrap();
         assert_eq!(out[..], d[..]);
         assert!(decompress(Codec::Bz2, &src[..src.len() / 2], d.len() as u64, &mut out).is_err());
@@ -502,7 +502,7 @@ mod tests {
         let mut enc = lz4_flex::frame::FrameEncoder::with_frame_info(info, Vec::new());
         std::io::Write::write_all(&mut enc, &d).unwrap();
         let src = enc.finish().unwrap();
-        let mut out = PageBuf::default();
+        let mut out = ByteBuf::default();
         decompress(Codec::Lz4, &src, d.len() as u64, &mut out).unwrap();
         assert_eq!(out[..], d[..]);
     }
@@ -536,8 +536,8 @@ mod tests {
         let owner = Buffer::from_vec(file);
         // One output buffer reused throughout, as a reader does: stale longer
         // content must never show through.
-        let mut out = PageBuf::default();
-        let read = |i: usize, out: &mut PageBuf| {
+        let mut out = ByteBuf::default();
+        let read = |i: usize, out: &mut ByteBuf| {
             let (start, len, d) = &at[i];
             decompress_shared(
                 Codec::Lz4,
@@ -603,7 +603,7 @@ mod tests {
     fn a_reused_output_buffer_is_overwritten_exactly() {
         let d = data();
         let stale = vec![9u8; 3 * d.len()];
-        let mut out = PageBuf::default();
+        let mut out = ByteBuf::default();
         out.extend_from_slice(&stale);
         for codec in [Codec::Bz2, Codec::Lz4, Codec::Zstd, Codec::None] {
             let src = match codec {

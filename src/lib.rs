@@ -26,12 +26,12 @@
 
 #![warn(missing_docs)]
 
+pub mod byte_buf;
 pub mod compression;
 pub mod decode;
 pub mod descriptors;
 pub mod error;
 pub mod formats;
-pub mod huge_pages;
 pub mod io;
 pub mod model;
 pub mod partial;

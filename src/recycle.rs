@@ -5,13 +5,13 @@
 
 use std::collections::VecDeque;
 
-use crate::huge_pages::PageBuf;
+use crate::byte_buf::ByteBuf;
 
 /// Buffers handed out to arrays, oldest first, bounded in number and bytes:
 /// past the bounds the oldest are forgotten (their arrays free them).
 #[derive(Debug)]
 pub struct Recycler {
-    lent: VecDeque<PageBuf>,
+    lent: VecDeque<ByteBuf>,
     /// Capacity of the buffers in `lent`.
     bytes: usize,
     max_buffers: usize,
@@ -29,8 +29,8 @@ impl Recycler {
         }
     }
 
-    /// Watches `buffer`, whose region arrays may still hold ([`PageBuf::share`]), for reuse.
-    pub fn lend(&mut self, buffer: PageBuf) {
+    /// Watches `buffer`, whose region arrays may still hold ([`ByteBuf::share`]), for reuse.
+    pub fn lend(&mut self, buffer: ByteBuf) {
         self.bytes += buffer.capacity();
         self.lent.push_back(buffer);
         while self.lent.len() > self.max_buffers || self.bytes > self.max_bytes {
@@ -42,7 +42,7 @@ impl Recycler {
     }
 
     /// The oldest lent buffer that no array holds any more, emptied.
-    pub fn take_back(&mut self) -> Option<PageBuf> {
+    pub fn take_back(&mut self) -> Option<ByteBuf> {
         for _ in 0..self.lent.len() {
             let mut buffer = self.lent.pop_front()?;
             if buffer.is_unique() {
@@ -59,7 +59,7 @@ impl Recycler {
     /// Forgets the buffers larger than `limit` bytes.
     pub fn forget_larger_than(&mut self, limit: usize) {
         self.lent.retain(|b| b.capacity() <= limit);
-        self.bytes = self.lent.iter().map(PageBuf::capacity).sum();
+        self.bytes = self.lent.iter().map(ByteBuf::capacity).sum();
     }
 }
 
@@ -67,8 +67,8 @@ impl Recycler {
 mod tests {
     use super::*;
 
-    fn buf(fill: u8, n: usize) -> PageBuf {
-        let mut b = PageBuf::default();
+    fn buf(fill: u8, n: usize) -> ByteBuf {
+        let mut b = ByteBuf::default();
         b.extend_from_slice(&vec![fill; n]);
         b
     }
@@ -76,7 +76,7 @@ mod tests {
     #[test]
     fn a_buffer_comes_back_only_once_nothing_holds_it_and_the_bounds_hold() {
         let mut r = Recycler::new(2, 1 << 20);
-        let a = buf(1, 100);
+        let mut a = buf(1, 100);
         let at = a.as_ptr();
         let held = a.share();
         r.lend(a);

@@ -6,8 +6,8 @@ use std::cell::Cell;
 
 use arrow_buffer::Buffer;
 
+use crate::byte_buf::ByteBuf;
 use crate::error::{Error, ErrorContext, Result};
-use crate::huge_pages::PageBuf;
 use crate::io::ReadAt;
 use crate::recycle::Recycler;
 
@@ -27,7 +27,7 @@ const LENT_BYTES: usize = 4 * KEEP_BUFFER_LIMIT;
 
 /// A reusable byte buffer a chunk is read (or decompressed) into.
 ///
-/// It is filled as a [`PageBuf`] ([`ChunkBuf::fill`]), then shared as an Arrow
+/// It is filled as a [`ByteBuf`] ([`ChunkBuf::fill`]), then shared as an Arrow
 /// [`Buffer`] ([`ChunkBuf::share`]) whose payloads the scan's batches may
 /// reference in place. Once every batch holding a shared buffer is dropped, a
 /// later [`ChunkBuf::fill`] takes its memory back (its pages already faulted
@@ -35,7 +35,7 @@ const LENT_BYTES: usize = 4 * KEEP_BUFFER_LIMIT;
 #[derive(Debug)]
 pub struct ChunkBuf {
     /// The buffer being filled, or the one last shared.
-    buf: PageBuf,
+    buf: ByteBuf,
     /// `buf` as shared, from [`ChunkBuf::share`] until the next [`ChunkBuf::fill`].
     shared: Option<Buffer>,
     /// Buffers shared earlier, taken back once no batch holds them.
@@ -45,7 +45,7 @@ pub struct ChunkBuf {
 impl Default for ChunkBuf {
     fn default() -> Self {
         Self {
-            buf: PageBuf::default(),
+            buf: ByteBuf::default(),
             shared: None,
             lent: Recycler::new(LENT_BUFFERS, LENT_BYTES),
         }
@@ -55,7 +55,7 @@ impl Default for ChunkBuf {
 impl ChunkBuf {
     /// The buffer to fill: the one shared before if nobody else holds it,
     /// else an earlier one that has come back, else a new one.
-    pub fn fill(&mut self) -> &mut PageBuf {
+    pub fn fill(&mut self) -> &mut ByteBuf {
         if self.shared.take().is_some() && !self.buf.is_unique() {
             self.lent.lend(std::mem::take(&mut self.buf));
             self.buf = self.lent.take_back().unwrap_or_default();
@@ -85,7 +85,7 @@ impl ChunkBuf {
     /// Frees the buffers when they grew past what is worth keeping.
     fn trim(&mut self) {
         if self.buf.capacity() > KEEP_BUFFER_LIMIT {
-            self.buf = PageBuf::default();
+            self.buf = ByteBuf::default();
             self.shared = None;
         }
         self.lent.forget_larger_than(KEEP_BUFFER_LIMIT);
@@ -123,7 +123,7 @@ pub fn read_range_into(
     ctx: &ErrorContext,
     offset: u64,
     len: u64,
-    buf: &mut PageBuf,
+    buf: &mut ByteBuf,
     what: &str,
 ) -> Result<()> {
     let fits = offset

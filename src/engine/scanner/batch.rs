@@ -27,7 +27,7 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
-use crate::huge_pages::PageBuf;
+use crate::byte_buf::ByteBuf;
 use crate::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
 use crate::recycle::Recycler;
 
@@ -283,7 +283,7 @@ struct DataColumn {
     blocks: Vec<Block>,
     /// The payloads copied so far (empty with no capacity until the first
     /// copy after a [`DataColumn::finish`], which picks a buffer then).
-    copied: PageBuf,
+    copied: ByteBuf,
     /// The block index of `copied` in this batch, once something was copied.
     copied_block: Option<u32>,
     /// The block index of the shared buffer referenced last (payloads come
@@ -322,7 +322,7 @@ impl DataColumn {
         Self {
             views: Vec::new(),
             blocks: Vec::new(),
-            copied: PageBuf::default(),
+            copied: ByteBuf::default(),
             copied_block: None,
             last_shared: None,
             carry: None,
@@ -334,7 +334,7 @@ impl DataColumn {
 
     /// A copy buffer for a new batch: the buffer of a sent batch that no
     /// one holds any more (its pages are mapped in already), else a new one.
-    fn take_buffer(&mut self) -> PageBuf {
+    fn take_buffer(&mut self) -> ByteBuf {
         let mut v = self.sent.take_back().unwrap_or_default();
         v.room_for(self.capacity);
         v
@@ -423,7 +423,7 @@ impl DataColumn {
         self.last_shared = None;
         self.held = 0;
         if let Some(b) = self.copied_block.take() {
-            let copied = std::mem::take(&mut self.copied);
+            let mut copied = std::mem::take(&mut self.copied);
             self.blocks[b as usize].buffer = copied.share();
             self.sent.lend(copied);
         }

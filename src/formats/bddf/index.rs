@@ -54,10 +54,9 @@ pub const SIZE_MASK: u64 = (1 << 56) - 1;
 pub const DATA_HEAD: u64 = 12;
 /// Chunks group data blocks up to this many bytes (unless one block is larger).
 ///
-/// A chunk read whole lands in one buffer of whole 2 MiB huge pages
-/// ([`crate::huge_pages::PageBuf`]), which the batches referencing its payloads
-/// hold until they are consumed: chunks of up to 2 MiB fill those pages, where
-/// chunks of 1 MiB left half of every page zeroed by the kernel for nothing.
+/// A chunk read whole lands in one reusable buffer
+/// ([`crate::byte_buf::ByteBuf`]), which the batches referencing its payloads
+/// hold until they are consumed.
 pub const CHUNK_TARGET: u64 = 2 << 20;
 /// ... and at most this many blocks.
 pub const CHUNK_MAX_BLOCKS: usize = 4096;

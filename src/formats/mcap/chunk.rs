@@ -10,11 +10,11 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::index::{ChannelDef, SchemaInfo, synthetic_channel};
 use super::records::{self, FieldError, RECORD_PREFIX_LEN, SliceRecords, op};
+use crate::byte_buf::ByteBuf;
 use crate::compression::{self, Codec};
 use crate::error::{ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
 use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
-use crate::huge_pages::PageBuf;
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 use arrow_buffer::Buffer;
@@ -50,7 +50,7 @@ pub(crate) fn decompress_records(
     compressed: &[u8],
     owner: Option<&Buffer>,
     records_offset: u64,
-    out: &mut PageBuf,
+    out: &mut ByteBuf,
     verify_crc: bool,
 ) -> Result<()> {
     let codec = Codec::from_name(header.compression).ok_or_else(|| {
@@ -348,8 +348,8 @@ fn read_message_index_records(
     ctx: &ErrorContext,
     mi_offset: u64,
     mi_length: u64,
-) -> Option<PageBuf> {
-    let mut raw = PageBuf::default();
+) -> Option<ByteBuf> {
+    let mut raw = ByteBuf::default();
     read_range_into(
         file,
         ctx,

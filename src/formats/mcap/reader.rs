@@ -26,8 +26,8 @@
 use super::chunk::decompress_records;
 use super::records::{self, MAGIC, RECORD_PREFIX_LEN, Record, op};
 use super::walk::{field_err, prefix_fields};
+use crate::byte_buf::ByteBuf;
 use crate::error::{ErrorContext, Result, hex_head};
-use crate::huge_pages::PageBuf;
 use crate::io::{ReadAt, SequentialReader};
 
 /// What a [`RecordReader`] yields and checks.
@@ -98,7 +98,7 @@ pub struct RecordReader<'f> {
     size: u64,
     opts: RecordReaderOptions,
     state: State,
-    chunk_buf: PageBuf,
+    chunk_buf: ByteBuf,
     /// CRC of the data section so far; `None` after DataEnd.
     data_crc: Option<crc32fast::Hasher>,
 }
@@ -133,7 +133,7 @@ impl<'f> RecordReader<'f> {
             size: file.size(),
             opts,
             state: State::TopLevel,
-            chunk_buf: PageBuf::default(),
+            chunk_buf: ByteBuf::default(),
             data_crc: Some(data_crc),
         })
     }
