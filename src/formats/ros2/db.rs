@@ -12,8 +12,7 @@
 //! when that fails, e.g. in a read-only directory) with `immutable=1`, which
 //! takes no locks and creates no side files.
 //!
-//! An `immutable=1` connection reads through the read-ahead VFS
-//! ([`super::readahead`]) with a small page cache ([`CACHE_KIB`]), and is
+//! An `immutable=1` connection has a small page cache ([`CACHE_KIB`]), and is
 //! kept for reuse when done ([`connect`]): a scan's chunks are many short
 //! range queries, and opening a connection for each (a new page cache to
 //! allocate and fault in, the schema parsed again) cost more than their reads.
@@ -291,14 +290,10 @@ fn uri(db: &DbPath, q: &str) -> String {
     format!("file:{}?{q}", uri_path(db.path()))
 }
 
-/// Opens `db` with `immutable=1`, through the read-ahead VFS when it is
-/// registered, with a page cache of [`CACHE_KIB`].
+/// Opens `db` with `immutable=1` and a page cache of [`CACHE_KIB`].
 fn open_immutable(db: &DbPath, name: &str) -> Result<Connection> {
-    let q = match super::readahead::name() {
-        Some(vfs) => format!("immutable=1&vfs={vfs}"),
-        None => "immutable=1".to_string(),
-    };
-    let conn = Connection::open_with_flags(uri(db, &q), FLAGS).map_err(|e| sql_err(name, e))?;
+    let conn =
+        Connection::open_with_flags(uri(db, "immutable=1"), FLAGS).map_err(|e| sql_err(name, e))?;
     conn.pragma_update(None, "cache_size", -CACHE_KIB)
         .map_err(|e| sql_err(name, e))?;
     Ok(conn)
@@ -679,13 +674,7 @@ mod tests {
     /// A rosbag2-like database at `path`: `n` rows of `len`-byte blobs whose
     /// bytes depend on the row (most rows overflow to several pages).
     fn write_db(path: &Path, n: i64, len: usize) {
-        write_db_paged(path, n, len, 4096);
-    }
-
-    /// [`write_db`] with pages of `page_size` bytes.
-    fn write_db_paged(path: &Path, n: i64, len: usize, page_size: u32) {
         let c = Connection::open(path).unwrap();
-        c.pragma_update(None, "page_size", page_size).unwrap();
         c.execute_batch(
             "CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT, type TEXT, serialization_format TEXT);
              CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER, timestamp INTEGER, data BLOB);
@@ -700,73 +689,6 @@ mod tests {
             let blob: Vec<u8> = (0..len).map(|j| (i as usize * 7 + j * 13) as u8).collect();
             stmt.execute(rusqlite::params![i * 1000, blob]).unwrap();
         }
-    }
-
-    /// (rows, total bytes, a checksum of every byte in row order) of `messages`.
-    fn digest(c: &Connection) -> (u64, u64, u64) {
-        let mut stmt = c
-            .prepare("SELECT data FROM messages ORDER BY timestamp, id")
-            .unwrap();
-        let mut rows = stmt.query([]).unwrap();
-        let (mut n, mut bytes, mut sum) = (0u64, 0u64, 0u64);
-        while let Some(r) = rows.next().unwrap() {
-            let rusqlite::types::ValueRef::Blob(b) = r.get_ref(0).unwrap() else {
-                panic!("not a blob");
-            };
-            n += 1;
-            bytes += b.len() as u64;
-            for (k, x) in b.iter().enumerate() {
-                sum = sum.wrapping_mul(31).wrapping_add(*x as u64 ^ k as u64);
-            }
-        }
-        (n, bytes, sum)
-    }
-
-    #[test]
-    fn the_read_ahead_vfs_reads_what_sqlite_reads() {
-        read_ahead_matches(4096, 20_000);
-        // Pages larger than the smallest window (64 KiB, 200 KB blobs).
-        read_ahead_matches(65_536, 200_000);
-    }
-
-    fn read_ahead_matches(page_size: u32, len: usize) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r_0.db3");
-        // 300 rows of `len` bytes (overflowing to several pages) and 300 of 100 bytes.
-        write_db_paged(&path, 300, len, page_size);
-        {
-            let c = Connection::open(&path).unwrap();
-            c.execute(
-                "INSERT INTO messages(topic_id, timestamp, data) \
-                 SELECT 1, timestamp + 1, substr(data, 1, 100) FROM messages",
-                [],
-            )
-            .unwrap();
-        }
-        let file = FileReader::open(&path).unwrap();
-        let db = db_path(&file).unwrap();
-        let plain = Connection::open_with_flags(uri(&db, "immutable=1"), FLAGS).unwrap();
-        let ahead = open_immutable(&db, "r_0.db3").unwrap();
-        assert_eq!(super::super::readahead::name(), Some("logsql-readahead"));
-        let want = digest(&plain);
-        assert_eq!((want.0, want.1), (600, 300 * len as u64 + 300 * 100));
-        let page: u32 = ahead
-            .query_row("PRAGMA page_size", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(page, page_size);
-        assert_eq!(digest(&ahead), want);
-        // A time window (jumps through the index) reads the same rows too.
-        let window = |c: &Connection| -> (i64, i64) {
-            c.query_row(
-                "SELECT count(*), sum(length(data) + unicode(hex(substr(data, 17, 1)))) \
-                 FROM messages WHERE timestamp BETWEEN 100000 AND 120001",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap()
-        };
-        assert_eq!(window(&ahead), window(&plain));
-        assert_eq!(window(&plain).0, 42);
     }
 
     #[test]

@@ -52,7 +52,6 @@ use super::FormatReader;
 
 pub mod bag_meta;
 pub mod db;
-pub mod readahead;
 
 /// The message definitions by type name, at their former path: they moved to
 /// the neutral [`crate::ros2_interfaces`] (schema data, used by `read_topic`
