@@ -161,7 +161,7 @@ impl McapWriteOptions {
             // worker per physical core) hands each chunk to a worker, copying it first, but a
             // worker only splits jobs of 8 MiB and more at level 3: a 1 MiB chunk is
             // compressed by one worker while the writer waits. Without the handoff,
-            // a 188 MB bag converts in 0.41 s instead of 0.50 s (README, issue 20).
+            // a 188 MB bag converts in 0.41 s instead of 0.50 s (docs/performance.md).
             .compression_threads(0)
             .profile(profile)
             .library(format!("logsql {}", env!("CARGO_PKG_VERSION")));

@@ -1,9 +1,7 @@
 //! The DataFusion datasource: the `FileFormat` ([`file_format`]), its
-//! `FileSource` ([`source`]), scans run inline in the consumer's task
-//! ([`inline_scan`]) and the MCAP writer sink ([`mcap_sink`]). It imports
+//! `FileSource` ([`source`]) and the MCAP writer sink ([`mcap_sink`]). It imports
 //! the scan core and storage, never the SQL surface.
 
 pub mod file_format;
-pub mod inline_scan;
 pub mod mcap_sink;
 pub mod source;

@@ -33,7 +33,6 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
-use super::inline_scan::{InlineScan, panicked};
 use crate::engine::scanner::damage::DamageLog;
 use crate::engine::scanner::handoff::Handoff;
 use crate::engine::scanner::options::LogsqlOptions;
@@ -333,9 +332,9 @@ impl FileSource for LogSource {
     }
 }
 
-/// Opens one file (or byte range) of a scan: runs [`scan_file`] inline in the
-/// consumer's task for a local file ([`InlineScan`]), on a blocking thread for
-/// an object store, whose reads block on the runtime.
+/// Opens one file (or byte range) of a scan: runs [`scan_file`] on a blocking
+/// thread (its reads block, on the file system or on the runtime for an
+/// object store) that sends batches through a bounded channel.
 struct LogOpener {
     plan: Arc<ScanPlan>,
     store: Arc<dyn ObjectStore>,
@@ -359,22 +358,11 @@ impl FileOpener for LogOpener {
             .as_ref()
             .map(|r| r.start.max(0) as u64..r.end.max(0) as u64);
         let metrics = self.metrics.clone();
-        // A table read from the whole file at once (not chunk by chunk) would
-        // queue all its batches before the first pause: it keeps the thread.
-        let whole_file = plan.target.table().is_some_and(|t| !t.def.per_chunk);
-        if loc.local && !whole_file {
-            let name = loc.display_name();
-            let scan = InlineScan::new(name, move |handoff| {
-                scan_file(&plan, &loc, range, &metrics, handoff)
-            })
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            return Ok(Box::pin(async move { Ok(scan.boxed()) }));
-        }
         Ok(Box::pin(async move {
             let (tx, rx) = tokio::sync::mpsc::channel(2);
             tokio::task::spawn_blocking(move || {
                 let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    scan_file(&plan, &loc, range, &metrics, Handoff::Channel(&tx))
+                    scan_file(&plan, &loc, range, &metrics, Handoff(&tx))
                 }));
                 if let Err(panic) = run {
                     let _ = tx.blocking_send(Err(panicked(&loc.display_name(), panic.as_ref())));
@@ -388,4 +376,14 @@ impl FileOpener for LogOpener {
             Ok(stream.boxed())
         }))
     }
+}
+
+/// The error of a scan of `file` that panicked with `panic`.
+fn panicked(file: &str, panic: &(dyn std::any::Any + Send)) -> DataFusionError {
+    let msg = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    DataFusionError::Internal(format!("logsql reader panicked on {file}: {msg}"))
 }

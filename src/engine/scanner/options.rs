@@ -53,7 +53,7 @@ config_namespace! {
         pub decode_errors: DecodeErrors, default = DecodeErrors::Error
         /// Whether scans of files whose index proves them in `log_time` order
         /// declare that order to the planner (so `ORDER BY log_time` needs no
-        /// sort; see the README's "Time order"). `false`: scans never declare
+        /// sort; see docs/pushdown.md). `false`: scans never declare
         /// an order and plans sort as before. A distributed coordinator sets it
         /// to `false`: datafusion-distributed splits a scan's file groups
         /// into tasks itself, which a declared order does not allow.

@@ -1,10 +1,9 @@
 //! The scan loop shared by every format: one file (or one byte range of it),
 //! chunk selection, reading, exact filtering, batching and metrics.
 //!
-//! It runs inline in the consumer's task (local files) or on a blocking thread
-//! (object stores), and hands batches over through a [`Handoff`], so at most a
-//! chunk's or a couple of batches per partition are in memory, and a consumer
-//! that stops (a satisfied `LIMIT`) stops the reading.
+//! It runs on a blocking thread and hands batches over through a [`Handoff`]
+//! (a bounded channel), so at most a couple of batches per partition are in
+//! memory, and a consumer that stops (a satisfied `LIMIT`) stops the reading.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -312,8 +311,7 @@ fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<
 }
 
 /// Scans one file (or the chunks of it that start inside `range`), handing
-/// batches to `handoff`. Blocks: runs on a blocking thread, or inline as a
-/// coroutine (local files only).
+/// batches to `handoff`. Blocks: runs on a blocking thread.
 pub fn scan_file(
     plan: &ScanPlan,
     loc: &FileLocation,
@@ -623,8 +621,7 @@ fn scan_file_inner(
                 // so that their operators tighten them before the next chunk.
                 // Otherwise a batch a quarter full ends with the chunk: the
                 // next chunk is then read into the buffers this batch frees
-                // once consumed (on the 200 MB MCAP file, 4 fresh huge pages
-                // per query instead of 9), rather than into new ones.
+                // once consumed, rather than into new ones.
                 let send = plan.limit.is_some() || !runtime.is_empty() || sink.is_quarter_full();
                 let flushed = send && !sink.flush()?;
                 if r.stopped || flushed || sink.done() {
@@ -645,8 +642,6 @@ fn scan_file_inner(
                 }
             }
         }
-        // An inline scan lets its consumer take the chunk's batches.
-        handoff.pause();
     }
     metrics.bytes_read.add(file.take_count() as usize);
     sink.flush()?;
