@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# benches/mcap_write_compare.sh: the MCAP writer's speed targets of issue 20,
+# benches/mcap_write_compare.sh: the MCAP writer's speed targets,
 # measured with the logsql CLI against the official Python libraries
 # (`rosbags` reader + `mcap` writer) on the ~200 MB benchmark files.
 #

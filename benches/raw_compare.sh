@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # benches/raw_compare.sh: logsql's full scans against the tightest raw reader of
-# each format (issue 19), as whole processes on the ~200 MB benchmark files.
+# each format, as whole processes on the ~200 MB benchmark files.
 #
 #   bash benches/raw_compare.sh
 #   SKIP_BUILD=1 FORMATS="bag-lz4 carla" RUNS=10 PERF_RUNS=20 bash benches/raw_compare.sh

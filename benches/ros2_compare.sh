@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# benches/ros2_compare.sh: the ROS 2 (.db3) speed and pushdown targets of issue 21,
+# benches/ros2_compare.sh: the ROS 2 (.db3) speed and pushdown targets,
 # measured with the logsql CLI against the Python `rosbags` reader on a ~200 MB bag.
 #
 #   bash benches/ros2_compare.sh

@@ -1,7 +1,7 @@
 //! Damaged files at the CLI, as a user meets them: the rows printed in every
 //! output format and at every partition count are exactly what the byte-level
 //! reader recovers, and the error (when the policy makes one) comes after them
-//! on stderr with exit code 1 (issue 16).
+//! on stderr with exit code 1.
 
 use std::process::{Command, Stdio};
 

@@ -1,6 +1,6 @@
 //! `logsql plot`, run as a process on the repo's demo recording: PNG and SVG
 //! files decoded back (size, drawn pixels, legend, axis titles), text charts,
-//! spikes kept through the reduction of long results, and the errors (issue 22).
+//! spikes kept through the reduction of long results, and the errors.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,5 +1,5 @@
 //! `logsql info` timelines, run as a process on a recording with known gaps:
-//! a topic paused for 2 s and a topic that starts late (issue 22).
+//! a topic paused for 2 s and a topic that starts late.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! Damaged files through SQL: every readable row reaches the user before an
-//! error, at every partition count and in every plan shape (issue 16).
+//! error, at every partition count and in every plan shape.
 //!
 //! The reference is the byte-level reader itself (the [`FormatReader`] trait, no
 //! DataFusion): the messages it recovers from a cut file are what a query must

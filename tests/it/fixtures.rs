@@ -24,7 +24,7 @@ pub fn dir(format: &str) -> Option<PathBuf> {
         );
     }
     // libtest names each test's thread after the test: the line says which
-    // test skipped (`README.md`, "Testing", counts them).
+    // test skipped (docs/testing.md counts them).
     let thread = std::thread::current();
     eprintln!(
         "SKIPPED: {}: fixture folder {} not found (set LOGSQL_FIXTURES or check out ../shared)",

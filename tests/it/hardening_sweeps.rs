@@ -1,5 +1,5 @@
 //! Truncation and corruption sweeps over every fixture of every format, through
-//! the [`FormatReader`] trait only (issue 8, "Hardening").
+//! the [`FormatReader`] trait only (docs/security.md).
 //!
 //! Every log file under the fixture folders (`mcap/` with `conformance/`,
 //! `samples/`, `decode/`; `rosbag/`; `apollo/`; `bddf/`; `carla/`) is read in full
