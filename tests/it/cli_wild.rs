@@ -46,7 +46,7 @@ fn p(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// One MCAP channel: topic, schema name, schema encoding, schema text,
+/// One MCAP channel: topic, schema name, schema encoding (empty: no schema), schema text,
 /// message encoding and payloads (one message each, 1 ms apart).
 struct Channel<'a> {
     topic: &'a str,
@@ -64,9 +64,13 @@ fn mcap_file(path: &Path, channels: &[Channel]) -> PathBuf {
     ))
     .unwrap();
     for c in channels {
-        let s = w
-            .add_schema(c.schema_name, c.schema_encoding, c.schema)
-            .unwrap();
+        // No schema encoding: schema id 0 (no schema).
+        let s = if c.schema_encoding.is_empty() {
+            0
+        } else {
+            w.add_schema(c.schema_name, c.schema_encoding, c.schema)
+                .unwrap()
+        };
         let id = w
             .add_channel(s, c.topic, c.message_encoding, &BTreeMap::new())
             .unwrap();
@@ -140,4 +144,360 @@ fn json_output_writes_nan_and_infinity_as_tokens_not_null() {
          {\"x\":-Infinity,\"v\":[],\"n\":null,\"r\":-Infinity}\n\
          {\"x\":0.25,\"v\":[NaN],\"n\":null,\"r\":0.25}\n"
     );
+}
+
+/// The keys of every object of a JSON array, in order.
+fn keys(v: &Value) -> Vec<Vec<String>> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|row| row.as_object().unwrap().keys().cloned().collect())
+        .collect()
+}
+
+/// A rosbag2 SQLite database: `ddl` creates the tables, then `topics` rows
+/// (id, name, type, serialization format, or `None` in a layout without that
+/// column), definitions (type, encoding, text; only with a
+/// `message_definitions` table) and messages (topic id, time, payload).
+fn db3(
+    path: &Path,
+    ddl: &str,
+    topics: &[(i64, &str, &str, Option<&str>)],
+    definitions: &[(&str, &str, &str)],
+    messages: &[(i64, i64, Vec<u8>)],
+) -> PathBuf {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(ddl).unwrap();
+    for (id, name, ty, format) in topics {
+        match format {
+            Some(f) => conn
+                .execute(
+                    "INSERT INTO topics(id, name, type, serialization_format, offered_qos_profiles) \
+                     VALUES (?1, ?2, ?3, ?4, '')",
+                    rusqlite::params![id, name, ty, f],
+                )
+                .unwrap(),
+            None => conn
+                .execute(
+                    "INSERT INTO topics(id, name, type) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![id, name, ty],
+                )
+                .unwrap(),
+        };
+    }
+    for (ty, enc, text) in definitions {
+        conn.execute(
+            "INSERT INTO message_definitions(topic_type, encoding, encoded_message_definition, \
+             type_description_hash) VALUES (?1, ?2, ?3, '')",
+            rusqlite::params![ty, enc, text],
+        )
+        .unwrap();
+    }
+    for (i, (topic, t, data)) in messages.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO messages(id, topic_id, timestamp, data) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![i as i64 + 1, topic, t, data],
+        )
+        .unwrap();
+    }
+    path.to_path_buf()
+}
+
+/// rosbag2's Humble layout: no `message_definitions`.
+const HUMBLE_DDL: &str = "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY, ros_distro TEXT NOT NULL);
+     INSERT INTO schema VALUES (3, 'humble');
+     CREATE TABLE metadata(id INTEGER PRIMARY KEY, metadata_version INTEGER NOT NULL, metadata TEXT NOT NULL);
+     CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL,
+                         serialization_format TEXT NOT NULL, offered_qos_profiles TEXT NOT NULL);
+     CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER NOT NULL,
+                           timestamp INTEGER NOT NULL, data BLOB NOT NULL);
+     CREATE INDEX timestamp_idx ON messages (timestamp ASC);";
+
+/// rosbag2's layout from Iron on: definitions stored.
+const IRON_DDL: &str = "CREATE TABLE schema(schema_version INTEGER PRIMARY KEY, ros_distro TEXT NOT NULL);
+     INSERT INTO schema VALUES (4, 'jazzy');
+     CREATE TABLE metadata(id INTEGER PRIMARY KEY, metadata_version INTEGER NOT NULL, metadata TEXT NOT NULL);
+     CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL,
+                         serialization_format TEXT NOT NULL, offered_qos_profiles TEXT NOT NULL,
+                         type_description_hash TEXT NOT NULL DEFAULT '');
+     CREATE TABLE message_definitions(id INTEGER PRIMARY KEY, topic_type TEXT NOT NULL,
+                                      encoding TEXT NOT NULL, encoded_message_definition TEXT NOT NULL,
+                                      type_description_hash TEXT NOT NULL);
+     CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER NOT NULL,
+                           timestamp INTEGER NOT NULL, data BLOB NOT NULL);
+     CREATE INDEX timestamp_idx ON messages (timestamp ASC);";
+
+/// The first rosbag2 layout, as its public test bag has it: `topics` without
+/// `serialization_format`, no index, no other table.
+const FIRST_DDL: &str = "CREATE TABLE topics(id INTEGER PRIMARY KEY,name TEXT NOT NULL,type TEXT NOT NULL);
+     CREATE TABLE messages(id INTEGER PRIMARY KEY,topic_id INTEGER NOT NULL,timestamp INTEGER NOT NULL, data BLOB NOT NULL);";
+
+/// A CDR (little-endian) payload of a message without fields: rosidl gives
+/// it one `uint8` member.
+const CDR_EMPTY: [u8; 5] = [0, 1, 0, 0, 0];
+
+/// A CDR (little-endian) `std_msgs/msg/String`.
+fn cdr_string(s: &str) -> Vec<u8> {
+    let mut out = vec![0, 1, 0, 0];
+    out.extend((s.len() as u32 + 1).to_le_bytes());
+    out.extend(s.as_bytes());
+    out.push(0);
+    out
+}
+
+const T0: i64 = 1_700_000_000_000_000_000;
+
+#[test]
+fn a_topic_without_messages_reads_as_an_empty_table_with_its_columns() {
+    let dir = tmp();
+    let mcap = mcap_file(
+        &dir.path().join("quiet.mcap"),
+        &[
+            Channel {
+                topic: "/quiet",
+                schema_name: "test_msgs/Floats",
+                schema_encoding: "ros1msg",
+                schema: b"float64 x\nfloat64[] v\n",
+                message_encoding: "ros1",
+                payloads: vec![],
+            },
+            // JSON without a schema: nothing to infer fields from.
+            Channel {
+                topic: "/quiet_json",
+                schema_name: "",
+                schema_encoding: "",
+                schema: b"",
+                message_encoding: "json",
+                payloads: vec![],
+            },
+            Channel {
+                topic: "/busy",
+                schema_name: "test_msgs/Floats",
+                schema_encoding: "ros1msg",
+                schema: b"float64 x\nfloat64[] v\n",
+                message_encoding: "ros1",
+                payloads: vec![ros1_floats(1.0, &[])],
+            },
+        ],
+    );
+    let sqlite = db3(
+        &dir.path().join("quiet.db3"),
+        HUMBLE_DDL,
+        &[
+            (1, "/quiet", "std_msgs/msg/String", Some("cdr")),
+            (2, "/busy", "std_msgs/msg/String", Some("cdr")),
+        ],
+        &[],
+        &[(2, T0, cdr_string("hi"))],
+    );
+    for (f, fields) in [(&mcap, "| x | v |"), (&sqlite, "| data |")] {
+        let sql = format!("SELECT * FROM read_topic('{}', '/quiet')", p(f));
+        let (table, v) = table_and_json(&sql);
+        assert_eq!(v, json!([]), "{}", p(f));
+        assert!(
+            table.contains(&format!("| log_time | publish_time {fields} file |")),
+            "{table}"
+        );
+        let (table, _) = table_and_json(&format!(
+            "SELECT count(*) AS n FROM read_topic('{}', '/quiet')",
+            p(f)
+        ));
+        assert!(table.contains("| 0 |"), "{table}");
+    }
+    let sql = format!("SELECT * FROM read_topic('{}', '/quiet_json')", p(&mcap));
+    let (table, v) = table_and_json(&sql);
+    assert_eq!(v, json!([]));
+    // Any JSON: one text column `value`, as for a schema `{"type": "object"}`.
+    assert!(
+        table.contains("| log_time | publish_time | value | file |"),
+        "{table}"
+    );
+}
+
+#[test]
+fn messages_without_fields_give_one_row_each() {
+    let dir = tmp();
+    let mcap = mcap_file(
+        &dir.path().join("empty.mcap"),
+        &[
+            Channel {
+                topic: "/ros2_empty",
+                schema_name: "std_msgs/msg/Empty",
+                schema_encoding: "ros2msg",
+                schema: b"",
+                message_encoding: "cdr",
+                payloads: vec![CDR_EMPTY.to_vec(); 3],
+            },
+            Channel {
+                topic: "/ros1_empty",
+                schema_name: "std_msgs/Empty",
+                schema_encoding: "ros1msg",
+                schema: b"",
+                message_encoding: "ros1",
+                payloads: vec![vec![]; 2],
+            },
+            Channel {
+                topic: "/custom_empty",
+                schema_name: "my_msgs/msg/Trigger",
+                schema_encoding: "ros2msg",
+                schema: b"# nothing but a comment\n",
+                message_encoding: "cdr",
+                payloads: vec![CDR_EMPTY.to_vec()],
+            },
+        ],
+    );
+    // Humble: no stored definitions (the bundled, empty, Empty.msg serves);
+    // Iron: an empty stored definition of a type logsql does not carry.
+    let humble = db3(
+        &dir.path().join("humble.db3"),
+        HUMBLE_DDL,
+        &[(1, "/ros2_empty", "std_msgs/msg/Empty", Some("cdr"))],
+        &[],
+        &[(1, T0, CDR_EMPTY.to_vec()), (1, T0 + 1, CDR_EMPTY.to_vec())],
+    );
+    let iron = db3(
+        &dir.path().join("iron.db3"),
+        IRON_DDL,
+        &[(1, "/custom_empty", "my_msgs/msg/Trigger", Some("cdr"))],
+        &[("my_msgs/msg/Trigger", "ros2msg", "")],
+        &[(1, T0, CDR_EMPTY.to_vec())],
+    );
+    for (f, topic, n) in [
+        (&mcap, "/ros2_empty", 3),
+        (&mcap, "/ros1_empty", 2),
+        (&mcap, "/custom_empty", 1),
+        (&humble, "/ros2_empty", 2),
+        (&iron, "/custom_empty", 1),
+    ] {
+        let sql = format!("SELECT * FROM read_topic('{}', '{topic}')", p(f));
+        let (table, v) = table_and_json(&sql);
+        assert!(
+            table.contains("| log_time ")
+                && table.contains("| publish_time ")
+                && table.contains("| file "),
+            "{table}"
+        );
+        // (serde_json orders an object's keys by name)
+        assert_eq!(
+            keys(&v),
+            vec![vec!["file", "log_time", "publish_time"]; n],
+            "{} {topic}: {v}",
+            p(f)
+        );
+    }
+}
+
+#[test]
+fn the_first_rosbag2_layout_reads_as_cdr() {
+    let dir = tmp();
+    let f = db3(
+        &dir.path().join("first.db3"),
+        FIRST_DDL,
+        &[(1, "/chatter", "std_msgs/String", None)],
+        &[],
+        &[
+            (1, T0, cdr_string("hello")),
+            (1, T0 + 5, cdr_string("world")),
+        ],
+    );
+    let (table, v) = table_and_json(&format!(
+        "SELECT topic, message_encoding, count(*) AS n FROM '{}' GROUP BY ALL",
+        p(&f)
+    ));
+    assert!(
+        table.contains("| /chatter | cdr              | 2 |"),
+        "{table}"
+    );
+    assert_eq!(
+        v,
+        json!([{"topic": "/chatter", "message_encoding": "cdr", "n": 2}])
+    );
+    let (table, v) = table_and_json(&format!(
+        "SELECT data FROM read_topic('{}', '/chatter') ORDER BY log_time",
+        p(&f)
+    ));
+    assert!(
+        table.contains("| hello |") && table.contains("| world |"),
+        "{table}"
+    );
+    assert_eq!(v, json!([{"data": "hello"}, {"data": "world"}]));
+
+    // A complete bag without a time index is not "rebuilt by a recovery walk".
+    let info = ok(&["info", &p(&f)]);
+    assert!(
+        info.lines().any(|l| l.starts_with("index:")
+            && l.ends_with(" none: the database has no index on messages.timestamp; summary read from its tables")),
+        "{info}"
+    );
+    assert!(!info.contains("recovery walk"), "{info}");
+    let v: Value = serde_json::from_str(&ok(&["info", "--format", "json", &p(&f)])).unwrap();
+    assert_eq!(
+        v[0]["index"],
+        "none: the database has no index on messages.timestamp; summary read from its tables"
+    );
+}
+
+#[test]
+fn the_public_first_layout_bag_reads_message_for_message() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/public/rosbag2-first-layout");
+    let sql = format!(
+        "SELECT topic, message_type, message_encoding, count(*) AS n, \
+         CAST(min(log_time) AS BIGINT) AS first FROM '{}' GROUP BY ALL ORDER BY topic",
+        p(&dir)
+    );
+    let (table, v) = table_and_json(&sql);
+    assert!(
+        table.contains("| /array_topic | test_msgs/StaticArrayPrimitives | cdr"),
+        "{table}"
+    );
+    assert_eq!(
+        v,
+        json!([
+            {"topic": "/array_topic", "message_type": "test_msgs/StaticArrayPrimitives",
+             "message_encoding": "cdr", "n": 4, "first": 1537282604241440135_i64},
+            {"topic": "/test_topic", "message_type": "test_msgs/Primitives",
+             "message_encoding": "cdr", "n": 3, "first": 1537282604242366735_i64},
+        ])
+    );
+    // The file alone reads the same.
+    let (_, v2) = table_and_json(&sql.replace(&p(&dir), &p(&dir.join("test.db3"))));
+    assert_eq!(v, v2);
+    let info = ok(&["info", &p(&dir.join("test.db3"))]);
+    assert!(
+        !info.contains("recovery walk") && !info.contains("corrupt"),
+        "{info}"
+    );
+}
+
+#[test]
+fn info_counts_zero_for_the_topics_of_an_unclosed_record_without_chunks() {
+    let Some(src) = crate::fixtures::file("apollo", "generated/crash_incomplete.record") else {
+        return;
+    };
+    // The header and the channel sections: what the recorder had flushed
+    // before its first chunk.
+    let bytes = std::fs::read(&src).unwrap();
+    let mut at = 16 + 2048;
+    while at + 16 <= bytes.len() {
+        let kind = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let size = i64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) as usize;
+        if kind != 4 {
+            break;
+        }
+        at += 16 + size;
+    }
+    let dir = tmp();
+    let f = dir.path().join("channels_only.record");
+    std::fs::write(&f, &bytes[..at]).unwrap();
+    let info = ok(&["info", &p(&f)]);
+    let rows: Vec<&str> = info.lines().filter(|l| l.contains("/apollo/")).collect();
+    assert_eq!(rows.len(), 2, "{info}");
+    for row in rows {
+        assert!(row.contains(" 0 ") && !row.contains('?'), "{info}");
+    }
+    let v: Value = serde_json::from_str(&ok(&["info", "--format", "json", &p(&f)])).unwrap();
+    assert_eq!(v[0]["messages"], 0, "{v}");
+    let topics = v[0]["topics"].as_array().unwrap();
+    assert_eq!(topics.len(), 2, "{v}");
+    assert!(topics.iter().all(|t| t["messages"] == 0), "{v}");
 }

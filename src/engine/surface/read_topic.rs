@@ -228,6 +228,14 @@ async fn compile(
     .await
     .map_err(|e| DataFusionError::External(Box::new(e)))?
     .map_err(df_err)?;
+    if samples.is_empty() {
+        // A topic without messages: nothing to infer from, any JSON (`value`).
+        return crate::decode::json::from_portable_schema(
+            br#"{"type":"object","properties":{}}"#,
+            "json (no messages to infer from)",
+        )
+        .map_err(plan_err);
+    }
     let mut it = samples.iter().map(Vec::as_slice);
     crate::decode::json::infer(&mut it).map_err(plan_err)
 }
