@@ -501,3 +501,84 @@ fn info_counts_zero_for_the_topics_of_an_unclosed_record_without_chunks() {
     assert_eq!(topics.len(), 2, "{v}");
     assert!(topics.iter().all(|t| t["messages"] == 0), "{v}");
 }
+
+#[test]
+fn message_fields_named_like_logsql_columns_become_data_dot_names_in_every_format() {
+    let dir = tmp();
+    // ROS1 in MCAP: string file, int32 log_time, int32 x.
+    let mut ros1 = Vec::new();
+    ros1.extend(3u32.to_le_bytes());
+    ros1.extend(b"a.b");
+    ros1.extend(7i32.to_le_bytes());
+    ros1.extend(1i32.to_le_bytes());
+    let mcap = mcap_file(
+        &dir.path().join("clash.mcap"),
+        &[Channel {
+            topic: "/clash",
+            schema_name: "my_msgs/Clash",
+            schema_encoding: "ros1msg",
+            schema: b"string file\nint32 log_time\nint32 x\n",
+            message_encoding: "ros1",
+            payloads: vec![ros1],
+        }],
+    );
+    // CDR in a .db3 with its definition stored.
+    let mut cdr = vec![0, 1, 0, 0];
+    cdr.extend(4u32.to_le_bytes());
+    cdr.extend(b"a.b\0");
+    cdr.extend(7i32.to_le_bytes());
+    cdr.extend(1i32.to_le_bytes());
+    let sqlite = db3(
+        &dir.path().join("clash.db3"),
+        IRON_DDL,
+        &[(1, "/clash", "my_msgs/msg/Clash", Some("cdr"))],
+        &[(
+            "my_msgs/msg/Clash",
+            "ros2msg",
+            "string file\nint32 log_time\nint32 x\n",
+        )],
+        &[(1, T0, cdr)],
+    );
+    for f in [&mcap, &sqlite] {
+        let sql = format!("SELECT * FROM read_topic('{}', '/clash')", p(f));
+        let out = run(&[&sql]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let table = String::from_utf8(out.stdout).unwrap();
+        let header: Vec<&str> = table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split('|')
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            header,
+            [
+                "",
+                "log_time",
+                "publish_time",
+                "data.file",
+                "data.log_time",
+                "x",
+                "file",
+                ""
+            ],
+            "{table}"
+        );
+        // Not silent: a warning names each renamed field.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("message field 'file' is column \"data.file\", message field 'log_time' is column \"data.log_time\""),
+            "{err}"
+        );
+        let text = ok(&["--format", "json", &sql]);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v[0]["data.file"], "a.b", "{text}");
+        assert_eq!(v[0]["data.log_time"], 7, "{text}");
+        assert_eq!(v[0]["file"], p(f), "{text}");
+    }
+}

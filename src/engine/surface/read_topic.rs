@@ -158,6 +158,13 @@ async fn plan(
         })?;
     }
     let schema = table_schema(&message_type, flatten, null_on_error);
+    let renamed = renamed_fields(&schema);
+    if !renamed.is_empty() {
+        log::warn!(
+            "read_topic('{path}', '{topic}'): {} (log_time, publish_time, file, _error and _raw are logsql's columns)",
+            renamed.join(", ")
+        );
+    }
     let spec = DecodedSpec {
         topic: topic.to_string(),
         message_type,
@@ -277,10 +284,31 @@ fn sample_payloads(
     Ok(out)
 }
 
+/// Field metadata key holding the message's own name of a renamed field.
+pub const MESSAGE_FIELD_KEY: &str = "logsql.message_field";
+
+/// The renamed fields of a [`table_schema`], as `field 'file' is column "data.file"`.
+fn renamed_fields(schema: &Schema) -> Vec<String> {
+    schema
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            let original = f.metadata().get(MESSAGE_FIELD_KEY)?;
+            Some(format!(
+                "message field '{original}' is column \"{}\"",
+                f.name()
+            ))
+        })
+        .collect()
+}
+
 /// The table schema: `log_time`, `publish_time`, the message's fields (or
 /// their flattened columns), `_error` and `_raw` when failed messages become
-/// null rows, and `file`. A message field whose name clashes with one of
-/// these is renamed `data.<name>`.
+/// null rows, and `file`. A message field whose name is one of these five
+/// (whether or not `_error` and `_raw` are present) is renamed
+/// `data.<name>` (`data.data.<name>` when a flattened field has that name,
+/// and so on), in every format alike; its field metadata keeps the message's
+/// name under [`MESSAGE_FIELD_KEY`].
 pub fn table_schema(message_type: &DataType, flatten: bool, null_on_error: bool) -> SchemaRef {
     let fields = match message_type {
         DataType::Struct(f) => f.clone(),
@@ -302,11 +330,17 @@ pub fn table_schema(message_type: &DataType, flatten: bool, null_on_error: bool)
         Field::new(col::LOG_TIME, timestamp_type(), false),
         Field::new(col::PUBLISH_TIME, timestamp_type(), true),
     ];
+    let taken: HashSet<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     out.extend(fields.iter().map(|f| {
         let f = f.as_ref().clone();
         if reserved.contains(&f.name().as_str()) {
-            let name = format!("data.{}", f.name());
-            f.with_name(name)
+            let mut name = format!("data.{}", f.name());
+            while taken.contains(name.as_str()) {
+                name = format!("data.{name}");
+            }
+            let mut metadata = f.metadata().clone();
+            metadata.insert(MESSAGE_FIELD_KEY.to_string(), f.name().clone());
+            f.with_name(name).with_metadata(metadata)
         } else {
             f
         }
