@@ -582,3 +582,46 @@ fn message_fields_named_like_logsql_columns_become_data_dot_names_in_every_forma
         assert_eq!(v[0]["file"], p(f), "{text}");
     }
 }
+
+#[test]
+fn json_schema_fields_of_one_of_constants_take_the_constants_type() {
+    let dir = tmp();
+    // As depthai writes them: an enum as `oneOf` of titled constants.
+    let schema = br#"{"type": "object", "properties": {
+        "type": {"oneOf": [{"const": 1, "title": "RGB"}, {"const": 2, "title": "MONO"}]},
+        "scale": {"anyOf": [{"const": 1}, {"const": 2.5}, {"type": "null"}]},
+        "mode": {"oneOf": [{"const": "fast"}, {"const": "slow"}]},
+        "mixed": {"oneOf": [{"const": 1}, {"const": "x"}]}
+    }}"#;
+    let f = mcap_file(
+        &dir.path().join("consts.mcap"),
+        &[Channel {
+            topic: "/frames",
+            schema_name: "dai.ImgFrame",
+            schema_encoding: "jsonschema",
+            schema,
+            message_encoding: "json",
+            payloads: vec![
+                br#"{"type": 1, "scale": 2.5, "mode": "fast", "mixed": 1}"#.to_vec(),
+                br#"{"type": 2, "scale": 1, "mode": "slow", "mixed": "x"}"#.to_vec(),
+            ],
+        }],
+    );
+    let sql = format!(
+        "SELECT type, scale, mode, mixed, arrow_typeof(type) AS t, arrow_typeof(scale) AS s \
+         FROM read_topic('{}', '/frames') ORDER BY log_time",
+        p(&f)
+    );
+    let (table, v) = table_and_json(&sql);
+    assert!(
+        table.contains("| 1    | 2.5   | fast | 1     | Int64 | Float64 |"),
+        "{table}"
+    );
+    assert_eq!(
+        v,
+        json!([
+            {"type": 1, "scale": 2.5, "mode": "fast", "mixed": "1", "t": "Int64", "s": "Float64"},
+            {"type": 2, "scale": 1.0, "mode": "slow", "mixed": "\"x\"", "t": "Int64", "s": "Float64"},
+        ])
+    );
+}
