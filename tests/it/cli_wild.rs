@@ -625,3 +625,137 @@ fn json_schema_fields_of_one_of_constants_take_the_constants_type() {
         ])
     );
 }
+
+/// A directory with a readable MCAP file (3 messages on `/odom`), one named
+/// like a log file whose bytes follow no format, one cut in its bag header,
+/// and a text file that is no log file.
+fn directory_with_damaged_files() -> tempfile::TempDir {
+    let dir = tmp();
+    mcap_file(
+        &dir.path().join("a.mcap"),
+        &[Channel {
+            topic: "/odom",
+            schema_name: "test_msgs/Floats",
+            schema_encoding: "ros1msg",
+            schema: b"float64 x\nfloat64[] v\n",
+            message_encoding: "ros1",
+            payloads: (0..3).map(|i| ros1_floats(f64::from(i), &[])).collect(),
+        }],
+    );
+    std::fs::write(
+        dir.path().join("b.mcap"),
+        b"these bytes follow no log format",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        b"not a log file, and not named so",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_damaged_file_in_a_directory_or_glob_is_reported_by_the_error_policy() {
+    let dir = directory_with_damaged_files();
+    let d = format!("{}/", p(dir.path()));
+    let damage = "b.mcap: not a recognised log file";
+    for from in [format!("'{d}'"), format!("'{d}*.mcap'")] {
+        for sql in [
+            format!("SELECT count(*) AS n FROM {from}"),
+            format!("SELECT count(*) AS n FROM read_topic({from}, '/odom')"),
+        ] {
+            // Default: the readable rows, then an error naming the file and the damage.
+            for format in ["table", "json"] {
+                let out = run(&["--format", format, &sql]);
+                let (stdout, stderr) = (
+                    String::from_utf8(out.stdout).unwrap(),
+                    String::from_utf8_lossy(&out.stderr).into_owned(),
+                );
+                assert_eq!(out.status.code(), Some(1), "{sql}: {stdout} {stderr}");
+                assert!(
+                    stderr.starts_with("error: ") && stderr.contains(damage),
+                    "{sql}: {stderr}"
+                );
+                match format {
+                    "json" => assert_eq!(
+                        serde_json::from_str::<Value>(&stdout).unwrap(),
+                        json!([{"n": 3}]),
+                        "{sql}"
+                    ),
+                    _ => assert!(stdout.contains("| 3 |"), "{sql}: {stdout}"),
+                }
+            }
+            // `--on-error warn`: the rows and a warning naming it.
+            let out = run(&["--on-error", "warn", "--format", "json", &sql]);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{sql}: {stderr}");
+            assert!(
+                stderr.starts_with("warning: ") && stderr.contains(damage),
+                "{stderr}"
+            );
+            let v: Value = serde_json::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+            assert_eq!(v, json!([{"n": 3}]), "{sql}");
+        }
+    }
+
+    // topics() names the damage, rather than "no log file found there".
+    let sql = format!("SELECT topic, message_count FROM topics('{d}')");
+    let out = run(&[&sql]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(damage) && !stderr.contains("no log file"),
+        "{stderr}"
+    );
+    let out = run(&["--on-error", "warn", "--format", "json", &sql]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(damage));
+    let v: Value = serde_json::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(v, json!([{"topic": "/odom", "message_count": 3}]));
+    let out = run(&["--on-error", "warn", &sql]);
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("| /odom | 3 ")
+    );
+
+    // Only the damaged file: its damage, not "no log file found there".
+    std::fs::remove_file(dir.path().join("a.mcap")).unwrap();
+    for sql in [
+        format!("SELECT count(*) FROM '{d}'"),
+        format!("SELECT * FROM topics('{d}')"),
+    ] {
+        let out = run(&[&sql]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(damage) && !stderr.contains("no log file"),
+            "{sql}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_file_cut_in_its_header_in_a_directory_follows_the_policy_too() {
+    let dir = directory_with_damaged_files();
+    std::fs::remove_file(dir.path().join("b.mcap")).unwrap();
+    // A bag cut inside its header record: an unfinished recording.
+    std::fs::write(dir.path().join("c.bag"), b"#ROSBAG V2.0\n\x45\x00\x00\x00").unwrap();
+    let d = format!("{}/", p(dir.path()));
+    let sql = format!("SELECT count(*) AS n FROM '{d}'");
+    // Unfinished: a warning by default, as for the file alone; strict: the rows, then the error.
+    let out = run(&["--format", "json", &sql]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.starts_with("warning: ") && stderr.contains("c.bag"),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(v, json!([{"n": 3}]));
+    let out = run(&["--on-error", "error", &sql]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("| 3 |"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("c.bag"));
+}

@@ -91,13 +91,22 @@ async fn plan(
     let mut variants: Vec<Variant> = Vec::new();
     let mut files = Vec::new();
     let mut topics_seen: HashSet<String> = HashSet::new();
+    // Files of a directory or glob too damaged to read: scanned all the same,
+    // so that the scan reports them by the `on_error` policy.
+    let mut damaged: Vec<crate::Error> = resolved.unrecognised_errors().await?;
+    files.extend(resolved.unrecognised_logs());
     for entry in resolved.log_files() {
         let (loc, format) = entry;
         let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
-        let cached = loc
-            .summary(Some(cache), format.clone())
-            .await
-            .map_err(df_err)?;
+        let cached = match loc.summary(Some(cache), format.clone()).await {
+            Ok(cached) => cached,
+            Err(e) if resolved.many && e.is_unreadable() => {
+                damaged.push(e);
+                files.push(entry);
+                continue;
+            }
+            Err(e) => return Err(df_err(e)),
+        };
         let all = cached.summary.channels.values();
         topics_seen.extend(all.clone().map(|c| c.topic.clone()));
         let channels: Vec<(Channel, Option<PlannedDefinition>)> = all
@@ -136,6 +145,9 @@ async fn plan(
         }
     }
     let Some(first) = variants.first() else {
+        if let Some(e) = damaged.into_iter().next() {
+            crate::engine::scanner::damage::report(options.on_error, e, None)?;
+        }
         let mut known: Vec<String> = topics_seen.into_iter().collect();
         known.sort();
         known.truncate(20);
@@ -179,8 +191,9 @@ async fn plan(
         .iter()
         .filter_map(|(_, f)| f.as_ref().map(|f| f.name()))
         .collect();
+    let unrecognised = files.iter().any(|(_, f)| f.is_none());
     let format = match formats.len() {
-        1 => files[0].1.clone(),
+        1 if !unrecognised => files.iter().find_map(|(_, f)| f.clone()),
         _ => None,
     };
     let file_format = LogFileFormat::decoded(format, Arc::new(spec));
