@@ -179,6 +179,13 @@ impl Error {
         )
     }
 
+    /// Whether the file cannot be read as a log file: damage
+    /// ([`Error::is_damage`]), or content no format recognises (a log file's
+    /// name, in a directory, over bytes that follow no format).
+    pub fn is_unreadable(&self) -> bool {
+        self.is_damage() || matches!(self, Error::UnknownFormat { .. })
+    }
+
     /// Whether this is the damage of an unfinished recording: the file simply
     /// ends early (the writer died or is still writing), so a record or the
     /// index at the end is missing or cut. Everything before [`Error::offset`]

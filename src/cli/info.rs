@@ -372,7 +372,11 @@ fn gather(
             }
         }
         None if summary.chunks.is_empty() => {
+            // No chunk: every topic the file declares has no message.
             total = total.or(Some(0));
+            for t in topics.values_mut() {
+                t.count.get_or_insert(0);
+            }
         }
         None => {
             let counted =
@@ -394,7 +398,11 @@ fn gather(
         (Some(s), Some(e)) if e >= s => Some(e - s),
         _ => None,
     };
-    let mut index_note = None;
+    let mut index_note = (format.name() == "ros2" && !summary.indexed).then(|| {
+        "none: the database has no index on messages.timestamp; \
+         summary read from its tables"
+            .to_string()
+    });
     let mut properties = Vec::new();
     for (k, v) in &summary.properties {
         match k.as_str() {
@@ -585,6 +593,7 @@ fn index_line(indexed: bool, note: Option<&str>) -> String {
         (true, None) => "read from the file's index".into(),
         (true, Some(n)) => format!("read from the file's index ({n})"),
         (false, Some(n)) if n.starts_with("rebuilt by") => format!("none usable; summary {n}"),
+        (false, Some(n)) if n.starts_with("none") => n.to_string(),
         (false, Some(n)) => format!("none usable; summary rebuilt by a recovery walk ({n})"),
         (false, None) => "none usable; summary rebuilt by a recovery walk of the file".into(),
     }

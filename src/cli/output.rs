@@ -11,6 +11,10 @@
 //! (`2022-11-08T04:07:03.461434034Z`), 6 for microseconds, 3 for milliseconds,
 //! none for seconds (a nested column takes the unit of its first timestamp).
 //!
+//! JSON and NDJSON write the floats JSON has no literal for as the bare tokens
+//! `NaN`, `Infinity` and `-Infinity` (as Python's `json`, pandas and DuckDB
+//! read and write them), never as `null`, which stays SQL NULL.
+//!
 //! When the stream fails after some batches, every format first prints the
 //! rows it received (the table so far; JSON closes its array), then returns
 //! the error.
@@ -20,7 +24,10 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringBuilder};
 use datafusion::arrow::compute::{CastOptions, cast_with_options};
-use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::datatypes::{
+    DataType, Field, FieldRef, Float16Type, Float32Type, Float64Type, Schema, SchemaRef, TimeUnit,
+};
+use datafusion::arrow::error::ArrowError;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::arrow::util::pretty::pretty_format_batches_with_schema;
 use datafusion::arrow::{csv, json};
@@ -176,6 +183,7 @@ impl Printer {
             Format::Json => {
                 let mut w = json::WriterBuilder::new()
                     .with_explicit_nulls(true)
+                    .with_encoder_factory(Arc::new(NonFiniteFloats))
                     .build::<_, json::writer::JsonArray>(&mut *out);
                 while let Some(b) = batches.next() {
                     rows += b.num_rows() as u64;
@@ -191,6 +199,7 @@ impl Printer {
             Format::Ndjson => {
                 let mut w = json::WriterBuilder::new()
                     .with_explicit_nulls(true)
+                    .with_encoder_factory(Arc::new(NonFiniteFloats))
                     .build::<_, json::writer::LineDelimited>(&mut *out);
                 while let Some(b) = batches.next() {
                     rows += b.num_rows() as u64;
@@ -262,6 +271,67 @@ impl Printer {
             s.push('…');
         }
         s
+    }
+}
+
+/// JSON encoding of float columns (nested ones too) that writes NaN and
+/// ±infinity as the tokens `NaN`, `Infinity` and `-Infinity` instead of
+/// Arrow's `null`; finite values print as Arrow prints them.
+#[derive(Debug)]
+struct NonFiniteFloats;
+
+/// Encoder options without a factory: Arrow's own float encoding.
+static PLAIN_JSON: std::sync::LazyLock<json::writer::EncoderOptions> =
+    std::sync::LazyLock::new(json::writer::EncoderOptions::default);
+
+impl json::writer::EncoderFactory for NonFiniteFloats {
+    fn make_default_encoder<'a>(
+        &self,
+        field: &'a FieldRef,
+        array: &'a dyn Array,
+        _options: &'a json::writer::EncoderOptions,
+    ) -> Result<Option<json::writer::NullableEncoder<'a>>, ArrowError> {
+        let as_f64: Box<dyn Fn(usize) -> f64 + 'a> = match array.data_type() {
+            DataType::Float16 => {
+                let a = array.as_primitive::<Float16Type>();
+                Box::new(move |i| a.value(i).to_f64())
+            }
+            DataType::Float32 => {
+                let a = array.as_primitive::<Float32Type>();
+                Box::new(move |i| f64::from(a.value(i)))
+            }
+            DataType::Float64 => {
+                let a = array.as_primitive::<Float64Type>();
+                Box::new(move |i| a.value(i))
+            }
+            _ => return Ok(None),
+        };
+        let finite = json::writer::make_encoder(field, array, &PLAIN_JSON)?;
+        Ok(Some(json::writer::NullableEncoder::new(
+            Box::new(FloatEncoder { as_f64, finite }),
+            array.nulls().cloned(),
+        )))
+    }
+}
+
+/// One float column's encoder (see [`NonFiniteFloats`]).
+struct FloatEncoder<'a> {
+    as_f64: Box<dyn Fn(usize) -> f64 + 'a>,
+    finite: json::writer::NullableEncoder<'a>,
+}
+
+impl json::writer::Encoder for FloatEncoder<'_> {
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        let v = (self.as_f64)(idx);
+        if v.is_nan() {
+            out.extend_from_slice(b"NaN");
+        } else if v == f64::INFINITY {
+            out.extend_from_slice(b"Infinity");
+        } else if v == f64::NEG_INFINITY {
+            out.extend_from_slice(b"-Infinity");
+        } else {
+            self.finite.encode(idx, out);
+        }
     }
 }
 

@@ -184,9 +184,9 @@ pub fn decoder_for(channel: &Channel) -> Result<Arc<dyn MessageDecoder>, DecodeE
         ))
     };
     match (channel.message_encoding.as_str(), schema_encoding) {
-        // An empty ROS1 definition is a message without fields (std_msgs/Empty).
+        // An empty definition is a message without fields (std_msgs/Empty).
         ("ros1", "ros1msg") => ros1msg::decoder(channel),
-        ("cdr", "ros2msg") if !schema.is_empty() => cdr::decoder(channel),
+        ("cdr", "ros2msg") => cdr::decoder(channel),
         ("protobuf", "protobuf") if !schema.is_empty() => protobuf::decoder(channel),
         ("json", "jsonschema" | "") => json::decoder(channel),
         _ => Err(unsupported()),

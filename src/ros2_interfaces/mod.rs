@@ -51,7 +51,14 @@ const PRIMITIVES: &[&str] = &[
 /// directories) or the bundled interfaces, when it is a `cdr` channel without
 /// one. When the type (or a type it uses) is found nowhere, the channel is
 /// returned unchanged but for a note the decoder reports.
+///
+/// A stored `ros2msg` definition that is empty is a message without fields
+/// (`std_msgs/msg/Empty`) and is kept, unless `msg_path` or the bundled
+/// interfaces define the type with fields (a writer that found no definition
+/// may have stored an empty one).
 pub fn with_definition(channel: Channel, msg_path: &str) -> Channel {
+    let stored_empty = channel.schema.as_deref().is_some_and(<[u8]>::is_empty)
+        && channel.schema_encoding.as_deref() == Some("ros2msg");
     let no_schema = channel.schema.as_deref().is_none_or(<[u8]>::is_empty);
     let Some(type_name) = channel.message_type.clone() else {
         return channel;
@@ -59,8 +66,16 @@ pub fn with_definition(channel: Channel, msg_path: &str) -> Channel {
     if channel.message_encoding != "cdr" || !no_schema {
         return channel;
     }
+    let found = definition(&type_name, msg_path);
+    if stored_empty
+        && found
+            .as_ref()
+            .map_or(true, |(text, _)| text.trim().is_empty())
+    {
+        return channel;
+    }
     let mut ch = channel;
-    match definition(&type_name, msg_path) {
+    match found {
         Ok((text, source)) => {
             ch.schema = Some(Arc::from(text.into_bytes()));
             ch.schema_encoding = Some("ros2msg".into());

@@ -16,13 +16,15 @@
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
-# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof;
+# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
 # s3_interop.py reads from a moto S3 server on 127.0.0.1 through a byte-counting relay and
 # needs the gen_mcap example beside the logsql binary, which `cargo test` builds;
-# asof_interop.py compares ASOF JOIN with DuckDB's and needs pip `duckdb`).
+# asof_interop.py compares ASOF JOIN with DuckDB's and needs pip `duckdb`;
+# json_interop.py reads NaN and infinities of --format json / ndjson back with
+# Python's json, DuckDB and, when installed, pandas).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -56,7 +58,7 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-s3} " == *" s3 "* ]] && ! "$venv/bin/python" -c
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6" "boto3>=1.34,<2"
 fi
 
-if [[ " ${LOGSQL_INTEROP_SUITES:-asof} " == *" asof "* ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
+if [[ " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" asof "* || " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" json "* ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
 fi
 
@@ -67,7 +69,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?

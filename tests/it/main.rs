@@ -19,6 +19,8 @@ mod cli_plot;
 mod cli_shell;
 #[cfg(feature = "cli")]
 mod cli_timeline;
+#[cfg(feature = "cli")]
+mod cli_wild;
 mod decode_cdr;
 mod decode_common;
 mod decode_json;

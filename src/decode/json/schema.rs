@@ -217,7 +217,9 @@ impl<'v> Compiler<'v> {
     }
 
     /// `anyOf`/`oneOf`: one schema, or one schema and `{"type": "null"}`,
-    /// gives that schema's type; anything else is JSON text.
+    /// gives that schema's type; alternatives that are all the same scalar
+    /// type (`{"const": 1}`, `{"const": 2}`: integers) give that type, integers
+    /// and numbers together a number; anything else is JSON text.
     fn compile_alternatives(
         &mut self,
         alternatives: &'v Value,
@@ -236,6 +238,21 @@ impl<'v> Compiler<'v> {
         match (rest.next(), rest.next()) {
             (Some(one), None) => self.compile(one, depth),
             (None, None) if !items.is_empty() => Ok(Node::Null),
+            (Some(_), Some(_)) => {
+                let mut common: Option<Node> = None;
+                for item in items.iter().filter(|v| !is_null(v)) {
+                    let node = self.compile(item, depth + 1)?;
+                    common = Some(match (common, node) {
+                        (None, n @ (Node::Bool | Node::Int | Node::Float | Node::Str)) => n,
+                        (Some(Node::Bool), Node::Bool) => Node::Bool,
+                        (Some(Node::Int), Node::Int) => Node::Int,
+                        (Some(Node::Str), Node::Str) => Node::Str,
+                        (Some(Node::Int | Node::Float), Node::Int | Node::Float) => Node::Float,
+                        _ => return Ok(Node::Text),
+                    });
+                }
+                Ok(common.unwrap_or(Node::Text))
+            }
             _ => Ok(Node::Text),
         }
     }

@@ -51,6 +51,9 @@ pub struct LogFileFormat {
     skip: Arc<HashSet<ObjectPath>>,
     /// How `COPY ... TO` writes files of this format (MCAP only).
     write: McapWriteOptions,
+    /// The table lists several files: one too damaged for a summary does not
+    /// fail planning; its scan applies `logsql.on_error` as for any damage.
+    defer_damage: bool,
 }
 
 impl LogFileFormat {
@@ -61,6 +64,7 @@ impl LogFileFormat {
             target: ScanTarget::Messages,
             skip: Default::default(),
             write: McapWriteOptions::default(),
+            defer_damage: false,
         }
     }
 
@@ -79,6 +83,7 @@ impl LogFileFormat {
             target: ScanTarget::Table(table),
             skip: Default::default(),
             write: McapWriteOptions::default(),
+            defer_damage: false,
         }
     }
 
@@ -90,6 +95,16 @@ impl LogFileFormat {
             target: ScanTarget::Decoded(spec),
             skip: Default::default(),
             write: McapWriteOptions::default(),
+            defer_damage: false,
+        }
+    }
+
+    /// The same format with damaged files left to the scans' `on_error`
+    /// policy instead of failing planning (a table of several files).
+    pub fn deferring_damage(self, defer_damage: bool) -> Self {
+        Self {
+            defer_damage,
+            ..self
         }
     }
 
@@ -204,10 +219,13 @@ impl FileFormat for LogFileFormat {
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
         let cache = summary_cache::of(state.runtime_env());
-        let cached = loc
-            .summary(Some(cache), self.format.clone())
-            .await
-            .map_err(df_err)?;
+        let cached = match loc.summary(Some(cache), self.format.clone()).await {
+            Ok(cached) => cached,
+            Err(e) if self.defer_damage && e.is_unreadable() => {
+                return Ok(Statistics::new_unknown(&table_schema));
+            }
+            Err(e) => return Err(df_err(e)),
+        };
         Ok(summary_statistics(&cached.summary, &table_schema))
     }
 

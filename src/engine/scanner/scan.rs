@@ -374,9 +374,10 @@ fn scan_file_inner(
             counter.add(1);
             cached
         }
-        // A file too damaged to have a summary has no readable message: the
-        // policy decides (once per file, by the partition owning its start).
-        Err(e) if e.is_damage() => {
+        // A file too damaged to have a summary (or a log file's name over
+        // bytes no format recognises) has no readable message: the policy
+        // decides (once per file, by the partition owning its start).
+        Err(e) if e.is_unreadable() => {
             if owns_start {
                 report(plan.on_error, e, plan.damage.as_deref())?;
             }

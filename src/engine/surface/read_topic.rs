@@ -91,13 +91,22 @@ async fn plan(
     let mut variants: Vec<Variant> = Vec::new();
     let mut files = Vec::new();
     let mut topics_seen: HashSet<String> = HashSet::new();
+    // Files of a directory or glob too damaged to read: scanned all the same,
+    // so that the scan reports them by the `on_error` policy.
+    let mut damaged: Vec<crate::Error> = resolved.unrecognised_errors().await?;
+    files.extend(resolved.unrecognised_logs());
     for entry in resolved.log_files() {
         let (loc, format) = entry;
         let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
-        let cached = loc
-            .summary(Some(cache), format.clone())
-            .await
-            .map_err(df_err)?;
+        let cached = match loc.summary(Some(cache), format.clone()).await {
+            Ok(cached) => cached,
+            Err(e) if resolved.many && e.is_unreadable() => {
+                damaged.push(e);
+                files.push(entry);
+                continue;
+            }
+            Err(e) => return Err(df_err(e)),
+        };
         let all = cached.summary.channels.values();
         topics_seen.extend(all.clone().map(|c| c.topic.clone()));
         let channels: Vec<(Channel, Option<PlannedDefinition>)> = all
@@ -136,6 +145,9 @@ async fn plan(
         }
     }
     let Some(first) = variants.first() else {
+        if let Some(e) = damaged.into_iter().next() {
+            crate::engine::scanner::damage::report(options.on_error, e, None)?;
+        }
         let mut known: Vec<String> = topics_seen.into_iter().collect();
         known.sort();
         known.truncate(20);
@@ -158,6 +170,13 @@ async fn plan(
         })?;
     }
     let schema = table_schema(&message_type, flatten, null_on_error);
+    let renamed = renamed_fields(&schema);
+    if !renamed.is_empty() {
+        log::warn!(
+            "read_topic('{path}', '{topic}'): {} (log_time, publish_time, file, _error and _raw are logsql's columns)",
+            renamed.join(", ")
+        );
+    }
     let spec = DecodedSpec {
         topic: topic.to_string(),
         message_type,
@@ -172,8 +191,9 @@ async fn plan(
         .iter()
         .filter_map(|(_, f)| f.as_ref().map(|f| f.name()))
         .collect();
+    let unrecognised = files.iter().any(|(_, f)| f.is_none());
     let format = match formats.len() {
-        1 => files[0].1.clone(),
+        1 if !unrecognised => files.iter().find_map(|(_, f)| f.clone()),
         _ => None,
     };
     let file_format = LogFileFormat::decoded(format, Arc::new(spec));
@@ -228,6 +248,14 @@ async fn compile(
     .await
     .map_err(|e| DataFusionError::External(Box::new(e)))?
     .map_err(df_err)?;
+    if samples.is_empty() {
+        // A topic without messages: nothing to infer from, any JSON (`value`).
+        return crate::decode::json::from_portable_schema(
+            br#"{"type":"object","properties":{}}"#,
+            "json (no messages to infer from)",
+        )
+        .map_err(plan_err);
+    }
     let mut it = samples.iter().map(Vec::as_slice);
     crate::decode::json::infer(&mut it).map_err(plan_err)
 }
@@ -269,10 +297,31 @@ fn sample_payloads(
     Ok(out)
 }
 
+/// Field metadata key holding the message's own name of a renamed field.
+pub const MESSAGE_FIELD_KEY: &str = "logsql.message_field";
+
+/// The renamed fields of a [`table_schema`], as `field 'file' is column "data.file"`.
+fn renamed_fields(schema: &Schema) -> Vec<String> {
+    schema
+        .fields()
+        .iter()
+        .filter_map(|f| {
+            let original = f.metadata().get(MESSAGE_FIELD_KEY)?;
+            Some(format!(
+                "message field '{original}' is column \"{}\"",
+                f.name()
+            ))
+        })
+        .collect()
+}
+
 /// The table schema: `log_time`, `publish_time`, the message's fields (or
 /// their flattened columns), `_error` and `_raw` when failed messages become
-/// null rows, and `file`. A message field whose name clashes with one of
-/// these is renamed `data.<name>`.
+/// null rows, and `file`. A message field whose name is one of these five
+/// (whether or not `_error` and `_raw` are present) is renamed
+/// `data.<name>` (`data.data.<name>` when a flattened field has that name,
+/// and so on), in every format alike; its field metadata keeps the message's
+/// name under [`MESSAGE_FIELD_KEY`].
 pub fn table_schema(message_type: &DataType, flatten: bool, null_on_error: bool) -> SchemaRef {
     let fields = match message_type {
         DataType::Struct(f) => f.clone(),
@@ -294,11 +343,17 @@ pub fn table_schema(message_type: &DataType, flatten: bool, null_on_error: bool)
         Field::new(col::LOG_TIME, timestamp_type(), false),
         Field::new(col::PUBLISH_TIME, timestamp_type(), true),
     ];
+    let taken: HashSet<&str> = fields.iter().map(|f| f.name().as_str()).collect();
     out.extend(fields.iter().map(|f| {
         let f = f.as_ref().clone();
         if reserved.contains(&f.name().as_str()) {
-            let name = format!("data.{}", f.name());
-            f.with_name(name)
+            let mut name = format!("data.{}", f.name());
+            while taken.contains(name.as_str()) {
+                name = format!("data.{name}");
+            }
+            let mut metadata = f.metadata().clone();
+            metadata.insert(MESSAGE_FIELD_KEY.to_string(), f.name().clone());
+            f.with_name(name).with_metadata(metadata)
         } else {
             f
         }

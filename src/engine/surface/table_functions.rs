@@ -259,13 +259,22 @@ impl TableProvider for SummaryTable {
         let on_error = options.on_error;
         let pool = options.descriptor_pool()?;
         let resolved = resolve(state, &self.path).await?;
+        // A damaged file of a directory or glob: a warning or an error by the
+        // `on_error` policy, as when it is named alone.
+        for e in resolved.unrecognised_errors().await? {
+            crate::engine::scanner::damage::report(on_error, e, None)?;
+        }
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {
             let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
-            let mut cached = loc
-                .summary(Some(cache), format.clone())
-                .await
-                .map_err(df_err)?;
+            let mut cached = match loc.summary(Some(cache), format.clone()).await {
+                Ok(cached) => cached,
+                Err(e) if resolved.many && e.is_unreadable() => {
+                    crate::engine::scanner::damage::report(on_error, e, None)?;
+                    continue;
+                }
+                Err(e) => return Err(df_err(e)),
+            };
             if let (Some(pool), SummaryView::Channels) = (&pool, self.view) {
                 // Schemas from the user's descriptor set, for channels the file names only by type.
                 let mut summary = (*cached.summary).clone();

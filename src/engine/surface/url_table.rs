@@ -35,6 +35,18 @@ const DATAFUSION_EXTENSIONS: &[&str] = &[
     "parquet", "csv", "tsv", "json", "ndjson", "avro", "arrow", "ipc",
 ];
 
+/// Extensions of log files: such a file among several (a directory, a glob)
+/// whose content no format recognises is damaged, not skipped.
+const LOG_EXTENSIONS: &[&str] = &["mcap", "bag", "db3", "record", "bddf"];
+
+/// Whether `name` is named like a log file ([`LOG_EXTENSIONS`], or an Apollo
+/// segment `x.record.00001`).
+fn named_like_a_log(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    let ext = lower.rsplit('.').next().unwrap_or_default();
+    LOG_EXTENSIONS.contains(&ext) || lower.contains(".record.")
+}
+
 /// How many files are sniffed at once.
 const SNIFF_CONCURRENCY: usize = 32;
 
@@ -44,6 +56,8 @@ pub struct ResolvedPath {
     pub url: ListingTableUrl,
     /// Every file the path names, in listing order, with its detected format.
     pub files: Vec<(FileLocation, Option<Arc<dyn FormatReader>>)>,
+    /// The path names a directory or a glob (not one file).
+    pub many: bool,
 }
 
 impl ResolvedPath {
@@ -52,6 +66,36 @@ impl ResolvedPath {
         &self,
     ) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn FormatReader>>)> {
         self.files.iter().filter(|(_, f)| f.is_some())
+    }
+
+    /// The files of a directory or glob named like log files whose content no
+    /// format recognises: damaged files, which queries report by the
+    /// `on_error` policy (a single file named so is an error anyway).
+    pub fn unrecognised_logs(
+        &self,
+    ) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn FormatReader>>)> {
+        self.files.iter().filter(|(loc, f)| {
+            self.many && f.is_none() && named_like_a_log(loc.meta.location.as_ref())
+        })
+    }
+
+    /// Why each of [`ResolvedPath::unrecognised_logs`] is not a log file
+    /// (the error reading it as one gives).
+    pub async fn unrecognised_errors(&self) -> Result<Vec<crate::Error>> {
+        let mut out = Vec::new();
+        for (loc, _) in self.unrecognised_logs() {
+            let loc = loc.clone();
+            let err = tokio::task::spawn_blocking(move || {
+                let file = loc.open()?;
+                formats::detect(file.as_ref()).map(|_| ())
+            })
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            if let Err(e) = err {
+                out.push(e);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -155,7 +199,8 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
         .try_collect()
         .await?;
     files.sort_by(|a, b| a.0.meta.location.cmp(&b.0.meta.location));
-    Ok(ResolvedPath { url, files })
+    let many = url.get_glob().is_some() || is_directory(&url, path);
+    Ok(ResolvedPath { url, files, many })
 }
 
 /// Refuses a local pipe, device or socket before anything opens it (a pipe
@@ -227,7 +272,12 @@ impl UrlTableFactory for LogUrlTableFactory {
             Err(e) if !is_local(path) => return Err(e),
             Err(_) => return datafusion_url_table(&state, path).await,
         };
-        let logs: Vec<_> = resolved.log_files().collect();
+        // Damaged files of a directory or glob are scanned too: the scan
+        // reports them by the `on_error` policy, after the other files' rows.
+        let logs: Vec<_> = resolved
+            .log_files()
+            .chain(resolved.unrecognised_logs())
+            .collect();
         if logs.is_empty() {
             let ext = path
                 .rsplit('.')
@@ -295,7 +345,10 @@ pub fn listing_table(
         &resolved.url,
         files.iter().map(|(loc, _)| &loc.meta.location),
     );
-    let options = ListingOptions::new(Arc::new(file_format.with_skip(skip)))
+    let file_format = file_format
+        .with_skip(skip)
+        .deferring_damage(files.len() > 1);
+    let options = ListingOptions::new(Arc::new(file_format))
         .with_file_extension("")
         .with_table_partition_cols(
             partitions

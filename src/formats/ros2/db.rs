@@ -438,21 +438,27 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
     let messages = columns(conn, "messages").map_err(err)?;
     for col in ["id", "topic_id", "timestamp", "data"] {
         if !messages.contains(col) {
-            return Err(Error::Corrupt {
+            return Err(Error::Unsupported {
                 file: name.to_string(),
                 format: FORMAT,
                 offset: 0,
-                message: format!("the rosbag2 messages table has no column {col}"),
+                message: format!(
+                    "a rosbag2 layout logsql does not know: the messages table has no column {col}"
+                ),
             });
         }
     }
-    for col in ["id", "name", "type", "serialization_format"] {
+    // The first layout (2018-2019) has no `serialization_format`: CDR was its
+    // only format ([`topics`] reads it as `cdr`).
+    for col in ["id", "name", "type"] {
         if !layout.topic_columns.contains(col) {
-            return Err(Error::Corrupt {
+            return Err(Error::Unsupported {
                 file: name.to_string(),
                 format: FORMAT,
                 offset: 0,
-                message: format!("the rosbag2 topics table has no column {col}"),
+                message: format!(
+                    "a rosbag2 layout logsql does not know: the topics table has no column {col}"
+                ),
             });
         }
     }
@@ -536,8 +542,13 @@ pub fn topics(conn: &Connection, layout: &Layout, name: &str) -> Result<Vec<Topi
             "NULL".to_string()
         }
     };
+    let format = if layout.topic_columns.contains("serialization_format") {
+        "serialization_format"
+    } else {
+        "'cdr'"
+    };
     let sql = format!(
-        "SELECT id, name, type, serialization_format, {}, {} FROM topics ORDER BY id",
+        "SELECT id, name, type, {format}, {}, {} FROM topics ORDER BY id",
         opt("offered_qos_profiles"),
         opt("type_description_hash")
     );

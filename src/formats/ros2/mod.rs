@@ -219,9 +219,10 @@ impl FormatReader for Ros2Format {
                     );
                 }
             }
+            // An empty `ros2msg` text is a type without fields (std_msgs/msg/Empty).
             let def = definitions
                 .get(&t.type_name)
-                .filter(|(enc, text)| !text.is_empty() && enc != "unknown");
+                .filter(|(enc, text)| enc != "unknown" && (!text.is_empty() || enc == "ros2msg"));
             channels.insert(
                 t.id as u64,
                 Channel {
@@ -534,7 +535,7 @@ impl FormatReader for Ros2Format {
                 channel.topic, channel.message_encoding
             ));
         }
-        if channel.schema.as_deref().is_none_or(<[u8]>::is_empty) {
+        if channel.schema.is_none() {
             return ChannelSchema::Unavailable(
                 channel
                     .metadata
