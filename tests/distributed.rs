@@ -23,7 +23,7 @@ use datafusion_distributed::{
 use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
-use logsql::engine::distributed::{
+use logsql::distributed::{
     LogsqlCodec, StaticWorkers, coordinator_state_builder, serve_listener,
 };
 

@@ -1,5 +1,9 @@
-//! `ASOF JOIN`: for each row of the left input, the best row of the right
-//! input at (or before, or after) its time, per equality key.
+//! # logsql-asof
+//!
+//! `ASOF JOIN` for Apache DataFusion: for each row of the left input, the best
+//! row of the right input at (or before, or after) its time, per equality key.
+//! Format-free: it depends on DataFusion only, and [`install`] adds it to any
+//! `SessionState`.
 //!
 //! - [`logical`]: the logical node [`AsofJoinNode`] (a `UserDefinedLogicalNodeCore`)
 //!   and the type coercion of its keys and times;
@@ -19,6 +23,8 @@
 //! in the right input's order wins. NULL keys and NULL times never match. An
 //! optional tolerance is checked on the chosen match; a match beyond it
 //! becomes NULLs.
+
+#![warn(missing_docs)]
 
 pub mod exec;
 pub mod logical;
@@ -120,7 +126,7 @@ impl fmt::Display for AsofJoinType {
 /// around the current query planner, and the logical optimizer rule
 /// [`push_down::AsofPushDownFilter`] right after DataFusion's
 /// `push_down_filter` (at the end when that is absent). Returns the state to use.
-pub(crate) fn install(mut state: SessionState) -> Result<SessionState> {
+pub fn install(mut state: SessionState) -> Result<SessionState> {
     let named = |p: &dyn std::fmt::Debug| format!("{p:?}") == "AsofRelationPlanner";
     if !state.relation_planners().iter().any(|p| named(p.as_ref())) {
         state.register_relation_planner(Arc::new(sql::AsofRelationPlanner))?;

@@ -17,7 +17,7 @@
 //! DataFusion plans joins of a `FROM` list without an extension hook; only a
 //! parenthesized join reaches a `RelationPlanner`. So [`AsofRelationPlanner`]
 //! plans `(a ASOF JOIN b ...)`, which plain `ctx.sql()` accepts once
-//! [`crate::register`] ran, and [`sql()`] (used by the CLI and Python) first
+//! [`crate::install`] ran, and [`sql()`] (used by the CLI and Python) first
 //! wraps every `ASOF JOIN` in such parentheses, so the unparenthesized
 //! spellings work there too.
 
@@ -251,7 +251,7 @@ impl VisitorMut for Nester {
 }
 
 /// Plans a parenthesized join whose last join is an `ASOF JOIN` into an
-/// [`AsofJoinNode`]; installed by [`crate::register`].
+/// [`AsofJoinNode`]; installed by [`crate::install`].
 #[derive(Debug, Default)]
 pub struct AsofRelationPlanner;
 

@@ -615,7 +615,7 @@ fn primitive<T: ArrowPrimitiveType>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{field, list_of};
+    use crate::{field, list_of};
     use arrow_array::Array;
 
     fn st(fields: Vec<arrow_schema::Field>) -> DataType {
@@ -696,6 +696,6 @@ mod tests {
     }
 
     fn fixed_list(item: DataType, n: i32) -> DataType {
-        crate::decode::fixed_list_of(item, n)
+        crate::fixed_list_of(item, n)
     }
 }

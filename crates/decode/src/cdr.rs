@@ -44,7 +44,7 @@ use super::{
     ColumnBuilder, DecodeError, MessageDecoder, duration_type, field, fixed_list_of, list_of,
     timestamp_type,
 };
-use crate::model::Channel;
+use logsql_readers::model::Channel;
 use msgdef::{
     Array, BUILTIN_DURATION, BUILTIN_TIME, BaseType, FieldDef, Prim, Schema, package, parse_msg,
 };
@@ -626,4 +626,17 @@ fn read_wstring<O: Order>(r: &mut Reader<'_>, out: &mut ColumnBuilder) -> Result
         .collect();
     out.append_str(&text)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::MessageDecoder;
+
+    #[test]
+    fn a_bundled_ros2_definition_compiles() {
+        let (text, _) =
+            logsql_readers::ros2_interfaces::definition("sensor_msgs/msg/Imu", "").unwrap();
+        let d = super::compile("sensor_msgs/msg/Imu", &text).unwrap();
+        assert!(format!("{:?}", d.data_type()).contains("angular_velocity_covariance"));
+    }
 }

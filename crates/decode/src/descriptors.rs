@@ -14,8 +14,8 @@ use prost::Message as _;
 use prost_reflect::DescriptorPool;
 use prost_reflect::prost_types::FileDescriptorSet;
 
-use crate::error::{Error, Result};
-use crate::model::Channel;
+use logsql_readers::error::{Error, Result};
+use logsql_readers::model::Channel;
 
 static POOLS: LazyLock<Mutex<HashMap<String, Arc<DescriptorPool>>>> =
     LazyLock::new(Default::default);
@@ -42,7 +42,7 @@ pub fn load(paths: &str) -> Result<Arc<DescriptorPool>> {
             .filter(|f| !known.contains(f.name()))
             .collect();
         // prost-reflect panics on syntaxes it does not know (editions).
-        crate::decode::protobuf::check_syntax(&mut new_files)
+        crate::protobuf::check_syntax(&mut new_files)
             .map_err(|e| Error::Invalid(format!("{path}: {e}")))?;
         pool.add_file_descriptor_protos(new_files)
             .map_err(|e| Error::Invalid(format!("{path}: descriptor set does not resolve: {e}")))?;

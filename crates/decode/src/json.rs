@@ -56,7 +56,7 @@
 use std::sync::Arc;
 
 use super::{DecodeError, MessageDecoder};
-use crate::model::Channel;
+use logsql_readers::model::Channel;
 
 mod infer;
 mod parser;

@@ -1,6 +1,8 @@
+//! # logsql-decode
+//!
 //! Decoded messages: payload fields as typed, nested Arrow columns.
 //!
-//! This module owns turning a message payload into one row of Arrow columns,
+//! This crate owns turning a message payload into one row of Arrow columns,
 //! driven only by the schema stored in the log file (never by types installed
 //! on the machine). It is free of DataFusion: the engine's `read_topic` table
 //! function and the CLI's `export --decode` sit on top of it.
@@ -23,9 +25,15 @@
 //! times [`timestamp_type`] and durations [`duration_type`]. Every field is
 //! nullable (missing fields in merged schemas and null rows need it); map keys
 //! are the only non-nullable fields.
+//!
+//! [`descriptors`] loads user-supplied protobuf schemas (descriptor sets) for
+//! formats that name a payload's type without storing its schema.
+
+#![warn(missing_docs)]
 
 pub mod builder;
 pub mod cdr;
+pub mod descriptors;
 pub mod json;
 pub mod merge;
 pub mod protobuf;
@@ -38,7 +46,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
 pub use builder::ColumnBuilder;
 
-use crate::model::{Channel, ChannelSchema};
+use logsql_readers::model::{Channel, ChannelSchema};
 
 /// Why a schema could not be compiled or a payload could not be decoded.
 ///
@@ -144,7 +152,7 @@ pub fn map_of(key: DataType, value: DataType) -> DataType {
 }
 
 /// Compiles the decoder of `channel`'s payloads from `schema`, the format's
-/// description of it ([`crate::formats::FormatReader::schema_of`]): the one
+/// description of it ([`logsql_readers::formats::FormatReader::schema_of`]): the one
 /// dispatcher `read_topic` uses for every format.
 ///
 /// | description | decoder |

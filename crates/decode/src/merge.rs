@@ -235,7 +235,7 @@ fn with_parent_nulls(array: &ArrayRef, parent: Option<&NullBuffer>) -> ArrayRef 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{field, list_of};
+    use crate::{field, list_of};
 
     fn st(fields: Vec<Field>) -> DataType {
         DataType::Struct(fields.into())

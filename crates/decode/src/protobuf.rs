@@ -75,9 +75,9 @@ use prost_reflect::prost_types::FileDescriptorSet;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 use super::{ColumnBuilder, DecodeError, MessageDecoder};
-use crate::model::Channel;
-/// The syntax guard every descriptor-pool builder shares (see [`crate::proto_syntax`]).
-pub use crate::proto_syntax::check_syntax;
+use logsql_readers::model::Channel;
+/// The syntax guard every descriptor-pool builder shares (see [`logsql_readers::proto_syntax`]).
+pub use logsql_readers::proto_syntax::check_syntax;
 
 /// The decoder for `channel`: its `schema` is an encoded
 /// `google.protobuf.FileDescriptorSet` and its `message_type` the full name

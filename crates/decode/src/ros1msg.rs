@@ -40,7 +40,7 @@ pub use parse::MAX_FIXED_LEN;
 pub use plan::{MAX_COLUMNS, MAX_DEPTH, MAX_WORK};
 
 use super::{ColumnBuilder, DecodeError, MessageDecoder};
-use crate::model::Channel;
+use logsql_readers::model::Channel;
 
 /// The decoder for `channel` (message encoding `ros1`, schema encoding
 /// `ros1msg`), compiled from its type name and definition text.

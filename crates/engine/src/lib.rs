@@ -1,42 +1,45 @@
-//! The scan engine and the DataFusion glue, shared by every format.
+//! # logsql
 //!
-//! - [`schema`]: the `messages` table schema;
-//! - [`predicate`], [`scan`], [`batch`]: pruning, the scan loop, batch building;
-//! - [`source`], [`file_format`]: DataFusion's `FileSource` / `FileFormat`;
-//! - [`file_order`]: `LIMIT` without `ORDER BY` reads log tables in file order;
-//! - [`time_order`]: scans of files whose index proves them in `log_time` order
-//!   declare that order (no sort for `ORDER BY log_time`);
-//! - [`url_table`]: `SELECT ... FROM 'path'` with content sniffing;
-//! - [`table_functions`]: `topics()`, `chunks()`, `attachments()`, `metadata()`;
-//! - [`typed_tables`], [`table_batch`]: the typed side tables of formats
-//!   (`positions('town.log')`, `pod('spot.bddf', 'imu')`);
-//! - [`read_topic`], [`decoded_batch`]: `read_topic('run.mcap', '/imu')`, one
-//!   topic's payloads decoded into typed columns ([`crate::decode`]);
-//! - [`functions`]: scalar functions (`length` over binary payloads);
-//! - [`asof`]: `ASOF JOIN` (SQL spellings, logical node, streaming operator);
-//! - [`stores`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on first use;
+//! SQL over robot and simulator log files with Apache DataFusion: the one
+//! scan engine and the DataFusion glue, shared by every format (the byte-level
+//! readers are `logsql-readers`, the payload decoders `logsql-decode`, the
+//! `ASOF JOIN` `logsql-asof`).
+//!
+//! Each log format is a DataFusion file format whose `messages` table streams
+//! `RecordBatch`es, with projection, time and topic pushdown into the file's
+//! own chunk index. One call registers everything on a `SessionContext`:
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! let ctx = logsql::session_context();
+//! let df = ctx.sql("SELECT topic, count(*) FROM 'run.mcap' GROUP BY topic").await?;
+//! df.show().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Layers, bottom up (each imports only the ones below it):
+//! - [`storage`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
+//!   first use, reads through them, and the summary cache;
+//! - [`scanner`]: the `messages` table schema, pruning, the scan loop, batch
+//!   building, time order;
+//! - [`datasource`]: DataFusion's `FileSource` / `FileFormat` and the MCAP sink
+//!   (`COPY ... TO 'x.mcap'`);
+//! - [`surface`]: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
+//!   typed side tables, `read_topic`, scalar functions, file order under
+//!   `LIMIT`;
+//! - [`partial`]: output files renamed into place when complete;
 //! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
 //!   for datafusion-distributed.
+
+#![warn(missing_docs)]
 
 pub mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
-#[cfg(test)]
-mod layering;
+pub mod partial;
 pub mod scanner;
 pub mod storage;
 pub mod surface;
-
-// Every module stays reachable at its former path (`logsql::engine::scan`).
-pub use datasource::{file_format, mcap_sink, source};
-pub use scanner::{
-    batch, damage, decoded_batch, error, options, predicate, scan, schema, table_batch, target,
-    time_order,
-};
-pub use storage::{digest, object_io, stores, summary_cache};
-pub use surface::{
-    asof, file_order, functions, read_topic, table_functions, typed_tables, url_table,
-};
 
 use std::sync::Arc;
 
@@ -50,11 +53,13 @@ use datafusion::logical_expr::CreateExternalTable;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-pub use asof::sql;
-pub use file_format::{LogFileFormat, LogFileFormatFactory};
-pub use options::LogsqlOptions;
+pub use datasource::file_format::{LogFileFormat, LogFileFormatFactory};
+pub use logsql_asof::sql;
+pub use scanner::options::LogsqlOptions;
 
-use crate::formats;
+use logsql_readers::formats;
+use storage::stores;
+use surface::{file_order, functions, read_topic, table_functions, typed_tables, url_table};
 
 /// Registers everything logsql offers on an existing `SessionContext`:
 /// - a file format per log format (`CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION 'dir/'`,
@@ -67,7 +72,7 @@ use crate::formats;
 /// - the `logsql.*` session options,
 /// - the physical optimizer rule [`surface::defer_errors::DeferScanErrors`]: a damaged file
 ///   fails a query only after every readable row was delivered,
-/// - `ASOF JOIN` ([`asof`]): a relation planner for the parenthesized form
+/// - `ASOF JOIN` ([`logsql_asof`]): a relation planner for the parenthesized form
 ///   `FROM (a ASOF JOIN b MATCH_CONDITION (...))` and a query planner for its
 ///   operator; [`sql()`] accepts every spelling.
 pub fn register(ctx: &SessionContext) -> Result<()> {
@@ -132,7 +137,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 )
                 .build();
         }
-        *state = asof::install(state.clone())?;
+        *state = logsql_asof::install(state.clone())?;
     }
     table_functions::register(ctx);
     surface::metadata_cache::register(ctx);

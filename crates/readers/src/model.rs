@@ -41,7 +41,7 @@ pub struct Channel {
 /// How a channel's payloads are described, for decoding them into typed
 /// columns (`read_topic`): what a format says of a channel
 /// ([`crate::formats::FormatReader::schema_of`]), without knowing any
-/// decoder. The decode layer's one dispatcher (`crate::decode::decoder_of`)
+/// decoder. The decode layer's one dispatcher (`logsql_decode::decoder_of`)
 /// turns it into a decoder, whatever the format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChannelSchema {

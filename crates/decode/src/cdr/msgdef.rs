@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::decode::DecodeError;
+use crate::DecodeError;
 
 /// The builtin package whose `Time` and `Duration` map to Arrow time types.
 pub(super) const BUILTIN_TIME: &str = "builtin_interfaces/Time";

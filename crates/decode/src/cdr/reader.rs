@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::decode::DecodeError;
+use crate::DecodeError;
 
 /// Byte order of a payload, as a type so the decode walk is monomorphised
 /// per order (no per-value branch on endianness).

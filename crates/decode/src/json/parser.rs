@@ -8,7 +8,7 @@ use super::MAX_DEPTH;
 use super::path_error::{Fail, Seg, kind_of};
 use super::types::{Node, StructNode};
 use super::value::Value;
-use crate::decode::{ColumnBuilder, DecodeError};
+use crate::{ColumnBuilder, DecodeError};
 
 /// A JSON number, integers exact.
 #[derive(Debug, Clone, Copy, PartialEq)]

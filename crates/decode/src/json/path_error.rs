@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::decode::DecodeError;
+use crate::DecodeError;
 
 /// One step of a JSON path.
 #[derive(Debug)]

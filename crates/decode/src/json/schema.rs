@@ -7,7 +7,7 @@ use super::infer::Shape;
 use super::types::{Node, StructNode};
 use super::value::{Value, get};
 use super::{MAX_REF_REPEAT, MAX_SCHEMA_DEPTH, MAX_SCHEMA_FIELDS};
-use crate::decode::DecodeError;
+use crate::DecodeError;
 
 pub(super) struct Compiler<'v> {
     pub(super) root: &'v Value,

@@ -8,7 +8,7 @@ use arrow_schema::{DataType, Fields};
 use super::parser::Parser;
 use super::path_error::Fail;
 use super::write_portable_schema;
-use crate::decode::{ColumnBuilder, DecodeError, MessageDecoder, field, list_of};
+use crate::{ColumnBuilder, DecodeError, MessageDecoder, field, list_of};
 
 /// What one column expects; mirrors its Arrow type.
 #[derive(Debug)]

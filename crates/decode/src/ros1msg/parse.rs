@@ -4,7 +4,7 @@
 //!
 //! Nothing here resolves type names or knows about Arrow; see `plan.rs`.
 
-use crate::decode::DecodeError;
+use crate::DecodeError;
 
 /// Largest fixed array length accepted (`T[N]`): far above any real message,
 /// small enough that a definition can never ask for absurd work up front.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Fields};
 
 use super::parse::{self, ArrayDecl, FieldDecl, Section};
-use crate::decode::{DecodeError, duration_type, field, fixed_list_of, list_of, timestamp_type};
+use crate::{DecodeError, duration_type, field, fixed_list_of, list_of, timestamp_type};
 
 /// Deepest nesting of message types accepted (the main type is depth 1).
 pub const MAX_DEPTH: usize = 32;

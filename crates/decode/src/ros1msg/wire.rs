@@ -11,7 +11,7 @@
 //!    row behind.
 
 use super::plan::{Node, Plan, Prim};
-use crate::decode::{ColumnBuilder, DecodeError};
+use crate::{ColumnBuilder, DecodeError};
 
 /// One step of an error's field path.
 #[derive(Debug)]
@@ -341,7 +341,7 @@ fn locate(plan: &Plan, node: Node, pos: usize, left: usize) -> Fail {
 /// Pass 2: appends the message in `payload` (checked by [`check`]) as one
 /// row of `out`. After the check only the builder can still fail (more than
 /// 2 GiB of strings or 2^31 list elements in one batch, or a builder of
-/// another type); [`crate::decode::append_message`] then rolls the row back.
+/// another type); [`crate::append_message`] then rolls the row back.
 pub(super) fn fill(plan: &Plan, payload: &[u8], out: &mut ColumnBuilder) -> Result<(), Fail> {
     let mut cur = Cursor::new(payload);
     fill_struct(plan, plan.root, &mut cur, out)

@@ -26,15 +26,15 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use super::mcap_sink::{McapSink, McapWriteOptions, check_schema};
 use super::source::LogSource;
-use crate::engine::scanner::error::df_err;
-use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::schema::{col, messages_table_schema, table_schema};
-use crate::engine::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
-use crate::engine::scanner::time_order;
-use crate::engine::storage::object_io::FileLocation;
-use crate::engine::storage::summary_cache;
-use crate::formats::FormatReader;
-use crate::model::Summary;
+use crate::scanner::error::df_err;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::schema::{col, messages_table_schema, table_schema};
+use crate::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
+use crate::scanner::time_order;
+use crate::storage::object_io::FileLocation;
+use crate::storage::summary_cache;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::model::Summary;
 
 /// Name under which the auto-detecting format is registered (`STORED AS LOG`).
 pub const AUTO_FORMAT: &str = "log";
@@ -193,7 +193,7 @@ impl FileFormat for LogFileFormat {
         let companion = self
             .format
             .as_ref()
-            .is_some_and(|f| crate::formats::is_companion(f.as_ref(), object.location.as_ref()));
+            .is_some_and(|f| logsql_readers::formats::is_companion(f.as_ref(), object.location.as_ref()));
         if self.skip.contains(&object.location) || companion {
             let mut stats = Statistics::new_unknown(&table_schema);
             stats.num_rows = Precision::Exact(0);
@@ -253,7 +253,7 @@ impl FileFormat for LogFileFormat {
         conf: FileSinkConfig,
         order_requirements: Option<LexRequirement>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if self.name() != crate::formats::mcap::McapFormat.name() {
+        if self.name() != logsql_readers::formats::mcap::McapFormat.name() {
             return Err(DataFusionError::NotImplemented(format!(
                 "logsql writes log files as MCAP only ({} is read-only): COPY ... TO 'out.mcap', or STORED AS MCAP / PARQUET",
                 self.name()
@@ -304,7 +304,7 @@ impl FileFormatFactory for LogFileFormatFactory {
         let mcap = self
             .format
             .as_ref()
-            .is_some_and(|f| f.name() == crate::formats::mcap::McapFormat.name());
+            .is_some_and(|f| f.name() == logsql_readers::formats::mcap::McapFormat.name());
         if mcap {
             // Write options (`COPY ... TO 'x.mcap' OPTIONS (compression 'lz4')`);
             // reading takes none.
@@ -330,8 +330,8 @@ impl FileFormatFactory for LogFileFormatFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::scanner::schema::messages_schema;
-    use crate::model::ChunkMeta;
+    use crate::scanner::schema::messages_schema;
+    use logsql_readers::model::ChunkMeta;
 
     fn chunk(count: Option<u64>) -> ChunkMeta {
         ChunkMeta {
@@ -379,7 +379,7 @@ mod tests {
         );
         // Damage: nothing is exact; the readable chunks are the estimate.
         let mut s = summary(Some(9), vec![chunk(Some(4))]);
-        s.damage = Some(crate::Error::Invalid("cut".into()));
+        s.damage = Some(logsql_readers::Error::Invalid("cut".into()));
         assert_eq!(
             summary_statistics(&s, &schema).num_rows,
             Precision::Inexact(4)

@@ -16,7 +16,7 @@ use datafusion::error::{DataFusionError, Result};
 use futures::Stream;
 use parking_lot::Mutex;
 
-use crate::engine::scanner::handoff::{BatchQueue, Handoff, Yielder};
+use crate::scanner::handoff::{BatchQueue, Handoff, Yielder};
 
 /// The stack of a scan's coroutine: as large as a blocking thread's (tokio's
 /// default, 2 MiB). Only the pages it touches are ever mapped in.

@@ -7,7 +7,7 @@
 //! in its `file` column: that file's summary (the one the scan cached) is read,
 //! and the row gets the channel of that file with the row's topic, message
 //! type and message encoding, mapped to MCAP by
-//! [`crate::formats::mcap::target`]. Rows without a `file` column (or whose
+//! [`logsql_readers::formats::mcap::target`]. Rows without a `file` column (or whose
 //! file cannot be read any more) get a channel keyed by (topic, message type,
 //! message encoding) whose schema record carries only the type name. Each
 //! source file's metadata records and MCAP attachments are written once, when
@@ -18,7 +18,7 @@
 //! file) or in the temporary directory (an object store), and only a complete
 //! file is renamed (uploaded) to the target. An error in the input stream
 //! leaves nothing under the target name. Scan errors of damaged files are
-//! deferred past the sink ([`crate::engine::scanner::damage`]): the sink sees the readable rows
+//! deferred past the sink ([`crate::scanner::damage`]): the sink sees the readable rows
 //! end normally, completes the file, and the query then fails with the note
 //! that the output is complete and valid, as with `COPY ... TO '.parquet'`.
 
@@ -46,12 +46,12 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
-use crate::engine::scanner::error::df_err;
-use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::schema::col;
-use crate::engine::storage::object_io::FileLocation;
-use crate::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
-use crate::model::MetadataInfo;
+use crate::scanner::error::df_err;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::schema::col;
+use crate::storage::object_io::FileLocation;
+use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
+use logsql_readers::model::MetadataInfo;
 use crate::partial::{RemoveOnDrop, partial_path};
 
 /// Batches buffered between the query and the writer thread.
@@ -383,7 +383,7 @@ async fn upload(from: &Path, store: &Arc<dyn ObjectStore>, path: &ObjectPath) ->
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> DataFusionError {
-    df_err(crate::Error::io(path.display().to_string(), e))
+    df_err(logsql_readers::Error::io(path.display().to_string(), e))
 }
 
 /// What the query side sends the writer thread.
@@ -460,7 +460,7 @@ impl SourceResolver {
 
     /// Reads the summary of `file` (a `file` column value: a local path or an object URL).
     async fn load(&self, file: &str) -> Result<SourceInfo> {
-        let (store_url, path) = if crate::engine::storage::object_io::is_local(file) {
+        let (store_url, path) = if crate::storage::object_io::is_local(file) {
             let local = file.strip_prefix("file://").unwrap_or(file);
             let path = ObjectPath::from_absolute_path(local)
                 .map_err(|e| DataFusionError::External(Box::new(e)))?;
@@ -478,13 +478,13 @@ impl SourceResolver {
         if !loc.local {
             loc.name = file.to_string();
         }
-        let cache = crate::engine::storage::summary_cache::of(&self.env);
+        let cache = crate::storage::summary_cache::of(&self.env);
         let cached = loc.summary(Some(cache), None).await.map_err(df_err)?;
         let summary = Arc::clone(&cached.summary);
         let format = cached.format.name();
         let mut channels: Vec<_> = summary.channels.values().cloned().collect();
         if let Some(pool) = &self.pool {
-            crate::descriptors::attach(pool, &mut channels);
+            logsql_decode::descriptors::attach(pool, &mut channels);
         }
         let mut info = SourceInfo {
             profile: match format {
@@ -526,7 +526,7 @@ impl SourceResolver {
 /// The attachments `atts` of the MCAP file at `loc`, read whole.
 fn read_attachments(
     loc: &FileLocation,
-    atts: &[crate::model::AttachmentInfo],
+    atts: &[logsql_readers::model::AttachmentInfo],
 ) -> Result<Vec<mcap::Attachment<'static>>> {
     let file = loc.open().map_err(df_err)?;
     let mut out = Vec::with_capacity(atts.len());
@@ -538,8 +538,8 @@ fn read_attachments(
         let mut buf =
             vec![0u8; usize::try_from(len).map_err(|e| DataFusionError::External(Box::new(e)))?];
         file.read_exact_at(start, &mut buf)
-            .map_err(|e| df_err(crate::Error::io(loc.display_name(), e)))?;
-        let parsed = crate::formats::mcap::records::parse_attachment(&buf).map_err(|e| {
+            .map_err(|e| df_err(logsql_readers::Error::io(loc.display_name(), e)))?;
+        let parsed = logsql_readers::formats::mcap::records::parse_attachment(&buf).map_err(|e| {
             DataFusionError::Execution(format!(
                 "{}: attachment '{}' at offset {}: {e}",
                 loc.display_name(),

@@ -34,41 +34,41 @@ use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
 use super::inline_scan::{InlineScan, panicked};
-use crate::engine::scanner::damage::DamageLog;
-use crate::engine::scanner::handoff::Handoff;
-use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::predicate::{is_exact_pushable, is_runtime_prunable};
-use crate::engine::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
-use crate::engine::scanner::target::ScanTarget;
-use crate::engine::storage::object_io::FileLocation;
-use crate::engine::storage::summary_cache::SummaryCache;
-use crate::formats::FormatReader;
+use crate::scanner::damage::DamageLog;
+use crate::scanner::handoff::Handoff;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::predicate::{is_exact_pushable, is_runtime_prunable};
+use crate::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
+use crate::scanner::target::ScanTarget;
+use crate::storage::object_io::FileLocation;
+use crate::storage::summary_cache::SummaryCache;
+use logsql_readers::formats::FormatReader;
 
 /// The file source of a log-file table (one format, or auto-detection per file).
 ///
 /// Everything a scan needs at execution time is a field here (the distributed
-/// plan codec, `engine::distributed::codec`, carries each one to workers).
+/// plan codec, `crate::distributed::codec`, carries each one to workers).
 #[derive(Clone)]
 pub struct LogSource {
-    pub(in crate::engine) format: Option<Arc<dyn FormatReader>>,
+    pub(crate) format: Option<Arc<dyn FormatReader>>,
     table_schema: TableSchema,
     projection: SplitProjection,
-    pub(in crate::engine) predicate: Option<Arc<dyn PhysicalExpr>>,
+    pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
     metrics: ExecutionPlanMetricsSet,
-    pub(in crate::engine) batch_size: usize,
-    pub(in crate::engine) options: LogsqlOptions,
+    pub(crate) batch_size: usize,
+    pub(crate) options: LogsqlOptions,
     /// What the scan reads: `messages`, a typed table or a decoded topic.
-    pub(in crate::engine) target: ScanTarget,
+    pub(crate) target: ScanTarget,
     /// Listed files the table leaves out (see `LogFileFormat::with_skip`).
-    pub(in crate::engine) skip: Arc<HashSet<ObjectPath>>,
+    pub(crate) skip: Arc<HashSet<ObjectPath>>,
     /// Where the scan records errors to report at the end of the query
     /// (set by the SQL surface's `DeferScanErrors` rule; not sent to distributed workers).
     damage: Option<Arc<DamageLog>>,
     /// The session's file-metadata cache the scan keeps summaries in (set at
     /// plan time by `LogFileFormat`, on workers by the codec; `None`: not cached).
-    pub(in crate::engine) summaries: Option<SummaryCache>,
+    pub(crate) summaries: Option<SummaryCache>,
     /// Whether chunks are read newest first: a `log_time DESC` sort was pushed
-    /// here (see [`crate::engine::scanner::newest_first`]; not sent to
+    /// here (see [`crate::scanner::newest_first`]; not sent to
     /// distributed workers, which read in file order: the sort above is kept).
     newest_first: bool,
     /// Filters set while the query runs (DataFusion's dynamic filters: a
@@ -98,7 +98,7 @@ impl LogSource {
     }
 
     /// The same source recording its errors in `log`, for the query's root to
-    /// report once every row was delivered (see [`crate::engine::scanner::damage`]).
+    /// report once every row was delivered (see [`crate::scanner::damage`]).
     pub fn with_damage_log(&self, log: Arc<DamageLog>) -> Self {
         Self {
             damage: Some(log),
@@ -148,11 +148,11 @@ impl LogSource {
     }
 
     /// Whether the scan's projection holds `log_time` (only then can the
-    /// plan above use an order on it: see [`crate::engine::scanner::time_order`]).
-    pub(in crate::engine) fn projects_log_time(&self) -> bool {
+    /// plan above use an order on it: see [`crate::scanner::time_order`]).
+    pub(crate) fn projects_log_time(&self) -> bool {
         let file_schema = self.table_schema.file_schema();
         file_schema
-            .index_of(crate::engine::scanner::schema::col::LOG_TIME)
+            .index_of(crate::scanner::schema::col::LOG_TIME)
             .is_ok_and(|i| self.projection.file_indices.contains(&i))
     }
 
@@ -279,7 +279,7 @@ impl FileSource for LogSource {
 
     /// `log_time DESC` (first sort key) is taken inexactly: the scan reads
     /// its chunks newest first, and the sort above stays (see
-    /// [`crate::engine::scanner::newest_first`]). Typed tables keep their order.
+    /// [`crate::scanner::newest_first`]). Typed tables keep their order.
     fn try_pushdown_sort(
         &self,
         order: &[PhysicalSortExpr],
@@ -290,7 +290,7 @@ impl FileSource for LogSource {
                 && key
                     .expr
                     .downcast_ref::<Column>()
-                    .is_some_and(|c| c.name() == crate::engine::scanner::schema::col::LOG_TIME)
+                    .is_some_and(|c| c.name() == crate::scanner::schema::col::LOG_TIME)
         });
         if !newest_first || self.target.table().is_some() {
             return Ok(SortOrderPushdownResult::Unsupported);
@@ -347,7 +347,7 @@ struct LogOpener {
 impl FileOpener for LogOpener {
     fn open(&self, file: PartitionedFile) -> Result<FileOpenFuture> {
         let companion = self.plan.format.as_ref().is_some_and(|f| {
-            crate::formats::is_companion(f.as_ref(), file.object_meta.location.as_ref())
+            logsql_readers::formats::is_companion(f.as_ref(), file.object_meta.location.as_ref())
         });
         if self.skip.contains(&file.object_meta.location) || companion {
             return Ok(Box::pin(async { Ok(futures::stream::empty().boxed()) }));

@@ -34,13 +34,13 @@ use datafusion_proto::physical_plan::{
 use datafusion_proto::protobuf;
 use prost::Message;
 
-use crate::decode::{MessageDecoder, json};
-use crate::engine::datasource::source::LogSource;
-use crate::engine::scanner::damage::DamageReportExec;
-use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::target::{DecodedSpec, PlannedDefinition, ScanTarget, TableSpec};
-use crate::formats::{self, FormatReader};
-use crate::table::{ColumnDef, ColumnType, ScalarType, TableDef};
+use logsql_decode::{MessageDecoder, json};
+use crate::datasource::source::LogSource;
+use crate::scanner::damage::DamageReportExec;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::target::{DecodedSpec, PlannedDefinition, ScanTarget, TableSpec};
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 
 /// The generated `logsql.scan` messages.
 mod wire {
@@ -116,7 +116,7 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             .with_skip(Arc::new(skip))
             .with_target(target)
             .with_options(options)
-            .with_summary_cache(crate::engine::storage::summary_cache::of(
+            .with_summary_cache(crate::storage::summary_cache::of(
                 ctx.runtime_env().as_ref(),
             ));
         source.predicate = predicate;

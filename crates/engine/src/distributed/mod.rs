@@ -32,7 +32,7 @@ use url::Url;
 
 pub use codec::LogsqlCodec;
 
-use crate::engine::scanner::options::LogsqlOptions;
+use crate::scanner::options::LogsqlOptions;
 
 /// Workers at fixed URLs (`http://host:port`).
 #[derive(Debug, Clone)]

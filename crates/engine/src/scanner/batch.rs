@@ -6,7 +6,7 @@
 //!
 //! The `data` column is a `BinaryView` column that references each payload
 //! where the reader left it, in the chunk buffer it was read or decompressed
-//! into ([`crate::formats::chunk_io::ChunkBuf`]): no payload byte is copied,
+//! into ([`logsql_readers::formats::chunk_io::ChunkBuf`]): no payload byte is copied,
 //! unless the batch would hold a chunk buffer for a small share of its bytes
 //! (then those payloads are copied out). The copy buffer is recycled: once
 //! the consumer has dropped a batch, its buffer (still mapped in, its pages
@@ -27,9 +27,9 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
-use crate::huge_pages::PageBuf;
-use crate::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
-use crate::recycle::Recycler;
+use logsql_readers::huge_pages::PageBuf;
+use logsql_readers::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
+use logsql_readers::recycle::Recycler;
 
 /// Appends messages to Arrow builders for a fixed set of `messages` columns.
 pub struct BatchBuilder {
@@ -497,12 +497,12 @@ impl DataColumn {
 /// The offset of `data` inside `buffer`, when it lies wholly inside it and
 /// the offset fits a view.
 fn view_offset(buffer: &Buffer, data: &[u8]) -> Option<u32> {
-    u32::try_from(crate::formats::chunk_io::offset_in(buffer, data)?).ok()
+    u32::try_from(logsql_readers::formats::chunk_io::offset_in(buffer, data)?).ok()
 }
 
 /// The kind of extra column `name` in whichever format defines it.
 fn extra_kind_of_any_format(name: &str) -> Option<ExtraKind> {
-    crate::formats::all()
+    logsql_readers::formats::all()
         .iter()
         .flat_map(|f| f.extra_columns().iter())
         .find(|c| c.name == name)
@@ -530,8 +530,8 @@ mod tests {
         .unwrap()
     }
 
-    fn channel() -> crate::model::Channel {
-        crate::model::Channel {
+    fn channel() -> logsql_readers::model::Channel {
+        logsql_readers::model::Channel {
             id: 1,
             topic: "/t".into(),
             message_type: None,
@@ -544,7 +544,7 @@ mod tests {
 
     fn append(
         b: &mut BatchBuilder,
-        channel: &crate::model::Channel,
+        channel: &logsql_readers::model::Channel,
         t: u64,
         data: &[u8],
         data_buffer: Option<&Buffer>,

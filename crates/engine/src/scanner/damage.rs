@@ -40,7 +40,7 @@ use super::options::OnError;
 
 /// Applies the `on_error` policy to one damage report: `Err` when it fails the
 /// query, else a warning in the log (once per file when `log` is given).
-pub fn report(policy: OnError, e: crate::Error, log: Option<&DamageLog>) -> Result<()> {
+pub fn report(policy: OnError, e: logsql_readers::Error, log: Option<&DamageLog>) -> Result<()> {
     if policy.fails(&e) {
         return Err(DataFusionError::External(Box::new(e)));
     }

@@ -21,9 +21,9 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
 use super::target::{DecodedSpec, ERROR_COLUMN, RAW_COLUMN};
-use crate::decode::{ColumnBuilder, MessageDecoder, append_message, merge};
-use crate::formats::FormatReader;
-use crate::model::Message;
+use logsql_decode::{ColumnBuilder, MessageDecoder, append_message, merge};
+use logsql_readers::formats::FormatReader;
+use logsql_readers::model::Message;
 
 /// Rows of one channel (one decoder) buffered for the next batch.
 struct Group {
@@ -194,7 +194,7 @@ impl DecodedBatchBuilder {
             if n == 0 {
                 continue;
             }
-            let exec = |e: crate::decode::DecodeError| DataFusionError::Execution(e.to_string());
+            let exec = |e: logsql_decode::DecodeError| DataFusionError::Execution(e.to_string());
             let fields = g.fields.finish().map_err(exec)?;
             let fields = merge::align(&fields, &self.spec.message_type).map_err(exec)?;
             let fields = fields

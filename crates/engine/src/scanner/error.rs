@@ -1,15 +1,10 @@
-//! logsql's errors inside DataFusion: `From<logsql::Error> for DataFusionError`
-//! (so `?` converts them) and [`df_err`] for `map_err`.
+//! logsql's errors inside DataFusion: [`df_err`] for `map_err` (the readers'
+//! error type lives in `logsql-readers`, which knows nothing of DataFusion, so
+//! no `From` conversion can be written for `?`).
 
 use datafusion::error::DataFusionError;
 
-impl From<crate::Error> for DataFusionError {
-    fn from(e: crate::Error) -> Self {
-        DataFusionError::External(Box::new(e))
-    }
-}
-
 /// Turns a logsql error into DataFusion's (for `map_err`).
-pub fn df_err(e: crate::Error) -> DataFusionError {
-    e.into()
+pub fn df_err(e: logsql_readers::Error) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
 }

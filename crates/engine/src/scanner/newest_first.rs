@@ -26,7 +26,7 @@ use datafusion::physical_expr_common::physical_expr::snapshot_generation;
 use datafusion::physical_optimizer::pruning::PruningPredicate;
 
 use super::predicate::{self, ChunkStatistics};
-use crate::model::{ChunkMeta, Summary};
+use logsql_readers::model::{ChunkMeta, Summary};
 
 /// The order a scan reads its `chunks` in: file order, or, newest first, by
 /// descending end time (chunks whose times the index does not state first,

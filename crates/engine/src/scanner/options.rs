@@ -158,7 +158,7 @@ impl OnError {
     }
 
     /// Whether `e` fails the query under this policy (else it is a warning).
-    pub fn fails(self, e: &crate::Error) -> bool {
+    pub fn fails(self, e: &logsql_readers::Error) -> bool {
         match self {
             Self::Auto => !e.is_unfinished_recording(),
             Self::Error => true,
@@ -275,7 +275,7 @@ impl LogsqlOptions {
         if self.descriptor_set.trim().is_empty() {
             return Ok(None);
         }
-        crate::descriptors::load(&self.descriptor_set)
+        logsql_decode::descriptors::load(&self.descriptor_set)
             .map(Some)
             .map_err(super::error::df_err)
     }

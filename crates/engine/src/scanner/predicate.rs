@@ -26,7 +26,7 @@ use datafusion::physical_expr_common::physical_expr::is_volatile;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder};
 
 use super::schema::col;
-use crate::model::{Channel, ChunkMeta, Nanos, Selection};
+use logsql_readers::model::{Channel, ChunkMeta, Nanos, Selection};
 
 /// Whether `filter` can be evaluated exactly by the scan: it only reads columns of
 /// the file schema, and is neither volatile nor a runtime (dynamic) filter.

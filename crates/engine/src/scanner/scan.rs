@@ -33,12 +33,12 @@ use super::summary_rows;
 use super::table_batch::TableBatchBuilder;
 use super::target::ScanTarget;
 use super::time_order::{self, ChunkOrder};
-use crate::engine::storage::digest::DigestingReader;
-use crate::engine::storage::object_io::{CountingReader, FileLocation};
-use crate::engine::storage::summary_cache::{self, SummaryCache};
-use crate::formats::FormatReader;
-use crate::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
-use crate::table::{RowSink, Value};
+use crate::storage::digest::DigestingReader;
+use crate::storage::object_io::{CountingReader, FileLocation};
+use crate::storage::summary_cache::{self, SummaryCache};
+use logsql_readers::formats::FormatReader;
+use logsql_readers::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
+use logsql_readers::table::{RowSink, Value};
 
 /// The scan metrics, as `EXPLAIN ANALYZE` shows them on the scan node.
 #[derive(Debug, Clone)]
@@ -539,7 +539,7 @@ fn scan_file_inner(
         .then(|| format.file_digest(&file, summary))
         .flatten()
         .map(|d| DigestingReader::new(&file, raw.as_ref(), d, &metrics.bytes_verified));
-    let reader: &dyn crate::io::ReadAt = match &digest {
+    let reader: &dyn logsql_readers::io::ReadAt = match &digest {
         Some(d) => d,
         None => &file,
     };
@@ -732,11 +732,11 @@ impl Sink<'_> {
     fn read_chunk(
         &mut self,
         format: &dyn FormatReader,
-        file: &dyn crate::io::ReadAt,
-        summary: &crate::model::Summary,
+        file: &dyn logsql_readers::io::ReadAt,
+        summary: &logsql_readers::model::Summary,
         chunk: &ChunkMeta,
         plan: &ScanPlan,
-    ) -> crate::Result<ChunkRead> {
+    ) -> logsql_readers::Result<ChunkRead> {
         match self {
             Sink::Messages(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
             Sink::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
@@ -905,7 +905,7 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
     }
 }
 
-impl crate::model::MessageSink for BatchSink<'_, BatchBuilder> {
+impl logsql_readers::model::MessageSink for BatchSink<'_, BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         if let Err(e) = self.builder.append(&msg) {
             self.error = Some(e);
@@ -927,7 +927,7 @@ impl RowBuffer for DecodedBatchBuilder {
     }
 }
 
-impl crate::model::MessageSink for BatchSink<'_, DecodedBatchBuilder> {
+impl logsql_readers::model::MessageSink for BatchSink<'_, DecodedBatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         if let Err(e) = self.builder.append(&msg) {
             self.error = Some(e);

@@ -1,12 +1,12 @@
 //! Table schemas: the `messages` table (common columns, plus the extra columns
 //! of every format such as CARLA's `frame`), and the typed side tables of
-//! [`crate::table`] in Arrow terms.
+//! [`logsql_readers::table`] in Arrow terms.
 
 use std::sync::{Arc, LazyLock};
 
-use crate::formats;
-use crate::model::{ExtraColumn, ExtraKind};
-use crate::table::{ColumnType, ScalarType, TableDef};
+use logsql_readers::formats;
+use logsql_readers::model::{ExtraColumn, ExtraKind};
+use logsql_readers::table::{ColumnType, ScalarType, TableDef};
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 

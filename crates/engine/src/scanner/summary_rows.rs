@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 use datafusion::arrow::datatypes::SchemaRef;
 
 use super::schema::col;
-use crate::model::{Flow, Message, MessageSink, Summary};
+use logsql_readers::model::{Flow, Message, MessageSink, Summary};
 
 /// Whether every column of `read_schema` (the output and the predicate's
 /// columns) is constant per channel of one file.
@@ -115,7 +115,7 @@ pub fn emit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Channel, ChunkMeta};
+    use logsql_readers::model::{Channel, ChunkMeta};
 
     fn summary() -> Summary {
         let ch = |id: u64, topic: &str| Channel {
@@ -166,7 +166,7 @@ mod tests {
         s.chunks[0].channels = Some(vec![2]);
         assert!(exact_counts(&s).is_none());
         let mut s = summary();
-        s.damage = Some(crate::Error::Invalid("x".into()));
+        s.damage = Some(logsql_readers::Error::Invalid("x".into()));
         assert!(exact_counts(&s).is_none());
     }
 

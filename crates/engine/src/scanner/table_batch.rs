@@ -1,4 +1,4 @@
-//! Building record batches of a format's typed side tables ([`crate::table`])
+//! Building record batches of a format's typed side tables ([`logsql_readers::table`])
 //! from the rows a reader delivers as [`Value`] cells.
 //!
 //! Only the needed columns are built. Numbers are converted to the column's
@@ -18,7 +18,7 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result};
 
 use super::schema::col;
-use crate::table::{ColumnType, ScalarType, TableDef, Value};
+use logsql_readers::table::{ColumnType, ScalarType, TableDef, Value};
 
 /// Appends typed-table rows to Arrow builders for a fixed set of columns.
 pub struct TableBatchBuilder {
@@ -426,8 +426,8 @@ impl Scalar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::scanner::schema::table_schema;
-    use crate::table::ColumnDef;
+    use crate::scanner::schema::table_schema;
+    use logsql_readers::table::ColumnDef;
     use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::Float32Type;
 

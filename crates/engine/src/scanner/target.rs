@@ -12,10 +12,10 @@ use std::sync::Arc;
 use datafusion::arrow::datatypes::{DataType, Fields, SchemaRef};
 use prost_reflect::DescriptorPool;
 
-use crate::decode::{MessageDecoder, merge};
-use crate::formats::{FormatReader, TypedTable};
-use crate::model::Channel;
-use crate::table::TableDef;
+use logsql_decode::{MessageDecoder, merge};
+use logsql_readers::formats::{FormatReader, TypedTable};
+use logsql_readers::model::Channel;
+use logsql_readers::table::TableDef;
 
 /// What one scan reads.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -134,7 +134,7 @@ impl DecodedSpec {
         format: &dyn FormatReader,
         cache_key: &str,
         channel: &Channel,
-    ) -> std::result::Result<Arc<dyn MessageDecoder>, crate::decode::DecodeError> {
+    ) -> std::result::Result<Arc<dyn MessageDecoder>, logsql_decode::DecodeError> {
         if let Some(d) = self.decoders.get(&(cache_key.to_string(), channel.id)) {
             return Ok(Arc::clone(d));
         }
@@ -142,12 +142,12 @@ impl DecodedSpec {
         if let Some(def) = self.definitions.get(&(cache_key.to_string(), channel.id)) {
             def.apply(&mut channel);
         }
-        let decoder = crate::decode::decoder_of(&channel, &format.schema_of(&channel))?;
+        let decoder = logsql_decode::decoder_of(&channel, &format.schema_of(&channel))?;
         merge::merge_types(&self.message_type, decoder.data_type())
             .ok()
             .filter(|m| m == &self.message_type)
             .ok_or_else(|| {
-                crate::decode::DecodeError::new(format!(
+                logsql_decode::DecodeError::new(format!(
                     "channel {:?} ({}) does not fit the table's schema planned from the other files",
                     channel.topic,
                     decoder.describe()
@@ -158,7 +158,7 @@ impl DecodedSpec {
 }
 
 /// A message definition attached to a channel at planning, where the file
-/// stores none (`crate::ros2_interfaces::with_definition`).
+/// stores none (`logsql_readers::ros2_interfaces::with_definition`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedDefinition {
     /// The schema encoding (`ros2msg`).
@@ -192,7 +192,7 @@ impl PlannedDefinition {
 pub(crate) fn with_pool_schema(channel: &Channel, pool: Option<&DescriptorPool>) -> Channel {
     let mut ch = channel.clone();
     if let Some(pool) = pool {
-        crate::descriptors::attach(pool, std::slice::from_mut(&mut ch));
+        logsql_decode::descriptors::attach(pool, std::slice::from_mut(&mut ch));
     }
     ch
 }

@@ -38,9 +38,9 @@ use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
 use std::collections::HashSet;
 
 use super::schema::col;
-use crate::engine::storage::object_io::FileLocation;
-use crate::formats::FormatReader;
-use crate::model::{ChunkMeta, Nanos, Summary};
+use crate::storage::object_io::FileLocation;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::model::{ChunkMeta, Nanos, Summary};
 
 /// Whether reading `summary`'s chunks in file order, each chunk's messages
 /// sorted by `log_time`, yields the file's messages in `log_time` order: the
@@ -132,7 +132,7 @@ pub fn log_time_ordering(schema: &SchemaRef) -> Option<LexOrdering> {
 pub async fn declare(
     conf: &mut FileScanConfig,
     store: Arc<dyn ObjectStore>,
-    summaries: crate::engine::storage::summary_cache::SummaryCache,
+    summaries: crate::storage::summary_cache::SummaryCache,
     format: Option<Arc<dyn FormatReader>>,
     skip: &HashSet<ObjectPath>,
 ) {
@@ -254,13 +254,13 @@ pub fn out_of_bounds(
     chunk: &ChunkMeta,
     (lo, hi): (i64, i64),
     time: i64,
-) -> crate::Error {
+) -> logsql_readers::Error {
     let stated = if lo > hi {
         "no message (its time range lies outside the file's)".to_string()
     } else {
         format!("log times {lo}..={hi} ns")
     };
-    crate::Error::Corrupt {
+    logsql_readers::Error::Corrupt {
         file: file.to_string(),
         format,
         offset: chunk.offset,
@@ -274,7 +274,7 @@ pub fn out_of_bounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::{apollo::ApolloFormat, bag::BagFormat};
+    use logsql_readers::formats::{apollo::ApolloFormat, bag::BagFormat};
 
     fn chunk(offset: u64, start: u64, end: u64) -> ChunkMeta {
         ChunkMeta {

@@ -4,7 +4,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::io::ReadAt;
+use logsql_readers::io::ReadAt;
 
 /// Wraps a [`ReadAt`] and counts the bytes read through it.
 pub struct CountingReader<'a> {

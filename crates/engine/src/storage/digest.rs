@@ -1,6 +1,6 @@
 //! Whole-file checksums verified in the same pass as a full scan.
 //!
-//! A format's whole-file checksum (BDDF's SHA1, [`crate::formats::FileDigest`])
+//! A format's whole-file checksum (BDDF's SHA1, [`logsql_readers::formats::FileDigest`])
 //! covers every byte of the file, so checking it costs a read of the whole
 //! file. A scan that reads every chunk of the file in file order reads most of
 //! those bytes anyway: [`DigestingReader`] feeds the digest with them as they
@@ -14,8 +14,8 @@ use std::ops::Range;
 use datafusion::physical_plan::metrics::Count;
 use parking_lot::Mutex;
 
-use crate::formats::{FileDigest, feed_digest, feed_range};
-use crate::io::ReadAt;
+use logsql_readers::formats::{FileDigest, feed_digest, feed_range};
+use logsql_readers::io::ReadAt;
 
 /// A reader that feeds a [`FileDigest`] with the bytes read through it, in
 /// file order: bytes skipped between reads are read from `raw` for the digest
@@ -51,7 +51,7 @@ impl<'a> DigestingReader<'a> {
 
     /// Feeds the rest of the covered bytes and compares: `None` when the digest
     /// was given up (a gap could not be read).
-    pub fn finish(self) -> Option<crate::Result<()>> {
+    pub fn finish(self) -> Option<logsql_readers::Result<()>> {
         let fed = self.state.into_inner()?;
         let end = fed.digest.end().min(self.raw.size());
         self.verified.add(end.saturating_sub(fed.upto) as usize);
@@ -111,7 +111,7 @@ impl ReadAt for DigestingReader<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::BytesReader;
+    use logsql_readers::io::BytesReader;
 
     /// A digest that records what it was fed.
     struct Recorder {
@@ -126,7 +126,7 @@ mod tests {
         fn update(&mut self, bytes: &[u8]) {
             self.fed.lock().extend_from_slice(bytes);
         }
-        fn finish(self: Box<Self>) -> crate::Result<()> {
+        fn finish(self: Box<Self>) -> logsql_readers::Result<()> {
             Ok(())
         }
     }

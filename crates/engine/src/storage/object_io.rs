@@ -14,8 +14,8 @@ use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
-use crate::error::{Error, Result};
-use crate::io::{FileReader, ReadAt};
+use logsql_readers::error::{Error, Result};
+use logsql_readers::io::{FileReader, ReadAt};
 
 /// Small reads fetch at least this many bytes, kept for the reads that follow
 /// (record headers, index records, a footer and the summary before it).
@@ -204,7 +204,7 @@ impl FileLocation {
     pub async fn summary(
         &self,
         cache: Option<super::summary_cache::SummaryCache>,
-        format: Option<Arc<dyn crate::formats::FormatReader>>,
+        format: Option<Arc<dyn logsql_readers::formats::FormatReader>>,
     ) -> Result<super::summary_cache::CachedSummary> {
         let store = self.store_id();
         if let Some(hit) = super::summary_cache::lookup(cache.as_deref(), &store, &self.meta)

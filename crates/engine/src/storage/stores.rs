@@ -34,7 +34,7 @@ use object_store::http::HttpBuilder;
 use object_store::{BackoffConfig, ClientConfigKey, RetryConfig};
 use url::Url;
 
-use crate::error::Error;
+use logsql_readers::error::Error;
 
 /// Environment variable: how many times a failed remote request is retried.
 pub const RETRIES_VAR: &str = "LOGSQL_REMOTE_RETRIES";

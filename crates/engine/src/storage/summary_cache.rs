@@ -27,10 +27,10 @@ use datafusion::execution::cache::cache_manager::{
 };
 use datafusion::object_store::ObjectMeta;
 
-use crate::error::Result;
-use crate::formats::{self, FormatReader};
-use crate::io::ReadAt;
-use crate::model::{Channel, ChunkMeta, Summary};
+use logsql_readers::error::Result;
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::ReadAt;
+use logsql_readers::model::{Channel, ChunkMeta, Summary};
 
 /// The runtime's file-metadata cache, as the engine passes it around.
 pub type SummaryCache = Arc<FileMetadataCache>;
@@ -54,7 +54,7 @@ pub struct CachedSummary {
     store: Arc<str>,
     /// The outcome of verifying the whole-file checksum, once verified (the
     /// mismatch, if any); shared by every clone of the entry.
-    verified: Arc<OnceLock<Option<crate::Error>>>,
+    verified: Arc<OnceLock<Option<logsql_readers::Error>>>,
 }
 
 impl CachedSummary {
@@ -82,7 +82,7 @@ impl CachedSummary {
     }
 
     /// Records the outcome of verifying the file's whole-file checksum (the mismatch, if any).
-    pub fn record_verification(&self, mismatch: Option<crate::Error>) {
+    pub fn record_verification(&self, mismatch: Option<logsql_readers::Error>) {
         // A concurrent scan may have verified it first: both outcomes are of the same bytes.
         let _ = self.verified.set(mismatch);
     }
@@ -146,12 +146,12 @@ pub fn summary_bytes(s: &Summary) -> usize {
         + s.channel_message_counts
             .as_ref()
             .map_or(0, |m| m.len() * 32)
-        + s.attachments.len() * size_of::<crate::model::AttachmentInfo>()
+        + s.attachments.len() * size_of::<logsql_readers::model::AttachmentInfo>()
         + s.attachments
             .iter()
             .map(|a| a.name.capacity() + a.media_type.capacity())
             .sum::<usize>()
-        + s.metadata.len() * size_of::<crate::model::MetadataInfo>()
+        + s.metadata.len() * size_of::<logsql_readers::model::MetadataInfo>()
         + s.metadata
             .iter()
             .map(|m| {
@@ -212,16 +212,16 @@ pub fn get_or_load(
             // A file given as one format must carry its magic: a clear error beats a parse failure.
             let head = file
                 .read_upto(0, formats::SNIFF_LEN)
-                .map_err(|e| crate::Error::io(file.name(), e))?;
+                .map_err(|e| logsql_readers::Error::io(file.name(), e))?;
             if !f.sniff_named(file.name(), &head) {
-                return Err(crate::Error::Corrupt {
+                return Err(logsql_readers::Error::Corrupt {
                     file: file.name().to_string(),
                     format: f.name(),
                     offset: 0,
                     message: format!(
                         "not a {} file (bad magic: {})",
                         f.name(),
-                        crate::error::hex_head(&head)
+                        logsql_readers::error::hex_head(&head)
                     ),
                 });
             }
@@ -246,7 +246,7 @@ pub fn verification(
     cached: &CachedSummary,
     file: &dyn ReadAt,
     bytes: &datafusion::physical_plan::metrics::Count,
-) -> Option<crate::Error> {
+) -> Option<logsql_readers::Error> {
     if let Some(hit) = cached.verified.get() {
         return hit.clone();
     }
@@ -268,7 +268,7 @@ mod tests {
     use datafusion::object_store::path::Path;
 
     use super::*;
-    use crate::model::Channel;
+    use logsql_readers::model::Channel;
 
     fn meta(size: u64, secs: u64) -> ObjectMeta {
         ObjectMeta {

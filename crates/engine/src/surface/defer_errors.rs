@@ -1,7 +1,7 @@
 //! The physical optimizer rule [`DeferScanErrors`]: every logsql scan of a
 //! plan records its damage in one shared [`DamageLog`], and a
 //! [`DamageReportExec`] at the root reports it once every readable row was
-//! delivered (see [`crate::engine::scanner::damage`]).
+//! delivered (see [`crate::scanner::damage`]).
 
 use std::sync::Arc;
 
@@ -12,8 +12,8 @@ use datafusion::error::Result;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::engine::datasource::source::LogSource;
-use crate::engine::scanner::damage::{DamageLog, DamageReportExec};
+use crate::datasource::source::LogSource;
+use crate::scanner::damage::{DamageLog, DamageReportExec};
 
 /// The physical optimizer rule that defers scan errors to the end of the query
 /// (see the module documentation). Registered last by [`crate::register`].
@@ -76,7 +76,7 @@ mod tests {
     #[tokio::test]
     async fn only_plans_with_logsql_scans_get_a_report_root_once() {
         let ctx = crate::session_context();
-        let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.mcap");
+        let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/demo.mcap");
         let plan = physical(
             &ctx,
             &format!("SELECT count(*) FROM '{demo}' WHERE length(data) > 0"),

@@ -11,7 +11,7 @@
 //! they interleave batches. Scans without a limit keep their partitions, so
 //! full scans stay parallel.
 //!
-//! A scan in declared `log_time` order ([`crate::engine::scanner::time_order`]) keeps it: its
+//! A scan in declared `log_time` order ([`crate::scanner::time_order`]) keeps it: its
 //! byte ranges merge back into whole files, read in time order, and a scan
 //! whose files would lose the order in one partition is left as it is.
 //!
@@ -45,7 +45,7 @@ use datafusion::physical_plan::{
     ExecutionPlan, ExecutionPlanProperties, Partitioning, replace_children_if_necessary,
 };
 
-use crate::engine::datasource::source::LogSource;
+use crate::datasource::source::LogSource;
 
 /// The rule's name, as `EXPLAIN VERBOSE` shows it.
 pub const NAME: &str = "logsql_file_order_under_limit";
@@ -157,7 +157,7 @@ fn in_file_order(plan: &dyn ExecutionPlan) -> Option<Arc<dyn ExecutionPlan>> {
         .with_file_groups(vec![FileGroup::new(files)])
         .build();
     let scan: Arc<dyn ExecutionPlan> = DataSourceExec::from_data_source(conf);
-    // A scan in declared time order ([`crate::engine::scanner::time_order`]) stays in it: the
+    // A scan in declared time order ([`crate::scanner::time_order`]) stays in it: the
     // plan above may rely on it (a sort it made unnecessary). Byte ranges of
     // one file merge back into it in order; files whose time ranges overlap,
     // or whose path order is not their time order, stay as they are.

@@ -17,7 +17,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
-use crate::engine::storage::summary_cache::{self, CachedSummary};
+use crate::storage::summary_cache::{self, CachedSummary};
 
 /// Registers `metadata_cache()` on `ctx`.
 pub fn register(ctx: &SessionContext) {

@@ -5,9 +5,9 @@
 //! decoder per distinct schema of the topic (from the file's own schema: MCAP
 //! schema records, bag connection definitions, Apollo `proto_desc`, a user
 //! descriptor set for BDDF; for a ROS 2 channel whose file stores no
-//! definition, the one [`crate::ros2_interfaces`] finds, which the spec keeps
+//! definition, the one [`logsql_readers::ros2_interfaces`] finds, which the spec keeps
 //! for distributed workers), and merges their types into one table schema
-//! ([`crate::decode::merge`]); a conflict is an error naming both definitions.
+//! ([`logsql_decode::merge`]); a conflict is an error naming both definitions.
 //! The scan is the shared engine's: a listing table over the files, time
 //! pruning over the chunk index, the topic selection handed to the readers,
 //! metrics and `on_error` as for `messages`.
@@ -23,18 +23,18 @@ use datafusion::prelude::SessionContext;
 
 use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
-use crate::decode::{MessageDecoder, merge};
-use crate::engine::datasource::file_format::LogFileFormat;
-use crate::engine::scanner::error::df_err;
-use crate::engine::scanner::options::LogsqlOptions;
-use crate::engine::scanner::schema::{col, timestamp_type};
-use crate::engine::scanner::target::{
+use logsql_decode::{MessageDecoder, merge};
+use crate::datasource::file_format::LogFileFormat;
+use crate::scanner::error::df_err;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::schema::{col, timestamp_type};
+use crate::scanner::target::{
     DecodedSpec, ERROR_COLUMN, PlannedDefinition, RAW_COLUMN, with_pool_schema,
 };
-use crate::engine::storage::object_io::FileLocation;
-use crate::formats::FormatReader;
-use crate::io::ReadAt;
-use crate::model::{Channel, Flow, Message, Selection, Summary};
+use crate::storage::object_io::FileLocation;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::io::ReadAt;
+use logsql_readers::model::{Channel, Flow, Message, Selection, Summary};
 
 /// Payloads sampled to infer the type of a JSON topic without a schema.
 const JSON_SAMPLES: usize = 1000;
@@ -93,7 +93,7 @@ async fn plan(
     let mut topics_seen: HashSet<String> = HashSet::new();
     for entry in resolved.log_files() {
         let (loc, format) = entry;
-        let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
+        let cache = crate::storage::summary_cache::of(state.runtime_env());
         let cached = loc
             .summary(Some(cache), format.clone())
             .await
@@ -105,7 +105,7 @@ async fn plan(
             .map(|c| {
                 let pooled = with_pool_schema(c, pool.as_deref());
                 let defined =
-                    crate::ros2_interfaces::with_definition(pooled.clone(), &options.msg_path);
+                    logsql_readers::ros2_interfaces::with_definition(pooled.clone(), &options.msg_path);
                 let attached = PlannedDefinition::attached(&pooled, &defined);
                 (defined, attached)
             })
@@ -202,7 +202,7 @@ async fn compile(
     channel: &Channel,
 ) -> Result<Arc<dyn MessageDecoder>> {
     let name = loc.display_name();
-    let plan_err = |e: crate::decode::DecodeError| {
+    let plan_err = |e: logsql_decode::DecodeError| {
         DataFusionError::Plan(format!(
             "{name}: cannot decode topic {:?} (type {:?}, encoding {:?}): {e}",
             channel.topic,
@@ -213,7 +213,7 @@ async fn compile(
     let schemaless_json = channel.message_encoding == "json"
         && channel.schema.as_deref().is_none_or(<[u8]>::is_empty);
     if !schemaless_json {
-        return crate::decode::decoder_of(channel, &format.schema_of(channel)).map_err(plan_err);
+        return logsql_decode::decoder_of(channel, &format.schema_of(channel)).map_err(plan_err);
     }
     let (format, loc, summary, id) = (
         Arc::clone(format),
@@ -221,7 +221,7 @@ async fn compile(
         Arc::clone(summary),
         channel.id,
     );
-    let samples = tokio::task::spawn_blocking(move || -> crate::Result<Vec<Vec<u8>>> {
+    let samples = tokio::task::spawn_blocking(move || -> logsql_readers::Result<Vec<Vec<u8>>> {
         let file = loc.open()?;
         sample_payloads(format.as_ref(), file.as_ref(), &summary, id, JSON_SAMPLES)
     })
@@ -229,7 +229,7 @@ async fn compile(
     .map_err(|e| DataFusionError::External(Box::new(e)))?
     .map_err(df_err)?;
     let mut it = samples.iter().map(Vec::as_slice);
-    crate::decode::json::infer(&mut it).map_err(plan_err)
+    logsql_decode::json::infer(&mut it).map_err(plan_err)
 }
 
 /// Up to `n` payloads of channel `id`, from the first chunks that hold it.
@@ -239,7 +239,7 @@ fn sample_payloads(
     summary: &Summary,
     id: u64,
     n: usize,
-) -> crate::Result<Vec<Vec<u8>>> {
+) -> logsql_readers::Result<Vec<Vec<u8>>> {
     let Some(topic) = summary.channels.get(&id).map(|c| c.topic.clone()) else {
         return Ok(Vec::new());
     };

@@ -27,13 +27,13 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use super::url_table::resolve;
-use crate::engine::scanner::damage::report;
-use crate::engine::scanner::error::df_err;
-use crate::engine::scanner::options::{LogsqlOptions, OnError};
-use crate::engine::scanner::predicate::scalar_str;
-use crate::engine::scanner::schema::timestamp_type;
-use crate::formats::FormatReader;
-use crate::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
+use crate::scanner::damage::report;
+use crate::scanner::error::df_err;
+use crate::scanner::options::{LogsqlOptions, OnError};
+use crate::scanner::predicate::scalar_str;
+use crate::scanner::schema::timestamp_type;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
 
 /// A literal argument of a table function as text (strings and integers).
 pub(crate) fn literal_text(e: &Expr) -> Option<String> {
@@ -261,7 +261,7 @@ impl TableProvider for SummaryTable {
         let resolved = resolve(state, &self.path).await?;
         let mut files = Vec::new();
         for (loc, format) in resolved.log_files() {
-            let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
+            let cache = crate::storage::summary_cache::of(state.runtime_env());
             let mut cached = loc
                 .summary(Some(cache), format.clone())
                 .await
@@ -270,7 +270,7 @@ impl TableProvider for SummaryTable {
                 // Schemas from the user's descriptor set, for channels the file names only by type.
                 let mut summary = (*cached.summary).clone();
                 let mut channels: Vec<_> = summary.channels.values().cloned().collect();
-                if crate::descriptors::attach(pool, &mut channels) > 0 {
+                if logsql_decode::descriptors::attach(pool, &mut channels) > 0 {
                     summary.channels = channels.into_iter().map(|c| (c.id, c)).collect();
                     cached = cached.with_summary(summary);
                 }
@@ -297,8 +297,8 @@ impl TableProvider for SummaryTable {
 }
 
 type Files = [(
-    crate::engine::storage::object_io::FileLocation,
-    crate::engine::storage::summary_cache::CachedSummary,
+    crate::storage::object_io::FileLocation,
+    crate::storage::summary_cache::CachedSummary,
 )];
 
 fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
@@ -352,7 +352,7 @@ fn build(view: SummaryView, files: &Files, on_error: OnError) -> Result<RecordBa
     let columns: Vec<ArrayRef> = match view {
         SummaryView::Topics => topics_columns(files, on_error)?,
         SummaryView::Chunks => {
-            let rows: Vec<(&str, &Summary, &crate::model::ChunkMeta)> = files
+            let rows: Vec<(&str, &Summary, &logsql_readers::model::ChunkMeta)> = files
                 .iter()
                 .flat_map(|(loc, c)| {
                     c.summary
@@ -438,7 +438,7 @@ fn build(view: SummaryView, files: &Files, on_error: OnError) -> Result<RecordBa
             ]
         }
         SummaryView::Channels | SummaryView::Connections => {
-            let rows: Vec<(&str, &crate::model::Channel)> = files
+            let rows: Vec<(&str, &logsql_readers::model::Channel)> = files
                 .iter()
                 .flat_map(|(loc, c)| {
                     c.summary
@@ -524,13 +524,13 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// each topic's exact first/last time from the fewest chunks that decide it
 /// ([`channel_times`]); else counts and times from a scan of message headers.
 fn file_topics(
-    loc: &crate::engine::storage::object_io::FileLocation,
+    loc: &crate::storage::object_io::FileLocation,
     format: &dyn FormatReader,
     summary: &Summary,
     on_error: OnError,
 ) -> Result<BTreeMap<String, TopicRow>> {
     let mut out: BTreeMap<String, TopicRow> = BTreeMap::new();
-    let row_of = |out: &mut BTreeMap<String, TopicRow>, ch: &crate::model::Channel| {
+    let row_of = |out: &mut BTreeMap<String, TopicRow>, ch: &logsql_readers::model::Channel| {
         out.entry(ch.topic.clone())
             .or_insert_with(|| {
                 (
@@ -545,7 +545,7 @@ fn file_topics(
     };
     if let Some(counts) = &summary.channel_message_counts {
         let times = match format.channel_spans(summary) {
-            Some(spans) => spans?,
+            Some(spans) => spans.map_err(df_err)?,
             None => channel_times(loc, format, summary, counts, on_error)?,
         };
         for ch in summary.channels.values() {
@@ -602,7 +602,7 @@ type Span = (Option<u64>, Option<u64>);
 /// chunks already hold every message the file states. A chunk that cannot be
 /// read is reported as `on_error` says, and then counts with its bounds.
 fn channel_times(
-    loc: &crate::engine::storage::object_io::FileLocation,
+    loc: &crate::storage::object_io::FileLocation,
     format: &dyn FormatReader,
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
@@ -667,17 +667,17 @@ fn channel_times(
 
 /// Per-channel times of the chunks of one file, each chunk read at most once.
 struct ChunkTimes<'a> {
-    loc: &'a crate::engine::storage::object_io::FileLocation,
+    loc: &'a crate::storage::object_io::FileLocation,
     format: &'a dyn FormatReader,
     summary: &'a Summary,
     on_error: OnError,
-    file: Option<Box<dyn crate::io::ReadAt>>,
+    file: Option<Box<dyn logsql_readers::io::ReadAt>>,
     read: BTreeMap<u64, BTreeMap<u64, Span>>,
 }
 
 impl<'a> ChunkTimes<'a> {
     fn new(
-        loc: &'a crate::engine::storage::object_io::FileLocation,
+        loc: &'a crate::storage::object_io::FileLocation,
         format: &'a dyn FormatReader,
         summary: &'a Summary,
         on_error: OnError,
@@ -744,10 +744,10 @@ impl<'a> ChunkTimes<'a> {
 /// `sink`; a damaged chunk is reported as `on_error` says, and the others are
 /// still read.
 fn read_headers<'c>(
-    loc: &crate::engine::storage::object_io::FileLocation,
+    loc: &crate::storage::object_io::FileLocation,
     format: &dyn FormatReader,
     summary: &Summary,
-    chunks: impl IntoIterator<Item = &'c crate::model::ChunkMeta>,
+    chunks: impl IntoIterator<Item = &'c logsql_readers::model::ChunkMeta>,
     on_error: OnError,
     sink: &mut dyn MessageSink,
 ) -> Result<()> {

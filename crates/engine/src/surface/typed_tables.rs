@@ -17,11 +17,11 @@ use datafusion::prelude::SessionContext;
 
 use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
-use crate::engine::datasource::file_format::LogFileFormat;
-use crate::engine::scanner::error::df_err;
-use crate::engine::scanner::schema::table_schema;
-use crate::engine::scanner::target::TableSpec;
-use crate::formats::{self, FormatReader};
+use crate::datasource::file_format::LogFileFormat;
+use crate::scanner::error::df_err;
+use crate::scanner::schema::table_schema;
+use crate::scanner::target::TableSpec;
+use logsql_readers::formats::{self, FormatReader};
 
 /// Every typed table name, with the formats that derive it.
 pub fn table_names() -> BTreeMap<&'static str, Vec<&'static str>> {
@@ -105,7 +105,7 @@ async fn plan_table(
         .filter(|(_, f)| f.as_ref().is_some_and(|f| f.name() == format.name()))
         .copied()
         .collect();
-    let cache = crate::engine::storage::summary_cache::of(state.runtime_env());
+    let cache = crate::storage::summary_cache::of(state.runtime_env());
     let cached = first
         .summary(Some(cache), Some(Arc::clone(format)))
         .await
@@ -139,7 +139,7 @@ impl TableFunctionImpl for TypedTablesCatalog {
         for format in formats::all() {
             for table in format.tables() {
                 let name = table.name();
-                let empty = crate::model::Summary::default();
+                let empty = logsql_readers::model::Summary::default();
                 match table.def(&empty, None) {
                     Ok(def) => {
                         let schema = table_schema(&def);

@@ -21,13 +21,13 @@ use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::RwLock;
 
-use crate::engine::datasource::file_format::LogFileFormat;
-use crate::engine::scanner::error::df_err;
-use crate::engine::scanner::schema::messages_table_schema;
-use crate::engine::storage::object_io::FileLocation;
-pub use crate::engine::storage::object_io::is_local;
-use crate::engine::storage::summary_cache;
-use crate::formats::{self, FormatReader, SNIFF_LEN};
+use crate::datasource::file_format::LogFileFormat;
+use crate::scanner::error::df_err;
+use crate::scanner::schema::messages_table_schema;
+use crate::storage::object_io::FileLocation;
+pub use crate::storage::object_io::is_local;
+use crate::storage::summary_cache;
+use logsql_readers::formats::{self, FormatReader, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 
 /// Extensions DataFusion's own url tables read; such files are left to it.
@@ -60,15 +60,15 @@ impl ResolvedPath {
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
-    crate::engine::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(
+    crate::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(
         |e| {
             // A store that cannot be built (no credentials) is named by the path asked for.
             match e {
-                DataFusionError::External(inner) => match inner.downcast::<crate::Error>() {
+                DataFusionError::External(inner) => match inner.downcast::<logsql_readers::Error>() {
                     Ok(err) => match *err {
-                        crate::Error::Remote { message, .. } => {
+                        logsql_readers::Error::Remote { message, .. } => {
                             let url = path.to_string();
-                            DataFusionError::External(Box::new(crate::Error::Remote {
+                            DataFusionError::External(Box::new(logsql_readers::Error::Remote {
                                 url,
                                 message,
                             }))
@@ -87,7 +87,7 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let remote = !store_url.as_str().starts_with("file://");
     let explain = |e: DataFusionError| match e {
         DataFusionError::ObjectStore(os) if remote => DataFusionError::External(Box::new(
-            crate::engine::storage::stores::remote_error(path, &os),
+            crate::storage::stores::remote_error(path, &os),
         )),
         e => e,
     };
@@ -137,7 +137,7 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                             if loc.local {
                                 DataFusionError::from(e)
                             } else {
-                                let err = crate::engine::storage::stores::remote_error(
+                                let err = crate::storage::stores::remote_error(
                                     loc.display_name(),
                                     &e,
                                 );
@@ -164,7 +164,7 @@ fn refuse_special_file(url: &ListingTableUrl, path: &str) -> Result<()> {
     if url.get_glob().is_none() && is_local(path) {
         let local = std::path::Path::new(path.strip_prefix("file://").unwrap_or(path));
         if local.exists() {
-            crate::io::check_regular_file(local).map_err(df_err)?;
+            logsql_readers::io::check_regular_file(local).map_err(df_err)?;
         }
     }
     Ok(())
@@ -240,7 +240,7 @@ impl UrlTableFactory for LogUrlTableFactory {
                 return match datafusion_url_table(&state, path).await {
                     Ok(Some(table)) => Ok(Some(table)),
                     _ => Err(DataFusionError::External(Box::new(
-                        crate::Error::NoLogFiles {
+                        logsql_readers::Error::NoLogFiles {
                             path: path.to_string(),
                         },
                     ))),
