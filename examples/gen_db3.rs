@@ -205,7 +205,9 @@ fn main() -> rusqlite::Result<()> {
     )?;
     tx.execute(
         "INSERT INTO message_definitions VALUES (2, 'std_msgs/msg/Float64', 'ros2msg', ?1, '')",
-        [include_str!("../crates/readers/src/ros2_interfaces/std_msgs/Float64.msg")],
+        [include_str!(
+            "../crates/readers/src/ros2_interfaces/std_msgs/Float64.msg"
+        )],
     )?;
 
     // Messages in arrival order: every 10 ms an /imu, every 100 ms a /chatter

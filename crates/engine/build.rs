@@ -20,7 +20,11 @@ fn compile(root: &Path, dirs: &[&str]) {
         collect(&dir, &mut files);
     }
     files.sort();
-    assert!(!files.is_empty(), "no .proto files under {}", root.display());
+    assert!(
+        !files.is_empty(),
+        "no .proto files under {}",
+        root.display()
+    );
     let fds = match protox::compile(&files, [root]) {
         Ok(fds) => fds,
         Err(e) => panic!("compiling {}: {e:?}", root.display()),

@@ -111,9 +111,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             #[cfg(feature = "distributed")]
             Command::Worker { listen } => {
                 eprintln!("logsql worker listening on http://{listen}");
-                Ok(app
-                    .rt
-                    .block_on(logsql::distributed::serve(*listen))?)
+                Ok(app.rt.block_on(logsql::distributed::serve(*listen))?)
             }
         };
     }

@@ -883,7 +883,11 @@ fn hostile_lengths_are_errors_not_allocations() {
     logsql_readers::formats::bag::records::encode_field(&mut h, b"op", &[3]);
     logsql_readers::formats::bag::records::encode_field(&mut h, b"index_pos", &0u64.to_le_bytes());
     logsql_readers::formats::bag::records::encode_field(&mut h, b"conn_count", &0u32.to_le_bytes());
-    logsql_readers::formats::bag::records::encode_field(&mut h, b"chunk_count", &0u32.to_le_bytes());
+    logsql_readers::formats::bag::records::encode_field(
+        &mut h,
+        b"chunk_count",
+        &0u32.to_le_bytes(),
+    );
     b.extend_from_slice(&(h.len() as u32).to_le_bytes());
     b.extend_from_slice(&h);
     b.extend_from_slice(&0u32.to_le_bytes());

@@ -425,7 +425,8 @@ fn apollo_file(rel: &str) -> Option<BTreeMap<String, ArrayRef>> {
     }
     let mut out = BTreeMap::new();
     for (topic, ch) in channels {
-        let Some(pool) = logsql_readers::formats::apollo::descriptor::descriptor_pool(&ch).unwrap() else {
+        let Some(pool) = logsql_readers::formats::apollo::descriptor::descriptor_pool(&ch).unwrap()
+        else {
             continue;
         };
         let desc = pool
@@ -620,9 +621,10 @@ fn apollo_generated_records_decode() {
 /// Decodes every protobuf series of a BDDF fixture; returns topic → array.
 fn bddf_file(name: &str) -> Option<BTreeMap<String, ArrayRef>> {
     let dir = crate::fixtures::dir("bddf")?;
-    let pool =
-        logsql_decode::descriptors::load(dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap())
-            .unwrap();
+    let pool = logsql_decode::descriptors::load(
+        dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap(),
+    )
+    .unwrap();
     let all = file_messages(&dir.join(name));
     let mut channels: BTreeMap<u64, Channel> = BTreeMap::new();
     for m in &all {
@@ -715,9 +717,10 @@ fn every_bosdyn_message_type_compiles() {
     let Some(dir) = crate::fixtures::dir("bddf") else {
         return;
     };
-    let pool =
-        logsql_decode::descriptors::load(dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap())
-            .unwrap();
+    let pool = logsql_decode::descriptors::load(
+        dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap(),
+    )
+    .unwrap();
     let start = std::time::Instant::now();
     let (mut n, mut cut, mut widest) = (0, 0, (0, String::new()));
     for m in pool.all_messages() {

@@ -17,7 +17,9 @@ use std::path::PathBuf;
 use logsql_readers::Error;
 use logsql_readers::formats::FormatReader;
 use logsql_readers::formats::mcap::records::Record;
-use logsql_readers::formats::mcap::{ChunkKind, McapFormat, McapIndex, PSEUDO_CHUNK_TARGET, RecordReader};
+use logsql_readers::formats::mcap::{
+    ChunkKind, McapFormat, McapIndex, PSEUDO_CHUNK_TARGET, RecordReader,
+};
 use logsql_readers::io::BytesReader;
 use logsql_readers::model::{ChannelTimes, ChunkRead, Flow, Message, Selection, Summary};
 

@@ -190,10 +190,9 @@ impl FileFormat for LogFileFormat {
         table_schema: SchemaRef,
         object: &ObjectMeta,
     ) -> Result<Statistics> {
-        let companion = self
-            .format
-            .as_ref()
-            .is_some_and(|f| logsql_readers::formats::is_companion(f.as_ref(), object.location.as_ref()));
+        let companion = self.format.as_ref().is_some_and(|f| {
+            logsql_readers::formats::is_companion(f.as_ref(), object.location.as_ref())
+        });
         if self.skip.contains(&object.location) || companion {
             let mut stats = Statistics::new_unknown(&table_schema);
             stats.num_rows = Precision::Exact(0);

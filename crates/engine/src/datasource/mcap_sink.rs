@@ -46,13 +46,13 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
+use crate::partial::{RemoveOnDrop, partial_path};
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::col;
 use crate::storage::object_io::FileLocation;
 use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
 use logsql_readers::model::MetadataInfo;
-use crate::partial::{RemoveOnDrop, partial_path};
 
 /// Batches buffered between the query and the writer thread.
 const QUEUE: usize = 4;
@@ -539,14 +539,15 @@ fn read_attachments(
             vec![0u8; usize::try_from(len).map_err(|e| DataFusionError::External(Box::new(e)))?];
         file.read_exact_at(start, &mut buf)
             .map_err(|e| df_err(logsql_readers::Error::io(loc.display_name(), e)))?;
-        let parsed = logsql_readers::formats::mcap::records::parse_attachment(&buf).map_err(|e| {
-            DataFusionError::Execution(format!(
-                "{}: attachment '{}' at offset {}: {e}",
-                loc.display_name(),
-                a.name,
-                a.offset
-            ))
-        })?;
+        let parsed =
+            logsql_readers::formats::mcap::records::parse_attachment(&buf).map_err(|e| {
+                DataFusionError::Execution(format!(
+                    "{}: attachment '{}' at offset {}: {e}",
+                    loc.display_name(),
+                    a.name,
+                    a.offset
+                ))
+            })?;
         out.push(mcap::Attachment {
             log_time: parsed.header.log_time,
             create_time: parsed.header.create_time,

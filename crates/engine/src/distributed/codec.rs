@@ -34,11 +34,11 @@ use datafusion_proto::physical_plan::{
 use datafusion_proto::protobuf;
 use prost::Message;
 
-use logsql_decode::{MessageDecoder, json};
 use crate::datasource::source::LogSource;
 use crate::scanner::damage::DamageReportExec;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::target::{DecodedSpec, PlannedDefinition, ScanTarget, TableSpec};
+use logsql_decode::{MessageDecoder, json};
 use logsql_readers::formats::{self, FormatReader};
 use logsql_readers::table::{ColumnDef, ColumnType, ScalarType, TableDef};
 

@@ -427,9 +427,9 @@ impl Scalar {
 mod tests {
     use super::*;
     use crate::scanner::schema::table_schema;
-    use logsql_readers::table::ColumnDef;
     use datafusion::arrow::array::{Array, AsArray};
     use datafusion::arrow::datatypes::Float32Type;
+    use logsql_readers::table::ColumnDef;
 
     #[test]
     fn rows_become_typed_columns() {

@@ -23,7 +23,6 @@ use datafusion::prelude::SessionContext;
 
 use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
-use logsql_decode::{MessageDecoder, merge};
 use crate::datasource::file_format::LogFileFormat;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
@@ -32,6 +31,7 @@ use crate::scanner::target::{
     DecodedSpec, ERROR_COLUMN, PlannedDefinition, RAW_COLUMN, with_pool_schema,
 };
 use crate::storage::object_io::FileLocation;
+use logsql_decode::{MessageDecoder, merge};
 use logsql_readers::formats::FormatReader;
 use logsql_readers::io::ReadAt;
 use logsql_readers::model::{Channel, Flow, Message, Selection, Summary};
@@ -104,8 +104,10 @@ async fn plan(
             .filter(|c| c.topic == topic)
             .map(|c| {
                 let pooled = with_pool_schema(c, pool.as_deref());
-                let defined =
-                    logsql_readers::ros2_interfaces::with_definition(pooled.clone(), &options.msg_path);
+                let defined = logsql_readers::ros2_interfaces::with_definition(
+                    pooled.clone(),
+                    &options.msg_path,
+                );
                 let attached = PlannedDefinition::attached(&pooled, &defined);
                 (defined, attached)
             })

@@ -27,8 +27,8 @@ use crate::scanner::schema::messages_table_schema;
 use crate::storage::object_io::FileLocation;
 pub use crate::storage::object_io::is_local;
 use crate::storage::summary_cache;
-use logsql_readers::formats::{self, FormatReader, SNIFF_LEN};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use logsql_readers::formats::{self, FormatReader, SNIFF_LEN};
 
 /// Extensions DataFusion's own url tables read; such files are left to it.
 const DATAFUSION_EXTENSIONS: &[&str] = &[
@@ -60,35 +60,33 @@ impl ResolvedPath {
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = ListingTableUrl::parse(path)?;
     let store_url = url.object_store();
-    crate::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(
-        |e| {
-            // A store that cannot be built (no credentials) is named by the path asked for.
-            match e {
-                DataFusionError::External(inner) => match inner.downcast::<logsql_readers::Error>() {
-                    Ok(err) => match *err {
-                        logsql_readers::Error::Remote { message, .. } => {
-                            let url = path.to_string();
-                            DataFusionError::External(Box::new(logsql_readers::Error::Remote {
-                                url,
-                                message,
-                            }))
-                        }
-                        other => DataFusionError::External(Box::new(other)),
-                    },
-                    Err(inner) => DataFusionError::External(inner),
+    crate::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(|e| {
+        // A store that cannot be built (no credentials) is named by the path asked for.
+        match e {
+            DataFusionError::External(inner) => match inner.downcast::<logsql_readers::Error>() {
+                Ok(err) => match *err {
+                    logsql_readers::Error::Remote { message, .. } => {
+                        let url = path.to_string();
+                        DataFusionError::External(Box::new(logsql_readers::Error::Remote {
+                            url,
+                            message,
+                        }))
+                    }
+                    other => DataFusionError::External(Box::new(other)),
                 },
-                e => e,
-            }
-        },
-    )?;
+                Err(inner) => DataFusionError::External(inner),
+            },
+            e => e,
+        }
+    })?;
     let store = state.runtime_env().object_store(&store_url)?;
     refuse_special_file(&url, path)?;
     // A failed request says its cause (refused, DNS, 403, 404, ...) and the URL.
     let remote = !store_url.as_str().starts_with("file://");
     let explain = |e: DataFusionError| match e {
-        DataFusionError::ObjectStore(os) if remote => DataFusionError::External(Box::new(
-            crate::storage::stores::remote_error(path, &os),
-        )),
+        DataFusionError::ObjectStore(os) if remote => {
+            DataFusionError::External(Box::new(crate::storage::stores::remote_error(path, &os)))
+        }
         e => e,
     };
     // A web server answers HEAD for one file; listing needs WebDAV (PROPFIND),
@@ -137,10 +135,8 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                             if loc.local {
                                 DataFusionError::from(e)
                             } else {
-                                let err = crate::storage::stores::remote_error(
-                                    loc.display_name(),
-                                    &e,
-                                );
+                                let err =
+                                    crate::storage::stores::remote_error(loc.display_name(), &e);
                                 DataFusionError::External(Box::new(err))
                             }
                         })?
