@@ -65,11 +65,15 @@ mod schema;
 mod types;
 mod value;
 
+use crate::ColumnBuilder;
+use arrow_schema::DataType;
 use infer::Shape;
+use parser::Parser;
 use parser::parse_document;
+use path_error::Fail;
 use path_error::write_json_string;
 use schema::Compiler;
-use types::{JsonDecoder, Node};
+use types::{Node, StructNode};
 use value::{Value, get};
 
 /// Deepest nesting of arrays and objects accepted in a payload.
@@ -160,6 +164,93 @@ pub fn from_portable_schema(
 ) -> Result<Arc<dyn MessageDecoder>, DecodeError> {
     let decoder = compile_schema(schema)?.described_as(description.to_string());
     Ok(Arc::new(decoder))
+}
+
+/// A JSON message decoder (from a schema or inferred).
+#[derive(Debug)]
+struct JsonDecoder {
+    root: Node,
+    /// The root is not a struct: it is field `value` of a one-field struct.
+    wrapped: bool,
+    data_type: DataType,
+    description: String,
+}
+
+impl JsonDecoder {
+    fn new(node: Node) -> Self {
+        let (root, wrapped) = match node {
+            Node::Struct(s) if !s.names.is_empty() => (Node::Struct(s), false),
+            other => (
+                Node::Struct(StructNode::new(vec!["value".into()], vec![other])),
+                true,
+            ),
+        };
+        let data_type = root.data_type();
+        Self {
+            root,
+            wrapped,
+            data_type,
+            description: String::new(),
+        }
+    }
+
+    fn described(self, name: &str) -> Self {
+        let description = match name {
+            "" => "json (jsonschema)".to_owned(),
+            name => format!("json {name} (jsonschema)"),
+        };
+        self.described_as(description)
+    }
+
+    fn described_as(mut self, description: String) -> Self {
+        self.description = description;
+        self
+    }
+}
+
+impl MessageDecoder for JsonDecoder {
+    fn data_type(&self) -> &DataType {
+        &self.data_type
+    }
+
+    fn portable_schema(&self) -> Option<Vec<u8>> {
+        let node = match (&self.root, self.wrapped) {
+            (Node::Struct(s), true) => s.children.first()?,
+            (root, _) => root,
+        };
+        let mut out = String::new();
+        write_portable_schema(node, &mut out);
+        Some(out.into_bytes())
+    }
+
+    fn decode(&self, payload: &[u8], out: &mut ColumnBuilder) -> Result<(), DecodeError> {
+        let text = std::str::from_utf8(payload).map_err(|e| {
+            DecodeError::new(format!(
+                "payload is not valid UTF-8 (at byte {})",
+                e.valid_up_to()
+            ))
+        })?;
+        let mut p = Parser::new(text);
+        let result = if self.wrapped {
+            // The document is field `value`; paths inside it start at `$`.
+            match (&self.root, out.field(0)) {
+                (Node::Struct(s), Ok(child)) => match s.children.first() {
+                    Some(node) => p.decode(node, child, 0),
+                    None => Err(Fail::new("internal: wrapped root")),
+                },
+                (_, Err(e)) => Err(Fail::builder(e)),
+                _ => Err(Fail::new("internal: wrapped root")),
+            }
+            .and_then(|()| out.close_struct().map_err(Fail::builder))
+        } else {
+            p.decode(&self.root, out, 0)
+        };
+        result.and_then(|()| p.finish()).map_err(Fail::into_error)
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
 }
 
 /// Writes `node` as the JSON Schema that compiles back into the same node

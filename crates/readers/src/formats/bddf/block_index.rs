@@ -23,7 +23,6 @@ use prost::encoding::{
     DecodeContext, WireType, decode_key, int64, merge_loop, message, skip_field, uint32, uint64,
 };
 
-use super::index::timestamp_ns;
 use super::proto;
 use crate::model::Nanos;
 
@@ -147,6 +146,14 @@ fn block_entry(
 /// The error prost gives for a message field of another wire type.
 fn check_length_delimited(wire_type: WireType) -> Result<(), DecodeError> {
     prost::encoding::check_wire_type(WireType::LengthDelimited, wire_type)
+}
+
+/// Nanoseconds since the epoch of a protobuf timestamp, clamped to `0..=u64::MAX`
+/// (times before 1970 become 0).
+pub fn timestamp_ns(ts: Option<&proto::Timestamp>) -> Nanos {
+    let Some(ts) = ts else { return 0 };
+    let ns = i128::from(ts.seconds) * 1_000_000_000 + i128::from(ts.nanos);
+    u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

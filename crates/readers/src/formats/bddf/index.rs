@@ -31,7 +31,8 @@ use std::sync::Arc;
 use prost::Message as _;
 use sha1::{Digest, Sha1};
 
-use super::{block_index, proto};
+use super::block_index::{self, timestamp_ns};
+use super::proto;
 use crate::error::{Error, ErrorContext, Result, hex_head};
 use crate::io::{ReadAt, SequentialReader};
 use crate::model::{Channel, ChunkMeta, MetadataInfo, Nanos, Summary};
@@ -79,14 +80,6 @@ pub fn u64_at(b: &[u8], at: usize) -> Option<u64> {
 pub fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     let s = b.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes(s.try_into().ok()?))
-}
-
-/// Nanoseconds since the epoch of a protobuf timestamp, clamped to `0..=u64::MAX`
-/// (times before 1970 become 0).
-pub fn timestamp_ns(ts: Option<&proto::Timestamp>) -> Nanos {
-    let Some(ts) = ts else { return 0 };
-    let ns = i128::from(ts.seconds) * 1_000_000_000 + i128::from(ts.nanos);
-    u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
 }
 
 /// The series identifier hash: the first 8 bytes (big-endian) of
