@@ -149,7 +149,7 @@ impl Source {
 fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
     let mut out = Vec::new();
     for path in paths {
-        if !logsql::surface::url_table::is_local(path) {
+        if !logsql::storage::object_io::is_local(path) {
             let state = app.ctx.state();
             let resolved = app
                 .rt

@@ -5,7 +5,7 @@
 //! Format-free: it depends on DataFusion only, and [`install`] adds it to any
 //! `SessionState`.
 //!
-//! - [`logical`]: the logical node [`AsofJoinNode`] (a `UserDefinedLogicalNodeCore`)
+//! - [`logical`]: the logical node [`AsofJoinNode`](logical::AsofJoinNode) (a `UserDefinedLogicalNodeCore`)
 //!   and the type coercion of its keys and times;
 //! - [`sql`](mod@sql): the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
 //!   `RelationPlanner`, and [`sql()`](sql::sql), which accepts every spelling;
@@ -28,7 +28,7 @@
 
 pub mod exec;
 pub mod logical;
-pub mod matcher;
+pub(crate) mod matcher;
 pub mod planner;
 pub mod push_down;
 pub mod sql;
@@ -43,7 +43,6 @@ use datafusion::error::Result;
 use datafusion::execution::SessionState;
 
 pub use exec::AsofJoinExec;
-pub use logical::AsofJoinNode;
 pub use sql::sql;
 
 /// The comparison of an as-of match, written `left <op> right`.
@@ -61,7 +60,7 @@ pub enum AsofOp {
 
 impl AsofOp {
     /// The operator for a SQL comparison `left <op> right`, if it is one of the four.
-    pub fn from_operator(op: Operator) -> Option<Self> {
+    pub(crate) fn from_operator(op: Operator) -> Option<Self> {
         match op {
             Operator::GtEq => Some(Self::GtEq),
             Operator::Gt => Some(Self::Gt),
@@ -82,12 +81,12 @@ impl AsofOp {
     }
 
     /// Whether matches lie at or before the left time (`>=`, `>`).
-    pub fn is_backward(self) -> bool {
+    pub(crate) fn is_backward(self) -> bool {
         matches!(self, Self::GtEq | Self::Gt)
     }
 
     /// Whether a right time equal to the left time matches (`>=`, `<=`).
-    pub fn is_inclusive(self) -> bool {
+    pub(crate) fn is_inclusive(self) -> bool {
         matches!(self, Self::GtEq | Self::LtEq)
     }
 }

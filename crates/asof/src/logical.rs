@@ -18,7 +18,7 @@ use super::{AsofJoinType, AsofOp};
 /// built, so both sides hash and order alike. The output is the left columns
 /// then the right ones, the right ones nullable.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct AsofJoinNode {
+pub(crate) struct AsofJoinNode {
     left: Arc<LogicalPlan>,
     right: Arc<LogicalPlan>,
     on: Vec<(Expr, Expr)>,
@@ -57,7 +57,7 @@ impl AsofJoinNode {
     /// The join of `left` and `right` where `time.0 <op> time.1` picks the
     /// match among right rows with equal `on` keys. `tolerance` is a boolean
     /// over the output row, checked on the chosen match.
-    pub fn try_new(
+    pub(crate) fn try_new(
         left: LogicalPlan,
         right: LogicalPlan,
         on: Vec<(Expr, Expr)>,
@@ -92,27 +92,27 @@ impl AsofJoinNode {
     }
 
     /// The equality keys (left, right).
-    pub fn on(&self) -> &[(Expr, Expr)] {
+    pub(crate) fn on(&self) -> &[(Expr, Expr)] {
         &self.on
     }
 
     /// The times (left, right).
-    pub fn time(&self) -> &(Expr, Expr) {
+    pub(crate) fn time(&self) -> &(Expr, Expr) {
         &self.time
     }
 
     /// The match comparison, `left <op> right`.
-    pub fn op(&self) -> AsofOp {
+    pub(crate) fn op(&self) -> AsofOp {
         self.op
     }
 
     /// Which left rows are kept.
-    pub fn join_type(&self) -> AsofJoinType {
+    pub(crate) fn join_type(&self) -> AsofJoinType {
         self.join_type
     }
 
     /// The condition a match must meet, over the output row.
-    pub fn tolerance(&self) -> Option<&Expr> {
+    pub(crate) fn tolerance(&self) -> Option<&Expr> {
         self.tolerance.as_ref()
     }
 }

@@ -27,7 +27,7 @@ use super::AsofOp;
 
 /// The expressions one side is matched on: its equality keys and its time.
 #[derive(Debug, Clone)]
-pub struct SideExprs {
+pub(crate) struct SideExprs {
     /// The equality keys, in the order of the other side's.
     pub keys: Vec<Arc<dyn PhysicalExpr>>,
     /// The time (any orderable type, the same as the other side's).
@@ -36,7 +36,7 @@ pub struct SideExprs {
 
 /// A batch's keys and times in row format, and which rows can match at all.
 #[derive(Debug)]
-pub struct Encoded {
+pub(crate) struct Encoded {
     keys: Option<Rows>,
     times: Rows,
     /// Rows with a NULL key or time (never matched); `None` when there are none.
@@ -66,7 +66,7 @@ impl Encoded {
 
 /// The row converters of the keys and of the time, shared by both sides.
 #[derive(Debug)]
-pub struct Encoders {
+pub(crate) struct Encoders {
     keys: Option<RowConverter>,
     time: RowConverter,
 }
@@ -74,7 +74,7 @@ pub struct Encoders {
 impl Encoders {
     /// Converters for keys of `key_types` and times of `time_type`, in the
     /// order the inputs are sorted in (ascending, NULLs first).
-    pub fn new(key_types: &[DataType], time_type: &DataType) -> Result<Self> {
+    pub(crate) fn new(key_types: &[DataType], time_type: &DataType) -> Result<Self> {
         let keys = if key_types.is_empty() {
             None
         } else {
@@ -87,7 +87,7 @@ impl Encoders {
     }
 
     /// Evaluates `exprs` on `batch` and encodes the results.
-    pub fn encode(&self, batch: &RecordBatch, exprs: &SideExprs) -> Result<Encoded> {
+    pub(crate) fn encode(&self, batch: &RecordBatch, exprs: &SideExprs) -> Result<Encoded> {
         let rows = batch.num_rows();
         let eval =
             |e: &Arc<dyn PhysicalExpr>| -> Result<ArrayRef> { e.evaluate(batch)?.into_array(rows) };
@@ -110,7 +110,7 @@ impl Encoders {
 }
 
 /// A position in the right input: (batch id, row).
-pub type Pos = (usize, usize);
+pub(crate) type Pos = (usize, usize);
 
 /// A buffered right batch.
 #[derive(Debug)]
@@ -121,7 +121,7 @@ struct Buffered {
 }
 
 /// The right input and the batches of it still needed.
-pub struct RightBuffer {
+pub(crate) struct RightBuffer {
     stream: SendableRecordBatchStream,
     exprs: SideExprs,
     batches: VecDeque<Buffered>,
@@ -136,7 +136,7 @@ pub struct RightBuffer {
 impl RightBuffer {
     /// Buffers `stream` (evaluating `exprs` on it), accounting its batches in
     /// `reservation` and the most rows held at once in `max_rows`.
-    pub fn new(
+    pub(crate) fn new(
         stream: SendableRecordBatchStream,
         exprs: SideExprs,
         reservation: MemoryReservation,
@@ -197,7 +197,7 @@ impl RightBuffer {
     }
 
     /// The right batch `id` (buffered).
-    pub fn batch(&self, id: usize) -> &RecordBatch {
+    pub(crate) fn batch(&self, id: usize) -> &RecordBatch {
         &self.get(id).batch
     }
 
@@ -224,7 +224,7 @@ impl RightBuffer {
 }
 
 /// One partition's matching state.
-pub struct Matcher {
+pub(crate) struct Matcher {
     op: AsofOp,
     enc: Encoders,
     left: SideExprs,
@@ -242,7 +242,12 @@ pub struct Matcher {
 
 impl Matcher {
     /// A matcher of `left` rows (evaluated with `left_exprs`) against `right`.
-    pub fn new(op: AsofOp, enc: Encoders, left_exprs: SideExprs, right: RightBuffer) -> Self {
+    pub(crate) fn new(
+        op: AsofOp,
+        enc: Encoders,
+        left_exprs: SideExprs,
+        right: RightBuffer,
+    ) -> Self {
         Self {
             op,
             enc,
@@ -256,7 +261,7 @@ impl Matcher {
 
     /// The best right row of each row of `left` (a batch of the left input,
     /// which continues the previous one's order).
-    pub async fn match_batch(&mut self, left: &RecordBatch) -> Result<Vec<Option<Pos>>> {
+    pub(crate) async fn match_batch(&mut self, left: &RecordBatch) -> Result<Vec<Option<Pos>>> {
         let l = self.enc.encode(left, &self.left)?;
         let mut out = Vec::with_capacity(left.num_rows());
         for i in 0..left.num_rows() {
@@ -352,7 +357,7 @@ impl Matcher {
     }
 
     /// Releases the right batches no later left row can match.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         let keep = match self.cand {
             Some(c) if self.op.is_backward() => c.0.min(self.cursor.0),
             _ => self.cursor.0,

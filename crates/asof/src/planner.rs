@@ -25,7 +25,7 @@ use super::logical::AsofJoinNode;
 
 /// Plans [`AsofJoinNode`] as [`AsofJoinExec`].
 #[derive(Debug, Default)]
-pub struct AsofExtensionPlanner;
+pub(crate) struct AsofExtensionPlanner;
 
 #[async_trait]
 impl ExtensionPlanner for AsofExtensionPlanner {
@@ -74,18 +74,18 @@ impl ExtensionPlanner for AsofExtensionPlanner {
 /// The session's previous query planner, with [`AsofExtensionPlanner`] for
 /// plans that hold an as-of join (see the [module](self) docs).
 #[derive(Debug)]
-pub struct AsofQueryPlanner {
+pub(crate) struct AsofQueryPlanner {
     prev: Arc<dyn QueryPlanner + Send + Sync>,
 }
 
 impl AsofQueryPlanner {
     /// Wraps `prev`.
-    pub fn new(prev: Arc<dyn QueryPlanner + Send + Sync>) -> Self {
+    pub(crate) fn new(prev: Arc<dyn QueryPlanner + Send + Sync>) -> Self {
         Self { prev }
     }
 
     /// Whether `planner` is already an [`AsofQueryPlanner`].
-    pub fn is(planner: &Arc<dyn QueryPlanner + Send + Sync>) -> bool {
+    pub(crate) fn is(planner: &Arc<dyn QueryPlanner + Send + Sync>) -> bool {
         let any: &dyn Any = planner.as_ref();
         any.is::<Self>()
     }

@@ -35,7 +35,7 @@ pub const NAME: &str = "logsql_asof_push_down_filter";
 /// Moves left-only conjuncts of a filter above an [`AsofJoinNode`] into the
 /// join's left input (see the [module](self) docs).
 #[derive(Debug, Default)]
-pub struct AsofPushDownFilter;
+pub(crate) struct AsofPushDownFilter;
 
 /// Whether `e` may be evaluated on the left input instead of the join output:
 /// every column it names is a left column (and not a right one), and it is

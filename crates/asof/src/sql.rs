@@ -85,7 +85,7 @@ fn offset(text: &str, loc: Location) -> usize {
 /// `ASOF JOIN b MATCH_CONDITION (<marker>) ON ...`; the marker tells the
 /// planner to find the inequality in `ON` and whether unmatched rows stay.
 /// Text that does not tokenize is returned as is (the parser reports it).
-pub fn rewrite_duckdb(sql: &str) -> String {
+pub(crate) fn rewrite_duckdb(sql: &str) -> String {
     let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
         return sql.to_string();
     };
@@ -160,7 +160,7 @@ pub fn rewrite_duckdb(sql: &str) -> String {
 
 /// Wraps each `ASOF JOIN` of `statement` in parentheses, with what it joins
 /// to its left, so the [`AsofRelationPlanner`] sees it as a nested join.
-pub fn nest_asof_joins(statement: &mut DFStatement) {
+pub(crate) fn nest_asof_joins(statement: &mut DFStatement) {
     match statement {
         DFStatement::Statement(s) => {
             let _ = s.visit(&mut Nester);
@@ -253,7 +253,7 @@ impl VisitorMut for Nester {
 /// Plans a parenthesized join whose last join is an `ASOF JOIN` into an
 /// [`AsofJoinNode`]; installed by [`crate::install`].
 #[derive(Debug, Default)]
-pub struct AsofRelationPlanner;
+pub(crate) struct AsofRelationPlanner;
 
 impl RelationPlanner for AsofRelationPlanner {
     fn plan_relation(

@@ -200,13 +200,6 @@ impl ColumnBuilder {
         }
     }
 
-    /// Appends `n` null rows.
-    pub fn append_nulls(&mut self, n: usize) {
-        for _ in 0..n {
-            self.append_null();
-        }
-    }
-
     /// Drops every row after the first `len` (rolls back a partial message).
     ///
     /// Children are cut back too, even when this column has no row past
@@ -248,7 +241,7 @@ impl ColumnBuilder {
 
     /// Appends a boolean (Boolean columns only).
     #[inline]
-    pub fn append_bool(&mut self, v: bool) -> Result<(), DecodeError> {
+    pub(crate) fn append_bool(&mut self, v: bool) -> Result<(), DecodeError> {
         match &mut self.values {
             Values::Bool(b) => b.append(v),
             _ => return Err(mismatch(&self.data_type, "a boolean")),
@@ -260,7 +253,7 @@ impl ColumnBuilder {
     /// Appends a signed integer to any integer, float, timestamp or duration
     /// column; integers out of the column's range are an error.
     #[inline]
-    pub fn append_i64(&mut self, v: i64) -> Result<(), DecodeError> {
+    pub(crate) fn append_i64(&mut self, v: i64) -> Result<(), DecodeError> {
         let ok = match &mut self.values {
             Values::I8(c) => i8::try_from(v).map(|x| c.push(x)).is_ok(),
             Values::I16(c) => i16::try_from(v).map(|x| c.push(x)).is_ok(),
@@ -293,7 +286,7 @@ impl ColumnBuilder {
     /// Appends an unsigned integer to any integer, float, timestamp or
     /// duration column; integers out of the column's range are an error.
     #[inline]
-    pub fn append_u64(&mut self, v: u64) -> Result<(), DecodeError> {
+    pub(crate) fn append_u64(&mut self, v: u64) -> Result<(), DecodeError> {
         match &mut self.values {
             Values::U64(c) => {
                 c.push(v);
@@ -319,7 +312,7 @@ impl ColumnBuilder {
 
     /// Appends a float to a Float32 or Float64 column (narrowed to f32 there).
     #[inline]
-    pub fn append_f64(&mut self, v: f64) -> Result<(), DecodeError> {
+    pub(crate) fn append_f64(&mut self, v: f64) -> Result<(), DecodeError> {
         match &mut self.values {
             Values::F32(c) => c.push(v as f32),
             Values::F64(c) => c.push(v),
@@ -331,7 +324,7 @@ impl ColumnBuilder {
 
     /// Appends an f32 exactly (Float32 columns; widened in Float64 ones).
     #[inline]
-    pub fn append_f32(&mut self, v: f32) -> Result<(), DecodeError> {
+    pub(crate) fn append_f32(&mut self, v: f32) -> Result<(), DecodeError> {
         match &mut self.values {
             Values::F32(c) => c.push(v),
             Values::F64(c) => c.push(v as f64),
@@ -344,7 +337,7 @@ impl ColumnBuilder {
     /// Appends little-endian f64 values (8 bytes each) to a Float64 column in
     /// one go (packed protobuf doubles, ROS arrays of float64); a trailing
     /// partial value is an error.
-    pub fn extend_f64_le(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+    pub(crate) fn extend_f64_le(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         if !bytes.len().is_multiple_of(8) {
             return Err(DecodeError::new(format!(
                 "{} bytes are not a whole number of float64 values",
@@ -367,14 +360,14 @@ impl ColumnBuilder {
 
     /// Appends text to a Utf8 column (or its bytes to a Binary column).
     #[inline]
-    pub fn append_str(&mut self, v: &str) -> Result<(), DecodeError> {
+    pub(crate) fn append_str(&mut self, v: &str) -> Result<(), DecodeError> {
         self.append_byte_slice(v.as_bytes(), "a string")
     }
 
     /// Appends bytes to a Binary column; to a Utf8 column only when they are
     /// valid UTF-8 (otherwise an error naming the column type).
     #[inline]
-    pub fn append_bytes(&mut self, v: &[u8]) -> Result<(), DecodeError> {
+    pub(crate) fn append_bytes(&mut self, v: &[u8]) -> Result<(), DecodeError> {
         if matches!(self.data_type, DataType::Utf8) && std::str::from_utf8(v).is_err() {
             return Err(DecodeError::new("string is not valid UTF-8"));
         }
@@ -400,7 +393,7 @@ impl ColumnBuilder {
     /// The child of a List, Map (its entries struct) or FixedSizeList column:
     /// append the row's elements to it, then call [`Self::close_list`].
     #[inline]
-    pub fn list_child(&mut self) -> Result<&mut ColumnBuilder, DecodeError> {
+    pub(crate) fn list_child(&mut self) -> Result<&mut ColumnBuilder, DecodeError> {
         match &mut self.values {
             Values::List { child, .. } | Values::FixedList { child, .. } => Ok(child),
             _ => Err(mismatch(&self.data_type, "a list")),
@@ -410,7 +403,7 @@ impl ColumnBuilder {
     /// Ends a list row whose elements were appended to [`Self::list_child`].
     /// For a FixedSizeList, the row must hold exactly the list size.
     #[inline]
-    pub fn close_list(&mut self) -> Result<(), DecodeError> {
+    pub(crate) fn close_list(&mut self) -> Result<(), DecodeError> {
         let rows = self.len();
         match &mut self.values {
             Values::List { offsets, child, .. } => {
@@ -435,14 +428,6 @@ impl ColumnBuilder {
         Ok(())
     }
 
-    /// Number of fields of a Struct column (0 for other types).
-    pub fn num_fields(&self) -> usize {
-        match &self.values {
-            Values::Struct { children, .. } => children.len(),
-            _ => 0,
-        }
-    }
-
     /// Field `i` of a Struct column: append exactly one value (or null) to
     /// every field, then call [`Self::close_struct`].
     #[inline]
@@ -460,7 +445,7 @@ impl ColumnBuilder {
 
     /// All fields of a Struct column at once, for decoders that walk them in order.
     #[inline]
-    pub fn fields_mut(&mut self) -> Result<&mut [ColumnBuilder], DecodeError> {
+    pub(crate) fn fields_mut(&mut self) -> Result<&mut [ColumnBuilder], DecodeError> {
         match &mut self.values {
             Values::Struct { children, .. } => Ok(children),
             _ => Err(mismatch(&self.data_type, "a struct")),
@@ -470,7 +455,7 @@ impl ColumnBuilder {
     /// Ends a valid struct row. Fields the decoder did not fill get a null,
     /// so a message missing optional fields still makes a consistent row.
     #[inline]
-    pub fn close_struct(&mut self) -> Result<(), DecodeError> {
+    pub(crate) fn close_struct(&mut self) -> Result<(), DecodeError> {
         let rows = self.len();
         match &mut self.values {
             Values::Struct { children, fields } => {

@@ -81,22 +81,22 @@ pub const MAX_DEPTH: usize = 128;
 
 /// Deepest nesting of arrays and objects accepted in a schema document (a
 /// typed level takes two: the schema object and its `properties`).
-pub const MAX_SCHEMA_DOCUMENT_DEPTH: usize = 512;
+pub(crate) const MAX_SCHEMA_DOCUMENT_DEPTH: usize = 512;
 
 /// Deepest nesting of typed (struct / list) levels compiled from a schema;
 /// values below it are JSON text.
-pub const MAX_SCHEMA_DEPTH: usize = 64;
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// How often one `$ref` may be expanded inside itself (recursive schemas);
 /// the next level is JSON text.
 pub const MAX_REF_REPEAT: usize = 3;
 
 /// Most typed fields (all levels together) one schema may compile to.
-pub const MAX_SCHEMA_FIELDS: usize = 10_000;
+pub(crate) const MAX_SCHEMA_FIELDS: usize = 10_000;
 
 /// Objects with more distinct keys than this over the samples are inferred
 /// as JSON text rather than a struct.
-pub const MAX_INFERRED_FIELDS: usize = 1_000;
+pub(crate) const MAX_INFERRED_FIELDS: usize = 1_000;
 
 /// The decoder for `channel`, compiled from its JSON Schema
 /// (`channel.schema`, schema encoding `jsonschema`).

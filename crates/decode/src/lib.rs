@@ -140,7 +140,7 @@ pub fn fixed_list_of(item: DataType, size: i32) -> DataType {
 
 /// `Map` from non-nullable `key` to nullable `value` (entries named as
 /// arrow-rs names them: `entries`, `keys`, `values`).
-pub fn map_of(key: DataType, value: DataType) -> DataType {
+pub(crate) fn map_of(key: DataType, value: DataType) -> DataType {
     let entries = Fields::from(vec![
         Field::new("keys", key, false),
         Field::new("values", value, true),

@@ -62,7 +62,7 @@ pub fn decompress(
 /// faults in and zeroes its block buffers (for ROS `roslz4` frames, 4 MiB
 /// blocks) every time. Other codecs, and `src` outside `owner`, take
 /// [`decompress`].
-pub fn decompress_shared(
+pub(crate) fn decompress_shared(
     codec: Codec,
     src: &[u8],
     owner: &Buffer,

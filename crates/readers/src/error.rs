@@ -270,7 +270,7 @@ impl ErrorContext {
     }
 
     /// A [`Error::Checksum`] at `offset` for a digest given as text (e.g. SHA1 hex).
-    pub fn digest_mismatch(
+    pub(crate) fn digest_mismatch(
         &self,
         offset: u64,
         what: impl Into<String>,

@@ -44,7 +44,7 @@ impl dyn ReadAt + '_ {
     /// The range is checked against the file size *before* allocating, so a
     /// corrupt length field can never make the reader allocate more than the
     /// file holds; such a request is a [`Error::Truncated`] naming `offset`.
-    pub fn read_vec(
+    pub(crate) fn read_vec(
         &self,
         ctx: &ErrorContext,
         offset: u64,
@@ -213,7 +213,7 @@ impl ReadAt for BytesReader {
 /// [`Self::DEFAULT_BLOCK`]) while reads are contiguous, and falls back to
 /// [`Self::MIN_BLOCK`] after a skip, so walking record headers and skipping
 /// large record bodies reads little more than the headers.
-pub struct SequentialReader<'a> {
+pub(crate) struct SequentialReader<'a> {
     file: &'a dyn ReadAt,
     buf: Vec<u8>,
     /// File offset of `buf[0]`.
@@ -229,12 +229,12 @@ pub struct SequentialReader<'a> {
 
 impl<'a> SequentialReader<'a> {
     /// Largest read-ahead: 1 MiB.
-    pub const DEFAULT_BLOCK: usize = 1 << 20;
+    pub(crate) const DEFAULT_BLOCK: usize = 1 << 20;
     /// Read-ahead after a skip: 4 KiB.
-    pub const MIN_BLOCK: usize = 4 << 10;
+    pub(crate) const MIN_BLOCK: usize = 4 << 10;
 
     /// Starts reading `file` at `pos`.
-    pub fn new(file: &'a dyn ReadAt, pos: u64) -> Self {
+    pub(crate) fn new(file: &'a dyn ReadAt, pos: u64) -> Self {
         Self {
             file,
             buf: Vec::new(),
@@ -246,22 +246,22 @@ impl<'a> SequentialReader<'a> {
     }
 
     /// Absolute offset of the next unread byte.
-    pub fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.pos
     }
 
     /// Bytes left in the file after the current position.
-    pub fn remaining(&self) -> u64 {
+    pub(crate) fn remaining(&self) -> u64 {
         self.file.size().saturating_sub(self.pos)
     }
 
     /// Moves to `pos` (forward or backward).
-    pub fn seek(&mut self, pos: u64) {
+    pub(crate) fn seek(&mut self, pos: u64) {
         self.pos = pos;
     }
 
     /// Returns the next `n` bytes without consuming them, or fewer at the end of the file.
-    pub fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
+    pub(crate) fn peek(&mut self, n: usize) -> io::Result<&[u8]> {
         let in_buf = self.pos >= self.buf_start
             && self.pos + n as u64 <= self.buf_start + self.buf.len() as u64;
         if !in_buf {
@@ -285,12 +285,12 @@ impl<'a> SequentialReader<'a> {
     }
 
     /// Consumes `n` bytes.
-    pub fn advance(&mut self, n: u64) {
+    pub(crate) fn advance(&mut self, n: u64) {
         self.pos += n;
     }
 
     /// Reads exactly `n` bytes, or `None` when the file ends first (position unchanged).
-    pub fn take(&mut self, n: usize) -> io::Result<Option<&[u8]>> {
+    pub(crate) fn take(&mut self, n: usize) -> io::Result<Option<&[u8]>> {
         let have = self.peek(n)?.len();
         if have < n {
             return Ok(None);

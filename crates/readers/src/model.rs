@@ -180,7 +180,7 @@ impl Summary {
     /// The position of `chunk` in [`Summary::chunks`]: its own `index` when that
     /// still points at it, else found by offset (chunk offsets are unique in a
     /// file). Readers use it to find their private per-chunk detail.
-    pub fn chunk_position(&self, chunk: &ChunkMeta) -> Option<usize> {
+    pub(crate) fn chunk_position(&self, chunk: &ChunkMeta) -> Option<usize> {
         let at = |i: usize| self.chunks.get(i).is_some_and(|c| c.offset == chunk.offset);
         if at(chunk.index) {
             return Some(chunk.index);
@@ -353,7 +353,7 @@ pub struct ChannelTimes {
 
 impl ChannelTimes {
     /// The times of channel `id`, to append to (created empty when new).
-    pub fn times_mut(&mut self, id: u64) -> &mut Vec<u64> {
+    pub(crate) fn times_mut(&mut self, id: u64) -> &mut Vec<u64> {
         let i = match self.channels.iter().position(|(c, _)| *c == id) {
             Some(i) => i,
             None => {

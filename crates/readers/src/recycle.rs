@@ -57,7 +57,7 @@ impl Recycler {
     }
 
     /// Forgets the buffers larger than `limit` bytes.
-    pub fn forget_larger_than(&mut self, limit: usize) {
+    pub(crate) fn forget_larger_than(&mut self, limit: usize) {
         self.lent.retain(|b| b.capacity() <= limit);
         self.bytes = self.lent.iter().map(PageBuf::capacity).sum();
     }

@@ -73,9 +73,9 @@ pub(super) struct FieldPlan {
     /// The value kind.
     pub kind: Kind,
     /// Indices of the other members of this field's oneof (empty otherwise).
-    pub oneof_siblings: Box<[usize]>,
+    pub(crate) oneof_siblings: Box<[usize]>,
     /// For enums: the default value's name (fields without presence).
-    pub enum_default: Box<str>,
+    pub(crate) enum_default: Box<str>,
 }
 
 /// The kind of a field's values.

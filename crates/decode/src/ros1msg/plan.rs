@@ -16,11 +16,11 @@ use crate::{DecodeError, duration_type, field, fixed_list_of, list_of, timestamp
 pub const MAX_DEPTH: usize = 32;
 
 /// Most Arrow columns (at every nesting level) one message type may expand to.
-pub const MAX_COLUMNS: usize = 100_000;
+pub(crate) const MAX_COLUMNS: usize = 100_000;
 
 /// Most values the fixed part of one message type may produce (fixed arrays
 /// multiply); also the per-message allowance of the decoder's work budget.
-pub const MAX_WORK: usize = 1 << 24;
+pub(crate) const MAX_WORK: usize = 1 << 24;
 
 /// A builtin (non-message) ROS1 type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -37,7 +37,7 @@ use logsql_readers::formats::FormatReader;
 use logsql_readers::model::Summary;
 
 /// Name under which the auto-detecting format is registered (`STORED AS LOG`).
-pub const AUTO_FORMAT: &str = "log";
+pub(crate) const AUTO_FORMAT: &str = "log";
 
 /// A log format as a DataFusion file format. `None` detects the format of each
 /// file from its first bytes (so one table may mix formats).
@@ -65,7 +65,7 @@ impl LogFileFormat {
     }
 
     /// The same format leaving the files `skip` out of every scan.
-    pub fn with_skip(self, skip: HashSet<ObjectPath>) -> Self {
+    pub(crate) fn with_skip(self, skip: HashSet<ObjectPath>) -> Self {
         Self {
             skip: Arc::new(skip),
             ..self
@@ -98,13 +98,13 @@ impl LogFileFormat {
     }
 
     /// The same format writing MCAP with `write` (`COPY ... OPTIONS`).
-    pub fn with_write_options(self, write: McapWriteOptions) -> Self {
+    pub(crate) fn with_write_options(self, write: McapWriteOptions) -> Self {
         Self { write, ..self }
     }
 }
 
 /// Exact statistics from a file's summary, where the file states them.
-pub fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
+pub(crate) fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
     let mut stats = Statistics::new_unknown(schema);
     stats.total_byte_size = Precision::Inexact(summary.file_size as usize);
     // Trust a stated count only when nothing contradicts it: no damage, and when

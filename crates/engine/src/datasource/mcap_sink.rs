@@ -59,7 +59,7 @@ const QUEUE: usize = 4;
 
 /// The `COPY ... OPTIONS (...)` keys of MCAP output (without DataFusion's
 /// `format.` prefix).
-pub const OPTION_KEYS: &[&str] = &["compression", "chunk_size", "summary"];
+pub(crate) const OPTION_KEYS: &[&str] = &["compression", "chunk_size", "summary"];
 
 /// How the MCAP file is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl McapWriteOptions {
     /// The options of `COPY ... OPTIONS (...)` / `CREATE EXTERNAL TABLE ...
     /// OPTIONS (...)` (keys with or without the `format.` prefix); unknown keys
     /// are refused with the known ones listed.
-    pub fn from_map(options: &HashMap<String, String>) -> Result<Self> {
+    pub(crate) fn from_map(options: &HashMap<String, String>) -> Result<Self> {
         let mut out = Self::default();
         for (key, value) in options {
             let bare = key.strip_prefix("format.").unwrap_or(key);
@@ -176,7 +176,7 @@ impl McapWriteOptions {
 }
 
 /// Fails unless `schema` has the columns an MCAP message needs.
-pub fn check_schema(schema: &SchemaRef) -> Result<()> {
+pub(crate) fn check_schema(schema: &SchemaRef) -> Result<()> {
     let missing: Vec<&str> = [col::TOPIC, col::LOG_TIME, col::DATA]
         .into_iter()
         .filter(|c| schema.index_of(c).is_err())
@@ -395,7 +395,7 @@ enum Item {
 
 /// What the writer takes from one source file.
 #[derive(Debug, Default)]
-pub struct SourceInfo {
+pub(crate) struct SourceInfo {
     /// The MCAP profile it suggests (`ros1` for bags, an MCAP file's own).
     profile: String,
     /// Its channels by (topic, message type, message encoding); the lowest id wins.
@@ -560,7 +560,7 @@ fn read_attachments(
 }
 
 /// The `mcap` crate's writer fed with record batches (on a blocking thread).
-pub struct McapBatchWriter<W: Write + Seek> {
+pub(crate) struct McapBatchWriter<W: Write + Seek> {
     options: McapWriteOptions,
     /// The output until the first record is due (the profile is not known before).
     out: Option<W>,
@@ -580,7 +580,7 @@ fn mcap_err(name: &str, e: mcap::McapError) -> DataFusionError {
 
 impl<W: Write + Seek> McapBatchWriter<W> {
     /// A writer into `out`, named `name` in errors.
-    pub fn new(out: W, options: McapWriteOptions, name: String) -> Self {
+    pub(crate) fn new(out: W, options: McapWriteOptions, name: String) -> Self {
         Self {
             options,
             out: Some(out),
@@ -613,7 +613,7 @@ impl<W: Write + Seek> McapBatchWriter<W> {
     }
 
     /// Registers source file `file`: writes its metadata records and attachments.
-    pub fn add_source(&mut self, file: String, info: Option<Arc<SourceInfo>>) -> Result<()> {
+    pub(crate) fn add_source(&mut self, file: String, info: Option<Arc<SourceInfo>>) -> Result<()> {
         if let Some(info) = &info {
             let name = self.name.clone();
             let w = self.writer(&info.profile)?;
@@ -633,7 +633,7 @@ impl<W: Write + Seek> McapBatchWriter<W> {
     }
 
     /// Writes every row of `batch` as a message.
-    pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+    pub(crate) fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         let n = batch.num_rows();
         let strings = |name: &str| -> Result<Option<Arc<dyn Array>>> {
             batch
@@ -777,7 +777,7 @@ impl<W: Write + Seek> McapBatchWriter<W> {
     }
 
     /// Writes the summary and footer; returns the output.
-    pub fn finish(mut self) -> Result<W> {
+    pub(crate) fn finish(mut self) -> Result<W> {
         let name = self.name.clone();
         let mut w = match self.writer.take() {
             Some(w) => w,
@@ -810,14 +810,14 @@ fn nanos(c: &Arc<dyn Array>) -> Result<Arc<dyn Array>> {
 }
 
 /// The `COPY ... TO 'x.mcap'` sink.
-pub struct McapSink {
+pub(crate) struct McapSink {
     config: FileSinkConfig,
     options: McapWriteOptions,
 }
 
 impl McapSink {
     /// The sink writing `config`'s target with `options`.
-    pub fn new(config: FileSinkConfig, options: McapWriteOptions) -> Self {
+    pub(crate) fn new(config: FileSinkConfig, options: McapWriteOptions) -> Self {
         Self { config, options }
     }
 }

@@ -3,7 +3,7 @@
 //! ([`inline_scan`]) and the MCAP writer sink ([`mcap_sink`]). It imports
 //! the scan core and storage, never the SQL surface.
 
-pub mod file_format;
-pub mod inline_scan;
+pub(crate) mod file_format;
+pub(crate) mod inline_scan;
 pub mod mcap_sink;
 pub mod source;

@@ -49,7 +49,7 @@ use logsql_readers::formats::FormatReader;
 /// Everything a scan needs at execution time is a field here (the distributed
 /// plan codec, `crate::distributed::codec`, carries each one to workers).
 #[derive(Clone)]
-pub struct LogSource {
+pub(crate) struct LogSource {
     pub(crate) format: Option<Arc<dyn FormatReader>>,
     table_schema: TableSchema,
     projection: SplitProjection,
@@ -79,7 +79,7 @@ pub struct LogSource {
 
 impl LogSource {
     /// A source reading `format` (or detecting it per file when `None`).
-    pub fn new(format: Option<Arc<dyn FormatReader>>, table_schema: TableSchema) -> Self {
+    pub(crate) fn new(format: Option<Arc<dyn FormatReader>>, table_schema: TableSchema) -> Self {
         Self {
             format,
             projection: SplitProjection::unprojected(&table_schema),
@@ -99,7 +99,7 @@ impl LogSource {
 
     /// The same source recording its errors in `log`, for the query's root to
     /// report once every row was delivered (see [`crate::scanner::damage`]).
-    pub fn with_damage_log(&self, log: Arc<DamageLog>) -> Self {
+    pub(crate) fn with_damage_log(&self, log: Arc<DamageLog>) -> Self {
         Self {
             damage: Some(log),
             ..self.clone()
@@ -107,13 +107,13 @@ impl LogSource {
     }
 
     /// The same source leaving the files `skip` out.
-    pub fn with_skip(self, skip: Arc<HashSet<ObjectPath>>) -> Self {
+    pub(crate) fn with_skip(self, skip: Arc<HashSet<ObjectPath>>) -> Self {
         Self { skip, ..self }
     }
 
     /// The same source keeping file summaries in `cache` (the session's
     /// runtime file-metadata cache, `CacheManager::get_file_metadata_cache`).
-    pub fn with_summary_cache(&self, cache: SummaryCache) -> Self {
+    pub(crate) fn with_summary_cache(&self, cache: SummaryCache) -> Self {
         Self {
             summaries: Some(cache),
             ..self.clone()
@@ -121,12 +121,12 @@ impl LogSource {
     }
 
     /// The same source reading `target` (a typed table, a decoded topic, or `messages`).
-    pub fn with_target(self, target: ScanTarget) -> Self {
+    pub(crate) fn with_target(self, target: ScanTarget) -> Self {
         Self { target, ..self }
     }
 
     /// The plan of a scan of this source under DataFusion's file scan `config`.
-    pub fn scan_plan(&self, config: &FileScanConfig) -> Result<ScanPlan> {
+    pub(crate) fn scan_plan(&self, config: &FileScanConfig) -> Result<ScanPlan> {
         let file_schema = self.table_schema.file_schema();
         ScanPlan::new(ScanRequest {
             format: self.format.clone(),
@@ -157,7 +157,7 @@ impl LogSource {
     }
 
     /// The same source with session options applied.
-    pub fn with_options(&self, options: LogsqlOptions) -> Self {
+    pub(crate) fn with_options(&self, options: LogsqlOptions) -> Self {
         Self {
             options,
             ..self.clone()

@@ -32,7 +32,7 @@ use logsql_readers::model::{ExtraColumn, ExtraKind, ExtraValue, Message};
 use logsql_readers::recycle::Recycler;
 
 /// Appends messages to Arrow builders for a fixed set of `messages` columns.
-pub struct BatchBuilder {
+pub(crate) struct BatchBuilder {
     schema: SchemaRef,
     columns: Vec<ColumnBuilder>,
     file: Arc<str>,
@@ -181,7 +181,7 @@ impl BatchBuilder {
     /// A builder for the columns of `schema` (a projection of the messages schema),
     /// naming `file` in the `file` column; `extras` are the extra columns of the
     /// file's format, which [`Message::extra`] follows.
-    pub fn new(
+    pub(crate) fn new(
         schema: SchemaRef,
         file: Arc<str>,
         extras: &[ExtraColumn],
@@ -215,7 +215,7 @@ impl BatchBuilder {
 
     /// Appends one message. Fails (nothing appended to the failing column)
     /// when a copied payload does not fit the `data` column's 4 GiB per batch.
-    pub fn append(&mut self, m: &Message<'_>) -> Result<()> {
+    pub(crate) fn append(&mut self, m: &Message<'_>) -> Result<()> {
         for c in &mut self.columns {
             c.append(m, &self.file)?;
         }
@@ -226,22 +226,17 @@ impl BatchBuilder {
 
     /// Whether the batch holds `1 / parts` of its row or byte bound (`parts`
     /// 1: it reached the bound).
-    pub fn holds_share(&self, parts: usize) -> bool {
+    pub(crate) fn holds_share(&self, parts: usize) -> bool {
         self.rows >= self.max_rows.div_ceil(parts) || self.bytes >= self.max_bytes.div_ceil(parts)
     }
 
-    /// Rows buffered so far.
-    pub fn len(&self) -> usize {
-        self.rows
-    }
-
     /// Whether nothing is buffered.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows == 0
     }
 
     /// Takes the buffered rows as a batch (also for zero-column schemas, e.g. `count(*)`).
-    pub fn finish(&mut self) -> Result<RecordBatch> {
+    pub(crate) fn finish(&mut self) -> Result<RecordBatch> {
         let arrays = self
             .columns
             .iter_mut()

@@ -67,7 +67,7 @@ struct Recorded {
 
 impl DamageLog {
     /// Records an error that fails the query once every row was delivered.
-    pub fn defer(&self, e: DataFusionError) {
+    pub(crate) fn defer(&self, e: DataFusionError) {
         self.inner.lock().errors.push(e);
     }
 

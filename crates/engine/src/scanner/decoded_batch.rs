@@ -48,7 +48,7 @@ enum Source {
 }
 
 /// Appends decoded messages of one file to typed columns.
-pub struct DecodedBatchBuilder {
+pub(crate) struct DecodedBatchBuilder {
     spec: Arc<DecodedSpec>,
     read_schema: SchemaRef,
     sources: Vec<Source>,
@@ -66,7 +66,7 @@ pub struct DecodedBatchBuilder {
 impl DecodedBatchBuilder {
     /// A builder producing `read_schema` (a projection of the spec's schema)
     /// for the file `file` (cache key `cache_key`) of `format`.
-    pub fn new(
+    pub(crate) fn new(
         spec: Arc<DecodedSpec>,
         read_schema: SchemaRef,
         format: Arc<dyn FormatReader>,
@@ -114,7 +114,7 @@ impl DecodedBatchBuilder {
     }
 
     /// Decodes one message into the buffered rows.
-    pub fn append(&mut self, msg: &Message<'_>) -> Result<()> {
+    pub(crate) fn append(&mut self, msg: &Message<'_>) -> Result<()> {
         let g = match self.by_channel.get(&msg.channel.id) {
             Some(&g) => g,
             None => {
@@ -176,18 +176,18 @@ impl DecodedBatchBuilder {
     }
 
     /// Whether no row is buffered.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows == 0
     }
 
     /// Whether the buffered rows hold `1 / parts` of a batch bound (`parts`
     /// 1: they reached it).
-    pub fn holds_share(&self, parts: usize) -> bool {
+    pub(crate) fn holds_share(&self, parts: usize) -> bool {
         self.rows >= self.max_rows.div_ceil(parts) || self.bytes >= self.max_bytes.div_ceil(parts)
     }
 
     /// The buffered rows as one batch of the read schema.
-    pub fn finish(&mut self) -> Result<RecordBatch> {
+    pub(crate) fn finish(&mut self) -> Result<RecordBatch> {
         let mut batches = Vec::with_capacity(self.groups.len());
         for g in &mut self.groups {
             let n = g.log_time.len();

@@ -5,6 +5,6 @@
 use datafusion::error::DataFusionError;
 
 /// Turns a logsql error into DataFusion's (for `map_err`).
-pub fn df_err(e: logsql_readers::Error) -> DataFusionError {
+pub(crate) fn df_err(e: logsql_readers::Error) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }

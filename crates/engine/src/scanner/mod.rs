@@ -8,15 +8,15 @@
 
 pub mod batch;
 pub mod damage;
-pub mod decoded_batch;
+pub(crate) mod decoded_batch;
 pub mod error;
-pub mod handoff;
+pub(crate) mod handoff;
 pub mod newest_first;
 pub mod options;
 pub mod predicate;
 pub mod scan;
 pub mod schema;
-pub mod summary_rows;
-pub mod table_batch;
+pub(crate) mod summary_rows;
+pub(crate) mod table_batch;
 pub mod target;
 pub mod time_order;

@@ -31,7 +31,7 @@ use logsql_readers::model::{ChunkMeta, Summary};
 /// The order a scan reads its `chunks` in: file order, or, newest first, by
 /// descending end time (chunks whose times the index does not state first,
 /// as they may hold anything; ties in file order).
-pub fn read_order(mut chunks: Vec<&ChunkMeta>, newest_first: bool) -> Vec<&ChunkMeta> {
+pub(crate) fn read_order(mut chunks: Vec<&ChunkMeta>, newest_first: bool) -> Vec<&ChunkMeta> {
     if newest_first {
         chunks.sort_by_key(|c| std::cmp::Reverse(c.end_time.unwrap_or(u64::MAX)));
     }
@@ -41,7 +41,7 @@ pub fn read_order(mut chunks: Vec<&ChunkMeta>, newest_first: bool) -> Vec<&Chunk
 /// Chunk pruning by filters whose value changes while the query runs
 /// (DataFusion's dynamic filters), rebuilt whenever a filter changed.
 #[derive(Debug)]
-pub struct RuntimePruning {
+pub(crate) struct RuntimePruning {
     schema: SchemaRef,
     filters: Vec<Filter>,
 }
@@ -56,7 +56,7 @@ struct Filter {
 
 impl RuntimePruning {
     /// Pruning by `filters`, expressions over `schema` (the file schema).
-    pub fn new(filters: &[Arc<dyn PhysicalExpr>], schema: &SchemaRef) -> Self {
+    pub(crate) fn new(filters: &[Arc<dyn PhysicalExpr>], schema: &SchemaRef) -> Self {
         Self {
             schema: Arc::clone(schema),
             filters: filters
@@ -70,13 +70,13 @@ impl RuntimePruning {
     }
 
     /// Whether there is nothing to prune with.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.filters.is_empty()
     }
 
     /// Whether `chunk` of `summary` (file `name`) may hold a row the filters,
     /// as they stand now, let through.
-    pub fn admits(&mut self, chunk: &ChunkMeta, summary: &Summary, name: &str) -> bool {
+    pub(crate) fn admits(&mut self, chunk: &ChunkMeta, summary: &Summary, name: &str) -> bool {
         let stats = ChunkStatistics::new(vec![chunk], &summary.channels, name);
         for f in &mut self.filters {
             let generation = snapshot_generation(&f.expr);

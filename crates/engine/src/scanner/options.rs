@@ -192,7 +192,7 @@ typed_option!(OnError);
 
 /// When whole-file checksums are verified (`logsql.verify_checksums`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum VerifyChecksums {
+pub(crate) enum VerifyChecksums {
     /// When a scan reads the whole file anyway, in the same pass.
     #[default]
     Auto,
@@ -231,7 +231,7 @@ typed_option!(VerifyChecksums);
 
 /// What `read_topic` does with a payload that does not decode (`logsql.decode_errors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DecodeErrors {
+pub(crate) enum DecodeErrors {
     /// Fail the query.
     #[default]
     Error,
@@ -281,7 +281,7 @@ impl LogsqlOptions {
     }
 
     /// Whether `read_topic` turns undecodable messages into null rows.
-    pub fn null_on_decode_error(&self) -> bool {
+    pub(crate) fn null_on_decode_error(&self) -> bool {
         self.decode_errors == DecodeErrors::Null
     }
 }

@@ -30,14 +30,14 @@ use logsql_readers::model::{Channel, ChunkMeta, Nanos, Selection};
 
 /// Whether `filter` can be evaluated exactly by the scan: it only reads columns of
 /// the file schema, and is neither volatile nor a runtime (dynamic) filter.
-pub fn is_exact_pushable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
+pub(crate) fn is_exact_pushable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
     over_file_columns(filter, file_schema) && !is_dynamic(filter)
 }
 
 /// Whether `filter` is a runtime (dynamic) filter the scan can prune chunks
 /// with as it tightens ([`super::newest_first`]): deterministic, over
 /// columns of the file schema.
-pub fn is_runtime_prunable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
+pub(crate) fn is_runtime_prunable(filter: &Arc<dyn PhysicalExpr>, file_schema: &Schema) -> bool {
     over_file_columns(filter, file_schema) && is_dynamic(filter)
 }
 
@@ -55,7 +55,7 @@ fn is_dynamic(filter: &Arc<dyn PhysicalExpr>) -> bool {
 }
 
 /// Builds a pruning predicate over chunk statistics, if the filter allows any pruning.
-pub fn pruning_predicate(
+pub(crate) fn pruning_predicate(
     filter: &Arc<dyn PhysicalExpr>,
     schema: &SchemaRef,
 ) -> Option<Arc<PruningPredicate>> {
@@ -95,7 +95,7 @@ fn topic_set(filter: &Arc<dyn PhysicalExpr>) -> Option<HashSet<String>> {
 }
 
 /// The inclusive `[lo, hi]` envelope of `log_time` values the filter can admit.
-pub fn time_envelope(filter: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
+pub(crate) fn time_envelope(filter: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
     let mut env: Option<(Nanos, Nanos)> = None;
     for conj in split_conjunction(filter) {
         if let Some(e) = disjunction_envelope(conj) {
@@ -158,7 +158,7 @@ fn comparison_envelope(expr: &Arc<dyn PhysicalExpr>) -> Option<(Nanos, Nanos)> {
 }
 
 /// The text of a non-null string literal.
-pub fn scalar_str(v: &ScalarValue) -> Option<&str> {
+pub(crate) fn scalar_str(v: &ScalarValue) -> Option<&str> {
     match v {
         ScalarValue::Utf8(Some(s))
         | ScalarValue::LargeUtf8(Some(s))
@@ -179,7 +179,7 @@ fn timestamp_nanos(v: &ScalarValue) -> Option<i128> {
 }
 
 /// Chunk-level statistics of one file, in the shape [`PruningPredicate`] reads.
-pub struct ChunkStatistics<'a> {
+pub(crate) struct ChunkStatistics<'a> {
     chunks: Vec<&'a ChunkMeta>,
     channels: &'a BTreeMap<u64, Channel>,
     file: &'a str,
@@ -187,7 +187,7 @@ pub struct ChunkStatistics<'a> {
 
 impl<'a> ChunkStatistics<'a> {
     /// Statistics of `chunks`, whose channel ids refer to `channels`, in `file`.
-    pub fn new(
+    pub(crate) fn new(
         chunks: Vec<&'a ChunkMeta>,
         channels: &'a BTreeMap<u64, Channel>,
         file: &'a str,

@@ -33,8 +33,9 @@ use super::summary_rows;
 use super::table_batch::TableBatchBuilder;
 use super::target::ScanTarget;
 use super::time_order::{self, ChunkOrder};
+use crate::storage::counting::CountingReader;
 use crate::storage::digest::DigestingReader;
-use crate::storage::object_io::{CountingReader, FileLocation};
+use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::{self, SummaryCache};
 use logsql_readers::formats::FormatReader;
 use logsql_readers::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
@@ -42,7 +43,7 @@ use logsql_readers::table::{RowSink, Value};
 
 /// The scan metrics, as `EXPLAIN ANALYZE` shows them on the scan node.
 #[derive(Debug, Clone)]
-pub struct ScanMetrics {
+pub(crate) struct ScanMetrics {
     /// Chunks in the scanned byte ranges, before pruning.
     pub chunks_total: Count,
     /// Chunks actually read.
@@ -74,7 +75,7 @@ pub struct ScanMetrics {
 
 impl ScanMetrics {
     /// Registers the metrics of `partition` in `set`.
-    pub fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+    pub(crate) fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         let counter = |name: &'static str| MetricBuilder::new(set).counter(name, partition);
         Self {
             chunks_total: counter("chunks_total"),
@@ -95,11 +96,11 @@ impl ScanMetrics {
 
 /// Everything a scan of one table needs, derived once from projection and filters.
 #[derive(Debug)]
-pub struct ScanPlan {
+pub(crate) struct ScanPlan {
     /// The format, or `None` to detect it per file from its magic bytes.
     pub format: Option<Arc<dyn FormatReader>>,
     /// Schema of the batches the reader builds: the needed columns, in schema order.
-    pub read_schema: SchemaRef,
+    pub(crate) read_schema: SchemaRef,
     /// Positions in `read_schema` of the output columns, in output order.
     pub output: Vec<usize>,
     /// Exact predicate over `read_schema`, applied to every batch.
@@ -135,19 +136,19 @@ pub struct ScanPlan {
     pub newest_first: bool,
     /// Filters whose value changes while the query runs (a TopK's bound),
     /// over the file schema: chunks they rule out are not read.
-    pub runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    pub(crate) runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
     /// The file schema the runtime filters are expressions over.
-    pub file_schema: SchemaRef,
+    pub(crate) file_schema: SchemaRef,
 }
 
 /// What a scan is asked for, by name: the inputs of [`ScanPlan::new`]
 /// (the file source builds it from itself and DataFusion's file scan config).
 #[derive(Debug, Clone)]
-pub struct ScanRequest<'a> {
+pub(crate) struct ScanRequest<'a> {
     /// The format, or `None` to detect it per file.
     pub format: Option<Arc<dyn FormatReader>>,
     /// The schema of the table's files.
-    pub file_schema: &'a SchemaRef,
+    pub(crate) file_schema: &'a SchemaRef,
     /// The output columns, as indices into `file_schema`.
     pub output: &'a [usize],
     /// The exact predicate, in `file_schema` terms.
@@ -167,7 +168,7 @@ pub struct ScanRequest<'a> {
 impl ScanPlan {
     /// Plans a scan of `req.file_schema` producing the columns `req.output`
     /// under the exact `req.predicate`.
-    pub fn new(req: ScanRequest<'_>) -> Result<Self> {
+    pub(crate) fn new(req: ScanRequest<'_>) -> Result<Self> {
         let ScanRequest {
             format,
             file_schema,
@@ -244,7 +245,7 @@ impl ScanPlan {
     /// The same plan reading chunks newest first when `newest_first`, and
     /// skipping the chunks `runtime_filters` (over the file schema) rule out
     /// as they tighten (see [`super::newest_first`]).
-    pub fn with_newest_first(
+    pub(crate) fn with_newest_first(
         mut self,
         newest_first: bool,
         runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
@@ -258,7 +259,11 @@ impl ScanPlan {
     /// (the scan declared it). `log_time` is then read even when the output
     /// lacks it: DataFusion may drop it from the scan's projection after it
     /// relied on the order (`SELECT topic ... ORDER BY log_time`).
-    pub fn with_time_order(mut self, ordered: bool, file_schema: &SchemaRef) -> Result<Self> {
+    pub(crate) fn with_time_order(
+        mut self,
+        ordered: bool,
+        file_schema: &SchemaRef,
+    ) -> Result<Self> {
         let log_time = super::schema::col::LOG_TIME;
         if !ordered || self.target.table().is_some() || file_schema.index_of(log_time).is_err() {
             return Ok(self);
@@ -291,7 +296,7 @@ impl ScanPlan {
     }
 
     /// The same plan recording its errors in `log` (see [`super::damage`]).
-    pub fn with_damage_log(self, damage: Option<Arc<DamageLog>>) -> Self {
+    pub(crate) fn with_damage_log(self, damage: Option<Arc<DamageLog>>) -> Self {
         Self { damage, ..self }
     }
 }
@@ -314,7 +319,7 @@ fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<
 /// Scans one file (or the chunks of it that start inside `range`), handing
 /// batches to `handoff`. Blocks: runs on a blocking thread, or inline as a
 /// coroutine (local files only).
-pub fn scan_file(
+pub(crate) fn scan_file(
     plan: &ScanPlan,
     loc: &FileLocation,
     range: Option<Range<u64>>,
@@ -676,7 +681,7 @@ fn scan_file_inner(
 }
 
 /// What a [`BatchSink`] buffers rows in.
-pub trait RowBuffer {
+pub(crate) trait RowBuffer {
     /// Whether nothing is buffered.
     fn is_empty(&self) -> bool;
     /// Whether the buffer holds `1 / parts` of its bound.

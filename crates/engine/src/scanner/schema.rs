@@ -15,15 +15,15 @@ pub mod col {
     /// Topic name (Utf8).
     pub const TOPIC: &str = "topic";
     /// Log time, `Timestamp(Nanosecond, "UTC")`.
-    pub const LOG_TIME: &str = "log_time";
+    pub(crate) const LOG_TIME: &str = "log_time";
     /// Publish time, same type, null where the format lacks it.
-    pub const PUBLISH_TIME: &str = "publish_time";
+    pub(crate) const PUBLISH_TIME: &str = "publish_time";
     /// Sequence number (UInt32, nullable).
-    pub const SEQUENCE: &str = "sequence";
+    pub(crate) const SEQUENCE: &str = "sequence";
     /// Message type / schema name (Utf8, nullable).
-    pub const MESSAGE_TYPE: &str = "message_type";
+    pub(crate) const MESSAGE_TYPE: &str = "message_type";
     /// Payload encoding (Utf8).
-    pub const MESSAGE_ENCODING: &str = "message_encoding";
+    pub(crate) const MESSAGE_ENCODING: &str = "message_encoding";
     /// Raw payload (Binary).
     pub const DATA: &str = "data";
     /// The file the row came from (Utf8).
@@ -50,7 +50,8 @@ static MESSAGES: LazyLock<SchemaRef> = LazyLock::new(|| {
 
 /// The common columns of the `messages` table (without the formats' extra
 /// columns; see [`messages_table_schema`]).
-pub fn messages_schema() -> SchemaRef {
+#[cfg(test)]
+pub(crate) fn messages_schema() -> SchemaRef {
     Arc::clone(&MESSAGES)
 }
 
@@ -60,7 +61,7 @@ pub fn messages_schema() -> SchemaRef {
 /// schema for every format, so that tables of different formats union
 /// (`SELECT * FROM 'a.bddf' UNION ALL SELECT * FROM 'b.log'`) and a file has
 /// the same columns alone as in a directory of mixed formats.
-pub fn messages_table_schema() -> SchemaRef {
+pub(crate) fn messages_table_schema() -> SchemaRef {
     Arc::clone(&MESSAGES_TABLE)
 }
 
@@ -87,7 +88,7 @@ static MESSAGES_TABLE: LazyLock<SchemaRef> = LazyLock::new(|| {
 });
 
 /// The Arrow type of an extra column.
-pub fn extra_type(kind: ExtraKind) -> DataType {
+pub(crate) fn extra_type(kind: ExtraKind) -> DataType {
     match kind {
         ExtraKind::UInt64 => DataType::UInt64,
         ExtraKind::Int64 => DataType::Int64,
@@ -97,7 +98,7 @@ pub fn extra_type(kind: ExtraKind) -> DataType {
 }
 
 /// `Map<Utf8, value>` as arrow-rs's `MapBuilder` builds it.
-pub fn map_type(value: DataType) -> DataType {
+pub(crate) fn map_type(value: DataType) -> DataType {
     let entries = DataType::Struct(
         vec![
             Field::new("keys", DataType::Utf8, false),
@@ -109,7 +110,7 @@ pub fn map_type(value: DataType) -> DataType {
 }
 
 /// The Arrow type of a scalar of a typed table.
-pub fn scalar_type(t: ScalarType) -> DataType {
+pub(crate) fn scalar_type(t: ScalarType) -> DataType {
     match t {
         ScalarType::Boolean => DataType::Boolean,
         ScalarType::Int8 => DataType::Int8,

@@ -17,7 +17,7 @@ use logsql_readers::model::{Flow, Message, MessageSink, Summary};
 
 /// Whether every column of `read_schema` (the output and the predicate's
 /// columns) is constant per channel of one file.
-pub fn columns_per_channel(read_schema: &SchemaRef) -> bool {
+pub(crate) fn columns_per_channel(read_schema: &SchemaRef) -> bool {
     read_schema.fields().iter().all(|f| {
         matches!(
             f.name().as_str(),
@@ -31,7 +31,7 @@ pub fn columns_per_channel(read_schema: &SchemaRef) -> bool {
 /// channel known, the counts summing to the stated total, the chunks' own
 /// counts (when all are known) summing to it too, and, when every chunk lists
 /// its channels, the channels with messages being exactly those listed.
-pub fn exact_counts(summary: &Summary) -> Option<&BTreeMap<u64, u64>> {
+pub(crate) fn exact_counts(summary: &Summary) -> Option<&BTreeMap<u64, u64>> {
     let counts = summary.channel_message_counts.as_ref()?;
     if summary.damage.is_some() {
         return None;
@@ -79,7 +79,7 @@ pub fn exact_counts(summary: &Summary) -> Option<&BTreeMap<u64, u64>> {
 /// Delivers each channel's constant row `count` times to `sink` (channels
 /// outside `wanted`, when given, are skipped). Returns the rows delivered;
 /// stops early when the sink says so (a satisfied `LIMIT`).
-pub fn emit(
+pub(crate) fn emit(
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
     wanted: Option<&HashSet<u64>>,

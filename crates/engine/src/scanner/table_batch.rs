@@ -21,7 +21,7 @@ use super::schema::col;
 use logsql_readers::table::{ColumnType, ScalarType, TableDef, Value};
 
 /// Appends typed-table rows to Arrow builders for a fixed set of columns.
-pub struct TableBatchBuilder {
+pub(crate) struct TableBatchBuilder {
     schema: SchemaRef,
     /// For each output column: the position of its cell in a row (`None`: the `file` column).
     sources: Vec<Option<usize>>,
@@ -33,7 +33,12 @@ pub struct TableBatchBuilder {
 
 impl TableBatchBuilder {
     /// A builder for the columns of `schema` (a projection of `def`'s table schema).
-    pub fn new(schema: SchemaRef, def: &TableDef, file: Arc<str>, max_rows: usize) -> Result<Self> {
+    pub(crate) fn new(
+        schema: SchemaRef,
+        def: &TableDef,
+        file: Arc<str>,
+        max_rows: usize,
+    ) -> Result<Self> {
         let mut sources = Vec::new();
         let mut columns = Vec::new();
         for field in schema.fields() {
@@ -66,7 +71,7 @@ impl TableBatchBuilder {
     }
 
     /// Appends one row (cells in the table definition's column order; missing cells are null).
-    pub fn append(&mut self, cells: &[Value<'_>]) {
+    pub(crate) fn append(&mut self, cells: &[Value<'_>]) {
         for (src, column) in self.sources.iter().zip(&mut self.columns) {
             let v = match src {
                 Some(i) => cells.get(*i).copied().unwrap_or(Value::Null),
@@ -79,17 +84,17 @@ impl TableBatchBuilder {
 
     /// Whether the batch holds `1 / parts` of its row bound (`parts` 1: it
     /// reached the bound).
-    pub fn holds_share(&self, parts: usize) -> bool {
+    pub(crate) fn holds_share(&self, parts: usize) -> bool {
         self.rows >= self.max_rows.div_ceil(parts)
     }
 
     /// Whether nothing is buffered.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows == 0
     }
 
     /// Takes the buffered rows as a batch.
-    pub fn finish(&mut self) -> Result<RecordBatch> {
+    pub(crate) fn finish(&mut self) -> Result<RecordBatch> {
         let arrays = self
             .columns
             .iter_mut()

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Fields, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use prost_reflect::DescriptorPool;
 
 use logsql_decode::{MessageDecoder, merge};
@@ -19,7 +19,7 @@ use logsql_readers::table::TableDef;
 
 /// What one scan reads.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub enum ScanTarget {
+pub(crate) enum ScanTarget {
     /// The `messages` table of every log format.
     #[default]
     Messages,
@@ -31,33 +31,25 @@ pub enum ScanTarget {
 
 impl ScanTarget {
     /// The typed table read, if any.
-    pub fn table(&self) -> Option<&Arc<TableSpec>> {
+    pub(crate) fn table(&self) -> Option<&Arc<TableSpec>> {
         match self {
             Self::Table(t) => Some(t),
             _ => None,
         }
     }
 
-    /// The decoded topic read, if any.
-    pub fn decoded(&self) -> Option<&Arc<DecodedSpec>> {
-        match self {
-            Self::Decoded(d) => Some(d),
-            _ => None,
-        }
-    }
-
     /// Whether the target is the `messages` table.
-    pub fn is_messages(&self) -> bool {
+    pub(crate) fn is_messages(&self) -> bool {
         matches!(self, Self::Messages)
     }
 }
 
 /// Column with the decode error of a message that failed to decode
 /// (`logsql.decode_errors = 'null'` only).
-pub const ERROR_COLUMN: &str = "_error";
+pub(crate) const ERROR_COLUMN: &str = "_error";
 /// Column with the raw payload of a message that failed to decode
 /// (`logsql.decode_errors = 'null'` only).
-pub const RAW_COLUMN: &str = "_raw";
+pub(crate) const RAW_COLUMN: &str = "_raw";
 
 /// A typed table as scanned: the format's table, its argument and its
 /// definition for the files at hand.
@@ -105,7 +97,7 @@ pub struct DecodedSpec {
     pub flatten: bool,
     /// Whether a message that fails to decode becomes a null row (with
     /// `_error` and `_raw`) instead of failing the query.
-    pub null_on_error: bool,
+    pub(crate) null_on_error: bool,
     /// The table schema.
     pub schema: SchemaRef,
 }
@@ -117,14 +109,6 @@ impl PartialEq for DecodedSpec {
 }
 
 impl DecodedSpec {
-    /// The message's fields (the top-level struct's), before flattening.
-    pub fn message_fields(&self) -> Fields {
-        match &self.message_type {
-            DataType::Struct(f) => f.clone(),
-            _ => Fields::empty(),
-        }
-    }
-
     /// The decoder for `channel` of the file with `cache_key`: the one
     /// compiled at planning, or one compiled now (on a distributed worker;
     /// channels found only while reading, e.g. in a recovery scan), with the

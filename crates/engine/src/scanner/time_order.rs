@@ -93,7 +93,7 @@ pub fn file_in_time_order(format: &dyn FormatReader, summary: &Summary) -> bool 
 /// not state both; an empty range (`start > end`) for a chunk stated as
 /// 0..=0 in a file whose messages start later (MCAP writers give a chunk of
 /// only schema and channel records these times: it must hold no message).
-pub fn chunk_bounds(summary: &Summary, chunk: &ChunkMeta) -> Option<(i64, i64)> {
+pub(crate) fn chunk_bounds(summary: &Summary, chunk: &ChunkMeta) -> Option<(i64, i64)> {
     let (start, end) = (chunk.start_time?, chunk.end_time?);
     if (start, end) == (0, 0) && summary.start_time.is_some_and(|s| s > 0) {
         return Some((1, 0));
@@ -111,13 +111,13 @@ pub fn chunk_bounds(summary: &Summary, chunk: &ChunkMeta) -> Option<(i64, i64)> 
 /// An MCAP chunk index with no `message_index_offsets` alone proves nothing
 /// (a writer may leave message indexes out: the chunks still hold messages);
 /// the empty time range does, when the file states its first message time.
-pub fn holds_no_message(summary: &Summary, chunk: &ChunkMeta) -> bool {
+pub(crate) fn holds_no_message(summary: &Summary, chunk: &ChunkMeta) -> bool {
     chunk_bounds(summary, chunk).is_some_and(|(start, end)| start > end)
         && chunk.channels.as_ref().is_none_or(Vec::is_empty)
 }
 
 /// The ordering `log_time ASC` over `schema`, if it has a `log_time` column.
-pub fn log_time_ordering(schema: &SchemaRef) -> Option<LexOrdering> {
+pub(crate) fn log_time_ordering(schema: &SchemaRef) -> Option<LexOrdering> {
     let i = schema.index_of(col::LOG_TIME).ok()?;
     LexOrdering::new([PhysicalSortExpr::new_default(Arc::new(Column::new(
         col::LOG_TIME,
@@ -171,7 +171,7 @@ pub async fn declare(
 /// order): then sorted by `log_time` if needed and checked against the
 /// chunk's bounds.
 #[derive(Debug)]
-pub struct ChunkOrder {
+pub(crate) struct ChunkOrder {
     /// Position of `log_time` in the batches.
     column: usize,
     /// The chunk's rows so far (unfiltered).
@@ -180,7 +180,7 @@ pub struct ChunkOrder {
 
 impl ChunkOrder {
     /// Holds rows whose `log_time` is column `column`.
-    pub fn new(column: usize) -> Self {
+    pub(crate) fn new(column: usize) -> Self {
         Self {
             column,
             batches: Vec::new(),
@@ -188,7 +188,7 @@ impl ChunkOrder {
     }
 
     /// Holds one batch of the current chunk.
-    pub fn push(&mut self, batch: RecordBatch) {
+    pub(crate) fn push(&mut self, batch: RecordBatch) {
         if batch.num_rows() > 0 {
             self.batches.push(batch);
         }
@@ -197,7 +197,7 @@ impl ChunkOrder {
     /// Ends the current chunk: its rows in `log_time` order (stable: rows of
     /// equal time keep the order the reader gave them), as batches of at most
     /// `max_rows` rows, and the first time outside the chunk's bounds, if any.
-    pub fn finish(
+    pub(crate) fn finish(
         &mut self,
         (lo, hi): (i64, i64),
         max_rows: usize,
@@ -248,7 +248,7 @@ fn ts(v: Nanos) -> i64 {
 
 /// The corruption error of a chunk holding a message at `time` outside the
 /// bounds `(lo, hi)` its index and the file's time range state.
-pub fn out_of_bounds(
+pub(crate) fn out_of_bounds(
     file: &str,
     format: &'static str,
     chunk: &ChunkMeta,

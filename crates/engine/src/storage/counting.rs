@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use logsql_readers::io::ReadAt;
 
 /// Wraps a [`ReadAt`] and counts the bytes read through it.
-pub struct CountingReader<'a> {
+pub(crate) struct CountingReader<'a> {
     inner: &'a dyn ReadAt,
     bytes: AtomicU64,
 }
 
 impl<'a> CountingReader<'a> {
     /// Counts reads of `inner`.
-    pub fn new(inner: &'a dyn ReadAt) -> Self {
+    pub(crate) fn new(inner: &'a dyn ReadAt) -> Self {
         Self {
             inner,
             bytes: AtomicU64::new(0),
@@ -22,7 +22,7 @@ impl<'a> CountingReader<'a> {
     }
 
     /// Bytes read since the last call.
-    pub fn take_count(&self) -> u64 {
+    pub(crate) fn take_count(&self) -> u64 {
         self.bytes.swap(0, Ordering::Relaxed)
     }
 }

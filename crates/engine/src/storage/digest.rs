@@ -20,7 +20,7 @@ use logsql_readers::io::ReadAt;
 /// A reader that feeds a [`FileDigest`] with the bytes read through it, in
 /// file order: bytes skipped between reads are read from `raw` for the digest
 /// (counted in `verified`), bytes read twice are fed once.
-pub struct DigestingReader<'a> {
+pub(crate) struct DigestingReader<'a> {
     inner: &'a dyn ReadAt,
     raw: &'a dyn ReadAt,
     verified: &'a Count,
@@ -35,7 +35,7 @@ struct Fed {
 
 impl<'a> DigestingReader<'a> {
     /// Reads through `inner`, filling gaps for `digest` from `raw`.
-    pub fn new(
+    pub(crate) fn new(
         inner: &'a dyn ReadAt,
         raw: &'a dyn ReadAt,
         digest: Box<dyn FileDigest>,
@@ -51,7 +51,7 @@ impl<'a> DigestingReader<'a> {
 
     /// Feeds the rest of the covered bytes and compares: `None` when the digest
     /// was given up (a gap could not be read).
-    pub fn finish(self) -> Option<logsql_readers::Result<()>> {
+    pub(crate) fn finish(self) -> Option<logsql_readers::Result<()>> {
         let fed = self.state.into_inner()?;
         let end = fed.digest.end().min(self.raw.size());
         self.verified.add(end.saturating_sub(fed.upto) as usize);

@@ -32,7 +32,7 @@ const WINDOWS: usize = 2;
 /// (a summary section, a chunk) fetches only what a window does not already
 /// hold. So a scan requests the footer and the summary, then only the byte
 /// ranges of the chunks it reads, never the whole object.
-pub struct ObjectStoreReader {
+pub(crate) struct ObjectStoreReader {
     store: Arc<dyn ObjectStore>,
     location: ObjectPath,
     name: String,
@@ -142,7 +142,7 @@ impl FileLocation {
     }
 
     /// The location of `meta` in `store` when the store's URL is not at hand.
-    pub fn from_store(store: Arc<dyn ObjectStore>, meta: ObjectMeta) -> Self {
+    pub(crate) fn from_store(store: Arc<dyn ObjectStore>, meta: ObjectMeta) -> Self {
         let local = store.to_string().starts_with("LocalFileSystem");
         let name = if local {
             format!("/{}", meta.location)
@@ -181,7 +181,7 @@ impl FileLocation {
     }
 
     /// Cache key: store, path, size and modification time.
-    pub fn cache_key(&self) -> String {
+    pub(crate) fn cache_key(&self) -> String {
         format!(
             "{}|{}|{}|{}",
             self.store,
@@ -195,7 +195,7 @@ impl FileLocation {
     }
 
     /// The store's identity, as the summary cache checks it.
-    pub fn store_id(&self) -> String {
+    pub(crate) fn store_id(&self) -> String {
         self.store.to_string()
     }
 
@@ -230,8 +230,6 @@ impl FileLocation {
         .map_err(|e| Error::Invalid(format!("summary task failed: {e}")))?
     }
 }
-
-pub use super::counting::CountingReader;
 
 /// Whether `path` names local files (no URL scheme, or `file://`), not an
 /// object store's (`s3://`, `https://`, ...).

@@ -37,21 +37,21 @@ use url::Url;
 use logsql_readers::error::Error;
 
 /// Environment variable: how many times a failed remote request is retried.
-pub const RETRIES_VAR: &str = "LOGSQL_REMOTE_RETRIES";
+pub(crate) const RETRIES_VAR: &str = "LOGSQL_REMOTE_RETRIES";
 /// Environment variable: seconds to wait for a connection, and for a request's retries in all.
-pub const TIMEOUT_VAR: &str = "LOGSQL_REMOTE_TIMEOUT";
+pub(crate) const TIMEOUT_VAR: &str = "LOGSQL_REMOTE_TIMEOUT";
 /// Environment variable: seconds one request may take, its answer's transfer included.
-pub const REQUEST_TIMEOUT_VAR: &str = "LOGSQL_REMOTE_REQUEST_TIMEOUT";
+pub(crate) const REQUEST_TIMEOUT_VAR: &str = "LOGSQL_REMOTE_REQUEST_TIMEOUT";
 
 /// How long remote requests may take before they fail, from the environment.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RemoteLimits {
+pub(crate) struct RemoteLimits {
     /// Retries of a failed request (connection errors, 5xx answers); default 2.
     pub retries: usize,
     /// The wait for a connection, and the time after which no retry starts; default 5 s.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The time one request may take, body included (large chunk reads); default 30 s.
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
 }
 
 impl Default for RemoteLimits {
@@ -68,12 +68,12 @@ impl RemoteLimits {
     /// The limits `LOGSQL_REMOTE_RETRIES`, `LOGSQL_REMOTE_TIMEOUT` and
     /// `LOGSQL_REMOTE_REQUEST_TIMEOUT` (seconds, decimals allowed) set, the
     /// defaults for those not set; an unreadable value is an error naming the variable.
-    pub fn from_env() -> Result<Self> {
+    pub(crate) fn from_env() -> Result<Self> {
         Self::parse(|name| std::env::var(name).ok())
     }
 
     /// The limits given how to look a variable up.
-    pub fn parse(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    pub(crate) fn parse(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut limits = Self::default();
         if let Some(v) = var(RETRIES_VAR) {
             limits.retries = v.trim().parse().map_err(|_| {
@@ -103,7 +103,7 @@ impl RemoteLimits {
     }
 
     /// The retry policy of object_store's clients.
-    pub fn retry_config(&self) -> RetryConfig {
+    pub(crate) fn retry_config(&self) -> RetryConfig {
         RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_millis(100),
@@ -179,7 +179,7 @@ const AWS_CREDENTIAL_SOURCES: &str = "looked for AWS_ACCESS_KEY_ID/AWS_SECRET_AC
 
 /// The store for `url`'s scheme and bucket (or host), built from the
 /// environment; `None` for schemes logsql does not build stores for.
-pub fn store_from_env(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
+pub(crate) fn store_from_env(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
     let fail = |e: object_store::Error| {
         DataFusionError::Configuration(format!("cannot open the object store for {url}: {e}"))
     };
@@ -238,7 +238,7 @@ pub fn store_from_env(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
 /// What went wrong with a request for `url`, said plainly: the object is not
 /// there (HTTP 404), access is denied (401/403), the host name does not resolve,
 /// the connection is refused or times out; otherwise object_store's own message.
-pub fn describe_error(e: &object_store::Error) -> String {
+pub(crate) fn describe_error(e: &object_store::Error) -> String {
     use object_store::Error as E;
     let status = match e {
         E::NotFound { .. } => Some("not found (HTTP 404)"),
@@ -298,7 +298,7 @@ fn cause(e: &object_store::Error) -> String {
 }
 
 /// A failed request for `url` as a logsql error naming the URL and the cause.
-pub fn remote_error(url: impl Into<String>, e: &object_store::Error) -> Error {
+pub(crate) fn remote_error(url: impl Into<String>, e: &object_store::Error) -> Error {
     Error::Remote {
         url: url.into(),
         message: describe_error(e),
@@ -318,7 +318,7 @@ pub fn ensure(runtime: &RuntimeEnv, url: &Url) -> Result<()> {
 
 /// An object-store registry that builds stores for cloud URLs when first asked.
 #[derive(Debug, Default)]
-pub struct StoreRegistry {
+pub(crate) struct StoreRegistry {
     inner: DefaultObjectStoreRegistry,
 }
 

@@ -33,7 +33,7 @@ use logsql_readers::io::ReadAt;
 use logsql_readers::model::{Channel, ChunkMeta, Summary};
 
 /// The runtime's file-metadata cache, as the engine passes it around.
-pub type SummaryCache = Arc<FileMetadataCache>;
+pub(crate) type SummaryCache = Arc<FileMetadataCache>;
 
 /// Estimated heap bytes per chunk of a format's reader-private index
 /// ([`Summary::private`] is opaque): a chunk's detail record (MCAP's kind,
@@ -69,7 +69,7 @@ impl CachedSummary {
     }
 
     /// The same entry with its summary replaced (the verification state is shared).
-    pub fn with_summary(&self, summary: Summary) -> Self {
+    pub(crate) fn with_summary(&self, summary: Summary) -> Self {
         Self {
             summary: Arc::new(summary),
             ..self.clone()
@@ -77,12 +77,12 @@ impl CachedSummary {
     }
 
     /// Whether the file's whole-file checksum was verified (while this entry lives).
-    pub fn is_verified(&self) -> bool {
+    pub(crate) fn is_verified(&self) -> bool {
         self.verified.get().is_some()
     }
 
     /// Records the outcome of verifying the file's whole-file checksum (the mismatch, if any).
-    pub fn record_verification(&self, mismatch: Option<logsql_readers::Error>) {
+    pub(crate) fn record_verification(&self, mismatch: Option<logsql_readers::Error>) {
         // A concurrent scan may have verified it first: both outcomes are of the same bytes.
         let _ = self.verified.set(mismatch);
     }
@@ -110,7 +110,7 @@ impl FileMetadata for CachedSummary {
 /// An estimate of the memory a summary holds: the struct, its chunk list,
 /// channels (names, schemas, metadata), attachments, metadata records and
 /// properties, plus the reader's private index.
-pub fn summary_bytes(s: &Summary) -> usize {
+pub(crate) fn summary_bytes(s: &Summary) -> usize {
     let chunk = |c: &ChunkMeta| {
         size_of::<ChunkMeta>()
             + c.channels
@@ -195,7 +195,7 @@ pub fn lookup(
 /// The summary of `file` (the object `meta` in `store`), from `cache` or read
 /// and then cached, detecting the format when `format` is `None`. Also says
 /// whether the cache answered.
-pub fn get_or_load(
+pub(crate) fn get_or_load(
     cache: Option<&FileMetadataCache>,
     store: &str,
     meta: &ObjectMeta,

@@ -18,7 +18,7 @@ use crate::scanner::damage::{DamageLog, DamageReportExec};
 /// The physical optimizer rule that defers scan errors to the end of the query
 /// (see the module documentation). Registered last by [`crate::register`].
 #[derive(Debug, Default)]
-pub struct DeferScanErrors;
+pub(crate) struct DeferScanErrors;
 
 impl PhysicalOptimizerRule for DeferScanErrors {
     fn optimize(

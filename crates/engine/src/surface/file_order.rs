@@ -53,7 +53,7 @@ pub const NAME: &str = "logsql_file_order_under_limit";
 /// Reads log-table scans under a `LIMIT` (without `ORDER BY`) in one partition,
 /// in file order (see the module comment).
 #[derive(Debug, Default)]
-pub struct FileOrderUnderLimit;
+pub(crate) struct FileOrderUnderLimit;
 
 impl PhysicalOptimizerRule for FileOrderUnderLimit {
     fn optimize(

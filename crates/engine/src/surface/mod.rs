@@ -7,7 +7,7 @@
 //! scan errors to the query's root ([`defer_errors`]). The top layer: nothing below
 //! imports it.
 
-pub mod defer_errors;
+pub(crate) mod defer_errors;
 pub mod file_order;
 pub mod functions;
 pub mod metadata_cache;

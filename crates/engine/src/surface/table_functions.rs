@@ -89,7 +89,7 @@ where
 
 /// Which summary view a table function shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SummaryView {
+pub(crate) enum SummaryView {
     /// One row per topic.
     Topics,
     /// One row per chunk.
@@ -106,7 +106,7 @@ pub enum SummaryView {
 
 impl SummaryView {
     /// The SQL name of the function.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Topics => "topics",
             Self::Chunks => "chunks",
@@ -118,7 +118,7 @@ impl SummaryView {
     }
 
     /// Every view, in registration order.
-    pub const ALL: [SummaryView; 6] = [
+    pub(crate) const ALL: [SummaryView; 6] = [
         Self::Topics,
         Self::Chunks,
         Self::Attachments,
@@ -128,7 +128,7 @@ impl SummaryView {
     ];
 
     /// The table's schema.
-    pub fn schema(self) -> SchemaRef {
+    pub(crate) fn schema(self) -> SchemaRef {
         let s = |n: &str| Field::new(n, DataType::Utf8, false);
         let u = |n: &str, null| Field::new(n, DataType::UInt64, null);
         let t = |n: &str| Field::new(n, timestamp_type(), true);

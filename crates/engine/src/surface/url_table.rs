@@ -25,7 +25,7 @@ use crate::datasource::file_format::LogFileFormat;
 use crate::scanner::error::df_err;
 use crate::scanner::schema::messages_table_schema;
 use crate::storage::object_io::FileLocation;
-pub use crate::storage::object_io::is_local;
+use crate::storage::object_io::is_local;
 use crate::storage::summary_cache;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use logsql_readers::formats::{self, FormatReader, SNIFF_LEN};
@@ -182,7 +182,7 @@ fn is_directory(url: &ListingTableUrl, path: &str) -> bool {
 
 /// The url-table factory that recognises log files.
 #[derive(Debug)]
-pub struct LogUrlTableFactory {
+pub(crate) struct LogUrlTableFactory {
     state: Weak<RwLock<SessionState>>,
 }
 
@@ -273,7 +273,7 @@ impl UrlTableFactory for LogUrlTableFactory {
 /// other files it holds are skipped by the scan. Hive-style directories
 /// (`robot=r7/date=2026-05-01/run.mcap`) shared by every file become partition
 /// columns (strings), which `WHERE` prunes before any file is opened.
-pub fn listing_table(
+pub(crate) fn listing_table(
     resolved: &ResolvedPath,
     files: &[&(FileLocation, Option<Arc<dyn FormatReader>>)],
     file_format: LogFileFormat,
@@ -307,7 +307,7 @@ pub fn listing_table(
 
 /// The hive partition keys every one of `files` has, in order, as the first
 /// directories under `url`'s prefix (`key=value/...`); none when they differ.
-pub fn hive_partitions<'a>(
+pub(crate) fn hive_partitions<'a>(
     url: &ListingTableUrl,
     files: impl Iterator<Item = &'a ObjectPath>,
 ) -> Vec<String> {
@@ -334,7 +334,7 @@ pub fn hive_partitions<'a>(
 
 /// Wraps the session's default schema so that unknown table names that are paths
 /// become log tables.
-pub fn install(ctx: &SessionContext) -> Result<()> {
+pub(crate) fn install(ctx: &SessionContext) -> Result<()> {
     let (catalog_name, schema_name) = {
         let state = ctx.state();
         let opts = &state.config_options().catalog;

@@ -28,7 +28,7 @@ struct Slot<'s> {
 }
 
 /// Maps channel ids to channels for the duration of one chunk read.
-pub struct ChannelResolver<'s> {
+pub(crate) struct ChannelResolver<'s> {
     summary: &'s Summary,
     sel: &'s Selection,
     synthetic: fn(u64) -> Channel,
@@ -72,7 +72,11 @@ impl<'s> Slots<'s> {
 impl<'s> ChannelResolver<'s> {
     /// A resolver over `summary`'s channels under `sel`; `synthetic` makes the
     /// stand-in channel of an id that nothing defines.
-    pub fn new(summary: &'s Summary, sel: &'s Selection, synthetic: fn(u64) -> Channel) -> Self {
+    pub(crate) fn new(
+        summary: &'s Summary,
+        sel: &'s Selection,
+        synthetic: fn(u64) -> Channel,
+    ) -> Self {
         Self {
             summary,
             sel,
@@ -85,13 +89,13 @@ impl<'s> ChannelResolver<'s> {
 
     /// Whether `id` already has a real definition (in the summary or met while reading),
     /// so that a new definition would be ignored.
-    pub fn is_defined(&self, id: u64) -> bool {
+    pub(crate) fn is_defined(&self, id: u64) -> bool {
         self.summary.channels.contains_key(&id) || self.slots.get(id).is_some_and(|s| !s.synthetic)
     }
 
     /// A channel definition met while reading. The summary's definition and the
     /// first real definition win; a synthetic stand-in is replaced.
-    pub fn define(&mut self, channel: Channel) {
+    pub(crate) fn define(&mut self, channel: Channel) {
         let id = channel.id;
         if self.is_defined(id) {
             return;
@@ -144,12 +148,12 @@ impl<'s> ChannelResolver<'s> {
     }
 
     /// Whether messages of channel `id` pass the selection's topic filter.
-    pub fn wants(&mut self, id: u64) -> bool {
+    pub(crate) fn wants(&mut self, id: u64) -> bool {
         self.slot(id).wanted
     }
 
     /// The channel of `id` (resolving it if needed).
-    pub fn channel(&mut self, id: u64) -> &Channel {
+    pub(crate) fn channel(&mut self, id: u64) -> &Channel {
         match self.slot(id).chan {
             ChanRef::Summary(ch) => ch,
             ChanRef::Local(i) => &self.local[i],

@@ -99,7 +99,7 @@ thread_local! {
 }
 
 /// Runs `f` with the thread's two reusable chunk buffers (raw and decompressed).
-pub fn with_buffers<T>(f: impl FnOnce(&mut ChunkBuf, &mut ChunkBuf) -> T) -> T {
+pub(crate) fn with_buffers<T>(f: impl FnOnce(&mut ChunkBuf, &mut ChunkBuf) -> T) -> T {
     let (mut raw, mut out) = BUFFERS.with(|b| b.take());
     let result = f(&mut raw, &mut out);
     raw.trim();
@@ -118,7 +118,7 @@ pub fn offset_in(buffer: &Buffer, part: &[u8]) -> Option<usize> {
 /// Reads `len` bytes at `offset` into `buf` (replacing its content), after checking
 /// that the range lies inside the file, so a corrupt length never allocates more
 /// than the file holds. `what` names the range in the error.
-pub fn read_range_into(
+pub(crate) fn read_range_into(
     file: &dyn ReadAt,
     ctx: &ErrorContext,
     offset: u64,
@@ -148,7 +148,7 @@ pub fn read_range_into(
 
 /// A chunk read from the file and decompressed.
 #[derive(Debug)]
-pub struct LoadedChunk<'b> {
+pub(crate) struct LoadedChunk<'b> {
     /// File offset of the chunk record.
     pub offset: u64,
     /// The decompressed records.
@@ -156,7 +156,7 @@ pub struct LoadedChunk<'b> {
     /// The shared buffer `records` lie in, for [`crate::model::Message::data_buffer`].
     pub buffer: &'b Buffer,
     /// File offset of the records when they are stored uncompressed.
-    pub records_file_offset: Option<u64>,
+    pub(crate) records_file_offset: Option<u64>,
     /// Compression name.
     pub compression: &'b str,
     /// Bytes produced by decompression (0 when stored uncompressed).
@@ -167,7 +167,12 @@ impl LoadedChunk<'_> {
     /// An error about the inner records at `pos` (a position in the decompressed records):
     /// the absolute file offset when the records are stored as is, else the chunk's
     /// offset and the position inside its decompressed records.
-    pub fn error(&self, ctx: &ErrorContext, pos: usize, message: impl std::fmt::Display) -> Error {
+    pub(crate) fn error(
+        &self,
+        ctx: &ErrorContext,
+        pos: usize,
+        message: impl std::fmt::Display,
+    ) -> Error {
         match self.records_file_offset {
             Some(base) => ctx.corrupt(
                 base + pos as u64,

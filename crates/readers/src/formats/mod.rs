@@ -29,7 +29,7 @@ pub const SNIFF_LEN: usize = 64;
 
 /// The first and last `log_time` of each channel, by channel id
 /// ([`FormatReader::channel_spans`]).
-pub type ChannelSpans = std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>;
+pub(crate) type ChannelSpans = std::collections::BTreeMap<u64, (Option<u64>, Option<u64>)>;
 
 /// What the scan engine needs from a format. Implemented once per format.
 pub trait FormatReader: Send + Sync + Debug + 'static {

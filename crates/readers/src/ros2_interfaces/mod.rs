@@ -25,7 +25,7 @@ use crate::model::Channel;
 mod bundled;
 
 /// The packages whose Humble definitions logsql carries.
-pub const PACKAGES: &[&str] = &[
+pub(crate) const PACKAGES: &[&str] = &[
     "builtin_interfaces",
     "diagnostic_msgs",
     "geometry_msgs",
@@ -36,10 +36,10 @@ pub const PACKAGES: &[&str] = &[
 ];
 
 /// Channel metadata key naming where a definition came from.
-pub const SOURCE_KEY: &str = "schema_source";
+pub(crate) const SOURCE_KEY: &str = "schema_source";
 
 /// Channel metadata key holding why no definition was found.
-pub const MISSING_KEY: &str = "schema_error";
+pub(crate) const MISSING_KEY: &str = "schema_error";
 
 /// The field types that are not messages.
 const PRIMITIVES: &[&str] = &[

@@ -59,7 +59,7 @@ impl<'s> Channels<'s> {
 }
 
 /// Reads the chunk body section at `chunk.offset` and delivers its messages.
-pub fn read(
+pub(super) fn read(
     file: &dyn ReadAt,
     ctx: &ErrorContext,
     summary: &Summary,

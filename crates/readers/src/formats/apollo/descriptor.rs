@@ -118,7 +118,7 @@ pub fn classify(proto_desc: &[u8], message_type: &str) -> DescriptorKind {
 
 /// The files of a `proto_desc` (post-order, de-duplicated by name, empty
 /// entries skipped) and what it holds; `None` when missing or unusable.
-pub fn descriptor_files(
+pub(crate) fn descriptor_files(
     proto_desc: &[u8],
     message_type: &str,
 ) -> Option<(DescriptorKind, Vec<FileDescriptorProto>)> {
@@ -151,7 +151,7 @@ fn collect(node: &ProtoDesc, out: &mut Vec<FileDescriptorProto>, seen: &mut Hash
 }
 
 /// Imports of `files` that none of them provides.
-pub fn missing_imports(files: &[FileDescriptorProto]) -> Vec<String> {
+pub(crate) fn missing_imports(files: &[FileDescriptorProto]) -> Vec<String> {
     let names: HashSet<&str> = files.iter().map(|f| f.name()).collect();
     let mut out: Vec<String> = files
         .iter()

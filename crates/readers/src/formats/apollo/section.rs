@@ -9,18 +9,18 @@ use crate::io::ReadAt;
 use super::proto;
 
 /// Bytes of a section header (`u32 type | 4 padding bytes | i64 size`).
-pub const SECTION_LEN: u64 = 16;
+pub(crate) const SECTION_LEN: u64 = 16;
 /// Bytes reserved for the header protobuf and its padding after the first section header.
-pub const HEADER_LENGTH: u64 = 2048;
+pub(crate) const HEADER_LENGTH: u64 = 2048;
 /// Offset of the first section after the header slot.
 pub const FIRST_SECTION: u64 = SECTION_LEN + HEADER_LENGTH;
 /// Largest section the C++ reader accepts (`INT_MAX`).
-pub const MAX_SECTION: u64 = i32::MAX as u64;
+pub(crate) const MAX_SECTION: u64 = i32::MAX as u64;
 
 /// Section type values.
 pub mod kind {
     /// The file header.
-    pub const HEADER: u32 = 0;
+    pub(crate) const HEADER: u32 = 0;
     /// A chunk header (time range, count).
     pub const CHUNK_HEADER: u32 = 1;
     /// A chunk body (the messages).
@@ -32,7 +32,7 @@ pub mod kind {
 }
 
 /// Name of a section type for messages.
-pub fn kind_name(kind: u32) -> String {
+pub(crate) fn kind_name(kind: u32) -> String {
     match kind {
         kind::HEADER => "HEADER".into(),
         kind::CHUNK_HEADER => "CHUNK_HEADER".into(),
@@ -45,7 +45,7 @@ pub fn kind_name(kind: u32) -> String {
 
 /// A decoded 16-byte section header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SectionHeader {
+pub(crate) struct SectionHeader {
     /// Section type (bytes 0..4; bytes 4..8 are padding, garbage in old files).
     pub kind: u32,
     /// Byte length of the protobuf after the header (bytes 8..16, signed).
@@ -54,20 +54,20 @@ pub struct SectionHeader {
 
 impl SectionHeader {
     /// Decodes the first 16 bytes of `b` (`None` when shorter).
-    pub fn parse(b: &[u8]) -> Option<Self> {
+    pub(crate) fn parse(b: &[u8]) -> Option<Self> {
         let kind = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?);
         let size = i64::from_le_bytes(b.get(8..16)?.try_into().ok()?);
         Some(Self { kind, size })
     }
 
     /// The size as a length, when it is not negative and not above [`MAX_SECTION`].
-    pub fn length(&self) -> Option<u64> {
+    pub(crate) fn length(&self) -> Option<u64> {
         u64::try_from(self.size).ok().filter(|&s| s <= MAX_SECTION)
     }
 }
 
 /// Reads the section header at `offset` (which must fit in the file).
-pub fn read_section_header(
+pub(crate) fn read_section_header(
     file: &dyn ReadAt,
     ctx: &ErrorContext,
     offset: u64,
@@ -94,7 +94,7 @@ pub fn sniff(head: &[u8]) -> bool {
 
 /// The decoded header and what its padding says about the writer.
 #[derive(Debug, Clone)]
-pub struct HeaderInfo {
+pub(crate) struct HeaderInfo {
     /// The Header protobuf.
     pub header: proto::Header,
     /// Whether the padding after it starts with ASCII `'0'`, as written by
@@ -102,11 +102,11 @@ pub struct HeaderInfo {
     /// The C++ writer's chunk headers hold each chunk's min/max message time;
     /// other writers (the pip `cyber_record` writer pads with NULs) may store
     /// the first/last message time instead.
-    pub cpp_writer: bool,
+    pub(crate) cpp_writer: bool,
 }
 
 /// Reads and decodes the header section at offset 0.
-pub fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<HeaderInfo> {
+pub(crate) fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<HeaderInfo> {
     if file.size() == 0 {
         return Err(ctx.truncated(0, "empty file: no record header"));
     }
@@ -177,7 +177,7 @@ pub fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 
 /// Reads a length-delimited value at `*pos`, advancing past it.
 #[inline]
-pub fn len_delimited<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+pub(crate) fn len_delimited<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
     let len = usize::try_from(varint(buf, pos)?).ok()?;
     let end = pos.checked_add(len)?;
     let out = buf.get(*pos..end)?;
@@ -211,7 +211,7 @@ pub fn skip(buf: &[u8], pos: &mut usize, wt: u8) -> Option<()> {
 
 /// One `SingleMessage` of a chunk body, borrowed from the body bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RawMessage<'a> {
+pub(crate) struct RawMessage<'a> {
     /// `channel_name` (field 1), as bytes.
     pub channel: &'a [u8],
     /// `time` (field 2).
@@ -221,7 +221,7 @@ pub struct RawMessage<'a> {
 }
 
 /// Decodes one `SingleMessage` (the last occurrence of a field wins, unknown fields are skipped).
-pub fn single_message(buf: &[u8]) -> Result<RawMessage<'_>, String> {
+pub(crate) fn single_message(buf: &[u8]) -> Result<RawMessage<'_>, String> {
     let mut out = RawMessage::default();
     let mut pos = 0;
     while pos < buf.len() {
@@ -247,7 +247,7 @@ pub fn single_message(buf: &[u8]) -> Result<RawMessage<'_>, String> {
 /// Walks the `SingleMessage`s (field 1) of a `ChunkBody`. `f` gets each
 /// message and the position of its key in `body`; an error names the
 /// position of the bad field.
-pub fn walk_body<'a>(
+pub(crate) fn walk_body<'a>(
     body: &'a [u8],
     mut f: impl FnMut(RawMessage<'a>, usize) -> std::ops::ControlFlow<()>,
 ) -> Result<(), (usize, String)> {

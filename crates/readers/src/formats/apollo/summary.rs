@@ -21,7 +21,7 @@ use super::section::{
 
 /// Reader-private summary data.
 #[derive(Debug, Default)]
-pub struct RecordIndex {
+pub(crate) struct RecordIndex {
     /// Channel name (bytes) to channel id.
     pub by_name: HashMap<Box<[u8]>, u64>,
     /// `Header.compress` (0 none, 1 bz2, 2 lz4).
@@ -29,7 +29,7 @@ pub struct RecordIndex {
 }
 
 /// The compression name of a `CompressType` value.
-pub fn compress_name(c: i32) -> String {
+pub(crate) fn compress_name(c: i32) -> String {
     match c {
         0 => "none".into(),
         1 => "bz2".into(),
@@ -39,7 +39,7 @@ pub fn compress_name(c: i32) -> String {
 }
 
 /// Builds the channel of `name` with id `id`.
-pub fn make_channel(id: u64, name: &str, message_type: &str, proto_desc: &[u8]) -> Channel {
+pub(crate) fn make_channel(id: u64, name: &str, message_type: &str, proto_desc: &[u8]) -> Channel {
     let kind = descriptor::classify(proto_desc, message_type);
     let mut metadata = BTreeMap::new();
     metadata.insert("descriptor".to_string(), kind.as_str().to_string());
@@ -64,7 +64,7 @@ pub fn make_channel(id: u64, name: &str, message_type: &str, proto_desc: &[u8]) 
 
 /// The stand-in channel for messages whose channel has no CHANNEL section:
 /// id = top bit set | FNV-1a of the name, so every chunk agrees on it.
-pub fn undeclared_channel(name: &[u8]) -> Channel {
+pub(crate) fn undeclared_channel(name: &[u8]) -> Channel {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in name {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -104,7 +104,7 @@ impl Parts {
 /// sentinel, so the next message overwrites the begin time (`mytest.record`:
 /// times 0..9, chunk begin 1). Such chunks get `start_time` 0 and the file no
 /// start time. Recorder files (wall clock) are far above it.
-pub const SYNTHETIC_CLOCK_LIMIT: u64 = 1_000_000_000_000_000_000;
+pub(crate) const SYNTHETIC_CLOCK_LIMIT: u64 = 1_000_000_000_000_000_000;
 
 /// Whether a chunk header's begin time may hide earlier messages (see [`SYNTHETIC_CLOCK_LIMIT`]).
 fn suspect_begin(h: &proto::ChunkHeader) -> bool {
@@ -139,7 +139,7 @@ fn chunk_meta(
 }
 
 /// Reads the summary of a record file.
-pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
+pub(crate) fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
     let ctx = ErrorContext::new(file.name(), FORMAT, file.size());
     let info = read_header(file, &ctx)?;
     let header = info.header;

@@ -48,17 +48,17 @@ pub(crate) struct ChunkHead {
 
 impl ChunkHead {
     /// File offset of the chunk data.
-    pub fn data_offset(&self) -> u64 {
+    pub(crate) fn data_offset(&self) -> u64 {
         self.offset + 8 + u64::from(self.header_len)
     }
 
     /// File offset just past the chunk record.
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.data_offset() + u64::from(self.data_len)
     }
 
     /// Bytes of the whole record (lengths, header, data).
-    pub fn record_len(&self) -> u64 {
+    pub(crate) fn record_len(&self) -> u64 {
         self.end() - self.offset
     }
 }

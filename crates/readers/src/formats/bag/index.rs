@@ -22,7 +22,7 @@ pub struct ChunkDetail {
     /// End (exclusive) of the file range after the chunk record where its
     /// index-data records may lie: the next chunk, the index section, or the
     /// end of the run of index-data records a walk found.
-    pub index_end: u64,
+    pub(crate) index_end: u64,
 }
 
 /// Turns a connection record into a channel.
@@ -30,7 +30,7 @@ pub struct ChunkDetail {
 /// `topic` is the record-header topic (the one messages are stored under);
 /// `md5sum`, `callerid`, `latching` and any other data field go into the
 /// metadata (the data's own `topic` only when it differs).
-pub fn connection_channel(id: u32, topic: &str, data: &ConnectionData) -> model::Channel {
+pub(crate) fn connection_channel(id: u32, topic: &str, data: &ConnectionData) -> model::Channel {
     let mut metadata = BTreeMap::new();
     if let Some(md5) = &data.md5sum {
         metadata.insert("md5sum".to_string(), md5.clone());
@@ -54,7 +54,7 @@ pub fn connection_channel(id: u32, topic: &str, data: &ConnectionData) -> model:
 
 /// The stand-in for a connection id that messages use but no connection record
 /// defines: empty topic, `ros1` encoding, no type or schema.
-pub fn synthetic_channel(id: u32) -> model::Channel {
+pub(crate) fn synthetic_channel(id: u32) -> model::Channel {
     model::Channel {
         id: u64::from(id),
         topic: String::new(),

@@ -14,33 +14,33 @@ pub const MAGIC: &[u8] = b"#ROSBAG V2.0\n";
 
 /// Largest record header accepted (real headers are well under 1 KiB); a larger
 /// `header_len` is treated as corruption instead of being allocated.
-pub const MAX_HEADER_LEN: u32 = 16 << 20;
+pub(crate) const MAX_HEADER_LEN: u32 = 16 << 20;
 
 /// Largest connection-record data accepted (it holds the message definition).
-pub const MAX_CONNECTION_DATA_LEN: u32 = 64 << 20;
+pub(crate) const MAX_CONNECTION_DATA_LEN: u32 = 64 << 20;
 
 /// Bytes of one index-data entry (`sec u32, nsec u32, offset u32`).
-pub const INDEX_ENTRY_LEN: u64 = 12;
+pub(crate) const INDEX_ENTRY_LEN: u64 = 12;
 
 /// Bytes of one chunk-info entry (`conn u32, count u32`).
-pub const CHUNK_INFO_ENTRY_LEN: u64 = 8;
+pub(crate) const CHUNK_INFO_ENTRY_LEN: u64 = 8;
 
 /// Record op codes.
 pub mod op {
     /// v1.2 message definition (never in 2.0).
-    pub const MESSAGE_DEFINITION: u8 = 0x01;
+    pub(crate) const MESSAGE_DEFINITION: u8 = 0x01;
     /// Message data (inside chunks).
-    pub const MESSAGE_DATA: u8 = 0x02;
+    pub(crate) const MESSAGE_DATA: u8 = 0x02;
     /// Bag header (right after the magic).
-    pub const BAG_HEADER: u8 = 0x03;
+    pub(crate) const BAG_HEADER: u8 = 0x03;
     /// Index data (after each chunk, one per connection in it).
-    pub const INDEX_DATA: u8 = 0x04;
+    pub(crate) const INDEX_DATA: u8 = 0x04;
     /// Chunk.
     pub const CHUNK: u8 = 0x05;
     /// Chunk info (index section).
-    pub const CHUNK_INFO: u8 = 0x06;
+    pub(crate) const CHUNK_INFO: u8 = 0x06;
     /// Connection (inside chunks and in the index section).
-    pub const CONNECTION: u8 = 0x07;
+    pub(crate) const CONNECTION: u8 = 0x07;
 
     /// A readable name for `op`.
     pub fn name(op: u8) -> &'static str {
@@ -186,12 +186,12 @@ pub struct Header<'a> {
     /// Latest message time in ns (chunk info).
     pub end_time: Option<u64>,
     /// Encryption plugin (bag header of encrypted bags).
-    pub encryptor: Option<&'a [u8]>,
+    pub(crate) encryptor: Option<&'a [u8]>,
 }
 
 /// Parses a record header. Fields of a known name but the wrong size are errors;
 /// unknown fields are ignored.
-pub fn parse_header(buf: &[u8]) -> Result<Header<'_>, FieldError> {
+pub(crate) fn parse_header(buf: &[u8]) -> Result<Header<'_>, FieldError> {
     let mut h = Header::default();
     for field in fields(buf) {
         let (pos, name, value) = field?;
@@ -257,7 +257,7 @@ pub fn required<T>(v: Option<T>, name: &str, record: &str) -> Result<T, FieldErr
 
 /// The data of a connection record: another field list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConnectionData {
+pub(crate) struct ConnectionData {
     /// `type`: the ROS1 message type (`pkg/Name`).
     pub msg_type: Option<String>,
     /// `md5sum`.
@@ -269,7 +269,7 @@ pub struct ConnectionData {
 }
 
 /// Parses a connection record's data.
-pub fn parse_connection_data(buf: &[u8]) -> Result<ConnectionData, FieldError> {
+pub(crate) fn parse_connection_data(buf: &[u8]) -> Result<ConnectionData, FieldError> {
     let mut c = ConnectionData::default();
     let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
     for field in fields(buf) {
@@ -288,9 +288,7 @@ pub fn parse_connection_data(buf: &[u8]) -> Result<ConnectionData, FieldError> {
 
 /// One record inside a slice (a decompressed chunk).
 #[derive(Debug, Clone, Copy)]
-pub struct SliceRecord<'a> {
-    /// Offset of the record in the slice.
-    pub pos: usize,
+pub(crate) struct SliceRecord<'a> {
     /// The header bytes.
     pub header: &'a [u8],
     /// The data bytes.
@@ -300,7 +298,7 @@ pub struct SliceRecord<'a> {
 }
 
 /// Splits the record at `pos` of `buf`; the error says what is cut short.
-pub fn slice_record(buf: &[u8], pos: usize) -> Result<SliceRecord<'_>, FieldError> {
+pub(crate) fn slice_record(buf: &[u8], pos: usize) -> Result<SliceRecord<'_>, FieldError> {
     let left = buf.len().saturating_sub(pos);
     let hl = u32_at(buf, pos).ok_or_else(|| {
         FieldError::new(
@@ -337,7 +335,6 @@ pub fn slice_record(buf: &[u8], pos: usize) -> Result<SliceRecord<'_>, FieldErro
             )
         })?;
     Ok(SliceRecord {
-        pos,
         header,
         data,
         end: d_start + data.len(),
@@ -345,7 +342,7 @@ pub fn slice_record(buf: &[u8], pos: usize) -> Result<SliceRecord<'_>, FieldErro
 }
 
 /// The `(time ns, offset)` entries of an index-data record's data.
-pub fn index_entries(data: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
+pub(crate) fn index_entries(data: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
     data.chunks_exact(INDEX_ENTRY_LEN as usize).map(|e| {
         let w = |i: usize| u32::from_le_bytes([e[i], e[i + 1], e[i + 2], e[i + 3]]);
         (time_ns(w(0), w(4)), w(8))
@@ -353,7 +350,7 @@ pub fn index_entries(data: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
 }
 
 /// The `(conn, count)` entries of a chunk-info record's data.
-pub fn chunk_info_entries(data: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
+pub(crate) fn chunk_info_entries(data: &[u8]) -> impl Iterator<Item = (u32, u32)> + '_ {
     data.chunks_exact(CHUNK_INFO_ENTRY_LEN as usize).map(|e| {
         (
             u32::from_le_bytes([e[0], e[1], e[2], e[3]]),

@@ -41,12 +41,12 @@ pub(crate) struct TopRecord {
 
 impl TopRecord {
     /// File offset of the record data.
-    pub fn data_offset(&self) -> u64 {
+    pub(crate) fn data_offset(&self) -> u64 {
         self.offset + 8 + self.header.len() as u64
     }
 
     /// File offset just past the record.
-    pub fn end(&self) -> u64 {
+    pub(crate) fn end(&self) -> u64 {
         self.data_offset() + u64::from(self.data_len)
     }
 }
@@ -125,7 +125,7 @@ pub(crate) struct WalkedChunk {
     /// The index data after it, when complete and well-formed.
     pub index: Option<ChunkIndexInfo>,
     /// End of the run of index-data records after the chunk.
-    pub index_end: u64,
+    pub(crate) index_end: u64,
 }
 
 /// Everything the walk found.
@@ -136,7 +136,7 @@ pub(crate) struct Walked {
     /// Top-level connection records by id (first wins).
     pub connections: BTreeMap<u32, model::Channel>,
     /// Whether connection or chunk-info records were seen at top level.
-    pub index_seen: bool,
+    pub(crate) index_seen: bool,
     /// What ended the walk early.
     pub damage: Option<Error>,
 }

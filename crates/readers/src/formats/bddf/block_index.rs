@@ -34,7 +34,7 @@ const OTHER_DESCRIPTORS: [u32; 3] = [1, 2, 4];
 
 /// The fields of a `SeriesBlockIndex` besides its entries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BlockIndexHead {
+pub(crate) struct BlockIndexHead {
     /// `series_index`.
     pub series_index: u32,
     /// `descriptor_file_offset`.
@@ -45,7 +45,7 @@ pub struct BlockIndexHead {
 
 /// One `BlockEntry`, as decoded.
 #[derive(Debug, Clone)]
-pub struct BlockEntry {
+pub(super) struct BlockEntry {
     /// `timestamp`, in nanoseconds (see [`timestamp_ns`]).
     pub time: Nanos,
     /// `file_offset`.
@@ -60,7 +60,7 @@ pub struct BlockEntry {
 ///
 /// `Ok(None)`: the block holds another descriptor (or none). On an error some
 /// entries may already have been handed over.
-pub fn decode(
+pub(super) fn decode(
     body: &[u8],
     additional: &mut Vec<i64>,
     mut entry: impl FnMut(BlockEntry),
@@ -150,7 +150,7 @@ fn check_length_delimited(wire_type: WireType) -> Result<(), DecodeError> {
 
 /// Nanoseconds since the epoch of a protobuf timestamp, clamped to `0..=u64::MAX`
 /// (times before 1970 become 0).
-pub fn timestamp_ns(ts: Option<&proto::Timestamp>) -> Nanos {
+pub(crate) fn timestamp_ns(ts: Option<&proto::Timestamp>) -> Nanos {
     let Some(ts) = ts else { return 0 };
     let ns = i128::from(ts.seconds) * 1_000_000_000 + i128::from(ts.nanos);
     u64::try_from(ns.max(0)).unwrap_or(u64::MAX)

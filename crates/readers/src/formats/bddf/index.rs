@@ -40,33 +40,33 @@ use crate::model::{Channel, ChunkMeta, MetadataInfo, Nanos, Summary};
 /// The magic at byte 0.
 pub const MAGIC: &[u8; 4] = b"BDDF";
 /// The magic in the last four bytes of a closed file.
-pub const END_MAGIC: &[u8; 4] = b"FDDB";
+pub(crate) const END_MAGIC: &[u8; 4] = b"FDDB";
 /// Bytes of the trailer: end-block header, index offset, SHA1, end magic.
-pub const TRAILER_LEN: u64 = 40;
+pub(crate) const TRAILER_LEN: u64 = 40;
 /// Block type of a data block.
-pub const DATA_BLOCK: u8 = 0x00;
+pub(crate) const DATA_BLOCK: u8 = 0x00;
 /// Block type of a descriptor block.
-pub const DESCRIPTOR_BLOCK: u8 = 0x01;
+pub(crate) const DESCRIPTOR_BLOCK: u8 = 0x01;
 /// Block type of the end block (the trailer).
-pub const END_BLOCK: u8 = 0x02;
+pub(crate) const END_BLOCK: u8 = 0x02;
 /// Mask of the 56-bit size in a block header.
-pub const SIZE_MASK: u64 = (1 << 56) - 1;
+pub(crate) const SIZE_MASK: u64 = (1 << 56) - 1;
 /// Bytes before a data block's `DataDescriptor`: header and `u32` descriptor size.
-pub const DATA_HEAD: u64 = 12;
+pub(crate) const DATA_HEAD: u64 = 12;
 /// Chunks group data blocks up to this many bytes (unless one block is larger).
 ///
 /// A chunk read whole lands in one buffer of whole 2 MiB huge pages
 /// ([`crate::huge_pages::PageBuf`]), which the batches referencing its payloads
 /// hold until they are consumed: chunks of up to 2 MiB fill those pages, where
 /// chunks of 1 MiB left half of every page zeroed by the kernel for nothing.
-pub const CHUNK_TARGET: u64 = 2 << 20;
+pub(crate) const CHUNK_TARGET: u64 = 2 << 20;
 /// ... and at most this many blocks.
-pub const CHUNK_MAX_BLOCKS: usize = 4096;
+pub(crate) const CHUNK_MAX_BLOCKS: usize = 4096;
 /// `checksum_type` value meaning "no checksum" (the digest bytes are zero).
-pub const CHECKSUM_NONE: i32 = 1;
+pub(crate) const CHECKSUM_NONE: i32 = 1;
 
 /// Splits a block header into (type, size).
-pub fn split_header(h: u64) -> (u8, u64) {
+pub(crate) fn split_header(h: u64) -> (u8, u64) {
     ((h >> 56) as u8, h & SIZE_MASK)
 }
 
@@ -156,7 +156,7 @@ pub enum PodType {
 
 impl PodType {
     /// The type of a `PodTypeEnum` value, if it is one of the ten.
-    pub fn from_enum(v: i32) -> Option<Self> {
+    pub(crate) fn from_enum(v: i32) -> Option<Self> {
         Some(match v {
             1 => Self::Int8,
             2 => Self::Int16,
@@ -184,7 +184,7 @@ impl PodType {
 }
 
 /// The enum name of a `PodTypeEnum` value (`TYPE_FLOAT64`), or `TYPE_<n>`.
-pub fn pod_type_name(v: i32) -> String {
+pub(crate) fn pod_type_name(v: i32) -> String {
     proto::PodTypeEnum::try_from(v)
         .map(|t| t.as_str_name().to_string())
         .unwrap_or_else(|_| format!("TYPE_{v}"))
@@ -240,7 +240,7 @@ impl Series {
     }
 
     /// `spec` as a JSON object text (keys sorted).
-    pub fn spec_json(&self) -> String {
+    pub(crate) fn spec_json(&self) -> String {
         let items: Vec<String> = self
             .spec
             .iter()
@@ -251,7 +251,7 @@ impl Series {
 }
 
 /// JSON string literal of `s`.
-pub fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -272,7 +272,7 @@ pub fn json_str(s: &str) -> String {
 /// The topic of a series: its `bosdyn:channel` spec value when it has one, else
 /// `<series_type>:<k=v,...>` (keys sorted), or the bare series type when the
 /// spec is empty.
-pub fn series_topic(series_type: &str, spec: &[(String, String)]) -> String {
+pub(crate) fn series_topic(series_type: &str, spec: &[(String, String)]) -> String {
     if let Some((_, v)) = spec.iter().find(|(k, _)| k == "bosdyn:channel") {
         return v.clone();
     }
@@ -316,9 +316,9 @@ pub struct Block {
     /// Position of the block within its series (0, 1, ...).
     pub seq: u64,
     /// Start of the block's additional index values in [`BddfIndex::aix`].
-    pub aix_start: u64,
+    pub(crate) aix_start: u64,
     /// Number of additional index values.
-    pub aix_len: u32,
+    pub(crate) aix_len: u32,
 }
 
 /// Reader-private facts about one chunk.
@@ -384,7 +384,7 @@ impl BddfIndex {
     }
 
     /// The series position named by `arg`: a topic, else a series index as text.
-    pub fn find_series(&self, arg: &str) -> Option<usize> {
+    pub(crate) fn find_series(&self, arg: &str) -> Option<usize> {
         if let Some(i) = self.series.iter().position(|s| s.topic == arg) {
             return Some(i);
         }

@@ -69,7 +69,7 @@ pub struct Walked {
 /// when `None`; found with the frame index, so a narrow window reads only its
 /// frames) and calls `f` for every packet of those frames; `want_raw` filters
 /// packets by raw id before `f` sees them.
-pub fn for_each_packet(
+pub(crate) fn for_each_packet(
     file: &dyn ReadAt,
     summary: &Summary,
     chunk: &ChunkMeta,

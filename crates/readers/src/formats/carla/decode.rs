@@ -10,7 +10,7 @@ pub struct Cur<'a> {
     /// Next unread position.
     pub p: usize,
     /// Whether vectors are 3 × f64 (UE5).
-    pub f64v: bool,
+    pub(crate) f64v: bool,
 }
 
 impl<'a> Cur<'a> {
@@ -73,7 +73,7 @@ impl<'a> Cur<'a> {
         Some(f64::from_le_bytes(self.arr()?))
     }
     /// An `FVector` (3 × f32, or 3 × f64 in UE5 files), widened to f64.
-    pub fn vec3(&mut self) -> Option<[f64; 3]> {
+    pub(crate) fn vec3(&mut self) -> Option<[f64; 3]> {
         if self.f64v {
             Some([self.f64()?, self.f64()?, self.f64()?])
         } else {
@@ -131,7 +131,7 @@ pub struct EventAdd<'a> {
     /// Rotation (roll, pitch, yaw) in degrees.
     pub rotation: [f64; 3],
     /// Blueprint definition uid.
-    pub uid: u32,
+    pub(crate) uid: u32,
     /// Blueprint id.
     pub blueprint: &'a [u8],
     /// Attributes: (type, id, value).
@@ -169,7 +169,7 @@ impl<'a> EventAdd<'a> {
 }
 
 /// Parses every EventAdd record of a packet body; `None` when it does not parse exactly.
-pub fn parse_event_adds(body: &[u8], f64v: bool) -> Option<Vec<EventAdd<'_>>> {
+pub(crate) fn parse_event_adds(body: &[u8], f64v: bool) -> Option<Vec<EventAdd<'_>>> {
     let mut c = Cur::new(body, f64v);
     let n = c.u16()? as usize;
     let mut out = Vec::with_capacity(n.min(body.len() / 8));
@@ -181,55 +181,55 @@ pub fn parse_event_adds(body: &[u8], f64v: bool) -> Option<Vec<EventAdd<'_>>> {
 
 /// One `WheelPhysicsControl`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct WheelPhysics {
+pub(crate) struct WheelPhysics {
     /// Tire friction.
-    pub tire_friction: f32,
+    pub(crate) tire_friction: f32,
     /// Damping rate.
-    pub damping_rate: f32,
+    pub(crate) damping_rate: f32,
     /// Max steer angle (deg).
-    pub max_steer_angle: f32,
+    pub(crate) max_steer_angle: f32,
     /// Radius (cm).
     pub radius: f32,
     /// Max brake torque (Nm).
-    pub max_brake_torque: f32,
+    pub(crate) max_brake_torque: f32,
     /// Max handbrake torque (Nm).
-    pub max_handbrake_torque: f32,
+    pub(crate) max_handbrake_torque: f32,
     /// Lateral stiffness max load (0.9.12+).
-    pub lat_stiff_max_load: Option<f32>,
+    pub(crate) lat_stiff_max_load: Option<f32>,
     /// Lateral stiffness value (0.9.12+).
-    pub lat_stiff_value: Option<f32>,
+    pub(crate) lat_stiff_value: Option<f32>,
     /// Longitudinal stiffness value (0.9.12+).
-    pub long_stiff_value: Option<f32>,
+    pub(crate) long_stiff_value: Option<f32>,
     /// Position (world, cm).
     pub position: [f64; 3],
 }
 
 /// One `PhysicsControl` record.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PhysicsControl {
+pub(crate) struct PhysicsControl {
     /// Actor id.
     pub id: u32,
     /// max_rpm, moi, damping full throttle, damping zero throttle clutch engaged / disengaged.
     pub engine: [f32; 5],
     /// Automatic gear box.
-    pub use_gear_autobox: bool,
+    pub(crate) use_gear_autobox: bool,
     /// clutch_strength, final_ratio, mass, drag_coefficient.
-    pub misc: [f32; 4],
+    pub(crate) misc: [f32; 4],
     /// Centre of mass (as stored).
-    pub center_of_mass: [f64; 3],
+    pub(crate) center_of_mass: [f64; 3],
     /// Torque curve, (rpm, torque) pairs.
-    pub torque_curve: Vec<[f32; 2]>,
+    pub(crate) torque_curve: Vec<[f32; 2]>,
     /// Forward gears (ratio, down_ratio, up_ratio).
-    pub forward_gears: Vec<[f32; 3]>,
+    pub(crate) forward_gears: Vec<[f32; 3]>,
     /// Steering curve (speed, steer) pairs.
-    pub steering_curve: Vec<[f32; 2]>,
+    pub(crate) steering_curve: Vec<[f32; 2]>,
     /// Wheels.
     pub wheels: Vec<WheelPhysics>,
 }
 
 impl PhysicsControl {
     /// Parses one record; `wheel_bytes` is 48 or 36.
-    pub fn parse(c: &mut Cur<'_>, wheel_bytes: usize) -> Option<Self> {
+    pub(crate) fn parse(c: &mut Cur<'_>, wheel_bytes: usize) -> Option<Self> {
         let id = c.u32()?;
         let engine = [c.f32()?, c.f32()?, c.f32()?, c.f32()?, c.f32()?];
         let use_gear_autobox = c.bool()?;
@@ -299,7 +299,11 @@ impl PhysicsControl {
 }
 
 /// Parses a whole PhysicsControl packet body; `None` unless it parses exactly.
-pub fn parse_physics(body: &[u8], f64v: bool, wheel_bytes: usize) -> Option<Vec<PhysicsControl>> {
+pub(crate) fn parse_physics(
+    body: &[u8],
+    f64v: bool,
+    wheel_bytes: usize,
+) -> Option<Vec<PhysicsControl>> {
     let mut c = Cur::new(body, f64v);
     let n = c.u16()? as usize;
     let mut out = Vec::with_capacity(n.min(body.len() / 53));
@@ -310,7 +314,7 @@ pub fn parse_physics(body: &[u8], f64v: bool, wheel_bytes: usize) -> Option<Vec<
 }
 
 /// Wheel size that makes a PhysicsControl body parse exactly: 48, else 36.
-pub fn detect_wheel_bytes(body: &[u8], f64v: bool) -> Option<usize> {
+pub(crate) fn detect_wheel_bytes(body: &[u8], f64v: bool) -> Option<usize> {
     [48usize, 36]
         .into_iter()
         .find(|&w| parse_physics(body, f64v, w).is_some())
@@ -318,7 +322,7 @@ pub fn detect_wheel_bytes(body: &[u8], f64v: bool) -> Option<usize> {
 
 /// One bone of a `WalkerBones` record.
 #[derive(Debug, Clone, Copy)]
-pub struct Bone<'a> {
+pub(crate) struct Bone<'a> {
     /// Bone name.
     pub name: &'a [u8],
     /// Location relative to the parent bone (cm).
@@ -329,7 +333,7 @@ pub struct Bone<'a> {
 
 impl<'a> Bone<'a> {
     /// Parses one bone.
-    pub fn parse(c: &mut Cur<'a>) -> Option<Self> {
+    pub(crate) fn parse(c: &mut Cur<'a>) -> Option<Self> {
         Some(Self {
             name: c.str()?,
             location: c.vec3()?,
@@ -339,7 +343,7 @@ impl<'a> Bone<'a> {
 }
 
 /// Light flag names in CARLA's query order (bit, name).
-pub const LIGHT_FLAGS: [(u32, &str); 11] = [
+pub(crate) const LIGHT_FLAGS: [(u32, &str); 11] = [
     (0x1, "Position"),
     (0x2, "LowBeam"),
     (0x4, "HighBeam"),
@@ -354,7 +358,7 @@ pub const LIGHT_FLAGS: [(u32, &str); 11] = [
 ];
 
 /// Writes the enabled light names of `state`, space separated, into `out` (cleared first).
-pub fn light_names(state: u32, out: &mut String) {
+pub(crate) fn light_names(state: u32, out: &mut String) {
     out.clear();
     for (bit, name) in LIGHT_FLAGS {
         if state & bit != 0 {
@@ -367,7 +371,7 @@ pub fn light_names(state: u32, out: &mut String) {
 }
 
 /// Door names (`EVehicleDoor`).
-pub fn door_name(d: u8) -> Option<&'static str> {
+pub(crate) fn door_name(d: u8) -> Option<&'static str> {
     Some(match d {
         0 => "Front Left",
         1 => "Front Right",
@@ -381,7 +385,7 @@ pub fn door_name(d: u8) -> Option<&'static str> {
 }
 
 /// Traffic light state names.
-pub fn light_state_name(s: u8) -> &'static str {
+pub(crate) fn light_state_name(s: u8) -> &'static str {
     match s {
         0 => "Red",
         1 => "Yellow",
@@ -392,7 +396,7 @@ pub fn light_state_name(s: u8) -> &'static str {
 }
 
 /// Scene light group names.
-pub fn light_group_name(g: u8) -> &'static str {
+pub(crate) fn light_group_name(g: u8) -> &'static str {
     match g {
         0 => "None",
         1 => "Vehicle",
@@ -404,7 +408,7 @@ pub fn light_group_name(g: u8) -> &'static str {
 }
 
 /// Wheel location names (`EVehicleWheelLocation`).
-pub fn wheel_location_name(w: u8) -> &'static str {
+pub(crate) fn wheel_location_name(w: u8) -> &'static str {
     match w {
         0 => "FL",
         1 => "FR",

@@ -12,7 +12,7 @@ pub fn g(v: f64) -> String {
 }
 
 /// Appends `v` formatted like [`g`].
-pub fn write_g(out: &mut String, v: f64) {
+pub(crate) fn write_g(out: &mut String, v: f64) {
     if v.is_nan() {
         out.push_str(if v.is_sign_negative() { "-nan" } else { "nan" });
         return;
@@ -52,7 +52,7 @@ fn strip_zeros(s: &str) -> &str {
 }
 
 /// `strftime("%x %X")` of Unix seconds `t` in UTC, C locale: `MM/DD/YY HH:MM:SS`.
-pub fn date_x_x(t: i64) -> String {
+pub(crate) fn date_x_x(t: i64) -> String {
     let days = t.div_euclid(86_400);
     let secs = t.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);

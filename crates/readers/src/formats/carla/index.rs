@@ -9,16 +9,16 @@ use crate::io::{ReadAt, SequentialReader};
 use crate::model::{Channel, ChunkMeta, Nanos, Summary};
 
 use super::decode::{self, Cur, FrameStart};
-use super::layout::{KINDS, Kind, Layout, TailIds, unknown_channel_id};
+use super::layout::{Kind, Layout, TailIds, unknown_channel_id};
 
 /// The magic string after the version.
 pub const MAGIC: &[u8] = b"CARLA_RECORDER";
 
 /// Target size of one chunk (a run of whole frames).
-pub const CHUNK_TARGET: u64 = 1 << 20;
+pub(crate) const CHUNK_TARGET: u64 = 1 << 20;
 
 /// Bytes of a packet header (u8 id + u32 size).
-pub const PACKET_HEADER: u64 = 5;
+pub(crate) const PACKET_HEADER: u64 = 5;
 
 /// The info header at the start of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub struct Header {
 
 /// Why the header could not be read.
 #[derive(Debug)]
-pub enum HeaderError {
+pub(crate) enum HeaderError {
     /// The magic string is not "CARLA_RECORDER".
     BadMagic(Vec<u8>),
     /// The file ends inside the header.
@@ -43,7 +43,7 @@ pub enum HeaderError {
 }
 
 /// Parses the info header from the file's first bytes.
-pub fn parse_header(head: &[u8]) -> Result<Header, HeaderError> {
+pub(crate) fn parse_header(head: &[u8]) -> Result<Header, HeaderError> {
     let mut c = Cur::new(head, false);
     let version = c.u16().ok_or(HeaderError::Truncated)?;
     let magic = c.str().ok_or_else(|| {
@@ -71,7 +71,7 @@ pub fn parse_header(head: &[u8]) -> Result<Header, HeaderError> {
 }
 
 /// Reads and checks the header of `file`.
-pub fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Header> {
+pub(crate) fn read_header(file: &dyn ReadAt, ctx: &ErrorContext) -> Result<Header> {
     // version + magic + date + map name (u16 length, at most 64 KiB).
     let head = file
         .read_upto(0, 2 + 16 + 8 + 2 + 65_535)
@@ -105,7 +105,7 @@ pub struct FrameEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkDetail {
     /// Index of the chunk's first frame in [`CarlaIndex::frames`].
-    pub first_frame: usize,
+    pub(crate) first_frame: usize,
     /// Number of frames.
     pub frames: usize,
     /// End offset (exclusive) of the chunk's packets.
@@ -163,7 +163,7 @@ struct Probe {
 }
 
 /// Builds the summary: header, one walk over packet headers, layout detection.
-pub fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
+pub(crate) fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
     let ctx = ErrorContext::new(file.name(), "carla", file.size());
     let header = read_header(file, &ctx)?;
     let size = file.size();
@@ -404,7 +404,7 @@ pub fn channel_id(layout: &Layout, raw: u8) -> u64 {
 }
 
 /// The synthetic channel of raw packet id `raw`.
-pub fn channel_for(layout: &Layout, raw: u8) -> Channel {
+pub(crate) fn channel_for(layout: &Layout, raw: u8) -> Channel {
     let mut metadata = BTreeMap::new();
     metadata.insert("packet_id".to_string(), raw.to_string());
     match layout.kind(raw) {
@@ -426,18 +426,6 @@ pub fn channel_for(layout: &Layout, raw: u8) -> Channel {
             schema: None,
             metadata,
         },
-    }
-}
-
-/// The channel a reader uses for a channel id absent from the summary.
-pub fn synthetic_channel(id: u64) -> Channel {
-    let layout = Layout {
-        tail: TailIds::V0916,
-        ..Layout::default()
-    };
-    match u8::try_from(id) {
-        Ok(raw) if (raw as usize) < KINDS.len() => channel_for(&layout, raw),
-        _ => channel_for(&layout, (id.saturating_sub(256)).min(255) as u8),
     }
 }
 

@@ -125,7 +125,7 @@ impl Kind {
     }
 
     /// CARLA's own packet name (`carla.<name>` is the message type).
-    pub fn carla_name(self) -> &'static str {
+    pub(crate) fn carla_name(self) -> &'static str {
         match self {
             Kind::FrameStart => "FrameStart",
             Kind::FrameEnd => "FrameEnd",
@@ -162,7 +162,7 @@ impl Kind {
 }
 
 /// Synthetic channel id of a packet id that no known kind uses: 256 + id.
-pub fn unknown_channel_id(raw: u8) -> u64 {
+pub(crate) fn unknown_channel_id(raw: u8) -> u64 {
     256 + u64::from(raw)
 }
 
@@ -191,7 +191,7 @@ pub struct Layout {
     /// Whether the wheel physics size was seen (a PhysicsControl packet parsed exactly).
     pub wheel_physics_known: bool,
     /// Whether the file has VisualTime packets (0.9.14+).
-    pub has_visual_time: bool,
+    pub(crate) has_visual_time: bool,
 }
 
 impl Default for Layout {
@@ -229,7 +229,7 @@ impl Layout {
     }
 
     /// The raw id of `kind` in this file.
-    pub fn raw_id(&self, kind: Kind) -> u8 {
+    pub(crate) fn raw_id(&self, kind: Kind) -> u8 {
         match (self.tail, kind) {
             (TailIds::Ue4Dev2024, Kind::VehicleDoor) => 21,
             (TailIds::Ue4Dev2024, Kind::AnimVehicleWheels) => 22,
@@ -238,23 +238,18 @@ impl Layout {
         }
     }
 
-    /// Bytes of one vector (12 or 24).
-    pub fn vec_bytes(&self) -> usize {
-        if self.f64_vectors { 24 } else { 12 }
-    }
-
     /// Whether 0.9.15+ query wording applies ("Rotation:" and "Brake:" with colons).
-    pub fn query_colons(&self) -> bool {
+    pub(crate) fn query_colons(&self) -> bool {
         !matches!(self.tail, TailIds::None) || self.f64_vectors
     }
 
     /// Whether actor type 5 means Sensor (0.9.12+) rather than INVALID (0.9.10/0.9.11).
-    pub fn has_sensor_type(&self) -> bool {
+    pub(crate) fn has_sensor_type(&self) -> bool {
         !(self.wheel_physics_known && self.wheel_physics_bytes == 36)
     }
 
     /// The CARLA release(s) this layout matches, for `logsql info`.
-    pub fn version_label(&self) -> &'static str {
+    pub(crate) fn version_label(&self) -> &'static str {
         if self.f64_vectors {
             return "0.10.x (UE5)";
         }
@@ -272,7 +267,7 @@ impl Layout {
     }
 
     /// The id assignment of 21..23 as text, for `logsql info`.
-    pub fn tail_label(&self) -> &'static str {
+    pub(crate) fn tail_label(&self) -> &'static str {
         match self.tail {
             TailIds::None => "none",
             TailIds::V0915 => "21=wheels 22=biker",
@@ -283,7 +278,7 @@ impl Layout {
 }
 
 /// Actor type names (`FCarlaActor::ActorType`).
-pub fn actor_type_name(ty: u8, has_sensor: bool) -> &'static str {
+pub(crate) fn actor_type_name(ty: u8, has_sensor: bool) -> &'static str {
     match (ty, has_sensor) {
         (0, _) => "other",
         (1, _) => "vehicle",

@@ -58,7 +58,7 @@ pub use layout::{Kind, Layout, TailIds};
 pub struct CarlaFormat;
 
 /// The `messages` columns CARLA adds.
-pub const EXTRA_COLUMNS: &[ExtraColumn] = &[
+pub(crate) const EXTRA_COLUMNS: &[ExtraColumn] = &[
     ExtraColumn {
         name: "frame",
         kind: ExtraKind::UInt64,

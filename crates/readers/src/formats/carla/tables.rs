@@ -47,7 +47,7 @@ pub const TABLES: &[&str] = &[
 ];
 
 /// The packet kind a per-record table decodes (`None` for frames and actors).
-pub fn table_kind(table: &str) -> Option<Kind> {
+pub(crate) fn table_kind(table: &str) -> Option<Kind> {
     Some(match table {
         "positions" => Kind::Position,
         "collisions" => Kind::Collision,
@@ -96,7 +96,7 @@ fn rpy(cols: &mut Vec<ColumnDef>, what: &str) {
 }
 
 /// The definition of `table`, or `None` for an unknown name.
-pub fn table_def(table: &str) -> Option<TableDef> {
+pub(crate) fn table_def(table: &str) -> Option<TableDef> {
     let mut cols = vec![
         c("frame", S::UInt64, "recorder frame id (1, 2, ...)"),
         c("elapsed", S::Float64, "seconds since the recording started"),

@@ -224,7 +224,7 @@ pub(crate) struct Resolver<'s> {
 
 impl<'s> Resolver<'s> {
     /// A resolver over `summary`'s channels and schemas.
-    pub fn new(summary: &'s Summary, sel: &'s Selection) -> Self {
+    pub(super) fn new(summary: &'s Summary, sel: &'s Selection) -> Self {
         let schemas = summary
             .private::<super::index::McapIndex>()
             .map(|i| &i.schemas);
@@ -237,7 +237,7 @@ impl<'s> Resolver<'s> {
     }
 
     /// A Schema record was read.
-    pub fn on_schema(&mut self, s: &records::Schema<'_>) {
+    pub(crate) fn on_schema(&mut self, s: &records::Schema<'_>) {
         let known = self.schemas.is_some_and(|m| m.contains_key(&s.id));
         if s.id != 0 && !known && !self.local_schemas.contains_key(&s.id) {
             self.local_schemas.insert(s.id, SchemaInfo::from_record(s));
@@ -245,7 +245,7 @@ impl<'s> Resolver<'s> {
     }
 
     /// A Channel record was read.
-    pub fn on_channel(&mut self, c: &records::Channel<'_>) {
+    pub(crate) fn on_channel(&mut self, c: &records::Channel<'_>) {
         if self.channels.is_defined(u64::from(c.id)) {
             return;
         }
@@ -258,18 +258,18 @@ impl<'s> Resolver<'s> {
     }
 
     /// Whether messages of channel `id` pass the selection's topic filter.
-    pub fn wants(&mut self, id: u16) -> bool {
+    pub(crate) fn wants(&mut self, id: u16) -> bool {
         self.channels.wants(u64::from(id))
     }
 
     /// The channel for `id` (resolving it if needed).
-    pub fn channel(&mut self, id: u16) -> &model::Channel {
+    pub(super) fn channel(&mut self, id: u16) -> &model::Channel {
         self.channels.channel(u64::from(id))
     }
 
     /// Delivers one message to `sink` if it passes the selection; `buffer` is
     /// the shared buffer `data` lies in, if any.
-    pub fn deliver(
+    pub(super) fn deliver(
         &mut self,
         h: &records::MessageHeader,
         data: &[u8],
@@ -550,7 +550,7 @@ pub(crate) struct ChunkScan {
     /// Schema records inside.
     pub schemas: Vec<SchemaInfo>,
     /// Channel records inside.
-    pub channel_defs: Vec<ChannelDef>,
+    pub(crate) channel_defs: Vec<ChannelDef>,
 }
 
 /// Opens a chunk to learn its Schema/Channel records and its messages' channel ids

@@ -39,7 +39,7 @@ pub struct SchemaInfo {
 
 impl SchemaInfo {
     /// Copies a parsed Schema record.
-    pub fn from_record(s: &records::Schema<'_>) -> Self {
+    pub(crate) fn from_record(s: &records::Schema<'_>) -> Self {
         Self {
             id: s.id,
             name: s.name.to_string(),
@@ -91,7 +91,7 @@ impl ChunkDetail {
 
 /// A Channel record, owned, before its schema is resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelDef {
+pub(crate) struct ChannelDef {
     /// Channel id.
     pub id: u16,
     /// Schema id (0 = schemaless).
@@ -106,7 +106,7 @@ pub struct ChannelDef {
 
 impl ChannelDef {
     /// Copies a parsed Channel record.
-    pub fn from_record(c: &records::Channel<'_>) -> Self {
+    pub(crate) fn from_record(c: &records::Channel<'_>) -> Self {
         Self {
             id: c.id,
             schema_id: c.schema_id,
@@ -117,7 +117,7 @@ impl ChannelDef {
     }
 
     /// The model channel, with schema fields filled from `schema` (when schema_id is not 0).
-    pub fn to_channel(&self, schema: Option<&SchemaInfo>) -> model::Channel {
+    pub(crate) fn to_channel(&self, schema: Option<&SchemaInfo>) -> model::Channel {
         let schema = if self.schema_id == 0 { None } else { schema };
         model::Channel {
             id: u64::from(self.id),
@@ -133,7 +133,7 @@ impl ChannelDef {
 
 /// The stand-in for a channel id that messages use but no Channel record defines:
 /// empty topic and encoding, no schema.
-pub fn synthetic_channel(id: u16) -> model::Channel {
+pub(crate) fn synthetic_channel(id: u16) -> model::Channel {
     model::Channel {
         id: u64::from(id),
         topic: String::new(),

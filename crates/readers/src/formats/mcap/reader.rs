@@ -8,11 +8,11 @@
 //! so it is a *lending* reader: call [`RecordReader::next_record`] in a loop.
 //!
 //! ```no_run
-//! use logsql::formats::mcap::reader::RecordReader;
-//! use logsql::formats::mcap::records::Record;
-//! use logsql::io::FileReader;
+//! use logsql_readers::formats::mcap::reader::RecordReader;
+//! use logsql_readers::formats::mcap::records::Record;
+//! use logsql_readers::io::FileReader;
 //!
-//! # fn main() -> logsql::Result<()> {
+//! # fn main() -> logsql_readers::Result<()> {
 //! let file = FileReader::open("run.mcap")?;
 //! let mut reader = RecordReader::new(&file)?;
 //! while let Some(item) = reader.next_record()? {

@@ -20,25 +20,25 @@ use std::fmt;
 pub const MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
 
 /// Bytes in a record's `opcode u8 | length u64` prefix.
-pub const RECORD_PREFIX_LEN: u64 = 9;
+pub(crate) const RECORD_PREFIX_LEN: u64 = 9;
 
 /// Bytes of a Footer record's content.
-pub const FOOTER_CONTENT_LEN: u64 = 20;
+pub(crate) const FOOTER_CONTENT_LEN: u64 = 20;
 
 /// Bytes at the end of every complete file: the Footer record and the magic.
-pub const FOOTER_AND_MAGIC_LEN: u64 = RECORD_PREFIX_LEN + FOOTER_CONTENT_LEN + 8;
+pub(crate) const FOOTER_AND_MAGIC_LEN: u64 = RECORD_PREFIX_LEN + FOOTER_CONTENT_LEN + 8;
 
 /// Bytes of a Message record's fixed header (channel, sequence, log and publish time).
-pub const MESSAGE_HEADER_LEN: usize = 2 + 4 + 8 + 8;
+pub(crate) const MESSAGE_HEADER_LEN: usize = 2 + 4 + 8 + 8;
 
 /// Record opcodes.
 pub mod op {
     /// Header.
-    pub const HEADER: u8 = 0x01;
+    pub(crate) const HEADER: u8 = 0x01;
     /// Footer.
-    pub const FOOTER: u8 = 0x02;
+    pub(crate) const FOOTER: u8 = 0x02;
     /// Schema.
-    pub const SCHEMA: u8 = 0x03;
+    pub(crate) const SCHEMA: u8 = 0x03;
     /// Channel.
     pub const CHANNEL: u8 = 0x04;
     /// Message.
@@ -46,21 +46,21 @@ pub mod op {
     /// Chunk.
     pub const CHUNK: u8 = 0x06;
     /// MessageIndex.
-    pub const MESSAGE_INDEX: u8 = 0x07;
+    pub(crate) const MESSAGE_INDEX: u8 = 0x07;
     /// ChunkIndex.
-    pub const CHUNK_INDEX: u8 = 0x08;
+    pub(crate) const CHUNK_INDEX: u8 = 0x08;
     /// Attachment.
-    pub const ATTACHMENT: u8 = 0x09;
+    pub(crate) const ATTACHMENT: u8 = 0x09;
     /// AttachmentIndex.
-    pub const ATTACHMENT_INDEX: u8 = 0x0A;
+    pub(crate) const ATTACHMENT_INDEX: u8 = 0x0A;
     /// Statistics.
-    pub const STATISTICS: u8 = 0x0B;
+    pub(crate) const STATISTICS: u8 = 0x0B;
     /// Metadata.
     pub const METADATA: u8 = 0x0C;
     /// MetadataIndex.
-    pub const METADATA_INDEX: u8 = 0x0D;
+    pub(crate) const METADATA_INDEX: u8 = 0x0D;
     /// SummaryOffset.
-    pub const SUMMARY_OFFSET: u8 = 0x0E;
+    pub(crate) const SUMMARY_OFFSET: u8 = 0x0E;
     /// DataEnd.
     pub const DATA_END: u8 = 0x0F;
 
@@ -109,7 +109,7 @@ impl fmt::Display for FieldError {
 impl std::error::Error for FieldError {}
 
 /// Result of parsing a record's content.
-pub type ParseResult<T> = Result<T, FieldError>;
+pub(crate) type ParseResult<T> = Result<T, FieldError>;
 
 /// A forward cursor over one record's content. Every read is bounds-checked.
 #[derive(Debug, Clone)]
@@ -197,7 +197,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Bytes prefixed by a `u32` length.
-    pub fn bytes_u32(&mut self, what: &str) -> ParseResult<&'a [u8]> {
+    pub(crate) fn bytes_u32(&mut self, what: &str) -> ParseResult<&'a [u8]> {
         let start = self.pos;
         let len = u64::from(self.u32(what)?);
         let n = self
@@ -207,7 +207,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Bytes prefixed by a `u64` length.
-    pub fn bytes_u64(&mut self, what: &str) -> ParseResult<&'a [u8]> {
+    pub(crate) fn bytes_u64(&mut self, what: &str) -> ParseResult<&'a [u8]> {
         let start = self.pos;
         let len = self.u64(what)?;
         let n = self
@@ -433,7 +433,7 @@ pub struct Chunk<'a> {
     /// The header fields.
     pub header: ChunkHeader<'a>,
     /// Position of `records` inside the record content.
-    pub records_pos: usize,
+    pub(crate) records_pos: usize,
     /// The compressed records.
     pub records: &'a [u8],
 }
@@ -526,7 +526,7 @@ pub struct Attachment<'a> {
     /// CRC32 of everything before it in the content; 0 = not computed.
     pub crc: u32,
     /// Bytes of content the CRC covers.
-    pub crc_covered_len: usize,
+    pub(crate) crc_covered_len: usize,
 }
 
 /// AttachmentIndex (0x0A).
@@ -681,7 +681,7 @@ impl Record<'_> {
 }
 
 /// Reads a Header.
-pub fn parse_header(content: &[u8]) -> ParseResult<Header<'_>> {
+pub(crate) fn parse_header(content: &[u8]) -> ParseResult<Header<'_>> {
     let mut c = Cursor::new(content);
     Ok(Header {
         profile: c.string("header profile")?,
@@ -690,7 +690,7 @@ pub fn parse_header(content: &[u8]) -> ParseResult<Header<'_>> {
 }
 
 /// Reads a Footer.
-pub fn parse_footer(content: &[u8]) -> ParseResult<Footer> {
+pub(crate) fn parse_footer(content: &[u8]) -> ParseResult<Footer> {
     let mut c = Cursor::new(content);
     Ok(Footer {
         summary_start: c.u64("footer summary_start")?,
@@ -700,7 +700,7 @@ pub fn parse_footer(content: &[u8]) -> ParseResult<Footer> {
 }
 
 /// Reads a Schema.
-pub fn parse_schema(content: &[u8]) -> ParseResult<Schema<'_>> {
+pub(crate) fn parse_schema(content: &[u8]) -> ParseResult<Schema<'_>> {
     let mut c = Cursor::new(content);
     Ok(Schema {
         id: c.u16("schema id")?,
@@ -711,7 +711,7 @@ pub fn parse_schema(content: &[u8]) -> ParseResult<Schema<'_>> {
 }
 
 /// Reads a Channel.
-pub fn parse_channel(content: &[u8]) -> ParseResult<Channel<'_>> {
+pub(crate) fn parse_channel(content: &[u8]) -> ParseResult<Channel<'_>> {
     let mut c = Cursor::new(content);
     Ok(Channel {
         id: c.u16("channel id")?,
@@ -723,7 +723,7 @@ pub fn parse_channel(content: &[u8]) -> ParseResult<Channel<'_>> {
 }
 
 /// Reads a Message's fixed header from the front of `content`.
-pub fn parse_message_header(content: &[u8]) -> ParseResult<MessageHeader> {
+pub(crate) fn parse_message_header(content: &[u8]) -> ParseResult<MessageHeader> {
     let mut c = Cursor::new(content);
     Ok(MessageHeader {
         channel_id: c.u16("message channel_id")?,
@@ -734,7 +734,7 @@ pub fn parse_message_header(content: &[u8]) -> ParseResult<MessageHeader> {
 }
 
 /// Reads a Message.
-pub fn parse_message(content: &[u8]) -> ParseResult<Message<'_>> {
+pub(crate) fn parse_message(content: &[u8]) -> ParseResult<Message<'_>> {
     let header = parse_message_header(content)?;
     Ok(Message {
         header,
@@ -747,7 +747,7 @@ pub fn parse_message(content: &[u8]) -> ParseResult<Message<'_>> {
 /// Returns the header and the position where the compressed records start.
 /// `content` may be only the front of the record (e.g. when the records are
 /// skipped by length); [`ChunkHeader::compressed_size`] is not checked here.
-pub fn parse_chunk_header(content: &[u8]) -> ParseResult<(ChunkHeader<'_>, usize)> {
+pub(crate) fn parse_chunk_header(content: &[u8]) -> ParseResult<(ChunkHeader<'_>, usize)> {
     let mut c = Cursor::new(content);
     let header = ChunkHeader {
         message_start_time: c.u64("chunk message_start_time")?,
@@ -761,7 +761,7 @@ pub fn parse_chunk_header(content: &[u8]) -> ParseResult<(ChunkHeader<'_>, usize
 }
 
 /// Reads a whole Chunk (its records stay compressed).
-pub fn parse_chunk(content: &[u8]) -> ParseResult<Chunk<'_>> {
+pub(crate) fn parse_chunk(content: &[u8]) -> ParseResult<Chunk<'_>> {
     let (header, records_pos) = parse_chunk_header(content)?;
     let mut c = Cursor::new(content);
     c.take(records_pos.saturating_sub(8), "chunk header")?;
@@ -774,7 +774,7 @@ pub fn parse_chunk(content: &[u8]) -> ParseResult<Chunk<'_>> {
 }
 
 /// Reads a MessageIndex.
-pub fn parse_message_index(content: &[u8]) -> ParseResult<MessageIndex<'_>> {
+pub(crate) fn parse_message_index(content: &[u8]) -> ParseResult<MessageIndex<'_>> {
     let mut c = Cursor::new(content);
     let channel_id = c.u16("message index channel_id")?;
     let start = c.pos();
@@ -792,7 +792,7 @@ pub fn parse_message_index(content: &[u8]) -> ParseResult<MessageIndex<'_>> {
 }
 
 /// Reads a ChunkIndex.
-pub fn parse_chunk_index(content: &[u8]) -> ParseResult<ChunkIndex<'_>> {
+pub(crate) fn parse_chunk_index(content: &[u8]) -> ParseResult<ChunkIndex<'_>> {
     let mut c = Cursor::new(content);
     Ok(ChunkIndex {
         message_start_time: c.u64("chunk index message_start_time")?,
@@ -810,7 +810,9 @@ pub fn parse_chunk_index(content: &[u8]) -> ParseResult<ChunkIndex<'_>> {
 /// Reads an Attachment's fields before its data from a prefix of its content.
 ///
 /// Returns the header and the position where the data starts.
-pub fn parse_attachment_header(content: &[u8]) -> ParseResult<(AttachmentHeader<'_>, usize)> {
+pub(crate) fn parse_attachment_header(
+    content: &[u8],
+) -> ParseResult<(AttachmentHeader<'_>, usize)> {
     let mut c = Cursor::new(content);
     let header = AttachmentHeader {
         log_time: c.u64("attachment log_time")?,
@@ -839,7 +841,7 @@ pub fn parse_attachment(content: &[u8]) -> ParseResult<Attachment<'_>> {
 }
 
 /// Reads an AttachmentIndex.
-pub fn parse_attachment_index(content: &[u8]) -> ParseResult<AttachmentIndex<'_>> {
+pub(crate) fn parse_attachment_index(content: &[u8]) -> ParseResult<AttachmentIndex<'_>> {
     let mut c = Cursor::new(content);
     Ok(AttachmentIndex {
         offset: c.u64("attachment index offset")?,
@@ -853,7 +855,7 @@ pub fn parse_attachment_index(content: &[u8]) -> ParseResult<AttachmentIndex<'_>
 }
 
 /// Reads a Statistics record.
-pub fn parse_statistics(content: &[u8]) -> ParseResult<Statistics<'_>> {
+pub(crate) fn parse_statistics(content: &[u8]) -> ParseResult<Statistics<'_>> {
     let mut c = Cursor::new(content);
     Ok(Statistics {
         message_count: c.u64("statistics message_count")?,
@@ -869,7 +871,7 @@ pub fn parse_statistics(content: &[u8]) -> ParseResult<Statistics<'_>> {
 }
 
 /// Reads a Metadata record.
-pub fn parse_metadata(content: &[u8]) -> ParseResult<Metadata<'_>> {
+pub(crate) fn parse_metadata(content: &[u8]) -> ParseResult<Metadata<'_>> {
     let mut c = Cursor::new(content);
     Ok(Metadata {
         name: c.string("metadata name")?,
@@ -878,7 +880,7 @@ pub fn parse_metadata(content: &[u8]) -> ParseResult<Metadata<'_>> {
 }
 
 /// Reads a MetadataIndex.
-pub fn parse_metadata_index(content: &[u8]) -> ParseResult<MetadataIndex<'_>> {
+pub(crate) fn parse_metadata_index(content: &[u8]) -> ParseResult<MetadataIndex<'_>> {
     let mut c = Cursor::new(content);
     Ok(MetadataIndex {
         offset: c.u64("metadata index offset")?,
@@ -888,7 +890,7 @@ pub fn parse_metadata_index(content: &[u8]) -> ParseResult<MetadataIndex<'_>> {
 }
 
 /// Reads a SummaryOffset.
-pub fn parse_summary_offset(content: &[u8]) -> ParseResult<SummaryOffset> {
+pub(crate) fn parse_summary_offset(content: &[u8]) -> ParseResult<SummaryOffset> {
     let mut c = Cursor::new(content);
     Ok(SummaryOffset {
         group_opcode: c.u8("summary offset group_opcode")?,
@@ -898,7 +900,7 @@ pub fn parse_summary_offset(content: &[u8]) -> ParseResult<SummaryOffset> {
 }
 
 /// Reads a DataEnd.
-pub fn parse_data_end(content: &[u8]) -> ParseResult<DataEnd> {
+pub(crate) fn parse_data_end(content: &[u8]) -> ParseResult<DataEnd> {
     let mut c = Cursor::new(content);
     Ok(DataEnd {
         data_section_crc: c.u32("data end data_section_crc")?,
@@ -907,7 +909,7 @@ pub fn parse_data_end(content: &[u8]) -> ParseResult<DataEnd> {
 
 /// Parses one record's content according to its opcode. Unknown opcodes give
 /// [`Record::Unknown`]; known ones tolerate extra trailing bytes.
-pub fn parse_record(opcode: u8, content: &[u8]) -> ParseResult<Record<'_>> {
+pub(crate) fn parse_record(opcode: u8, content: &[u8]) -> ParseResult<Record<'_>> {
     Ok(match opcode {
         op::HEADER => Record::Header(parse_header(content)?),
         op::FOOTER => Record::Footer(parse_footer(content)?),
@@ -933,7 +935,7 @@ pub fn parse_record(opcode: u8, content: &[u8]) -> ParseResult<Record<'_>> {
 
 /// One record found in a byte slice by [`SliceRecords`].
 #[derive(Debug, Clone, Copy)]
-pub struct RawRecord<'a> {
+pub(crate) struct RawRecord<'a> {
     /// Position of the record's opcode in the slice.
     pub pos: usize,
     /// Opcode.
@@ -947,7 +949,7 @@ pub struct RawRecord<'a> {
 ///
 /// Yields an error (once, then stops) when a record's length runs past the end.
 #[derive(Debug, Clone)]
-pub struct SliceRecords<'a> {
+pub(crate) struct SliceRecords<'a> {
     buf: &'a [u8],
     pos: usize,
     failed: bool,
@@ -955,17 +957,12 @@ pub struct SliceRecords<'a> {
 
 impl<'a> SliceRecords<'a> {
     /// Iterates the records of `buf`.
-    pub fn new(buf: &'a [u8]) -> Self {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
         Self {
             buf,
             pos: 0,
             failed: false,
         }
-    }
-
-    /// Position of the next record.
-    pub fn pos(&self) -> usize {
-        self.pos
     }
 }
 

@@ -84,13 +84,13 @@ pub(crate) struct Walker<'f> {
     /// Offset of the DataEnd record, once seen.
     pub data_end: Option<u64>,
     /// Where MessageIndex records would attach.
-    pub mi_target: Option<MiTarget>,
+    pub(crate) mi_target: Option<MiTarget>,
     run: Option<Run>,
 }
 
 impl<'f> Walker<'f> {
     /// An empty walker over `file`.
-    pub fn new(file: &'f dyn ReadAt, ctx: &'f ErrorContext) -> Self {
+    pub(super) fn new(file: &'f dyn ReadAt, ctx: &'f ErrorContext) -> Self {
         Self {
             file,
             ctx,
@@ -112,7 +112,7 @@ impl<'f> Walker<'f> {
     /// When damage cuts the MessageIndex records after a chunk short, what they
     /// said about that chunk (channels, count, index location) is dropped: a
     /// partial list would under-count and could prune the chunk on a topic it holds.
-    pub fn walk(&mut self, start: u64, end: u64) -> Result<Stop> {
+    pub(super) fn walk(&mut self, start: u64, end: u64) -> Result<Stop> {
         let result = self.walk_inner(start, end, false);
         self.close_run();
         if result.is_err() {
@@ -124,7 +124,7 @@ impl<'f> Walker<'f> {
     /// Forgets what the MessageIndex records after the last chunk said, when
     /// they may be cut short: the walk ended in or right after them (damage, or
     /// a file that ends there without DataEnd or Footer).
-    pub fn drop_open_message_indexes(&mut self) {
+    pub(crate) fn drop_open_message_indexes(&mut self) {
         if let Some((meta, detail)) = self.mi_target.and_then(|t| self.chunks.get_mut(t.chunk))
             && !detail.message_index_offsets.is_empty()
         {
@@ -137,7 +137,7 @@ impl<'f> Walker<'f> {
 
     /// Walks the summary section after DataEnd, collecting only Schema and Channel
     /// records (tolerance for writers that put them only there). Errors end it quietly.
-    pub fn walk_summary_section(&mut self, start: u64, end: u64) {
+    pub(crate) fn walk_summary_section(&mut self, start: u64, end: u64) {
         let _ = self.walk_inner(start, end, true);
     }
 

@@ -8,7 +8,7 @@ use serde_yaml_ng::Value;
 
 /// What `metadata.yaml` says about the bag.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct BagMetadata {
+pub(crate) struct BagMetadata {
     /// `version`.
     pub version: Option<u64>,
     /// `storage_identifier` (`sqlite3`, `mcap`).
@@ -32,12 +32,12 @@ pub struct BagMetadata {
     /// `ros_distro` (newer versions).
     pub ros_distro: Option<String>,
     /// `custom_data` (newer versions), values as text.
-    pub custom_data: BTreeMap<String, String>,
+    pub(crate) custom_data: BTreeMap<String, String>,
 }
 
 /// One entry of `topics_with_message_count`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TopicInfo {
+pub(crate) struct TopicInfo {
     /// `topic_metadata.name`.
     pub name: String,
     /// `topic_metadata.type`.
@@ -54,7 +54,7 @@ pub struct TopicInfo {
 
 /// One entry of `files`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FileInfo {
+pub(crate) struct FileInfo {
     /// `path`, relative to the bag directory.
     pub path: String,
     /// `starting_time.nanoseconds_since_epoch`.
@@ -67,12 +67,12 @@ pub struct FileInfo {
 
 impl BagMetadata {
     /// Whether each message's data is a zstd frame (`compression_mode: MESSAGE`).
-    pub fn message_compressed(&self) -> bool {
+    pub(crate) fn message_compressed(&self) -> bool {
         self.compression_mode.eq_ignore_ascii_case("message")
     }
 
     /// Parses the text of a `metadata.yaml`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let doc: Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
         let info = doc
             .get("rosbag2_bagfile_information")
@@ -137,14 +137,14 @@ impl BagMetadata {
     }
 
     /// Reads `metadata.yaml` in the directory holding `db_file`, if there is one.
-    pub fn beside(db_file: &Path) -> Option<Result<Self, String>> {
+    pub(crate) fn beside(db_file: &Path) -> Option<Result<Self, String>> {
         let path = db_file.parent()?.join("metadata.yaml");
         let text = std::fs::read_to_string(&path).ok()?;
         Some(Self::parse(&text).map_err(|e| format!("{}: {e}", path.display())))
     }
 
     /// The bag's facts as `metadata()` rows show them.
-    pub fn to_map(&self) -> BTreeMap<String, String> {
+    pub(crate) fn to_map(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
         let mut put = |k: &str, v: Option<String>| {
             if let Some(v) = v {

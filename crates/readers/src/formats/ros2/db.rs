@@ -33,18 +33,18 @@ use crate::io::ReadAt;
 pub(super) const FORMAT: &str = "ros2";
 
 /// The first bytes of every SQLite 3 database.
-pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+pub(crate) const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// The first bytes of a zstd frame (a `.db3.zstd` file of a `compression_mode: file` bag).
-pub const ZSTD_MAGIC: &[u8; 4] = &[0x28, 0xb5, 0x2f, 0xfd];
+pub(crate) const ZSTD_MAGIC: &[u8; 4] = &[0x28, 0xb5, 0x2f, 0xfd];
 
 /// Largest temporary copy logsql makes of a remote or whole-file-compressed
 /// `.db3` (16 GiB); larger ones are refused with an error saying so.
 #[cfg(not(fuzzing))]
-pub const MAX_COPY_BYTES: u64 = 16 << 30;
+pub(crate) const MAX_COPY_BYTES: u64 = 16 << 30;
 /// Largest temporary copy (64 MiB under the fuzzer: a zstd bomb stays cheap).
 #[cfg(fuzzing)]
-pub const MAX_COPY_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_COPY_BYTES: u64 = 64 << 20;
 
 /// Bytes read from the file per request while copying it.
 const COPY_PIECE: usize = 8 << 20;
@@ -52,10 +52,10 @@ const COPY_PIECE: usize = 8 << 20;
 /// Page cache of an `immutable=1` connection, in KiB (SQLite's default is
 /// 2,000): a scan reads each page once, so a large cache only costs memory
 /// to allocate and fault in; the b-trees' upper pages fit.
-pub const CACHE_KIB: i64 = 256;
+pub(crate) const CACHE_KIB: i64 = 256;
 
 /// Most idle connections kept for reuse, over all databases of the process.
-pub const POOL_MAX: usize = 8;
+pub(crate) const POOL_MAX: usize = 8;
 
 /// Where SQLite finds the database: the file itself or a temporary copy
 /// (deleted when the last clone is dropped).
@@ -91,7 +91,7 @@ pub(super) fn sql_err(file: &str, e: rusqlite::Error) -> Error {
 
 /// The database of `file`: its own path when local and uncompressed, else a
 /// temporary copy (decompressed when the file is one zstd stream).
-pub fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
+pub(crate) fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
     let head = file
         .read_upto(0, 16)
         .map_err(|e| Error::io(file.name(), e))?;
@@ -306,7 +306,7 @@ fn open_immutable(db: &DbPath, name: &str) -> Result<Connection> {
 
 /// Pages SQLite read from the file through `conn` so far (its page-cache
 /// misses, `SQLITE_DBSTATUS_CACHE_MISS`).
-pub fn pages_read(conn: &Connection) -> u64 {
+pub(crate) fn pages_read(conn: &Connection) -> u64 {
     let (mut cur, mut hi) = (0i32, 0i32);
     // SAFETY: `conn.handle()` is the live connection's handle, used only for
     // this call on this thread; the out-pointers are valid locals.
@@ -329,7 +329,7 @@ pub fn pages_read(conn: &Connection) -> u64 {
 /// Runs `f` and counts the pages SQLite read through `conn` meanwhile
 /// ([`pages_read`] is the connection's running total, and a pooled
 /// connection carries the reads of its earlier uses).
-pub fn pages_read_during<T>(conn: &Connection, f: impl FnOnce() -> T) -> (T, u64) {
+pub(crate) fn pages_read_during<T>(conn: &Connection, f: impl FnOnce() -> T) -> (T, u64) {
     let before = pages_read(conn);
     let out = f();
     (out, pages_read(conn).saturating_sub(before))
@@ -343,7 +343,7 @@ pub fn pages_read_during<T>(conn: &Connection, f: impl FnOnce() -> T) -> (T, u64
 /// record's size is computed from the row's columns (`id` is the rowid, stored
 /// as a NULL; `topic_id` and `timestamp` integers, `timestamp` taken as 8
 /// bytes), so a page size without reserved bytes is assumed.
-pub fn overflow_pages(page_size: u64, topic_id: i64, len: u64) -> u64 {
+pub(crate) fn overflow_pages(page_size: u64, topic_id: i64, len: u64) -> u64 {
     let u = page_size;
     if u < 512 {
         return 0;
@@ -376,15 +376,15 @@ pub fn overflow_pages(page_size: u64, topic_id: i64, len: u64) -> u64 {
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
     /// Columns of `topics`.
-    pub topic_columns: HashSet<String>,
+    pub(crate) topic_columns: HashSet<String>,
     /// Whether `message_definitions` exists (rosbag2 on Iron and later).
     pub definitions: bool,
     /// `schema.schema_version` and `schema.ros_distro`, when the table exists.
     pub schema: Option<(i64, String)>,
     /// Whether the `metadata` table exists.
-    pub metadata_table: bool,
+    pub(crate) metadata_table: bool,
     /// The name of an index that leads with `messages.timestamp`, if any.
-    pub time_index: Option<String>,
+    pub(crate) time_index: Option<String>,
     /// The database's page size.
     pub page_size: u64,
 }
@@ -528,7 +528,7 @@ pub struct TopicRow {
     /// `offered_qos_profiles` (YAML text), where stored.
     pub qos: Option<String>,
     /// `type_description_hash`, where stored.
-    pub type_hash: Option<String>,
+    pub(crate) type_hash: Option<String>,
 }
 
 /// Every row of `topics`, by id.
@@ -601,7 +601,7 @@ pub fn definitions(conn: &Connection, name: &str) -> Result<BTreeMap<String, (St
 
 /// The newest `metadata.metadata` text (the bag's metadata.yaml as stored in
 /// the database by newer rosbag2), if any.
-pub fn stored_metadata(conn: &Connection) -> Option<String> {
+pub(crate) fn stored_metadata(conn: &Connection) -> Option<String> {
     conn.query_row(
         "SELECT metadata FROM metadata ORDER BY id DESC LIMIT 1",
         [],
@@ -621,7 +621,10 @@ pub fn aggregate(conn: &Connection, expr: &str, name: &str) -> Result<Option<i64
 }
 
 /// `count(*)`, `min(timestamp)` and `max(timestamp)` of `messages` in one pass.
-pub fn count_and_bounds(conn: &Connection, name: &str) -> Result<(i64, Option<i64>, Option<i64>)> {
+pub(crate) fn count_and_bounds(
+    conn: &Connection,
+    name: &str,
+) -> Result<(i64, Option<i64>, Option<i64>)> {
     conn.query_row(
         "SELECT count(*), min(timestamp), max(timestamp) FROM messages",
         [],
@@ -633,7 +636,7 @@ pub fn count_and_bounds(conn: &Connection, name: &str) -> Result<(i64, Option<i6
 /// Per `topic_id` of `messages`: (count, first timestamp, last timestamp), in
 /// one pass over the table (SQLite reads each row's header, never the pages a
 /// large `data` blob overflows to).
-pub fn topic_stats(conn: &Connection, name: &str) -> Result<BTreeMap<i64, (i64, i64, i64)>> {
+pub(crate) fn topic_stats(conn: &Connection, name: &str) -> Result<BTreeMap<i64, (i64, i64, i64)>> {
     let err = |e| sql_err(name, e);
     let mut stmt = conn
         .prepare(
@@ -649,7 +652,7 @@ pub fn topic_stats(conn: &Connection, name: &str) -> Result<BTreeMap<i64, (i64, 
 /// The first and last `timestamp` of topic `id`: the first matching row from
 /// either end of the timestamp index `index` (named, so that SQLite's planner,
 /// which has no statistics on a rosbag2 database, does not sort the table).
-pub fn topic_bounds(
+pub(crate) fn topic_bounds(
     conn: &Connection,
     index: &str,
     id: i64,

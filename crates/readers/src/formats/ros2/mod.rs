@@ -50,25 +50,20 @@ use crate::model::{
 
 use super::FormatReader;
 
-pub mod bag_meta;
+pub(crate) mod bag_meta;
 pub mod db;
-pub mod readahead;
+pub(crate) mod readahead;
 
-/// The message definitions by type name, at their former path: they moved to
-/// the neutral [`crate::ros2_interfaces`] (schema data, used by `read_topic`
-/// for every format's CDR channels).
-pub use crate::ros2_interfaces as interfaces;
-
-pub use bag_meta::BagMetadata;
+pub(crate) use bag_meta::BagMetadata;
 
 /// File bytes per chunk (a chunk is a range of the messages table).
-pub const CHUNK_BYTES: u64 = 4 << 20;
+pub(crate) const CHUNK_BYTES: u64 = 4 << 20;
 
 /// Most chunks one database is split into.
-pub const MAX_CHUNKS: u64 = 256;
+pub(crate) const MAX_CHUNKS: u64 = 256;
 
 /// Largest message a per-message zstd frame may decompress to (1 GiB).
-pub const MAX_MESSAGE_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_MESSAGE_BYTES: u64 = 1 << 30;
 
 /// The ROS 2 bag (SQLite storage) format.
 #[derive(Debug, Clone, Copy, Default)]
