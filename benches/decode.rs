@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use logsql::decode::{ColumnBuilder, MessageDecoder, decoder_for};
-use logsql::formats::{self, FormatReader};
-use logsql::io::FileReader;
-use logsql::model::{Channel, Flow, Message, Selection};
+use logsql_decode::{ColumnBuilder, MessageDecoder, decoder_for};
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::FileReader;
+use logsql_readers::model::{Channel, Flow, Message, Selection};
 
 /// Messages per measured batch.
 const BATCH: usize = 10_000;
@@ -71,7 +71,7 @@ fn fixtures() -> PathBuf {
 /// length + payload, each).
 fn protobuf_imu(root: &Path) -> (Channel, Vec<Vec<u8>>) {
     let pool = imu_pb::imu_pool();
-    let set = logsql::descriptors::schema_for(&pool, "bench.Imu").expect("bench.Imu");
+    let set = logsql_decode::descriptors::schema_for(&pool, "bench.Imu").expect("bench.Imu");
     let distinct: Vec<Vec<u8>> = (0..1000).map(|i| imu_pb::imu_payload(&pool, i)).collect();
     let dir = root.join("target/bench-data");
     if std::fs::create_dir_all(&dir).is_ok() {

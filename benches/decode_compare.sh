@@ -26,6 +26,6 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 # The bench writes target/bench-data/imu_pb.{fds,bin} (the protobuf IMU case) first.
 echo "== logsql decoders (criterion: thrpt = messages/s, one core)"
-cargo bench --no-default-features --bench decode -- --noplot 2>&1 | grep -E "^decode/|thrpt|SKIPPED"
+cargo bench --bench decode -- --noplot 2>&1 | grep -E "^decode/|thrpt|SKIPPED"
 echo "== official Python decoders (messages/s, one core)"
 "$venv/bin/python" benches/python_decode.py tests/data/demo.mcap "$fixtures" target/bench-data

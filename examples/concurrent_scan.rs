@@ -9,19 +9,9 @@
 //! of them twice. The default query is
 //! `SELECT count(*), sum(length(data)) FROM '{file}'` (`{file}` is replaced).
 //! Each scan prints its file, result and time; the last line is the total time.
-//! Needs the `datafusion` feature (on by default); without it the example only
-//! says so.
 
-#[cfg(not(feature = "datafusion"))]
-fn main() {
-    eprintln!("concurrent_scan needs the `datafusion` feature");
-    std::process::exit(2);
-}
-
-#[cfg(feature = "datafusion")]
 const USAGE: &str = "usage: concurrent_scan [-n N] [--query SQL-with-{file}] FILE...";
 
-#[cfg(feature = "datafusion")]
 #[tokio::main]
 async fn main() -> datafusion::error::Result<()> {
     use datafusion::arrow::util::pretty::pretty_format_batches;

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use datafusion::prelude::{SessionConfig, SessionContext};
-use logsql::engine::distributed::{StaticWorkers, coordinator_context, serve_listener};
+use logsql::distributed::{StaticWorkers, coordinator_context, serve_listener};
 
 const HOUR: u64 = 3_600_000_000_000;
 

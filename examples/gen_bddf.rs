@@ -33,8 +33,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use logsql::formats::bddf::identifier_hash;
-use logsql::formats::bddf::proto;
+use logsql_readers::formats::bddf::identifier_hash;
+use logsql_readers::formats::bddf::proto;
 use prost::Message;
 use sha1::{Digest, Sha1};
 

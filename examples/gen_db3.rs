@@ -179,23 +179,23 @@ fn main() -> rusqlite::Result<()> {
         )?;
     }
     let imu_definition = definition(
-        include_str!("../src/ros2_interfaces/sensor_msgs/Imu.msg"),
+        include_str!("../crates/readers/src/ros2_interfaces/sensor_msgs/Imu.msg"),
         &[
             (
                 "std_msgs/Header",
-                include_str!("../src/ros2_interfaces/std_msgs/Header.msg"),
+                include_str!("../crates/readers/src/ros2_interfaces/std_msgs/Header.msg"),
             ),
             (
                 "builtin_interfaces/Time",
-                include_str!("../src/ros2_interfaces/builtin_interfaces/Time.msg"),
+                include_str!("../crates/readers/src/ros2_interfaces/builtin_interfaces/Time.msg"),
             ),
             (
                 "geometry_msgs/Quaternion",
-                include_str!("../src/ros2_interfaces/geometry_msgs/Quaternion.msg"),
+                include_str!("../crates/readers/src/ros2_interfaces/geometry_msgs/Quaternion.msg"),
             ),
             (
                 "geometry_msgs/Vector3",
-                include_str!("../src/ros2_interfaces/geometry_msgs/Vector3.msg"),
+                include_str!("../crates/readers/src/ros2_interfaces/geometry_msgs/Vector3.msg"),
             ),
         ],
     );
@@ -205,7 +205,9 @@ fn main() -> rusqlite::Result<()> {
     )?;
     tx.execute(
         "INSERT INTO message_definitions VALUES (2, 'std_msgs/msg/Float64', 'ros2msg', ?1, '')",
-        [include_str!("../src/ros2_interfaces/std_msgs/Float64.msg")],
+        [include_str!(
+            "../crates/readers/src/ros2_interfaces/std_msgs/Float64.msg"
+        )],
     )?;
 
     // Messages in arrival order: every 10 ms an /imu, every 100 ms a /chatter

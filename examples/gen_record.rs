@@ -5,7 +5,7 @@
 //! after the chunk's begin time, and the INDEX (with ChannelCache copies of
 //! the ProtoDesc trees) at the end. Payloads are real protobuf messages whose
 //! schemas are in the ProtoDesc trees (shared files repeated, as Apollo does),
-//! so they decode with `logsql::formats::apollo::descriptor_pool`.
+//! so they decode with `logsql_readers::formats::apollo::descriptor_pool`.
 //!
 //! ```text
 //! cargo run --example gen_record -- OUT.record [--size-mb 200] [--size-kb N] [--chunk-interval-ms 500] [--seed 1]
@@ -32,7 +32,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 
-use logsql::formats::apollo::proto;
+use logsql_readers::formats::apollo::proto;
 use prost::Message;
 use prost_reflect::prost_types::{
     DescriptorProto, FieldDescriptorProto, FileDescriptorProto, field_descriptor_proto::Label,

@@ -23,9 +23,7 @@ use datafusion_distributed::{
 use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
-use logsql::engine::distributed::{
-    LogsqlCodec, StaticWorkers, coordinator_state_builder, serve_listener,
-};
+use logsql::distributed::{LogsqlCodec, StaticWorkers, coordinator_state_builder, serve_listener};
 
 const HOUR: u64 = 3_600_000_000_000;
 

@@ -146,9 +146,9 @@ fn sql(
 #[pyfunction]
 fn summary<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
     let (format, summary) = py
-        .detach(|| -> logsql::Result<_> {
-            let file = logsql::io::FileReader::open(&path)?;
-            let format = logsql::formats::detect(&file)?;
+        .detach(|| -> logsql_readers::Result<_> {
+            let file = logsql_readers::io::FileReader::open(&path)?;
+            let format = logsql_readers::formats::detect(&file)?;
             let summary = format.summary(&file)?;
             Ok((format, summary))
         })

@@ -291,8 +291,8 @@ pub struct PlotArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// How series are drawn.
-    #[arg(long, value_enum, default_value_t = crate::cli::plot::Kind::Line)]
-    pub kind: crate::cli::plot::Kind,
+    #[arg(long, value_enum, default_value_t = Kind::Line)]
+    pub kind: Kind,
     /// A title above the chart.
     #[arg(long)]
     pub title: Option<String>,
@@ -354,6 +354,17 @@ pub fn unused_global_option(matches: &clap::ArgMatches) -> Option<String> {
         "{flag} does not apply to `logsql {name}` (of the global options it reads only {})",
         accepted.join(", ")
     ))
+}
+
+/// How `logsql plot` draws series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// Points joined by straight lines.
+    Line,
+    /// Points only.
+    Scatter,
+    /// Each value held until the next point (signals that change in steps).
+    Step,
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub enum CliError {
     /// A query or engine error.
     DataFusion(DataFusionError),
     /// A logsql reader error (used without DataFusion, e.g. by `info`).
-    Logsql(logsql::Error),
+    Logsql(logsql_readers::Error),
     /// An I/O error with what was being done.
     Io(String, io::Error),
     /// Output could not be written because the reader went away (`| head`).
@@ -86,8 +86,8 @@ impl From<datafusion::parquet::errors::ParquetError> for CliError {
     }
 }
 
-impl From<logsql::Error> for CliError {
-    fn from(e: logsql::Error) -> Self {
+impl From<logsql_readers::Error> for CliError {
+    fn from(e: logsql_readers::Error) -> Self {
         CliError::Logsql(e)
     }
 }
@@ -166,8 +166,8 @@ fn render_dyn(e: &(dyn std::error::Error + Send + Sync + 'static)) -> String {
 mod tests {
     use super::*;
 
-    fn corrupt() -> logsql::Error {
-        logsql::Error::Corrupt {
+    fn corrupt() -> logsql_readers::Error {
+        logsql_readers::Error::Corrupt {
             file: "/x/run.mcap".into(),
             format: "mcap",
             offset: 42,

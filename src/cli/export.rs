@@ -22,8 +22,8 @@ use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use logsql::engine::LogsqlOptions;
-use logsql::engine::mcap_sink::{
+use logsql::LogsqlOptions;
+use logsql::datasource::mcap_sink::{
     Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
 };
 use logsql::partial::{RemoveOnDrop, partial_path};
@@ -117,7 +117,7 @@ fn is_mcap(output: &Path) -> bool {
 }
 
 /// Streams the result of `sql` into an MCAP file at `output` (see
-/// [`logsql::engine::mcap_sink`]). Returns the rows written.
+/// [`logsql::datasource::mcap_sink`]). Returns the rows written.
 ///
 /// As with Parquet, a query that fails after delivering rows (a damaged file)
 /// leaves a complete MCAP file of those rows, and the error says so.
@@ -404,12 +404,12 @@ pub fn export_sql(
 /// every file states its counts (per topic, when topics are chosen).
 async fn expected_rows(ctx: &SessionContext, input: &str, topics: &BTreeSet<&str>) -> Option<u64> {
     let state = ctx.state();
-    let resolved = logsql::engine::url_table::resolve(&state, input)
+    let resolved = logsql::surface::url_table::resolve(&state, input)
         .await
         .ok()?;
     let mut total = 0;
     for (loc, format) in resolved.log_files() {
-        let cache = logsql::engine::summary_cache::of(state.runtime_env());
+        let cache = logsql::storage::summary_cache::of(state.runtime_env());
         let cached = loc.summary(Some(cache), format.clone()).await.ok()?;
         let summary = &cached.summary;
         total += if topics.is_empty() {

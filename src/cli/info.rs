@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use logsql::engine::object_io::FileLocation;
-use logsql::formats::{self, FormatReader};
-use logsql::io::{FileReader, ReadAt};
-use logsql::model::{ChannelTimes, Flow, Message, Selection, Summary};
+use logsql::storage::object_io::FileLocation;
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::{FileReader, ReadAt};
+use logsql_readers::model::{ChannelTimes, Flow, Message, Selection, Summary};
 use serde_json::{Value, json};
 
 use super::App;
@@ -149,11 +149,11 @@ impl Source {
 fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
     let mut out = Vec::new();
     for path in paths {
-        if !logsql::engine::url_table::is_local(path) {
+        if !logsql::storage::object_io::is_local(path) {
             let state = app.ctx.state();
             let resolved = app
                 .rt
-                .block_on(logsql::engine::url_table::resolve(&state, path))?;
+                .block_on(logsql::surface::url_table::resolve(&state, path))?;
             let before = out.len();
             if let [(loc, _)] = resolved.files.as_slice() {
                 // One object: summarised (or said not to be a log) whatever it holds.
@@ -162,7 +162,7 @@ fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
                 out.extend(resolved.log_files().map(|(l, _)| Source::Remote(l.clone())));
             }
             if out.len() == before {
-                return Err(logsql::Error::NoLogFiles { path: path.clone() }.into());
+                return Err(logsql_readers::Error::NoLogFiles { path: path.clone() }.into());
             }
             continue;
         }
@@ -184,7 +184,7 @@ fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
             }
         }
         if out.len() == before {
-            return Err(logsql::Error::NoLogFiles {
+            return Err(logsql_readers::Error::NoLogFiles {
                 path: path.display().to_string(),
             }
             .into());
@@ -717,7 +717,7 @@ struct Counted {
     topics: BTreeMap<String, (u64, Option<u64>, Option<u64>)>,
     total: u64,
     /// The first chunk that could not be read to its end.
-    error: Option<logsql::Error>,
+    error: Option<logsql_readers::Error>,
 }
 
 fn count_messages(format: &dyn FormatReader, reader: &dyn ReadAt, summary: &Summary) -> Counted {
@@ -779,7 +779,7 @@ struct HeaderTimes {
     /// Bytes decompressed where the index did not hold the times.
     bytes_decompressed: u64,
     /// The first chunk that could not be read to its end.
-    error: Option<logsql::Error>,
+    error: Option<logsql_readers::Error>,
 }
 
 fn header_times(format: &dyn FormatReader, reader: &dyn ReadAt, summary: &Summary) -> HeaderTimes {
@@ -820,7 +820,7 @@ struct Walked {
     /// Bytes decompressed for the other chunks.
     decompressed: u64,
     /// The first chunk that could not be read to its end.
-    error: Option<logsql::Error>,
+    error: Option<logsql_readers::Error>,
 }
 
 /// Reads every chunk's message times: from the format's own index where it

@@ -111,9 +111,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             #[cfg(feature = "distributed")]
             Command::Worker { listen } => {
                 eprintln!("logsql worker listening on http://{listen}");
-                Ok(app
-                    .rt
-                    .block_on(logsql::engine::distributed::serve(*listen))?)
+                Ok(app.rt.block_on(logsql::distributed::serve(*listen))?)
             }
         };
     }
@@ -161,7 +159,7 @@ fn not_a_path(sql: &str) -> CliResult {
     let log_extension = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
         // CARLA recordings have no extension of their own; `.log` is the usual one.
         e.eq_ignore_ascii_case("log")
-            || logsql::formats::all()
+            || logsql_readers::formats::all()
                 .iter()
                 .any(|f| f.extensions().iter().any(|x| x.eq_ignore_ascii_case(e)))
     });
@@ -388,7 +386,7 @@ impl App {
 fn session(args: &Args, config: SessionConfig) -> CliResult<SessionContext> {
     #[cfg(feature = "distributed")]
     if !args.workers.is_empty() {
-        use logsql::engine::distributed::{StaticWorkers, coordinator_context};
+        use logsql::distributed::{StaticWorkers, coordinator_context};
         return Ok(coordinator_context(
             config,
             StaticWorkers::parse(&args.workers)?,

@@ -23,11 +23,11 @@
 
 use std::collections::BTreeMap;
 
-use logsql::Error;
-use logsql::formats::FormatReader;
-use logsql::formats::apollo::{ApolloFormat, descriptor_pool};
-use logsql::io::{BytesReader, ReadAt};
-use logsql::model::{Channel, Flow, Message, Selection, Summary};
+use logsql_readers::Error;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::apollo::{ApolloFormat, descriptor_pool};
+use logsql_readers::io::{BytesReader, ReadAt};
+use logsql_readers::model::{Channel, Flow, Message, Selection, Summary};
 use prost_reflect::{DynamicMessage, Value};
 use sha1::{Digest, Sha1};
 
@@ -686,7 +686,7 @@ fn unknown_descriptor_syntax_is_an_error_not_a_panic() {
         e.contains("/t") && e.contains("\"a.proto\"") && e.contains("\"editions\""),
         "{e}"
     );
-    let e = logsql::decode::decoder_of(&ch, &ApolloFormat.schema_of(&ch))
+    let e = logsql_decode::decoder_of(&ch, &ApolloFormat.schema_of(&ch))
         .unwrap_err()
         .to_string();
     assert!(e.contains("editions"), "{e}");
@@ -948,7 +948,7 @@ fn sniffing_and_detection() {
         return;
     };
     let head = (&file as &dyn ReadAt).read_upto(0, 64).unwrap();
-    let f = logsql::formats::sniff(&head).unwrap();
+    let f = logsql_readers::formats::sniff(&head).unwrap();
     assert_eq!(f.name(), "record");
     assert_eq!(ApolloFormat.extensions(), &["record"]);
     // A TFRecord: u64 length, masked CRC, data, CRC.
@@ -1044,7 +1044,7 @@ fn byte_flip_sweep_never_panics() {
 
 /// A minimal record writer for the cases the fixtures lack.
 mod writer {
-    use logsql::formats::apollo::proto;
+    use logsql_readers::formats::apollo::proto;
     use prost::Message as _;
 
     pub struct Opts {

@@ -799,7 +799,6 @@ async fn asof_joins_nest_in_ctes_subqueries_and_join_chains() {
     assert!(plan.contains("AsofJoinExec: join_type=Inner"), "{plan}");
 }
 
-#[cfg(feature = "cli")]
 #[test]
 fn the_cli_takes_both_spellings() {
     let mcap = demo("demo.mcap");
@@ -851,7 +850,7 @@ async fn chunks_read(ctx: &SessionContext, sql: &str) -> Vec<u64> {
 /// as-of join: filters stay above it, as they would without the rule.
 fn context_without_push_down(target_partitions: usize) -> SessionContext {
     let ctx = context(target_partitions);
-    assert!(ctx.remove_optimizer_rule(logsql::engine::asof::push_down::NAME));
+    assert!(ctx.remove_optimizer_rule(logsql_asof::push_down::NAME));
     ctx
 }
 

@@ -20,11 +20,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
-use logsql::Error;
-use logsql::formats::FormatReader;
-use logsql::formats::bag::{BagFormat, BagIndex, PROBE_LIMIT};
-use logsql::io::{BytesReader, ReadAt};
-use logsql::model::{ChunkRead, Flow, Message, Selection, Summary};
+use logsql_readers::Error;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::bag::{BagFormat, BagIndex, PROBE_LIMIT};
+use logsql_readers::io::{BytesReader, ReadAt};
+use logsql_readers::model::{ChunkRead, Flow, Message, Selection, Summary};
 use serde_json::Value;
 
 use crate::bag_writer::{self, Compression};
@@ -880,10 +880,14 @@ fn hostile_lengths_are_errors_not_allocations() {
     // Bag header and one record with u32::MAX lengths.
     let mut b = b"#ROSBAG V2.0\n".to_vec();
     let mut h = Vec::new();
-    logsql::formats::bag::records::encode_field(&mut h, b"op", &[3]);
-    logsql::formats::bag::records::encode_field(&mut h, b"index_pos", &0u64.to_le_bytes());
-    logsql::formats::bag::records::encode_field(&mut h, b"conn_count", &0u32.to_le_bytes());
-    logsql::formats::bag::records::encode_field(&mut h, b"chunk_count", &0u32.to_le_bytes());
+    logsql_readers::formats::bag::records::encode_field(&mut h, b"op", &[3]);
+    logsql_readers::formats::bag::records::encode_field(&mut h, b"index_pos", &0u64.to_le_bytes());
+    logsql_readers::formats::bag::records::encode_field(&mut h, b"conn_count", &0u32.to_le_bytes());
+    logsql_readers::formats::bag::records::encode_field(
+        &mut h,
+        b"chunk_count",
+        &0u32.to_le_bytes(),
+    );
     b.extend_from_slice(&(h.len() as u32).to_le_bytes());
     b.extend_from_slice(&h);
     b.extend_from_slice(&0u32.to_le_bytes());

@@ -21,12 +21,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use logsql::Error;
-use logsql::formats::FormatReader;
-use logsql::formats::bddf::{BddfFormat, BddfIndex, identifier_hash};
-use logsql::io::{BytesReader, ReadAt};
-use logsql::model::{ExtraValue, Flow, Message, Selection, Summary};
-use logsql::table::{ColumnType, ScalarType, Value};
+use logsql_readers::Error;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::bddf::{BddfFormat, BddfIndex, identifier_hash};
+use logsql_readers::io::{BytesReader, ReadAt};
+use logsql_readers::model::{ExtraValue, Flow, Message, Selection, Summary};
+use logsql_readers::table::{ColumnType, ScalarType, Value};
 use serde_json::Value as Json;
 use sha1::{Digest, Sha1};
 
@@ -860,7 +860,7 @@ fn sniff_and_extensions() {
     assert!(BddfFormat.sniff(b"BDDF\xb8\0\0\0\0\0\0\x01"));
     assert!(!BddfFormat.sniff(b"FDDB"));
     assert_eq!(BddfFormat.extensions(), &["bddf"]);
-    let f = logsql::formats::sniff(b"BDDF\0\0\0\0\0\0\0\x01").unwrap();
+    let f = logsql_readers::formats::sniff(b"BDDF\0\0\0\0\0\0\0\x01").unwrap();
     assert_eq!(f.name(), "bddf");
     assert_eq!(BddfFormat.extra_columns()[0].name, "additional_indexes");
 }
@@ -1728,7 +1728,6 @@ fn byte_flip_sweep_never_panics() {
 }
 
 /// The reader through the scan engine (SQL), when DataFusion is built.
-#[cfg(feature = "datafusion")]
 mod sql {
     use crate::sql::{analyze, error, ints, metric, query};
 

@@ -9,12 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use logsql::Error;
-use logsql::formats::FormatReader;
-use logsql::formats::carla::{CarlaFormat, CarlaIndex, TailIds};
-use logsql::io::{BytesReader, FileReader, ReadAt};
-use logsql::model::{ExtraValue, Flow, Message, Selection, Summary};
-use logsql::table::Value;
+use logsql_readers::Error;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::carla::{CarlaFormat, CarlaIndex, TailIds};
+use logsql_readers::io::{BytesReader, FileReader, ReadAt};
+use logsql_readers::model::{ExtraValue, Flow, Message, Selection, Summary};
+use logsql_readers::table::Value;
 
 /// Per-fixture facts from the python header walk.
 struct Fx {
@@ -1208,7 +1208,7 @@ fn truncated_header_only_and_bad_magic() {
     let mut head = vec![0u8; 40];
     h.read_exact_at(0, &mut head).unwrap();
     assert!(CarlaFormat.sniff(&head));
-    assert!(logsql::formats::sniff(&head).is_some_and(|f| f.name() == "carla"));
+    assert!(logsql_readers::formats::sniff(&head).is_some_and(|f| f.name() == "carla"));
 }
 
 /// Reads everything a (possibly damaged) file yields, never panicking:
@@ -1534,7 +1534,7 @@ fn big_file_positions_throughput() {
 
 #[test]
 fn collisions_and_blocked_queries_match_carla() {
-    use logsql::formats::carla::queries::{blocked_text, collisions_text};
+    use logsql_readers::formats::carla::queries::{blocked_text, collisions_text};
     let mut compared = 0;
     for name in ["synth_0916_basic", "srunner_0913_DistanceBetweenVehicles"] {
         let Some(f) = open(name) else { return };
@@ -1570,7 +1570,7 @@ fn collisions_and_blocked_queries_match_carla() {
 
 #[test]
 fn blocked_query_reports_a_long_stop() {
-    use logsql::formats::carla::queries::blocked_text;
+    use logsql_readers::formats::carla::queries::blocked_text;
     let mut b = Builder::new(0, "Town01");
     for frame in 1..=43u64 {
         let mut fs = Vec::new();
@@ -1612,7 +1612,6 @@ fn blocked_query_reports_a_long_stop() {
 /// CARLA files through the scan engine: content detection of `.log` files,
 /// `STORED AS CARLA`, the `frame`/`elapsed` extra columns, typed table
 /// functions and time pruning (counts from the python header walk).
-#[cfg(feature = "datafusion")]
 mod engine {
     use crate::sql::{ints, pairs, query};
 

@@ -5,8 +5,8 @@
 
 use std::process::{Command, Stdio};
 
-use logsql::formats;
-use logsql::io::BytesReader;
+use logsql_readers::formats;
+use logsql_readers::io::BytesReader;
 
 use crate::engine_damage::reader_prefix;
 use crate::fixtures;

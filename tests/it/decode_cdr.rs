@@ -17,12 +17,12 @@ use arrow_array::cast::AsArray;
 use arrow_schema::DataType;
 use serde_json::{Value, json};
 
-use logsql::decode::cdr;
-use logsql::decode::{
+use logsql_decode::cdr;
+use logsql_decode::{
     ColumnBuilder, MessageDecoder, append_message, decoder_for, duration_type, field,
     fixed_list_of, list_of, timestamp_type,
 };
-use logsql::model::Channel;
+use logsql_readers::model::Channel;
 
 use crate::decode_common::{decode_all, expected_json, file_messages, row_json, topic_messages};
 use crate::fixtures;
@@ -1021,7 +1021,7 @@ fn thread_cpu_seconds() -> Option<f64> {
 /// Decode rate of sensor_msgs/msg/Imu (the fixture's 200 payloads, over and
 /// over, in batches of 8192 rows). Prints messages per second of wall time
 /// and of this thread's CPU time. Run in release:
-/// `cargo test --release --no-default-features --test it imu_decode_rate -- --ignored --nocapture`
+/// `cargo test --release --test it imu_decode_rate -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn imu_decode_rate() {

@@ -1,7 +1,7 @@
 //! Shared helpers of the decoder tests (`decode_*.rs`): every message of a
 #![allow(dead_code)] // each decoder test uses part of it
 //! fixture file with its channel, decoding through the public
-//! [`logsql::decode`] API, and decoded rows as JSON for comparison with the
+//! [`logsql_decode`] API, and decoded rows as JSON for comparison with the
 //! official readers' expected outputs.
 
 use std::collections::BTreeMap;
@@ -18,10 +18,10 @@ use arrow_schema::DataType;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use logsql::decode::{ColumnBuilder, MessageDecoder, append_message};
-use logsql::formats::{self, FormatReader};
-use logsql::io::FileReader;
-use logsql::model::{Channel, Flow, Message, Selection};
+use logsql_decode::{ColumnBuilder, MessageDecoder, append_message};
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::FileReader;
+use logsql_readers::model::{Channel, Flow, Message, Selection};
 
 /// One message of a file, owned.
 #[derive(Debug, Clone)]

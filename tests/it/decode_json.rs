@@ -12,10 +12,10 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, Fields};
 use serde_json::{Value, json};
 
-use logsql::decode::{
+use logsql_decode::{
     ColumnBuilder, MessageDecoder, append_message, decoder_for, field, json as jd, list_of,
 };
-use logsql::model::Channel;
+use logsql_readers::model::Channel;
 
 use crate::decode_common::{OwnedMessage, decode_all, expected_json, file_messages, row_json};
 use crate::fixtures;
@@ -1177,7 +1177,7 @@ fn accepts_exactly_what_serde_json_accepts() {
 
 // ---------------------------------------------------------------------------
 // Speed (release build):
-// cargo test --release --no-default-features --test it decode_json::throughput -- --ignored --nocapture
+// cargo test --release --test it decode_json::throughput -- --ignored --nocapture
 
 #[test]
 #[ignore = "measurement; run in release with --ignored --nocapture"]

@@ -29,9 +29,9 @@ use prost_reflect::{
 };
 use serde_json::{Value, json};
 
-use logsql::decode::protobuf::{self, ProtobufDecoder};
-use logsql::decode::{ColumnBuilder, MessageDecoder, append_message};
-use logsql::model::Channel;
+use logsql_decode::protobuf::{self, ProtobufDecoder};
+use logsql_decode::{ColumnBuilder, MessageDecoder, append_message};
+use logsql_readers::model::Channel;
 
 use crate::decode_common::{
     OwnedMessage, decode_all, expected_json, file_messages, row_json, topic_messages,
@@ -296,7 +296,7 @@ fn check_mcap(name: &str, topics: &[&str]) -> Option<BTreeMap<String, usize>> {
         let msgs: Vec<&OwnedMessage> = topic_messages(&all, topic);
         let channel = &msgs[0].channel;
         assert_eq!(channel.message_encoding, "protobuf");
-        let decoder = logsql::decode::decoder_for(channel).unwrap();
+        let decoder = logsql_decode::decoder_for(channel).unwrap();
         assert_eq!(
             decoder.describe(),
             format!("protobuf {}", channel.message_type.as_deref().unwrap())
@@ -425,7 +425,8 @@ fn apollo_file(rel: &str) -> Option<BTreeMap<String, ArrayRef>> {
     }
     let mut out = BTreeMap::new();
     for (topic, ch) in channels {
-        let Some(pool) = logsql::formats::apollo::descriptor::descriptor_pool(&ch).unwrap() else {
+        let Some(pool) = logsql_readers::formats::apollo::descriptor::descriptor_pool(&ch).unwrap()
+        else {
             continue;
         };
         let desc = pool
@@ -620,9 +621,10 @@ fn apollo_generated_records_decode() {
 /// Decodes every protobuf series of a BDDF fixture; returns topic → array.
 fn bddf_file(name: &str) -> Option<BTreeMap<String, ArrayRef>> {
     let dir = crate::fixtures::dir("bddf")?;
-    let pool =
-        logsql::descriptors::load(dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap())
-            .unwrap();
+    let pool = logsql_decode::descriptors::load(
+        dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap(),
+    )
+    .unwrap();
     let all = file_messages(&dir.join(name));
     let mut channels: BTreeMap<u64, Channel> = BTreeMap::new();
     for m in &all {
@@ -631,7 +633,7 @@ fn bddf_file(name: &str) -> Option<BTreeMap<String, ArrayRef>> {
             .or_insert_with(|| (*m.channel).clone());
     }
     let mut list: Vec<Channel> = channels.into_values().collect();
-    logsql::descriptors::attach(&pool, &mut list);
+    logsql_decode::descriptors::attach(&pool, &mut list);
     let mut out = BTreeMap::new();
     for ch in list.iter().filter(|c| c.message_encoding == "protobuf") {
         let decoder = protobuf::decoder(ch).unwrap();
@@ -715,9 +717,10 @@ fn every_bosdyn_message_type_compiles() {
     let Some(dir) = crate::fixtures::dir("bddf") else {
         return;
     };
-    let pool =
-        logsql::descriptors::load(dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap())
-            .unwrap();
+    let pool = logsql_decode::descriptors::load(
+        dir.join("bosdyn_api_descriptors.binpb").to_str().unwrap(),
+    )
+    .unwrap();
     let start = std::time::Instant::now();
     let (mut n, mut cut, mut widest) = (0, 0, (0, String::new()));
     for m in pool.all_messages() {
@@ -1669,7 +1672,7 @@ fn imu_decode_rate() {
     check_against_dynamic(decoder.as_ref(), &desc, &refs, "imu");
     if let Ok(dir) = std::env::var("LOGSQL_PROTO_BENCH_OUT") {
         // For the Python comparison: the descriptor set and one payload.
-        let set = logsql::descriptors::schema_for(&pool, "bench.Imu").unwrap();
+        let set = logsql_decode::descriptors::schema_for(&pool, "bench.Imu").unwrap();
         std::fs::write(format!("{dir}/imu.fds"), set).unwrap();
         std::fs::write(format!("{dir}/imu.bin"), &payloads[0]).unwrap();
     }

@@ -1,4 +1,4 @@
-//! Decoding ROS1 message definitions and payloads (`logsql::decode::ros1msg`)
+//! Decoding ROS1 message definitions and payloads (`logsql_decode::ros1msg`)
 //! against the official readers' decoded output: the MCAP decode fixtures
 //! (mcap-ros1-support), every ROS1 bag fixture (python `rosbags`), and
 //! crafted definitions and payloads (type mapping, name resolution, bad
@@ -13,12 +13,12 @@ use arrow_schema::DataType;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use logsql::decode::ros1msg;
-use logsql::decode::{
+use logsql_decode::ros1msg;
+use logsql_decode::{
     ColumnBuilder, MessageDecoder, append_message, decoder_for, duration_type, field,
     fixed_list_of, list_of, timestamp_type,
 };
-use logsql::model::Channel;
+use logsql_readers::model::Channel;
 
 use crate::decode_common::{OwnedMessage, expected_json, file_messages, row_json, topic_messages};
 use crate::fixtures;

@@ -10,9 +10,9 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
-use logsql::formats::{self, FormatReader};
-use logsql::io::BytesReader;
-use logsql::model::{Flow, Message, Selection};
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::BytesReader;
+use logsql_readers::model::{Flow, Message, Selection};
 
 use crate::fixtures;
 

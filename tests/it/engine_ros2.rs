@@ -537,7 +537,6 @@ async fn humble_bags_decode_with_the_bundled_interfaces_and_a_msg_path() {
 }
 
 /// The CLI: `--msg-path` sets `logsql.msg_path`; `info` on a bag database.
-#[cfg(feature = "cli")]
 #[test]
 fn cli_msg_path_and_info() {
     use std::process::Command;

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use datafusion::prelude::{SessionConfig, SessionContext};
-use logsql::io::FileReader;
-use logsql::model::{Flow, Message, Selection};
+use logsql_readers::io::FileReader;
+use logsql_readers::model::{Flow, Message, Selection};
 
 use crate::fixtures;
 use crate::sql::{pairs, query, text};
@@ -29,9 +29,9 @@ fn ctx_split(partitions: usize) -> SessionContext {
 /// chunk's messages sorted by `log_time` (stably), as the scan sends them.
 fn file_order(path: &Path) -> Vec<(String, i64)> {
     let file = FileReader::open(path).unwrap();
-    let format = logsql::formats::detect(&file).unwrap();
+    let format = logsql_readers::formats::detect(&file).unwrap();
     let summary = format.summary(&file).unwrap();
-    let in_time_order = logsql::engine::time_order::file_in_time_order(format.as_ref(), &summary);
+    let in_time_order = logsql::scanner::time_order::file_in_time_order(format.as_ref(), &summary);
     let mut out = Vec::new();
     for chunk in &summary.chunks {
         let mut of_chunk = Vec::new();
@@ -449,7 +449,6 @@ async fn bag_topics_times_come_from_index_data_alone() {
 
 /// The CLI, at its default partition count and at 16 with every file split,
 /// prints the first messages in file order (CSV, exact text).
-#[cfg(feature = "cli")]
 #[test]
 fn cli_limit_prints_the_first_messages_in_file_order() {
     let Some(bag) = fixtures::file("rosbag", "robot_localization-test1.bag") else {

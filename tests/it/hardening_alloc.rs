@@ -36,7 +36,7 @@
 //! and every error names the crafted file; decoder cases compile the schema
 //! and decode the payload and expect an error naming the cause.
 //!
-//! Documented caps met along the way: [`logsql::compression::MAX_CHUNK_SIZE`]
+//! Documented caps met along the way: [`logsql_readers::compression::MAX_CHUNK_SIZE`]
 //! (4 GiB declared uncompressed size; below it the decompressor reserves at
 //! most 1024× the compressed size + 1 MiB up front), ROS1
 //! `ros1msg::plan::MAX_DEPTH` (32) and `parse::MAX_FIXED_LEN` (2^24), CDR,
@@ -48,11 +48,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use logsql::decode::{self, ColumnBuilder, append_message};
-use logsql::formats;
-use logsql::io::BytesReader;
-use logsql::model::{Channel, Flow, Message, Selection};
-use logsql::table::{RowSink, Value};
+use logsql_decode::{ColumnBuilder, append_message};
+use logsql_readers::formats;
+use logsql_readers::io::BytesReader;
+use logsql_readers::model::{Channel, Flow, Message, Selection};
+use logsql_readers::table::{RowSink, Value};
 
 /// Most the child's peak virtual memory may grow while running one case.
 const BUDGET: u64 = 64 << 20;
@@ -248,7 +248,7 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
                 return Flow::Continue;
             }
             let slot = decoders.entry(m.channel.id).or_insert_with(|| {
-                match decode::decoder_of(m.channel, &format.schema_of(m.channel))
+                match logsql_decode::decoder_of(m.channel, &format.schema_of(m.channel))
                     .and_then(|d| ColumnBuilder::new(d.data_type()).map(|b| (d, b)))
                 {
                     Ok(pair) => Some(pair),
@@ -956,7 +956,7 @@ fn cdr_channel(type_name: &str, schema: &str) -> Channel {
 
 /// Compiles `channel`'s decoder and decodes `payload`: the error, compile or decode.
 fn decode_error(channel: &Channel, payload: &[u8]) -> Option<String> {
-    let d = match decode::decoder_for(channel) {
+    let d = match logsql_decode::decoder_for(channel) {
         Ok(d) => d,
         Err(e) => return Some(format!("schema: {e}")),
     };
@@ -1087,7 +1087,7 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
 alloc_case!(protobuf_self_referencing_schema_and_huge_lengths, {
     let channel = proto_channel("crafted.Node", &self_referencing_descriptor());
     // The recursive type itself compiles to a capped depth or is refused.
-    let compiled = decode::decoder_for(&channel);
+    let compiled = logsql_decode::decoder_for(&channel);
     println!(
         "self-referencing descriptor: {:?}",
         compiled.as_ref().map(|d| d.describe())

@@ -60,11 +60,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use logsql::Error;
-use logsql::formats::{self, FormatReader};
-use logsql::io::{BytesReader, ReadAt};
-use logsql::model::{Flow, Message, Selection, Summary};
-use logsql::table::Value;
+use logsql_readers::Error;
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::{BytesReader, ReadAt};
+use logsql_readers::model::{Flow, Message, Selection, Summary};
+use logsql_readers::table::Value;
 
 /// One message, reduced to what the sweeps compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,11 +11,11 @@
 
 use std::path::{Path, PathBuf};
 
-use logsql::formats::FormatReader;
-use logsql::formats::mcap::records::Record;
-use logsql::formats::mcap::{McapFormat, McapIndex, RecordReader};
-use logsql::io::BytesReader;
-use logsql::model::{Flow, Message, Selection, Summary};
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::mcap::records::Record;
+use logsql_readers::formats::mcap::{McapFormat, McapIndex, RecordReader};
+use logsql_readers::io::BytesReader;
+use logsql_readers::model::{Flow, Message, Selection, Summary};
 use serde_json::{Map, Value, json};
 
 const STREAMED_FILES: usize = 416;

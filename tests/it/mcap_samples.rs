@@ -14,12 +14,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use logsql::Error;
-use logsql::formats::FormatReader;
-use logsql::formats::mcap::records::Record;
-use logsql::formats::mcap::{ChunkKind, McapFormat, McapIndex, PSEUDO_CHUNK_TARGET, RecordReader};
-use logsql::io::BytesReader;
-use logsql::model::{ChannelTimes, ChunkRead, Flow, Message, Selection, Summary};
+use logsql_readers::Error;
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::mcap::records::Record;
+use logsql_readers::formats::mcap::{
+    ChunkKind, McapFormat, McapIndex, PSEUDO_CHUNK_TARGET, RecordReader,
+};
+use logsql_readers::io::BytesReader;
+use logsql_readers::model::{ChannelTimes, ChunkRead, Flow, Message, Selection, Summary};
 
 /// One delivered message, owned.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -1050,7 +1052,7 @@ struct Counting {
     read: std::sync::atomic::AtomicU64,
 }
 
-impl logsql::io::ReadAt for Counting {
+impl logsql_readers::io::ReadAt for Counting {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -1066,7 +1068,7 @@ impl logsql::io::ReadAt for Counting {
 
 #[test]
 fn indexed_summary_and_header_only_reads_are_cheap() {
-    use logsql::io::ReadAt;
+    use logsql_readers::io::ReadAt;
     let Some((_, bytes)) = sample("compressed.mcap") else {
         return;
     };
@@ -1110,7 +1112,7 @@ fn indexed_summary_and_header_only_reads_are_cheap() {
 
 #[test]
 fn record_reader_options() {
-    use logsql::formats::mcap::RecordReaderOptions;
+    use logsql_readers::formats::mcap::RecordReaderOptions;
     let Some((_, bytes)) = sample("compressed.mcap") else {
         return;
     };

@@ -588,7 +588,6 @@ async fn a_damaged_source_gives_a_complete_file_then_the_error() {
 }
 
 #[test]
-#[cfg(feature = "cli")]
 fn export_writes_mcap_with_filters_and_options() {
     use std::process::Command;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.bag");

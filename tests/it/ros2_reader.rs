@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use logsql::formats::FormatReader;
-use logsql::formats::ros2::Ros2Format;
-use logsql::io::{BytesReader, FileReader, ReadAt};
-use logsql::model::{Flow, Message, Selection};
-use md5_df_features::{Digest, Md5};
+use logsql_readers::formats::FormatReader;
+use logsql_readers::formats::ros2::Ros2Format;
+use logsql_readers::io::{BytesReader, FileReader, ReadAt};
+use logsql_readers::model::{Flow, Message, Selection};
+use md5::{Digest, Md5};
 use serde_json::Value;
 
 use crate::fixtures;
@@ -19,7 +19,7 @@ use crate::fixtures;
 type Row = (String, u64, Vec<u8>);
 
 /// Every message of `file` (all chunks in order), or the first error.
-pub fn read_all(file: &dyn ReadAt) -> Result<Vec<Row>, logsql::Error> {
+pub fn read_all(file: &dyn ReadAt) -> Result<Vec<Row>, logsql_readers::Error> {
     let f = Ros2Format;
     let summary = f.summary(file)?;
     let mut out = Vec::new();
@@ -123,7 +123,7 @@ fn schema_versions_and_metadata_are_read() {
         return;
     };
     let open = |p: &str| FileReader::open(dir.join("sqlite3").join(p)).unwrap();
-    let prop = |s: &logsql::model::Summary, k: &str| {
+    let prop = |s: &logsql_readers::model::Summary, k: &str| {
         s.properties
             .iter()
             .find(|(n, _)| n == k)
@@ -186,7 +186,7 @@ fn schema_versions_and_metadata_are_read() {
     let ch = wrong.channels.values().next().unwrap();
     assert_eq!(ch.message_encoding, "cdr");
     assert_eq!(ch.metadata["metadata_serialization_format"], "wrong_format");
-    let err = logsql::decode::decoder_of(ch, &Ros2Format.schema_of(ch))
+    let err = logsql_decode::decoder_of(ch, &Ros2Format.schema_of(ch))
         .unwrap_err()
         .to_string();
     assert!(
@@ -305,7 +305,7 @@ fn a_database_compressed_whole_is_read_through_a_temporary_copy() {
     // A zstd frame is a bag only under its rosbag2 name.
     assert!(!Ros2Format.sniff(&packed[..16]));
     assert!(Ros2Format.sniff_named("b_0.db3.zstd", &packed[..16]));
-    assert!(logsql::formats::sniff_named("x.csv.zst", &packed[..16]).is_none());
+    assert!(logsql_readers::formats::sniff_named("x.csv.zst", &packed[..16]).is_none());
     let rows = read_all(&FileReader::open(&zpath).unwrap()).unwrap();
     assert_eq!(rows.len(), 100);
     assert_eq!(rows[99].2, payload_of(99, 32));

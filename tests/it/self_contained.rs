@@ -19,8 +19,8 @@ use std::sync::{Mutex, OnceLock};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::SessionContext;
-use logsql::formats;
-use logsql::io::BytesReader;
+use logsql_readers::formats;
+use logsql_readers::io::BytesReader;
 use sha1::{Digest, Sha1};
 
 use crate::engine_damage::{Row, message_rows, reader_prefix, rows_then_error};

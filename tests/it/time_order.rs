@@ -17,7 +17,7 @@ use datafusion::physical_plan::{
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::TryStreamExt;
-use logsql::io::FileReader;
+use logsql_readers::io::FileReader;
 
 use crate::fixtures;
 use crate::sql::{analyze, error, metric, query, text};
@@ -43,9 +43,9 @@ async fn ctx(partitions: usize) -> SessionContext {
 /// Whether the file's index proves it in time order (the scan declares it).
 fn in_time_order(path: &Path) -> Option<bool> {
     let file = FileReader::open(path).ok()?;
-    let format = logsql::formats::detect(&file).ok()?;
+    let format = logsql_readers::formats::detect(&file).ok()?;
     let summary = format.summary(&file).ok()?;
-    Some(logsql::engine::time_order::file_in_time_order(
+    Some(logsql::scanner::time_order::file_in_time_order(
         format.as_ref(),
         &summary,
     ))
@@ -903,7 +903,7 @@ async fn a_chunk_index_that_lies_about_its_times_is_corruption() {
 /// Offset of chunk `i` of an MCAP file.
 fn chunk_offset(path: &Path, i: usize) -> u64 {
     let file = FileReader::open(path).unwrap();
-    let format = logsql::formats::detect(&file).unwrap();
+    let format = logsql_readers::formats::detect(&file).unwrap();
     format.summary(&file).unwrap().chunks[i].offset
 }
 

@@ -20,22 +20,11 @@ use std::path::Path;
 
 use futures::StreamExt;
 
-use super::args::PlotArgs;
+use super::args::{Kind, PlotArgs};
 use super::error::{CliError, CliResult};
 use super::{App, statements};
 use data::Chart;
 use image::ImageType;
-
-/// How series are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Kind {
-    /// Points joined by straight lines.
-    Line,
-    /// Points only.
-    Scatter,
-    /// Each value held until the next point (signals that change in steps).
-    Step,
-}
 
 /// What an image looks like.
 #[derive(Debug, Clone)]

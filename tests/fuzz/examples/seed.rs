@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use logsql::formats::{self, FormatReader};
-use logsql::io::FileReader;
-use logsql::model::{Flow, Message, Selection};
+use logsql_readers::formats::{self, FormatReader};
+use logsql_readers::io::FileReader;
+use logsql_readers::model::{Flow, Message, Selection};
 
 /// Inputs written per channel (the first messages of the channel).
 const PER_CHANNEL: usize = 6;

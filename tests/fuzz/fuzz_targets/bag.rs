@@ -1,10 +1,10 @@
 //! Fuzz target: the input is a whole ROS1 bag file, read through every path of
-//! `logsql::formats::bag::BagFormat` (see `logsql_fuzz::exercise_format`).
+//! `logsql_readers::formats::bag::BagFormat` (see `logsql_fuzz::exercise_format`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    logsql_fuzz::exercise_format(&logsql::formats::bag::BagFormat, data);
+    logsql_fuzz::exercise_format(&logsql_readers::formats::bag::BagFormat, data);
 });

@@ -1,10 +1,10 @@
 //! Fuzz target: the input is a whole CARLA recorder file, read through every path of
-//! `logsql::formats::carla::CarlaFormat` (see `logsql_fuzz::exercise_format`).
+//! `logsql_readers::formats::carla::CarlaFormat` (see `logsql_fuzz::exercise_format`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    logsql_fuzz::exercise_format(&logsql::formats::carla::CarlaFormat, data);
+    logsql_fuzz::exercise_format(&logsql_readers::formats::carla::CarlaFormat, data);
 });

@@ -1,10 +1,10 @@
 //! Fuzz target: the input is a whole MCAP file, read through every path of
-//! `logsql::formats::mcap::McapFormat` (see `logsql_fuzz::exercise_format`).
+//! `logsql_readers::formats::mcap::McapFormat` (see `logsql_fuzz::exercise_format`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    logsql_fuzz::exercise_format(&logsql::formats::mcap::McapFormat, data);
+    logsql_fuzz::exercise_format(&logsql_readers::formats::mcap::McapFormat, data);
 });

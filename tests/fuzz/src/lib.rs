@@ -9,7 +9,7 @@
 //!   payload decoder on every message.
 //! - [`exercise_decoder`]: the input is a schema and a payload in the layout
 //!   of [`split_decoder_input`]; the decoder is compiled with
-//!   `logsql::decode::decoder_for` and the payload appended to a
+//!   `logsql_decode::decoder_for` and the payload appended to a
 //!   `ColumnBuilder`, whose finished arrays must pass Arrow's full validation.
 //!
 //! Errors are the expected outcome for most inputs and are ignored; only
@@ -19,11 +19,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::Array;
-use logsql::decode::{self, ColumnBuilder, MessageDecoder, append_message};
-use logsql::formats::{FormatReader, SNIFF_LEN};
-use logsql::io::BytesReader;
-use logsql::model::{Channel, Flow, Message, Selection};
-use logsql::table::{RowSink, Value};
+use logsql_decode::{ColumnBuilder, MessageDecoder, append_message};
+use logsql_readers::formats::{FormatReader, SNIFF_LEN};
+use logsql_readers::io::BytesReader;
+use logsql_readers::model::{Channel, Flow, Message, Selection};
+use logsql_readers::table::{RowSink, Value};
 
 /// Most table arguments tried per typed table (BDDF `pod` takes a series).
 const MAX_TABLE_ARGS: usize = 8;
@@ -136,7 +136,7 @@ impl<'f> Decoders<'f> {
     fn decode(&mut self, m: &Message<'_>) {
         let format = self.format;
         let slot = self.by_channel.entry(m.channel.id).or_insert_with(|| {
-            let decoder = decode::decoder_of(m.channel, &format.schema_of(m.channel)).ok()?;
+            let decoder = logsql_decode::decoder_of(m.channel, &format.schema_of(m.channel)).ok()?;
             let builder = ColumnBuilder::new(decoder.data_type()).ok()?;
             Some((decoder, builder))
         });
@@ -240,9 +240,9 @@ pub fn exercise_decoder(message_encoding: &str, schema_encoding: &str, data: &[u
         metadata: BTreeMap::new(),
     };
     let decoder = if message_encoding == "json" && input.schema.is_empty() {
-        decode::json::infer(&mut std::iter::once(input.payload))
+        logsql_decode::json::infer(&mut std::iter::once(input.payload))
     } else {
-        decode::decoder_for(&channel)
+        logsql_decode::decoder_for(&channel)
     };
     let Ok(decoder) = decoder else {
         return;

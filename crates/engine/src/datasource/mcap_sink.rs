@@ -1,0 +1,989 @@
+//! Writing query results as MCAP: the `DataSink` behind `COPY (...) TO
+//! 'x.mcap'` (or `STORED AS MCAP`), also used by `logsql export out.mcap`.
+//!
+//! Rows need `topic`, `log_time` and `data`; `publish_time` (null: the log
+//! time), `sequence` (null: 0), `message_type`, `message_encoding` and `file`
+//! are used when present. A row's channel and schema come from the file named
+//! in its `file` column: that file's summary (the one the scan cached) is read,
+//! and the row gets the channel of that file with the row's topic, message
+//! type and message encoding, mapped to MCAP by
+//! [`logsql_readers::formats::mcap::target`]. Rows without a `file` column (or whose
+//! file cannot be read any more) get a channel keyed by (topic, message type,
+//! message encoding) whose schema record carries only the type name. Each
+//! source file's metadata records and MCAP attachments are written once, when
+//! its first row arrives. Rows are written in the order the query delivers them.
+//!
+//! The `mcap` crate's writer runs on a blocking thread fed through a bounded
+//! channel; the output goes to a temporary name beside the target (a local
+//! file) or in the temporary directory (an object store), and only a complete
+//! file is renamed (uploaded) to the target. An error in the input stream
+//! leaves nothing under the target name. Scan errors of damaged files are
+//! deferred past the sink ([`crate::scanner::damage`]): the sink sees the readable rows
+//! end normally, completes the file, and the query then fails with the note
+//! that the output is complete and valid, as with `COPY ... TO '.parquet'`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::fs::File;
+use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, TimeUnit, UInt32Type};
+use datafusion::datasource::physical_plan::FileSinkConfig;
+use datafusion::datasource::sink::DataSink;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::object_store::path::Path as ObjectPath;
+use datafusion::object_store::{ObjectStore, ObjectStoreExt};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatchStream};
+use futures::StreamExt;
+use prost_reflect::DescriptorPool;
+
+use crate::partial::{RemoveOnDrop, partial_path};
+use crate::scanner::error::df_err;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::schema::col;
+use crate::storage::object_io::FileLocation;
+use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
+use logsql_readers::model::MetadataInfo;
+
+/// Batches buffered between the query and the writer thread.
+const QUEUE: usize = 4;
+
+/// The `COPY ... OPTIONS (...)` keys of MCAP output (without DataFusion's
+/// `format.` prefix).
+pub(crate) const OPTION_KEYS: &[&str] = &["compression", "chunk_size", "summary"];
+
+/// How the MCAP file is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McapWriteOptions {
+    /// Chunk compression: `zstd` (default), `lz4` or `none`.
+    pub compression: Compression,
+    /// Target uncompressed chunk size in bytes (default 1 MiB, the `mcap` crate's).
+    pub chunk_size: u64,
+    /// Whether to write the summary section and indexes (message indexes,
+    /// chunk indexes, statistics, summary offsets). Default `true`.
+    pub summary: bool,
+}
+
+/// Chunk compression of MCAP output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// zstd (the default).
+    Zstd,
+    /// LZ4 frames.
+    Lz4,
+    /// No compression.
+    None,
+}
+
+impl Compression {
+    /// Parses `zstd`, `lz4` or `none` (also `uncompressed`), any case.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "zstd" => Ok(Self::Zstd),
+            "lz4" => Ok(Self::Lz4),
+            "none" | "uncompressed" | "" => Ok(Self::None),
+            other => Err(DataFusionError::Configuration(format!(
+                "MCAP compression '{other}' is not one of zstd, lz4, none"
+            ))),
+        }
+    }
+}
+
+impl Default for McapWriteOptions {
+    fn default() -> Self {
+        Self {
+            compression: Compression::Zstd,
+            chunk_size: mcap::WriteOptions::DEFAULT_CHUNK_SIZE,
+            summary: true,
+        }
+    }
+}
+
+impl McapWriteOptions {
+    /// The options of `COPY ... OPTIONS (...)` / `CREATE EXTERNAL TABLE ...
+    /// OPTIONS (...)` (keys with or without the `format.` prefix); unknown keys
+    /// are refused with the known ones listed.
+    pub(crate) fn from_map(options: &HashMap<String, String>) -> Result<Self> {
+        let mut out = Self::default();
+        for (key, value) in options {
+            let bare = key.strip_prefix("format.").unwrap_or(key);
+            match bare {
+                "compression" => out.compression = Compression::parse(value)?,
+                "chunk_size" => {
+                    out.chunk_size = value.trim().parse().map_err(|_| {
+                        DataFusionError::Configuration(format!(
+                            "MCAP chunk_size '{value}' is not a number of bytes"
+                        ))
+                    })?
+                }
+                "summary" => {
+                    out.summary = match value.trim().to_ascii_lowercase().as_str() {
+                        "true" | "yes" | "on" | "1" => true,
+                        "false" | "no" | "off" | "0" => false,
+                        _ => {
+                            return Err(DataFusionError::Configuration(format!(
+                                "MCAP summary '{value}' is not true or false"
+                            )));
+                        }
+                    }
+                }
+                _ => {
+                    return Err(DataFusionError::Configuration(format!(
+                        "unknown option '{key}' for MCAP output (known: {})",
+                        OPTION_KEYS.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The `mcap` crate's options for a file of `profile`.
+    fn writer_options(&self, profile: &str) -> mcap::WriteOptions {
+        let compression = match self.compression {
+            Compression::Zstd => Some(mcap::Compression::Zstd),
+            Compression::Lz4 => Some(mcap::Compression::Lz4),
+            Compression::None => None,
+        };
+        let mut o = mcap::WriteOptions::new()
+            .compression(compression)
+            .chunk_size(Some(self.chunk_size.max(1)))
+            // zstd on the writing thread itself. The crate's default (one
+            // worker per physical core) hands each chunk to a worker, copying it first, but a
+            // worker only splits jobs of 8 MiB and more at level 3: a 1 MiB chunk is
+            // compressed by one worker while the writer waits. Without the handoff,
+            // a 188 MB bag converts in 0.41 s instead of 0.50 s (docs/performance.md).
+            .compression_threads(0)
+            .profile(profile)
+            .library(format!("logsql {}", env!("CARGO_PKG_VERSION")));
+        if !self.summary {
+            o = o
+                .emit_summary_records(false)
+                .emit_summary_offsets(false)
+                .emit_message_indexes(false);
+        }
+        o
+    }
+}
+
+/// Fails unless `schema` has the columns an MCAP message needs.
+pub(crate) fn check_schema(schema: &SchemaRef) -> Result<()> {
+    let missing: Vec<&str> = [col::TOPIC, col::LOG_TIME, col::DATA]
+        .into_iter()
+        .filter(|c| schema.index_of(c).is_err())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    Err(DataFusionError::Plan(format!(
+        "writing MCAP needs the columns topic, log_time and data (missing: {}; the query has: {})",
+        missing.join(", "),
+        have.join(", ")
+    )))
+}
+
+/// Where the finished file goes.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A local file.
+    Local(PathBuf),
+    /// An object in a store, under its URL.
+    Store {
+        /// The store.
+        store: Arc<dyn ObjectStore>,
+        /// The object's path.
+        path: ObjectPath,
+        /// The URL the user gave.
+        url: String,
+    },
+}
+
+impl Target {
+    /// The target of a `COPY`.
+    fn of_sink(config: &FileSinkConfig, env: &RuntimeEnv) -> Result<Self> {
+        let table = config.table_paths.first().ok_or_else(|| {
+            DataFusionError::Internal("COPY to MCAP without an output path".into())
+        })?;
+        if table.is_collection() || config.original_url.ends_with('/') {
+            return Err(DataFusionError::Plan(format!(
+                "MCAP is written to one file: '{}' names a directory (give a file name such as out.mcap)",
+                config.original_url
+            )));
+        }
+        if !config.table_partition_cols.is_empty() {
+            return Err(DataFusionError::NotImplemented(
+                "COPY ... PARTITIONED BY is not supported for MCAP output (one file is written)"
+                    .into(),
+            ));
+        }
+        let url: &url::Url = table.as_ref();
+        if url.scheme() == "file" {
+            let path = url.to_file_path().map_err(|_| {
+                DataFusionError::Plan(format!("not a local path: {}", config.original_url))
+            })?;
+            return Ok(Self::Local(path));
+        }
+        Ok(Self::Store {
+            store: env.object_store(&config.object_store_url)?,
+            path: table.prefix().clone(),
+            url: config.original_url.clone(),
+        })
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Self::Local(p) => p.display().to_string(),
+            Self::Store { url, .. } => url.clone(),
+        }
+    }
+}
+
+/// What the writer does with an error in its input stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamErrors {
+    /// Abandon the file (nothing appears under the target name).
+    Abort,
+    /// After at least one row (a damaged source whose readable rows were all
+    /// delivered): complete the file and return the error beside the row count.
+    KeepRows,
+}
+
+/// Writes `stream` as one MCAP file to `target`. Returns the rows written and,
+/// under [`StreamErrors::KeepRows`], the stream's error after which the file
+/// was completed. `progress` is called with the running row count.
+pub async fn write_mcap(
+    mut stream: SendableRecordBatchStream,
+    env: Arc<RuntimeEnv>,
+    pool: Option<Arc<DescriptorPool>>,
+    options: &McapWriteOptions,
+    target: &Target,
+    on_error: StreamErrors,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<(u64, Option<DataFusionError>)> {
+    check_schema(&stream.schema())?;
+    let partial = match target {
+        Target::Local(p) => partial_path(p),
+        Target::Store { .. } => {
+            static N: AtomicU64 = AtomicU64::new(0);
+            std::env::temp_dir().join(format!(
+                "logsql-{}-{}.mcap.partial",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ))
+        }
+    };
+    let file = File::create(&partial).map_err(|e| io_err(&partial, e))?;
+    let mut cleanup = RemoveOnDrop(Some(partial.clone()));
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(QUEUE);
+    let opts = options.clone();
+    let name = target.name();
+    let writer = tokio::task::spawn_blocking(move || -> Result<Option<u64>> {
+        let mut w = McapBatchWriter::new(BufWriter::new(file), opts, name);
+        while let Some(item) = rx.blocking_recv() {
+            match item {
+                Item::Source(file, info) => w.add_source(file, info)?,
+                Item::Batch(batch) => w.write_batch(&batch)?,
+                Item::Finish => {
+                    let rows = w.rows;
+                    let mut buf = w.finish()?;
+                    buf.flush()
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    return Ok(Some(rows));
+                }
+            }
+        }
+        // The query side gave up: the partial file is removed there.
+        Ok(None)
+    });
+
+    let mut resolver = SourceResolver::new(env, pool);
+    let mut rows = 0u64;
+    let mut failed = None;
+    let send = |item| {
+        let tx = tx.clone();
+        async move { tx.send(item).await.is_ok() }
+    };
+    let mut writer_gone = false;
+    while let Some(next) = stream.next().await {
+        let batch = match next {
+            Ok(b) => b,
+            Err(e) if on_error == StreamErrors::KeepRows && rows > 0 => {
+                failed = Some(e);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        for (file, info) in resolver.new_sources(&batch).await? {
+            writer_gone |= !send(Item::Source(file, info)).await;
+        }
+        rows += batch.num_rows() as u64;
+        writer_gone |= !send(Item::Batch(batch)).await;
+        if writer_gone {
+            break;
+        }
+        progress(rows);
+    }
+    let _ = send(Item::Finish).await;
+    drop(tx);
+    let written = writer
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))??;
+    let Some(written) = written else {
+        return Err(DataFusionError::Internal(
+            "the MCAP writer stopped early".into(),
+        ));
+    };
+    match target {
+        Target::Local(path) => {
+            std::fs::rename(&partial, path).map_err(|e| io_err(path, e))?;
+        }
+        Target::Store { store, path, url } => {
+            upload(&partial, store, path).await.map_err(|e| {
+                DataFusionError::Execution(format!("uploading the MCAP file to {url}: {e}"))
+            })?;
+        }
+    }
+    cleanup.0 = match target {
+        Target::Local(_) => None,
+        Target::Store { .. } => Some(partial),
+    };
+    Ok((written, failed))
+}
+
+/// Streams the local file `from` to `path` in `store` (multipart; the object
+/// appears only when complete).
+async fn upload(from: &Path, store: &Arc<dyn ObjectStore>, path: &ObjectPath) -> Result<()> {
+    use tokio::io::AsyncReadExt;
+    let upload = store.put_multipart(path).await?;
+    let mut w = datafusion::object_store::WriteMultipart::new_with_chunk_size(upload, 8 << 20);
+    let mut f = tokio::fs::File::open(from)
+        .await
+        .map_err(|e| io_err(from, e))?;
+    let mut buf = vec![0u8; 8 << 20];
+    loop {
+        let n = f.read(&mut buf).await.map_err(|e| io_err(from, e))?;
+        if n == 0 {
+            break;
+        }
+        w.wait_for_capacity(4).await?;
+        w.write(&buf[..n]);
+    }
+    w.finish().await?;
+    Ok(())
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> DataFusionError {
+    df_err(logsql_readers::Error::io(path.display().to_string(), e))
+}
+
+/// What the query side sends the writer thread.
+enum Item {
+    Source(String, Option<Arc<SourceInfo>>),
+    Batch(RecordBatch),
+    Finish,
+}
+
+/// What the writer takes from one source file.
+#[derive(Debug, Default)]
+pub(crate) struct SourceInfo {
+    /// The MCAP profile it suggests (`ros1` for bags, an MCAP file's own).
+    profile: String,
+    /// Its channels by (topic, message type, message encoding); the lowest id wins.
+    channels: HashMap<(String, Option<String>, String), McapChannel>,
+    /// Schemas by (message type, message encoding), for rows whose topic a query renamed.
+    schemas: HashMap<(String, String), McapSchema>,
+    /// Its metadata records.
+    metadata: Vec<MetadataInfo>,
+    /// Its MCAP attachments.
+    attachments: Vec<mcap::Attachment<'static>>,
+}
+
+/// Finds the source files of a stream's rows (the `file` column) and reads
+/// their summaries, once per file.
+struct SourceResolver {
+    env: Arc<RuntimeEnv>,
+    pool: Option<Arc<DescriptorPool>>,
+    seen: HashSet<String>,
+}
+
+impl SourceResolver {
+    fn new(env: Arc<RuntimeEnv>, pool: Option<Arc<DescriptorPool>>) -> Self {
+        Self {
+            env,
+            pool,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The files of `batch` not met before, each with what could be read of it.
+    async fn new_sources(
+        &mut self,
+        batch: &RecordBatch,
+    ) -> Result<Vec<(String, Option<Arc<SourceInfo>>)>> {
+        let Some(files) = batch.column_by_name(col::FILE) else {
+            return Ok(Vec::new());
+        };
+        let files = cast(files, &DataType::Utf8)?;
+        let files = files.as_string::<i32>();
+        let mut new = Vec::new();
+        let mut last: Option<&str> = None;
+        for f in files.iter().flatten() {
+            if last == Some(f) || self.seen.contains(f) {
+                last = Some(f);
+                continue;
+            }
+            last = Some(f);
+            self.seen.insert(f.to_string());
+            let info = match self.load(f).await {
+                Ok(info) => Some(Arc::new(info)),
+                Err(e) => {
+                    log::warn!(
+                        "writing MCAP: no channels from {f} ({e}); its rows get channels from their own columns"
+                    );
+                    None
+                }
+            };
+            new.push((f.to_string(), info));
+        }
+        Ok(new)
+    }
+
+    /// Reads the summary of `file` (a `file` column value: a local path or an object URL).
+    async fn load(&self, file: &str) -> Result<SourceInfo> {
+        let (store_url, path) = if crate::storage::object_io::is_local(file) {
+            let local = file.strip_prefix("file://").unwrap_or(file);
+            let path = ObjectPath::from_absolute_path(local)
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            (ObjectStoreUrl::local_filesystem(), path)
+        } else {
+            let url = url::Url::parse(file).map_err(|e| DataFusionError::External(Box::new(e)))?;
+            let store = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?;
+            let path = ObjectPath::from_url_path(url.path())
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+            (store, path)
+        };
+        let store = self.env.object_store(&store_url)?;
+        let meta = store.head(&path).await?;
+        let mut loc = FileLocation::from_store(store, meta);
+        if !loc.local {
+            loc.name = file.to_string();
+        }
+        let cache = crate::storage::summary_cache::of(&self.env);
+        let cached = loc.summary(Some(cache), None).await.map_err(df_err)?;
+        let summary = Arc::clone(&cached.summary);
+        let format = cached.format.name();
+        let mut channels: Vec<_> = summary.channels.values().cloned().collect();
+        if let Some(pool) = &self.pool {
+            logsql_decode::descriptors::attach(pool, &mut channels);
+        }
+        let mut info = SourceInfo {
+            profile: match format {
+                "bag" => "ros1".to_string(),
+                _ => summary
+                    .properties
+                    .iter()
+                    .find(|(k, _)| k == "profile")
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default(),
+            },
+            metadata: summary.metadata.clone(),
+            ..Default::default()
+        };
+        for ch in &channels {
+            let key = (
+                ch.topic.clone(),
+                ch.message_type.clone(),
+                ch.message_encoding.clone(),
+            );
+            let mapped = mcap_channel(format, ch);
+            if let (Some(ty), Some(s)) = (&ch.message_type, &mapped.schema) {
+                info.schemas
+                    .entry((ty.clone(), ch.message_encoding.clone()))
+                    .or_insert_with(|| s.clone());
+            }
+            info.channels.entry(key).or_insert(mapped);
+        }
+        if !summary.attachments.is_empty() {
+            let atts = summary.attachments.clone();
+            info.attachments = tokio::task::spawn_blocking(move || read_attachments(&loc, &atts))
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))??;
+        }
+        Ok(info)
+    }
+}
+
+/// The attachments `atts` of the MCAP file at `loc`, read whole.
+fn read_attachments(
+    loc: &FileLocation,
+    atts: &[logsql_readers::model::AttachmentInfo],
+) -> Result<Vec<mcap::Attachment<'static>>> {
+    let file = loc.open().map_err(df_err)?;
+    let mut out = Vec::with_capacity(atts.len());
+    for a in atts {
+        // Opcode and record length come first.
+        let (Some(start), Some(len)) = (a.offset.checked_add(9), a.length.checked_sub(9)) else {
+            continue;
+        };
+        let mut buf =
+            vec![0u8; usize::try_from(len).map_err(|e| DataFusionError::External(Box::new(e)))?];
+        file.read_exact_at(start, &mut buf)
+            .map_err(|e| df_err(logsql_readers::Error::io(loc.display_name(), e)))?;
+        let parsed =
+            logsql_readers::formats::mcap::records::parse_attachment(&buf).map_err(|e| {
+                DataFusionError::Execution(format!(
+                    "{}: attachment '{}' at offset {}: {e}",
+                    loc.display_name(),
+                    a.name,
+                    a.offset
+                ))
+            })?;
+        out.push(mcap::Attachment {
+            log_time: parsed.header.log_time,
+            create_time: parsed.header.create_time,
+            name: parsed.header.name.to_string(),
+            media_type: parsed.header.media_type.to_string(),
+            data: parsed.data.to_vec().into(),
+        });
+    }
+    Ok(out)
+}
+
+/// The `mcap` crate's writer fed with record batches (on a blocking thread).
+pub(crate) struct McapBatchWriter<W: Write + Seek> {
+    options: McapWriteOptions,
+    /// The output until the first record is due (the profile is not known before).
+    out: Option<W>,
+    writer: Option<mcap::Writer<W>>,
+    sources: HashMap<String, Option<Arc<SourceInfo>>>,
+    /// Channel ids by `file \0 topic \0 type \0 encoding`.
+    channels: HashMap<String, u16>,
+    key: String,
+    name: String,
+    /// Rows written.
+    pub rows: u64,
+}
+
+fn mcap_err(name: &str, e: mcap::McapError) -> DataFusionError {
+    DataFusionError::Execution(format!("writing MCAP {name}: {e}"))
+}
+
+impl<W: Write + Seek> McapBatchWriter<W> {
+    /// A writer into `out`, named `name` in errors.
+    pub(crate) fn new(out: W, options: McapWriteOptions, name: String) -> Self {
+        Self {
+            options,
+            out: Some(out),
+            writer: None,
+            sources: HashMap::new(),
+            channels: HashMap::new(),
+            key: String::new(),
+            name,
+            rows: 0,
+        }
+    }
+
+    /// The writer, created on first use with `profile`.
+    fn writer(&mut self, profile: &str) -> Result<&mut mcap::Writer<W>> {
+        if self.writer.is_none() {
+            let out = self
+                .out
+                .take()
+                .ok_or_else(|| DataFusionError::Internal("MCAP output used twice".into()))?;
+            let w = self
+                .options
+                .writer_options(profile)
+                .create(out)
+                .map_err(|e| mcap_err(&self.name, e))?;
+            self.writer = Some(w);
+        }
+        self.writer
+            .as_mut()
+            .ok_or_else(|| DataFusionError::Internal("no MCAP writer".into()))
+    }
+
+    /// Registers source file `file`: writes its metadata records and attachments.
+    pub(crate) fn add_source(&mut self, file: String, info: Option<Arc<SourceInfo>>) -> Result<()> {
+        if let Some(info) = &info {
+            let name = self.name.clone();
+            let w = self.writer(&info.profile)?;
+            for m in &info.metadata {
+                w.write_metadata(&mcap::records::Metadata {
+                    name: m.name.clone(),
+                    metadata: m.metadata.clone(),
+                })
+                .map_err(|e| mcap_err(&name, e))?;
+            }
+            for a in &info.attachments {
+                w.attach(a).map_err(|e| mcap_err(&name, e))?;
+            }
+        }
+        self.sources.insert(file, info);
+        Ok(())
+    }
+
+    /// Writes every row of `batch` as a message.
+    pub(crate) fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+        let n = batch.num_rows();
+        let strings = |name: &str| -> Result<Option<Arc<dyn Array>>> {
+            batch
+                .column_by_name(name)
+                .map(|c| cast(c, &DataType::Utf8))
+                .transpose()
+                .map_err(Into::into)
+        };
+        let need = |name: &str| {
+            batch.column_by_name(name).ok_or_else(|| {
+                DataFusionError::Plan(format!("writing MCAP needs the column {name}"))
+            })
+        };
+        let topic = cast(need(col::TOPIC)?, &DataType::Utf8)?;
+        let topic = topic.as_string::<i32>();
+        let log_time = nanos(need(col::LOG_TIME)?)?;
+        let log_time = log_time.as_primitive::<Int64Type>();
+        let data = cast(need(col::DATA)?, &DataType::Binary)?;
+        let data = data.as_binary::<i32>();
+        let publish = batch
+            .column_by_name(col::PUBLISH_TIME)
+            .map(nanos)
+            .transpose()?;
+        let publish = publish.as_ref().map(|a| a.as_primitive::<Int64Type>());
+        let sequence = batch
+            .column_by_name(col::SEQUENCE)
+            .map(|c| cast(c, &DataType::UInt32))
+            .transpose()?;
+        let sequence = sequence.as_ref().map(|a| a.as_primitive::<UInt32Type>());
+        let mtype = strings(col::MESSAGE_TYPE)?;
+        let mtype = mtype.as_ref().map(|a| a.as_string::<i32>());
+        let menc = strings(col::MESSAGE_ENCODING)?;
+        let menc = menc.as_ref().map(|a| a.as_string::<i32>());
+        let file = strings(col::FILE)?;
+        let file = file.as_ref().map(|a| a.as_string::<i32>());
+
+        fn opt(a: Option<&datafusion::arrow::array::StringArray>, i: usize) -> Option<&str> {
+            a.and_then(|a| a.is_valid(i).then(|| a.value(i)))
+        }
+        let (name, first) = (self.name.clone(), self.rows);
+        let row_err = |i: usize, what: &str| {
+            DataFusionError::Execution(format!(
+                "writing MCAP {name}: row {} has {what}",
+                first + i as u64 + 1
+            ))
+        };
+        for i in 0..n {
+            if topic.is_null(i) {
+                return Err(row_err(i, "a null topic"));
+            }
+            if log_time.is_null(i) {
+                return Err(row_err(i, "a null log_time"));
+            }
+            if data.is_null(i) {
+                return Err(row_err(i, "null data"));
+            }
+            let t = log_time.value(i);
+            let log_t = u64::try_from(t).map_err(|_| row_err(i, "a log_time before 1970"))?;
+            let pub_t = match publish.filter(|p| p.is_valid(i)) {
+                Some(p) => u64::try_from(p.value(i))
+                    .map_err(|_| row_err(i, "a publish_time before 1970"))?,
+                None => log_t,
+            };
+            let seq = sequence.filter(|s| s.is_valid(i)).map_or(0, |s| s.value(i));
+            let (f, tp, ty, enc) = (
+                opt(file, i),
+                topic.value(i),
+                opt(mtype, i),
+                opt(menc, i).unwrap_or(""),
+            );
+            self.key.clear();
+            for part in [f.unwrap_or("\u{1}"), tp, ty.unwrap_or("\u{1}"), enc] {
+                self.key.push_str(part);
+                self.key.push('\0');
+            }
+            let id = match self.channels.get(self.key.as_str()) {
+                Some(id) => *id,
+                None => {
+                    let id = self.add_channel(f, tp, ty, enc)?;
+                    self.channels.insert(self.key.clone(), id);
+                    id
+                }
+            };
+            let w = self.writer("")?;
+            w.write_to_known_channel(
+                &mcap::records::MessageHeader {
+                    channel_id: id,
+                    sequence: seq,
+                    log_time: log_t,
+                    publish_time: pub_t,
+                },
+                data.value(i),
+            )
+            .map_err(|e| mcap_err(&name, e))?;
+        }
+        self.rows += n as u64;
+        Ok(())
+    }
+
+    /// Adds the channel (and schema) of a row of source `file`.
+    fn add_channel(
+        &mut self,
+        file: Option<&str>,
+        topic: &str,
+        ty: Option<&str>,
+        enc: &str,
+    ) -> Result<u16> {
+        let source = file.and_then(|f| self.sources.get(f).cloned().flatten());
+        let key = (topic.to_string(), ty.map(str::to_string), enc.to_string());
+        let chan = match source.as_ref().and_then(|s| s.channels.get(&key)) {
+            Some(c) => c.clone(),
+            None => McapChannel {
+                topic: topic.to_string(),
+                message_encoding: enc.to_string(),
+                schema: ty.map(|ty| {
+                    source
+                        .as_ref()
+                        .and_then(|s| s.schemas.get(&(ty.to_string(), enc.to_string())))
+                        .cloned()
+                        .unwrap_or_else(|| named_only(ty))
+                }),
+                metadata: BTreeMap::new(),
+            },
+        };
+        let name = self.name.clone();
+        let profile = source.as_ref().map_or("", |s| s.profile.as_str());
+        let w = self.writer(profile)?;
+        let schema_id = match &chan.schema {
+            Some(s) => w
+                .add_schema(&s.name, &s.encoding, &s.data)
+                .map_err(|e| mcap_err(&name, e))?,
+            None => 0,
+        };
+        w.add_channel(
+            schema_id,
+            &chan.topic,
+            &chan.message_encoding,
+            &chan.metadata,
+        )
+        .map_err(|e| mcap_err(&name, e))
+    }
+
+    /// Writes the summary and footer; returns the output.
+    pub(crate) fn finish(mut self) -> Result<W> {
+        let name = self.name.clone();
+        let mut w = match self.writer.take() {
+            Some(w) => w,
+            None => {
+                let out = self
+                    .out
+                    .take()
+                    .ok_or_else(|| DataFusionError::Internal("MCAP output used twice".into()))?;
+                self.options
+                    .writer_options("")
+                    .create(out)
+                    .map_err(|e| mcap_err(&name, e))?
+            }
+        };
+        w.finish().map_err(|e| mcap_err(&name, e))?;
+        Ok(w.into_inner())
+    }
+}
+
+/// A time column as nanoseconds (Int64): timestamps of any unit, or integers taken as ns.
+fn nanos(c: &Arc<dyn Array>) -> Result<Arc<dyn Array>> {
+    Ok(match c.data_type() {
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => cast(c, &DataType::Int64)?,
+        DataType::Timestamp(_, tz) => cast(
+            &cast(c, &DataType::Timestamp(TimeUnit::Nanosecond, tz.clone()))?,
+            &DataType::Int64,
+        )?,
+        _ => cast(c, &DataType::Int64)?,
+    })
+}
+
+/// The `COPY ... TO 'x.mcap'` sink.
+pub(crate) struct McapSink {
+    config: FileSinkConfig,
+    options: McapWriteOptions,
+}
+
+impl McapSink {
+    /// The sink writing `config`'s target with `options`.
+    pub(crate) fn new(config: FileSinkConfig, options: McapWriteOptions) -> Self {
+        Self { config, options }
+    }
+}
+
+impl fmt::Debug for McapSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McapSink")
+            .field("url", &self.config.original_url)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl DisplayAs for McapSink {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match t {
+            DisplayFormatType::TreeRender => {
+                write!(f, "format: mcap\nfile={}", self.config.original_url)
+            }
+            _ => write!(f, "McapSink(file={})", self.config.original_url),
+        }
+    }
+}
+
+#[async_trait]
+impl DataSink for McapSink {
+    fn schema(&self) -> &SchemaRef {
+        self.config.output_schema()
+    }
+
+    async fn write_all(
+        &self,
+        data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        let env = context.runtime_env();
+        let target = Target::of_sink(&self.config, &env)?;
+        let options = LogsqlOptions::from_config(context.session_config().options());
+        let pool = options.descriptor_pool()?;
+        let (rows, _) = write_mcap(
+            data,
+            env,
+            pool,
+            &self.options,
+            &target,
+            StreamErrors::Abort,
+            &|_| {},
+        )
+        .await?;
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(kv: &[(&str, &str)]) -> HashMap<String, String> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn options_parse_with_or_without_the_format_prefix() {
+        assert_eq!(
+            McapWriteOptions::from_map(&HashMap::new()).unwrap(),
+            McapWriteOptions::default()
+        );
+        let o = McapWriteOptions::from_map(&map(&[
+            ("format.compression", "LZ4"),
+            ("chunk_size", "65536"),
+            ("format.summary", "false"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            o,
+            McapWriteOptions {
+                compression: Compression::Lz4,
+                chunk_size: 65536,
+                summary: false
+            }
+        );
+        let err = |kv: &[(&str, &str)]| {
+            McapWriteOptions::from_map(&map(kv))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err(&[("format.chunk_size", "1MB")])
+                .contains("chunk_size '1MB' is not a number of bytes")
+        );
+        assert!(
+            err(&[("format.summary", "maybe")]).contains("summary 'maybe' is not true or false")
+        );
+        assert!(err(&[("format.codec", "zstd")]).contains(
+            "unknown option 'format.codec' for MCAP output (known: compression, chunk_size, summary)"
+        ));
+    }
+
+    #[test]
+    fn rows_are_written_and_an_empty_result_is_a_valid_file() {
+        use datafusion::arrow::array::{BinaryArray, StringArray, TimestampNanosecondArray};
+        use datafusion::arrow::datatypes::{Field, Schema};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("topic", DataType::Utf8, true),
+            Field::new(
+                "log_time",
+                DataType::Timestamp(TimeUnit::Nanosecond, None),
+                true,
+            ),
+            Field::new("data", DataType::Binary, true),
+            Field::new("message_type", DataType::Utf8, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(StringArray::from(vec!["/a", "/b", "/a"])),
+                Arc::new(TimestampNanosecondArray::from(vec![3, 1, 2])),
+                Arc::new(BinaryArray::from(vec![&b"x"[..], b"", b"yz"])),
+                Arc::new(StringArray::from(vec![Some("T"), None, Some("T")])),
+            ],
+        )
+        .unwrap();
+        let mut w = McapBatchWriter::new(
+            std::io::Cursor::new(Vec::new()),
+            McapWriteOptions::default(),
+            "t.mcap".into(),
+        );
+        w.write_batch(&batch).unwrap();
+        assert_eq!(w.rows, 3);
+        let bytes = w.finish().unwrap().into_inner();
+        let msgs: Vec<_> = mcap::MessageStream::new(&bytes)
+            .unwrap()
+            .map(|m| {
+                let m = m.unwrap();
+                let ty = m.channel.schema.as_ref().map(|s| s.name.clone());
+                (
+                    m.channel.topic.clone(),
+                    m.log_time,
+                    m.publish_time,
+                    m.data.to_vec(),
+                    ty,
+                )
+            })
+            .collect();
+        assert_eq!(
+            msgs,
+            [
+                ("/a".to_string(), 3, 3, b"x".to_vec(), Some("T".to_string())),
+                ("/b".to_string(), 1, 1, vec![], None),
+                (
+                    "/a".to_string(),
+                    2,
+                    2,
+                    b"yz".to_vec(),
+                    Some("T".to_string())
+                ),
+            ]
+        );
+        let empty = McapBatchWriter::new(
+            std::io::Cursor::new(Vec::new()),
+            McapWriteOptions::default(),
+            "e.mcap".into(),
+        );
+        let bytes = empty.finish().unwrap().into_inner();
+        assert_eq!(mcap::MessageStream::new(&bytes).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,228 @@
+//! # logsql
+//!
+//! SQL over robot and simulator log files with Apache DataFusion: the one
+//! scan engine and the DataFusion glue, shared by every format (the byte-level
+//! readers are `logsql-readers`, the payload decoders `logsql-decode`, the
+//! `ASOF JOIN` `logsql-asof`).
+//!
+//! Each log format is a DataFusion file format whose `messages` table streams
+//! `RecordBatch`es, with projection, time and topic pushdown into the file's
+//! own chunk index. One call registers everything on a `SessionContext`:
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! let ctx = logsql::session_context();
+//! let df = ctx.sql("SELECT topic, count(*) FROM 'run.mcap' GROUP BY topic").await?;
+//! df.show().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Layers, bottom up (each imports only the ones below it):
+//! - [`storage`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
+//!   first use, reads through them, and the summary cache;
+//! - [`scanner`]: the `messages` table schema, pruning, the scan loop, batch
+//!   building, time order;
+//! - [`datasource`]: DataFusion's `FileSource` / `FileFormat` and the MCAP sink
+//!   (`COPY ... TO 'x.mcap'`);
+//! - [`surface`]: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
+//!   typed side tables, `read_topic`, scalar functions, file order under
+//!   `LIMIT`;
+//! - [`partial`]: output files renamed into place when complete;
+//! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
+//!   for datafusion-distributed.
+
+#![warn(missing_docs)]
+
+pub mod datasource;
+#[cfg(feature = "distributed")]
+pub mod distributed;
+pub mod partial;
+pub mod scanner;
+pub mod storage;
+pub mod surface;
+
+use std::sync::Arc;
+
+use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
+use datafusion::datasource::listing::ListingTableUrl;
+use datafusion::datasource::provider::DefaultTableFactory;
+use datafusion::error::Result;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::logical_expr::CreateExternalTable;
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+pub use datasource::file_format::{LogFileFormat, LogFileFormatFactory};
+pub use logsql_asof::sql;
+pub use scanner::options::LogsqlOptions;
+
+use logsql_readers::formats;
+use storage::stores;
+use surface::{file_order, functions, read_topic, table_functions, typed_tables, url_table};
+
+/// Registers everything logsql offers on an existing `SessionContext`:
+/// - a file format per log format (`CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION 'dir/'`,
+///   and `STORED AS LOG` to detect each file's format),
+/// - `SELECT ... FROM 'run.mcap'` (a file, directory or glob; format detected from content),
+/// - the table functions `topics`, `chunks`, `attachments`, `metadata`,
+/// - reading log tables in file order under a `LIMIT` without `ORDER BY`
+///   ([`file_order`]),
+/// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
+/// - the `logsql.*` session options,
+/// - the physical optimizer rule [`surface::defer_errors::DeferScanErrors`]: a damaged file
+///   fails a query only after every readable row was delivered,
+/// - `ASOF JOIN` ([`logsql_asof`]): a relation planner for the parenthesized form
+///   `FROM (a ASOF JOIN b MATCH_CONDITION (...))` and a query planner for its
+///   operator; [`sql()`] accepts every spelling.
+pub fn register(ctx: &SessionContext) -> Result<()> {
+    register_with(ctx, true)
+}
+
+/// [`register`], with or without deferring scan errors to the end of the
+/// query (a distributed coordinator's plans are run by datafusion-distributed,
+/// whose workers report scan errors in their streams).
+pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<()> {
+    {
+        let state_ref = ctx.state_ref();
+        let mut state = state_ref.write();
+        let mut factories: Vec<LogFileFormatFactory> = formats::all()
+            .into_iter()
+            .map(|f| LogFileFormatFactory::new(Some(f)))
+            .collect();
+        factories.push(LogFileFormatFactory::new(None));
+        for factory in factories {
+            let name = datafusion::common::GetExt::get_ext(&factory).to_uppercase();
+            state.register_file_format(Arc::new(factory), true)?;
+            state
+                .table_factories_mut()
+                .insert(name, Arc::new(StoreAwareTableFactory::default()));
+        }
+        if state
+            .config()
+            .options()
+            .extensions
+            .get::<LogsqlOptions>()
+            .is_none()
+        {
+            state
+                .config_mut()
+                .options_mut()
+                .extensions
+                .insert(LogsqlOptions::default());
+        }
+        // Rules added once, in this order, after DataFusion's own (a context
+        // from `session_context_with_config` has them already: rebuilding a
+        // state registers every function again, a third of start-up).
+        let rules: Vec<_> = physical_rules(defer_errors)
+            .into_iter()
+            .filter(|rule| {
+                !state
+                    .physical_optimizers()
+                    .iter()
+                    .any(|r| r.name() == rule.name())
+            })
+            .collect();
+        if !rules.is_empty() {
+            let session_id = state.session_id().to_string();
+            *state = SessionStateBuilder::new_from_existing(state.clone())
+                .with_session_id(session_id)
+                .with_physical_optimizer_rules(
+                    state
+                        .physical_optimizers()
+                        .iter()
+                        .cloned()
+                        .chain(rules)
+                        .collect(),
+                )
+                .build();
+        }
+        *state = logsql_asof::install(state.clone())?;
+    }
+    table_functions::register(ctx);
+    surface::metadata_cache::register(ctx);
+    typed_tables::register(ctx);
+    read_topic::register(ctx);
+    functions::register(ctx);
+    url_table::install(ctx)?;
+    Ok(())
+}
+
+/// logsql's physical optimizer rules, in the order they run after
+/// DataFusion's own: reading limited scans in file order, then (with
+/// `defer_errors`) deferring scan errors to the root, which must see the final
+/// plan.
+fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
+    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
+        vec![Arc::new(file_order::FileOrderUnderLimit)];
+    if defer_errors {
+        rules.push(Arc::new(surface::defer_errors::DeferScanErrors));
+    }
+    rules
+}
+
+/// DataFusion's listing-table factory, after registering the object store of
+/// every `LOCATION` (so `CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION
+/// 's3://bucket/logs/'` works on any context).
+#[derive(Debug, Default)]
+struct StoreAwareTableFactory(DefaultTableFactory);
+
+#[async_trait::async_trait]
+impl TableProviderFactory for StoreAwareTableFactory {
+    async fn create(
+        &self,
+        state: &dyn Session,
+        cmd: &CreateExternalTable,
+    ) -> Result<Arc<dyn TableProvider>> {
+        for location in &cmd.locations {
+            if let Ok(url) = ListingTableUrl::parse(location) {
+                stores::ensure(state.runtime_env(), url.object_store().as_ref())?;
+            }
+        }
+        self.0.create(state, cmd).await
+    }
+}
+
+/// A new `SessionContext` with logsql registered (see [`register`]).
+pub fn session_context() -> SessionContext {
+    session_context_with_config(SessionConfig::new())
+}
+
+/// A new `SessionContext` from `config`, with logsql registered. Its
+/// object-store registry builds stores for `s3://`, `gs://`, `az://` and
+/// `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
+pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
+    // The state is built once, with logsql's optimizer rules, so that
+    // `register` does not rebuild it (process start-up, `logsql "SELECT 1"`).
+    let builder = physical_rules(true).into_iter().fold(
+        SessionStateBuilder::new()
+            .with_config(config.with_option_extension(LogsqlOptions::default()))
+            .with_runtime_env(runtime_env())
+            .with_default_features(),
+        |builder, rule| builder.with_physical_optimizer_rule(rule),
+    );
+    let ctx = SessionContext::new_with_state(builder.build());
+    register(&ctx).expect("registering logsql on a fresh context cannot fail");
+    ctx
+}
+
+/// A runtime whose object-store registry builds stores for `s3://`, `gs://`,
+/// `az://` and `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
+pub fn runtime_env() -> Arc<RuntimeEnv> {
+    RuntimeEnvBuilder::new()
+        .with_object_store_registry(Arc::new(stores::StoreRegistry::default()))
+        .build_arc()
+        .expect("a runtime with default settings builds")
+}
+
+/// `ctx.register_logsql()` as an extension method.
+pub trait SessionContextExt {
+    /// Registers logsql on this context (see [`register`]).
+    fn register_logsql(&self) -> Result<()>;
+}
+
+impl SessionContextExt for SessionContext {
+    fn register_logsql(&self) -> Result<()> {
+        register(self)
+    }
+}

@@ -1,0 +1,22 @@
+//! The scan core: what a scan reads ([`target`]), its plan and loop
+//! ([`scan`]) and how it hands batches over ([`handoff`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
+//! pruning ([`predicate`]), rows answered from a file's summary
+//! ([`summary_rows`]), declared `log_time` order ([`time_order`]), newest-first
+//! reads and run-time chunk pruning ([`newest_first`]), the damage
+//! log ([`damage`]), the `messages` schema ([`schema`]), the session options
+//! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].
+
+pub mod batch;
+pub mod damage;
+pub(crate) mod decoded_batch;
+pub mod error;
+pub(crate) mod handoff;
+pub mod newest_first;
+pub mod options;
+pub mod predicate;
+pub mod scan;
+pub mod schema;
+pub(crate) mod summary_rows;
+pub(crate) mod table_batch;
+pub mod target;
+pub mod time_order;
