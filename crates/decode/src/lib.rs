@@ -51,7 +51,7 @@ use logsql_readers::model::{Channel, ChannelSchema};
 /// Why a schema could not be compiled or a payload could not be decoded.
 ///
 /// Carries only a message: the caller knows the file, topic and offset and
-/// adds them when it turns this into a [`crate::Error`].
+/// adds them when it turns this into a [`logsql_readers::Error`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct DecodeError {
