@@ -35,8 +35,8 @@ else
     out="$root/tests/data"
 fi
 
-# The exact commands; tests/it/self_contained.rs and the README's Testing
-# section describe what each file holds.
+# The exact commands; tests/it/self_contained.rs and docs/testing.md
+# describe what each file holds.
 "$bin/gen_mcap" "$out/demo.mcap" --seconds 10 --image-bytes 1000 --chunk-size 65536 >/dev/null
 "$bin/gen_bag" "$out/demo.bag" --compression lz4 --seconds 2 --chunk-size 16384 --image-bytes 1000 >/dev/null
 "$bin/gen_record" "$out/demo.record" --size-kb 150 --image-bytes 500 --lidar-points 40 \
