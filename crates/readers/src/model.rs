@@ -271,7 +271,7 @@ pub struct ExtraColumn {
     pub name: &'static str,
     /// Value type.
     pub kind: ExtraKind,
-    /// One line for the README / `DESCRIBE`.
+    /// One line for the docs / `DESCRIBE`.
     pub doc: &'static str,
 }
 
