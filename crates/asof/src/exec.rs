@@ -3,7 +3,7 @@
 //! It requires both inputs sorted by (keys, time) ascending, NULLs first, and
 //! hash-partitioned on the keys (one partition when there are none), so
 //! DataFusion adds sorts and repartitions only where the inputs are not
-//! already so; each partition is one merge pass ([`super::matcher`]). The
+//! already so; each partition is one merge pass (`super::matcher`). The
 //! output keeps the left input's order and partitioning.
 
 use std::fmt;

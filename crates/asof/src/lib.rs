@@ -5,12 +5,12 @@
 //! Format-free: it depends on DataFusion only, and [`install`] adds it to any
 //! `SessionState`.
 //!
-//! - [`logical`]: the logical node [`AsofJoinNode`](logical::AsofJoinNode) (a `UserDefinedLogicalNodeCore`)
+//! - [`logical`]: the logical node `AsofJoinNode` (a `UserDefinedLogicalNodeCore`)
 //!   and the type coercion of its keys and times;
 //! - [`sql`](mod@sql): the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
 //!   `RelationPlanner`, and [`sql()`](sql::sql), which accepts every spelling;
 //! - [`planner`]: the `ExtensionPlanner` and the `QueryPlanner` that installs it;
-//! - [`exec`], [`matcher`]: the streaming physical operator [`AsofJoinExec`];
+//! - [`exec`], `matcher`: the streaming physical operator [`AsofJoinExec`];
 //! - [`push_down`]: the logical optimizer rule that moves filters on the left
 //!   side below the join.
 //!
@@ -121,9 +121,9 @@ impl fmt::Display for AsofJoinType {
 }
 
 /// Installs `ASOF JOIN` on `state` unless present: the
-/// [`sql::AsofRelationPlanner`], the [`planner::AsofQueryPlanner`] wrapped
+/// `sql::AsofRelationPlanner`, the `planner::AsofQueryPlanner` wrapped
 /// around the current query planner, and the logical optimizer rule
-/// [`push_down::AsofPushDownFilter`] right after DataFusion's
+/// `push_down::AsofPushDownFilter` right after DataFusion's
 /// `push_down_filter` (at the end when that is absent). Returns the state to use.
 pub fn install(mut state: SessionState) -> Result<SessionState> {
     let named = |p: &dyn std::fmt::Debug| format!("{p:?}") == "AsofRelationPlanner";

@@ -1,4 +1,4 @@
-//! [`AsofJoinNode`]: the logical plan node of an as-of join.
+//! `AsofJoinNode`: the logical plan node of an as-of join.
 
 use std::cmp::Ordering;
 use std::fmt;

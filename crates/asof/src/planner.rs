@@ -1,5 +1,5 @@
-//! Physical planning of [`AsofJoinNode`]: the [`AsofExtensionPlanner`] and
-//! the [`AsofQueryPlanner`] that [`crate::install`] installs.
+//! Physical planning of `AsofJoinNode`: the `AsofExtensionPlanner` and
+//! the `AsofQueryPlanner` that [`crate::install`] installs.
 //!
 //! The query planner wraps the session's previous one: plans without an as-of
 //! join go to it unchanged; plans with one are planned by DataFusion's default

@@ -1,9 +1,9 @@
-//! [`AsofPushDownFilter`]: filters on the left (preserved) side of an as-of
+//! `AsofPushDownFilter`: filters on the left (preserved) side of an as-of
 //! join go below it, so the left input's scan prunes chunks and files.
 //!
 //! DataFusion's own `PushDownFilter` cannot do this for an extension node: it
 //! pushes a predicate into *every* input of the node, and only by unqualified
-//! column names, so the [`AsofJoinNode`] keeps its default (every predicate
+//! column names, so the `AsofJoinNode` keeps its default (every predicate
 //! that names a column stays above) and this rule, which runs right after
 //! `PushDownFilter`, moves the left-only conjuncts of a filter directly above
 //! the join into its left input. `PushDownFilter` takes them further down on

@@ -1,13 +1,13 @@
 //! The SQL of `ASOF JOIN`.
 //!
-//! Two spellings plan to the same [`AsofJoinNode`]:
+//! Two spellings plan to the same `AsofJoinNode`:
 //!
 //! - Snowflake's, which DataFusion's parser reads:
 //!   `a ASOF JOIN b MATCH_CONDITION (a.t >= b.t) [ON a.k = b.k AND ...]`,
 //!   every left row kept (NULLs when nothing matches);
 //! - DuckDB's, `a ASOF [LEFT] JOIN b ON a.k = b.k AND a.t >= b.t`, the one
 //!   inequality among the equalities; without `LEFT`, unmatched left rows are
-//!   dropped. [`rewrite_duckdb`] turns it into the first form with a marker
+//!   dropped. `rewrite_duckdb` turns it into the first form with a marker
 //!   match condition before parsing.
 //!
 //! Either `ON` may hold one tolerance conjunct, `a.t - b.t <= <bound>` (or
@@ -15,7 +15,7 @@
 //! is checked on the chosen match, and a match beyond it becomes NULLs.
 //!
 //! DataFusion plans joins of a `FROM` list without an extension hook; only a
-//! parenthesized join reaches a `RelationPlanner`. So [`AsofRelationPlanner`]
+//! parenthesized join reaches a `RelationPlanner`. So `AsofRelationPlanner`
 //! plans `(a ASOF JOIN b ...)`, which plain `ctx.sql()` accepts once
 //! [`crate::install`] ran, and [`sql()`] (used by the CLI and Python) first
 //! wraps every `ASOF JOIN` in such parentheses, so the unparenthesized

@@ -429,7 +429,7 @@ impl ColumnBuilder {
     }
 
     /// Field `i` of a Struct column: append exactly one value (or null) to
-    /// every field, then call [`Self::close_struct`].
+    /// every field, then call `Self::close_struct`.
     #[inline]
     pub fn field(&mut self, i: usize) -> Result<&mut ColumnBuilder, DecodeError> {
         match &mut self.values {

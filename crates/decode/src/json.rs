@@ -21,7 +21,7 @@
 //!
 //! Every field is nullable. A recursive `$ref` is expanded at most
 //! [`MAX_REF_REPEAT`] times along one path and nesting is capped at
-//! [`MAX_SCHEMA_DEPTH`]; deeper values are kept as JSON text. The message
+//! `MAX_SCHEMA_DEPTH`; deeper values are kept as JSON text. The message
 //! type is always a `Struct`: a schema (or inferred type) whose root is not an
 //! object with properties becomes a struct with one field, `value`.
 //!
@@ -32,7 +32,7 @@
 //! # Decoding
 //!
 //! Payloads are parsed by a strict RFC 8259 parser that writes straight into
-//! the [`ColumnBuilder`](super::ColumnBuilder): integers stay exact (`u64` values above `i64::MAX`
+//! the [`ColumnBuilder`]: integers stay exact (`u64` values above `i64::MAX`
 //! are an error in an `Int64` column and fine in a `Float64` one), numbers
 //! with no fractional part (`3.0`, `1e3`) are accepted as integers, missing
 //! keys and `null` are null, keys the type does not know are skipped
@@ -50,7 +50,7 @@
 //! merged with anything gives that thing, and any other conflict gives `Utf8`
 //! JSON text. A field only ever seen as `null` (or an array only ever empty,
 //! or an object only ever `{}`) is JSON text as well, so later messages that
-//! do carry a value keep it. Objects with more than [`MAX_INFERRED_FIELDS`]
+//! do carry a value keep it. Objects with more than `MAX_INFERRED_FIELDS`
 //! distinct keys (maps keyed by ids) are JSON text.
 
 use std::sync::Arc;

@@ -16,7 +16,7 @@
 //! | enum | Utf8: the value's name, or the number as decimal text (`"7"`) when the enum does not define it |
 //! | message (also groups) | Struct of its fields, in declaration order, named as in the `.proto` |
 //! | `repeated T` | List of T |
-//! | `map<K, V>` | [`map_of`](super::map_of)`(K, V)` |
+//! | `map<K, V>` | `map_of``(K, V)` |
 //! | `google.protobuf.Timestamp` | [`timestamp_type`](super::timestamp_type): `seconds * 1e9 + nanos` |
 //! | `google.protobuf.Duration` | [`duration_type`](super::duration_type): `seconds * 1e9 + nanos` |
 //! | a message type that would recurse | Binary: that sub-message's encoded bytes |

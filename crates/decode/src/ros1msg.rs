@@ -12,7 +12,7 @@
 //!   name means the package of the type that uses it, then `std_msgs`, then
 //!   the only dependency of that short name; `pkg/msg/Type` is `pkg/Type`.
 //!   Missing dependencies, recursive types, nesting deeper than
-//!   [`MAX_DEPTH`], more than [`MAX_COLUMNS`](plan::MAX_COLUMNS) columns and fixed arrays over
+//!   [`MAX_DEPTH`], more than `MAX_COLUMNS` columns and fixed arrays over
 //!   [`MAX_FIXED_LEN`] elements are errors.
 //! - Types (`plan.rs`): bool → Boolean; int8 and `byte` → Int8; uint8 and
 //!   `char` → UInt8; the other integers and floats as themselves; string →

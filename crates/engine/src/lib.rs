@@ -70,7 +70,7 @@ use surface::{file_order, functions, read_topic, table_functions, typed_tables, 
 ///   ([`file_order`]),
 /// - `length(x)` that counts bytes of binary values (`sum(length(data))`),
 /// - the `logsql.*` session options,
-/// - the physical optimizer rule [`surface::defer_errors::DeferScanErrors`]: a damaged file
+/// - the physical optimizer rule `surface::defer_errors::DeferScanErrors`: a damaged file
 ///   fails a query only after every readable row was delivered,
 /// - `ASOF JOIN` ([`logsql_asof`]): a relation planner for the parenthesized form
 ///   `FROM (a ASOF JOIN b MATCH_CONDITION (...))` and a query planner for its
@@ -190,7 +190,7 @@ pub fn session_context() -> SessionContext {
 
 /// A new `SessionContext` from `config`, with logsql registered. Its
 /// object-store registry builds stores for `s3://`, `gs://`, `az://` and
-/// `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
+/// `http(s)://` URLs when first used (`stores::StoreRegistry`).
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
     // The state is built once, with logsql's optimizer rules, so that
     // `register` does not rebuild it (process start-up, `logsql "SELECT 1"`).
@@ -207,7 +207,7 @@ pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
 }
 
 /// A runtime whose object-store registry builds stores for `s3://`, `gs://`,
-/// `az://` and `http(s)://` URLs when first used ([`stores::StoreRegistry`]).
+/// `az://` and `http(s)://` URLs when first used (`stores::StoreRegistry`).
 pub fn runtime_env() -> Arc<RuntimeEnv> {
     RuntimeEnvBuilder::new()
         .with_object_store_registry(Arc::new(stores::StoreRegistry::default()))

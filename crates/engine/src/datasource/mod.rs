@@ -1,4 +1,4 @@
-//! The DataFusion datasource: the `FileFormat` ([`file_format`]), its
+//! The DataFusion datasource: the `FileFormat` (`file_format`), its
 //! `FileSource` ([`source`]) and the MCAP writer sink ([`mcap_sink`]). It imports
 //! the scan core and storage, never the SQL surface.
 

@@ -1,4 +1,4 @@
-//! logsql's errors inside DataFusion: [`df_err`] for `map_err` (the readers'
+//! logsql's errors inside DataFusion: `df_err` for `map_err` (the readers'
 //! error type lives in `logsql-readers`, which knows nothing of DataFusion, so
 //! no `From` conversion can be written for `?`).
 

@@ -1,7 +1,7 @@
 //! The scan core: what a scan reads ([`target`]), its plan and loop
-//! ([`scan`]) and how it hands batches over ([`handoff`]), the batch builders ([`batch`], [`table_batch`], [`decoded_batch`]),
+//! ([`scan`]) and how it hands batches over (`handoff`), the batch builders ([`batch`], `table_batch`, `decoded_batch`),
 //! pruning ([`predicate`]), rows answered from a file's summary
-//! ([`summary_rows`]), declared `log_time` order ([`time_order`]), newest-first
+//! (`summary_rows`), declared `log_time` order ([`time_order`]), newest-first
 //! reads and run-time chunk pruning ([`newest_first`]), the damage
 //! log ([`damage`]), the `messages` schema ([`schema`]), the session options
 //! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].

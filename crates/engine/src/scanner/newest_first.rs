@@ -5,11 +5,11 @@
 //!
 //! - the sort is pushed to the scan (`FileSource::try_pushdown_sort`); the scan
 //!   accepts `log_time DESC` inexactly: it reads each byte range's chunks in
-//!   descending order of their end time ([`read_order`]), each chunk's rows
+//!   descending order of their end time (`read_order`), each chunk's rows
 //!   still in file order, and the `SortExec` stays above it;
 //! - the TopK's dynamic filter (`log_time > t`, tightened as better rows
 //!   arrive) is pushed to the scan, which keeps it to skip the chunks it rules
-//!   out ([`RuntimePruning`]) before reading them. The rows themselves are
+//!   out (`RuntimePruning`) before reading them. The rows themselves are
 //!   still filtered by the TopK, so the filter is not reported as applied.
 //!
 //! After the newest chunk or two, the filter's bound lies above every other

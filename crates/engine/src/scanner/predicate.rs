@@ -1,7 +1,7 @@
 //! From pushed-down filters to what a scan can skip.
 //!
 //! A filter on the `messages` table becomes three things:
-//! - a [`PruningPredicate`] evaluated over chunk statistics ([`ChunkStatistics`]):
+//! - a [`PruningPredicate`] evaluated over chunk statistics (`ChunkStatistics`):
 //!   `log_time` min/max from the chunk index, topic membership from the chunk's
 //!   channel list, the file name; any AND/OR/range/IN shape DataFusion can prove;
 //! - a [`Selection`] handed to the format reader: a `log_time` envelope, a topic

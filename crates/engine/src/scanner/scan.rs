@@ -1,7 +1,7 @@
 //! The scan loop shared by every format: one file (or one byte range of it),
 //! chunk selection, reading, exact filtering, batching and metrics.
 //!
-//! It runs on a blocking thread and hands batches over through a [`Handoff`]
+//! It runs on a blocking thread and hands batches over through a `Handoff`
 //! (a bounded channel), so at most a couple of batches per partition are in
 //! memory, and a consumer that stops (a satisfied `LIMIT`) stops the reading.
 

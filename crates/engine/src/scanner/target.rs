@@ -3,7 +3,7 @@
 //! (`read_topic('run.mcap', '/imu')`).
 //!
 //! A leaf of the engine: the scan, the file source, the file format and the
-//! distributed codec all take a [`ScanTarget`]; the table functions that build
+//! distributed codec all take a `ScanTarget`; the table functions that build
 //! the specs sit above them.
 
 use std::collections::HashMap;

@@ -9,9 +9,9 @@
 //! partitions with a `SortPreservingMergeExec` instead of sorting, and
 //! `ORDER BY log_time LIMIT n` stops after its first rows (read in one
 //! partition, in file order: the `file_order` rule of the SQL surface). A chunk
-//! the index shows without messages is not read at all ([`holds_no_message`]).
+//! the index shows without messages is not read at all (`holds_no_message`).
 //!
-//! The scan keeps the promise ([`ChunkOrder`], used by the scan loop): it holds
+//! The scan keeps the promise (`ChunkOrder`, used by the scan loop): it holds
 //! each chunk's rows until the chunk ends, sorts them by `log_time` (stably)
 //! when they are not already in order, and checks them against the chunk's
 //! bounds from the index. A message outside its chunk's stated bounds is
@@ -50,8 +50,8 @@ use logsql_readers::model::{ChunkMeta, Nanos, Summary};
 /// each inside the file's stated time range (which DataFusion uses to order
 /// the files of a partition). MCAP writers give a chunk of only schema and
 /// channel records the times 0..=0, outside the file's range: such a chunk
-/// holds no message ([`chunk_bounds`] makes its range empty, and message
-/// scans do not read it: [`holds_no_message`]). Any other chunk outside the file's range means the
+/// holds no message (`chunk_bounds` makes its range empty, and message
+/// scans do not read it: `holds_no_message`). Any other chunk outside the file's range means the
 /// file's statistics are wrong (a real rosbag2 MCAP states a first message
 /// time of 1 ms for a chunk holding one at 0): no order is declared.
 pub fn file_in_time_order(format: &dyn FormatReader, summary: &Summary) -> bool {

@@ -1,4 +1,4 @@
-//! [`CountingReader`]: a [`ReadAt`] that counts the bytes read through it
+//! `CountingReader`: a [`ReadAt`] that counts the bytes read through it
 //! (the scans' `bytes_read` metric, and summary loads).
 
 use std::io;

@@ -3,7 +3,7 @@
 //! A format's whole-file checksum (BDDF's SHA1, [`logsql_readers::formats::FileDigest`])
 //! covers every byte of the file, so checking it costs a read of the whole
 //! file. A scan that reads every chunk of the file in file order reads most of
-//! those bytes anyway: [`DigestingReader`] feeds the digest with them as they
+//! those bytes anyway: `DigestingReader` feeds the digest with them as they
 //! pass, and reads only the bytes between chunks (record headers, the index)
 //! for the digest alone. A scan that reads part of a file never verifies
 //! (unless `logsql.verify_checksums = 'always'`), so a time window reads only

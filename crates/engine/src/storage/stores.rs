@@ -2,7 +2,7 @@
 //! `abfs://`, `abfss://`, `azure://`), `http(s)://`, configured from the usual
 //! environment variables, as datafusion-cli does.
 //!
-//! [`StoreRegistry`] is the object-store registry of the contexts logsql builds
+//! `StoreRegistry` is the object-store registry of the contexts logsql builds
 //! ([`crate::session_context`]): any URL DataFusion asks for (`FROM`,
 //! `CREATE EXTERNAL TABLE ... LOCATION`, `COPY ... TO`) gets its store built
 //! when first seen. On a context the user built, [`ensure`] does the same for
@@ -14,10 +14,10 @@
 //! GCS `GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_APPLICATION_CREDENTIALS`; Azure
 //! `AZURE_STORAGE_ACCOUNT_NAME`, `AZURE_STORAGE_ACCOUNT_KEY`, ....
 //!
-//! Requests fail fast by default: [`RemoteLimits`] (`LOGSQL_REMOTE_RETRIES`,
+//! Requests fail fast by default: `RemoteLimits` (`LOGSQL_REMOTE_RETRIES`,
 //! `LOGSQL_REMOTE_TIMEOUT`, `LOGSQL_REMOTE_REQUEST_TIMEOUT`) bounds retries,
 //! connection waits and requests, and
-//! [`describe_error`] turns a failed request into its cause (connection refused,
+//! `describe_error` turns a failed request into its cause (connection refused,
 //! unresolvable host, HTTP 403/404, timeout) for the user.
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //!
 //! DataFusion splits a large file into byte ranges, one partition each, and a
 //! `LIMIT` above them takes whichever partition answers first: the rows differ
-//! from run to run. [`FileOrderUnderLimit`] is a physical optimizer rule that
+//! from run to run. `FileOrderUnderLimit` is a physical optimizer rule that
 //! runs after DataFusion's (after `LimitPushdown`): under a limit whose input
 //! keeps row order (projections, filters, batch coalescing, the limit nodes
 //! themselves), a log-table scan is read in one partition, its files in path

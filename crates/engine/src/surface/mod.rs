@@ -4,7 +4,7 @@
 //! functions ([`functions`]), `ASOF JOIN` (the crate `logsql_asof`, installed by
 //! [`crate::register`]) and the physical rule that
 //! reads log tables in file order ([`file_order`]), and the one that defers
-//! scan errors to the query's root ([`defer_errors`]). The top layer: nothing below
+//! scan errors to the query's root (`defer_errors`). The top layer: nothing below
 //! imports it.
 
 pub(crate) mod defer_errors;

@@ -63,7 +63,7 @@ impl ChunkBuf {
         &mut self.buf
     }
 
-    /// Reads `len` bytes at `offset` into the buffer, as [`read_range_into`]
+    /// Reads `len` bytes at `offset` into the buffer, as `read_range_into`
     /// does, and shares them.
     pub fn read(
         &mut self,

@@ -9,11 +9,11 @@
 //! the same concatenated text (the type's `.msg`, then per dependency a line
 //! of `=`, `MSG: pkg/Type` and its text) from the directories of
 //! `logsql.msg_path` (a ROS install's `share` directory: `<dir>/<pkg>/msg/<Type>.msg`)
-//! and, failing those, the common interfaces logsql carries ([`PACKAGES`],
+//! and, failing those, the common interfaces logsql carries (`PACKAGES`,
 //! the `.msg` files under this module's directory, see its `SOURCE.md`).
 //! `read_topic` applies it to every channel of the topic when it is planned,
 //! so the session's `logsql.msg_path` decides; a type found nowhere leaves
-//! the reason in the channel's metadata ([`MISSING_KEY`]) for the format's
+//! the reason in the channel's metadata (`MISSING_KEY`) for the format's
 //! schema description to report.
 
 use std::collections::HashSet;

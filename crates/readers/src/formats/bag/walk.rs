@@ -2,7 +2,7 @@
 //! walk that lists a bag's chunks without its index.
 //!
 //! The walk starts at the first record after the bag header and reads only
-//! record headers, skipping chunk data by its length (the [`SequentialReader`]
+//! record headers, skipping chunk data by its length (the `SequentialReader`
 //! shrinks its read-ahead after each skip, so a walk over large chunks reads
 //! little more than their headers). It collects:
 //!

@@ -20,7 +20,7 @@
 //!    malformed block; everything before is readable and the reason becomes
 //!    [`Summary::damage`].
 //! 4. **Chunks.** Consecutive data blocks (file order) are grouped into chunks
-//!    of about [`CHUNK_TARGET`] bytes; each chunk remembers its blocks per
+//!    of about `CHUNK_TARGET` bytes; each chunk remembers its blocks per
 //!    series, so a read touches only the selected blocks' bytes.
 
 use std::collections::hash_map::Entry;
@@ -223,7 +223,7 @@ pub struct Series {
     pub end_time: Option<Nanos>,
     /// Whether block times never decrease in file order.
     pub monotonic: bool,
-    /// The channel topic (see [`series_topic`]).
+    /// The channel topic (see `series_topic`).
     pub topic: String,
     /// The channel message type (type name or `TYPE_FLOAT64[3]`).
     pub message_type: Option<String>,
@@ -355,7 +355,7 @@ pub struct BddfIndex {
     pub series: Vec<Series>,
     /// Every data block, in file order.
     pub blocks: Vec<Block>,
-    /// Additional index values of all blocks (see [`Block::aix_start`]).
+    /// Additional index values of all blocks (see `Block::aix_start`).
     pub aix: Vec<i64>,
     /// One entry per [`Summary::chunks`] entry, same order.
     pub chunks: Vec<ChunkDetail>,

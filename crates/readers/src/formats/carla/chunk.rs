@@ -54,7 +54,7 @@ pub fn find<'s>(
     Ok((index, detail))
 }
 
-/// What [`for_each_packet`] did.
+/// What `for_each_packet` did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Walked {
     /// Packets parsed.

@@ -4,7 +4,7 @@
 //! local file, else a temporary copy (a remote `.db3`, an in-memory buffer);
 //! a file compressed whole (`compression_mode: file`, `NAME_0.db3.zstd`) is
 //! decompressed to a temporary file. Both copies are bounded by
-//! [`MAX_COPY_BYTES`].
+//! `MAX_COPY_BYTES`.
 //!
 //! The database is opened read-only. When a non-empty `-wal` or `-journal`
 //! file lies beside it (a recording cut by a crash) it is opened with
@@ -12,7 +12,7 @@
 //! when that fails, e.g. in a read-only directory) with `immutable=1`, which
 //! takes no locks and creates no side files.
 //!
-//! An `immutable=1` connection has a small page cache ([`CACHE_KIB`]), and is
+//! An `immutable=1` connection has a small page cache (`CACHE_KIB`), and is
 //! kept for reuse when done ([`connect`]): a scan's chunks are many short
 //! range queries, and opening a connection for each (a new page cache to
 //! allocate and fault in, the schema parsed again) cost more than their reads.
@@ -195,7 +195,7 @@ fn has_side_log(path: &Path) -> bool {
 static IDLE: Mutex<VecDeque<(u64, Connection)>> = Mutex::new(VecDeque::new());
 
 /// A connection to a database; one to a local, unlogged database goes back
-/// to the process's idle connections when dropped (at most [`POOL_MAX`],
+/// to the process's idle connections when dropped (at most `POOL_MAX`,
 /// the oldest closed first).
 #[derive(Debug)]
 pub struct Pooled {

@@ -20,7 +20,7 @@
 //!   `message_definitions` text (`ros2msg`/`ros2idl`) where stored; channel
 //!   metadata `offered_qos_profiles`, `type_description_hash`.
 //!   **Chunks** are not byte ranges here: the database is split into up to
-//!   [`MAX_CHUNKS`] ranges of about [`CHUNK_BYTES`] of file each, by
+//!   `MAX_CHUNKS` ranges of about `CHUNK_BYTES` of file each, by
 //!   `timestamp` when the timestamp index exists (each chunk then has exact
 //!   time bounds for pruning) and by row id otherwise. A chunk's `offset` is
 //!   a nominal position proportional to its rank, so the engine's byte-range
