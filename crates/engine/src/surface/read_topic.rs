@@ -95,17 +95,15 @@ async fn plan(
     // so that the scan reports them by the `on_error` policy.
     let mut damaged: Vec<logsql_readers::Error> = resolved.unrecognised_errors().await?;
     files.extend(resolved.unrecognised_logs());
-    for entry in resolved.log_files() {
-        let (loc, format) = entry;
-        let cache = crate::storage::summary_cache::of(state.runtime_env());
-        let cached = match loc.summary(Some(cache), format.clone()).await {
+    for (entry, summary) in resolved.summaries(state).await? {
+        let (loc, _) = entry;
+        let cached = match summary {
             Ok(cached) => cached,
-            Err(e) if resolved.many && e.is_unreadable() => {
+            Err(e) => {
                 damaged.push(e);
                 files.push(entry);
                 continue;
             }
-            Err(e) => return Err(df_err(e)),
         };
         let all = cached.summary.channels.values();
         topics_seen.extend(all.clone().map(|c| c.topic.clone()));

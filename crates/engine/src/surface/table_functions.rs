@@ -265,15 +265,13 @@ impl TableProvider for SummaryTable {
             crate::scanner::damage::report(on_error, e, None)?;
         }
         let mut files = Vec::new();
-        for (loc, format) in resolved.log_files() {
-            let cache = crate::storage::summary_cache::of(state.runtime_env());
-            let mut cached = match loc.summary(Some(cache), format.clone()).await {
+        for ((loc, _), summary) in resolved.summaries(state).await? {
+            let mut cached = match summary {
                 Ok(cached) => cached,
-                Err(e) if resolved.many && e.is_unreadable() => {
+                Err(e) => {
                     crate::scanner::damage::report(on_error, e, None)?;
                     continue;
                 }
-                Err(e) => return Err(df_err(e)),
             };
             if let (Some(pool), SummaryView::Channels) = (&pool, self.view) {
                 // Schemas from the user's descriptor set, for channels the file names only by type.

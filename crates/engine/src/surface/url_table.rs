@@ -26,7 +26,7 @@ use crate::scanner::error::df_err;
 use crate::scanner::schema::messages_table_schema;
 use crate::storage::object_io::FileLocation;
 use crate::storage::object_io::is_local;
-use crate::storage::summary_cache;
+use crate::storage::summary_cache::{self, CachedSummary};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use logsql_readers::formats::{self, FormatReader, SNIFF_LEN};
 
@@ -47,6 +47,10 @@ fn named_like_a_log(name: &str) -> bool {
     LOG_EXTENSIONS.contains(&ext) || lower.contains(".record.")
 }
 
+/// A file a path names, with the format detected from its content (none:
+/// not a log file).
+pub(crate) type LogEntry = (FileLocation, Option<Arc<dyn FormatReader>>);
+
 /// How many files are sniffed at once.
 const SNIFF_CONCURRENCY: usize = 32;
 
@@ -55,28 +59,51 @@ pub struct ResolvedPath {
     /// The parsed path.
     pub url: ListingTableUrl,
     /// Every file the path names, in listing order, with its detected format.
-    pub files: Vec<(FileLocation, Option<Arc<dyn FormatReader>>)>,
+    pub files: Vec<LogEntry>,
     /// The path names a directory or a glob (not one file).
     pub many: bool,
 }
 
 impl ResolvedPath {
     /// The log files only.
-    pub fn log_files(
-        &self,
-    ) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn FormatReader>>)> {
+    pub fn log_files(&self) -> impl Iterator<Item = &LogEntry> {
         self.files.iter().filter(|(_, f)| f.is_some())
     }
 
     /// The files of a directory or glob named like log files whose content no
     /// format recognises: damaged files, which queries report by the
     /// `on_error` policy (a single file named so is an error anyway).
-    pub fn unrecognised_logs(
-        &self,
-    ) -> impl Iterator<Item = &(FileLocation, Option<Arc<dyn FormatReader>>)> {
+    pub fn unrecognised_logs(&self) -> impl Iterator<Item = &LogEntry> {
         self.files.iter().filter(|(loc, f)| {
             self.many && f.is_none() && named_like_a_log(loc.meta.location.as_ref())
         })
+    }
+
+    /// The summary of each of [`ResolvedPath::log_files`], through the
+    /// session's summary cache, in listing order. A file of a directory or
+    /// glob that cannot be read as a log file ([`logsql_readers::Error::is_unreadable`])
+    /// gives its error in place of a summary, for the caller to report by the
+    /// `on_error` policy; any other error (or a single file's) fails.
+    pub(crate) async fn summaries(
+        &self,
+        state: &SessionState,
+    ) -> Result<
+        Vec<(
+            &LogEntry,
+            std::result::Result<CachedSummary, logsql_readers::Error>,
+        )>,
+    > {
+        let cache = summary_cache::of(state.runtime_env());
+        let mut out = Vec::new();
+        for entry in self.log_files() {
+            let (loc, format) = entry;
+            let summary = match loc.summary(Some(Arc::clone(&cache)), format.clone()).await {
+                Err(e) if !(self.many && e.is_unreadable()) => return Err(df_err(e)),
+                summary => summary,
+            };
+            out.push((entry, summary));
+        }
+        Ok(out)
     }
 
     /// Why each of [`ResolvedPath::unrecognised_logs`] is not a log file
