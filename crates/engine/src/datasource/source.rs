@@ -5,11 +5,12 @@
 //! exactly by the scan (and so reported as pushed down, which lets `LIMIT` reach
 //! the scan); all of them also prune chunks through the file's index.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::datasource::listing::PartitionedFile;
@@ -34,10 +35,10 @@ use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
 use crate::scanner::damage::DamageLog;
-use crate::scanner::handoff::Handoff;
+use crate::scanner::file_scan::{FileScan, Opened};
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::predicate::{is_exact_pushable, is_runtime_prunable};
-use crate::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest, scan_file};
+use crate::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest};
 use crate::scanner::target::ScanTarget;
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::SummaryCache;
@@ -332,9 +333,19 @@ impl FileSource for LogSource {
     }
 }
 
-/// Opens one file (or byte range) of a scan: runs [`scan_file`] on a blocking
-/// thread (its reads block, on the file system or on the runtime for an
-/// object store) that sends batches through a bounded channel.
+/// Opens one file (or byte range) of a scan as a stream its consumer pulls
+/// chunk by chunk ([`FileScan`]): opening reads the summary on the blocking
+/// pool; each pull reads the next chunk into batches, on the consumer's task
+/// for a local file (positioned reads, then CPU work), on the blocking pool
+/// when reads block (an object store's range requests, SQLite). No chunk is
+/// read before the batches of the one before are taken, so a satisfied
+/// `LIMIT` or a cancelled query stops the reading.
+///
+/// This is a [`FileOpener`] with a stream per file rather than DataFusion's
+/// morsel API (`FileSource::create_morselizer`): the projection of partition
+/// columns and `input_file_name()` that [`ProjectionOpener`] applies per file
+/// is offered to openers only (a morselizer would repeat it), and the file
+/// stream polls an opener's stream as it does a morsel's.
 struct LogOpener {
     plan: Arc<ScanPlan>,
     store: Arc<dyn ObjectStore>,
@@ -359,22 +370,103 @@ impl FileOpener for LogOpener {
             .map(|r| r.start.max(0) as u64..r.end.max(0) as u64);
         let metrics = self.metrics.clone();
         Ok(Box::pin(async move {
-            let (tx, rx) = tokio::sync::mpsc::channel(2);
-            tokio::task::spawn_blocking(move || {
-                let run = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    scan_file(&plan, &loc, range, &metrics, Handoff(&tx))
-                }));
-                if let Err(panic) = run {
-                    let _ = tx.blocking_send(Err(panicked(&loc.display_name(), panic.as_ref())));
-                }
-            });
-            let stream =
-                futures::stream::unfold(
-                    rx,
-                    |mut rx| async move { rx.recv().await.map(|b| (b, rx)) },
-                );
-            Ok(stream.boxed())
+            let name = loc.display_name();
+            let opening = Arc::clone(&plan);
+            let opened =
+                blocking(&name, move || FileScan::open(opening, &loc, range, metrics)).await;
+            let mut pull = Pull {
+                plan,
+                scan: None,
+                ready: VecDeque::new(),
+                error: None,
+            };
+            match opened {
+                Ok(Opened::Scan(scan)) => pull.scan = Some(scan),
+                Ok(Opened::Done(batches)) => pull.ready.extend(batches),
+                Err(e) => pull.error = FileScan::route_error(&pull.plan, e),
+            }
+            Ok(futures::stream::unfold(pull, Pull::next).boxed())
         }))
+    }
+}
+
+/// The state of one file's stream between pulls.
+struct Pull {
+    plan: Arc<ScanPlan>,
+    /// The scan, until it ended.
+    scan: Option<Box<FileScan>>,
+    /// Batches read and not yet pulled.
+    ready: VecDeque<RecordBatch>,
+    /// The error that ends the stream once `ready` is empty.
+    error: Option<DataFusionError>,
+}
+
+impl Pull {
+    /// The next batch, reading the next chunk when none is ready.
+    async fn next(mut self) -> Option<(Result<RecordBatch>, Self)> {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                return Some((Ok(batch), self));
+            }
+            if let Some(e) = self.error.take() {
+                return Some((Err(e), self));
+            }
+            let mut scan = self.scan.take()?;
+            let (scan, step) = if scan.blocks() {
+                let name = scan.name().to_string();
+                match blocking(&name, move || {
+                    let step = step(&mut scan);
+                    Ok((scan, step))
+                })
+                .await
+                {
+                    Ok(done) => done,
+                    Err(e) => {
+                        self.error = Some(e);
+                        continue;
+                    }
+                }
+            } else {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| step(&mut scan))) {
+                    Ok(step) => (scan, step),
+                    Err(panic) => {
+                        self.error = Some(panicked(scan.name(), panic.as_ref()));
+                        continue;
+                    }
+                }
+            };
+            let mut scan = scan;
+            self.ready.extend(scan.take_batches());
+            match step {
+                Ok(true) => self.scan = Some(scan),
+                Ok(false) => {}
+                Err(e) => self.error = FileScan::route_error(&self.plan, e),
+            }
+        }
+    }
+}
+
+/// One step of `scan`: the next chunk, or the end. `Ok(false)`: it ended.
+fn step(scan: &mut FileScan) -> Result<bool> {
+    if scan.read_next_chunk()? {
+        return Ok(true);
+    }
+    scan.finish()?;
+    Ok(false)
+}
+
+/// Runs `f`, which blocks, on the blocking pool; a panic in it becomes the
+/// error of a scan of `file`.
+async fn blocking<T: Send + 'static>(
+    file: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => Err(panicked(file, panic.as_ref())),
+            Err(e) => Err(DataFusionError::External(Box::new(e))),
+        },
     }
 }
 

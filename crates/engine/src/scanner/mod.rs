@@ -1,5 +1,6 @@
-//! The scan core: what a scan reads ([`target`]), its plan and loop
-//! ([`scan`]) and how it hands batches over (`handoff`), the batch builders ([`batch`], `table_batch`, `decoded_batch`),
+//! The scan core: what a scan reads ([`target`]), its plan and sink
+//! ([`scan`]), which chunks it reads (`chunk_choice`) and one file's scan
+//! step by step (`file_scan`), the batch builders ([`batch`], `table_batch`, `decoded_batch`),
 //! pruning ([`predicate`]), rows answered from a file's summary
 //! (`summary_rows`), declared `log_time` order ([`time_order`]), newest-first
 //! reads and run-time chunk pruning ([`newest_first`]), the damage
@@ -7,10 +8,11 @@
 //! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].
 
 pub mod batch;
+pub(crate) mod chunk_choice;
 pub mod damage;
 pub(crate) mod decoded_batch;
 pub mod error;
-pub(crate) mod handoff;
+pub(crate) mod file_scan;
 pub mod newest_first;
 pub mod options;
 pub mod predicate;

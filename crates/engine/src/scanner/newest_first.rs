@@ -28,12 +28,17 @@ use datafusion::physical_optimizer::pruning::PruningPredicate;
 use super::predicate::{self, ChunkStatistics};
 use logsql_readers::model::{ChunkMeta, Summary};
 
-/// The order a scan reads its `chunks` in: file order, or, newest first, by
-/// descending end time (chunks whose times the index does not state first,
-/// as they may hold anything; ties in file order).
-pub(crate) fn read_order(mut chunks: Vec<&ChunkMeta>, newest_first: bool) -> Vec<&ChunkMeta> {
+/// The order a scan reads `chunks` (positions in `summary.chunks`, in file
+/// order) in: file order, or, newest first, by descending end time (chunks
+/// whose times the index does not state first, as they may hold anything;
+/// ties in file order).
+pub(crate) fn read_order(
+    summary: &Summary,
+    mut chunks: Vec<usize>,
+    newest_first: bool,
+) -> Vec<usize> {
     if newest_first {
-        chunks.sort_by_key(|c| std::cmp::Reverse(c.end_time.unwrap_or(u64::MAX)));
+        chunks.sort_by_key(|&i| std::cmp::Reverse(summary.chunks[i].end_time.unwrap_or(u64::MAX)));
     }
     chunks
 }
@@ -121,19 +126,17 @@ mod tests {
 
     #[test]
     fn newest_first_reads_by_descending_end_time_unknown_times_first() {
-        let chunks = [
-            chunk(0, Some(10)),
-            chunk(1, Some(30)),
-            chunk(2, None),
-            chunk(3, Some(20)),
-            chunk(4, Some(30)),
-        ];
-        let order = |newest| -> Vec<usize> {
-            read_order(chunks.iter().collect(), newest)
-                .iter()
-                .map(|c| c.index)
-                .collect()
+        let summary = Summary {
+            chunks: vec![
+                chunk(0, Some(10)),
+                chunk(1, Some(30)),
+                chunk(2, None),
+                chunk(3, Some(20)),
+                chunk(4, Some(30)),
+            ],
+            ..Summary::default()
         };
+        let order = |newest| read_order(&summary, (0..5).collect(), newest);
         assert_eq!(order(false), vec![0, 1, 2, 3, 4]);
         assert_eq!(order(true), vec![2, 1, 4, 3, 0]);
     }

@@ -1,12 +1,9 @@
-//! The scan loop shared by every format: one file (or one byte range of it),
-//! chunk selection, reading, exact filtering, batching and metrics.
-//!
-//! It runs on a blocking thread and hands batches over through a `Handoff`
-//! (a bounded channel), so at most a couple of batches per partition are in
-//! memory, and a consumer that stops (a satisfied `LIMIT`) stops the reading.
+//! What every format's scan shares: the plan of a scan ([`ScanPlan`]), its
+//! metrics, and the sink readers push rows into, which builds, filters and
+//! projects the batches ([`Sink`]). A file's scan itself, step by step, is
+//! [`super::file_scan`].
 
 use std::collections::HashSet;
-use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::compute::filter_record_batch;
@@ -21,21 +18,14 @@ use datafusion::physical_optimizer::pruning::PruningPredicate;
 use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder};
 
 use super::batch::BatchBuilder;
-use super::damage::{DamageLog, report};
+use super::damage::DamageLog;
 use super::decoded_batch::DecodedBatchBuilder;
-use super::error::df_err;
-use super::handoff::Handoff;
-use super::newest_first::{self, RuntimePruning};
 use super::options::{LogsqlOptions, OnError, VerifyChecksums};
-use super::predicate::{self, ChunkStatistics};
-use super::summary_rows;
+use super::predicate;
 use super::table_batch::TableBatchBuilder;
 use super::target::ScanTarget;
-use super::time_order::{self, ChunkOrder};
-use crate::storage::counting::CountingReader;
-use crate::storage::digest::DigestingReader;
-use crate::storage::object_io::FileLocation;
-use crate::storage::summary_cache::{self, SummaryCache};
+use super::time_order::ChunkOrder;
+use crate::storage::summary_cache::SummaryCache;
 use logsql_readers::formats::FormatReader;
 use logsql_readers::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
 use logsql_readers::table::{RowSink, Value};
@@ -315,26 +305,6 @@ fn remap_columns(expr: Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Result<Arc<
     .map(|t| t.data)
 }
 
-/// Scans one file (or the chunks of it that start inside `range`), handing
-/// batches to `handoff`. Blocks: runs on a blocking thread.
-pub(crate) fn scan_file(
-    plan: &ScanPlan,
-    loc: &FileLocation,
-    range: Option<Range<u64>>,
-    metrics: &ScanMetrics,
-    handoff: Handoff<'_>,
-) {
-    let result = scan_file_inner(plan, loc, range, metrics, handoff);
-    if let Err(e) = result {
-        match &plan.damage {
-            Some(log) => log.defer(e),
-            None => {
-                handoff.send(Err(e));
-            }
-        }
-    }
-}
-
 /// The position in `0..size` that decides which byte range reads chunk `i`
 /// of `n` in a scan in declared time order: the centre of slot `i`'s
 /// bit-reversal among `2^ceil(log2 n)` equal slots of the file. Consecutive
@@ -343,337 +313,13 @@ pub(crate) fn scan_file(
 /// partition still reads its chunks in file (and time) order, and an
 /// order-preserving merge of the partitions draws on all of them instead of
 /// draining the first half of the file while the second waits.
-fn dealt_position(i: usize, n: usize, size: u64) -> u64 {
+pub(crate) fn dealt_position(i: usize, n: usize, size: u64) -> u64 {
     if n <= 1 || size == 0 {
         return 0;
     }
     let bits = usize::BITS - (n - 1).leading_zeros();
     let slot = (i as u64).reverse_bits() >> (u64::BITS - bits);
     ((u128::from(2 * slot + 1) * u128::from(size)) >> (bits + 1)) as u64
-}
-
-fn scan_file_inner(
-    plan: &ScanPlan,
-    loc: &FileLocation,
-    range: Option<Range<u64>>,
-    metrics: &ScanMetrics,
-    handoff: Handoff<'_>,
-) -> Result<()> {
-    let name = loc.display_name();
-    let raw = loc.open().map_err(df_err)?;
-    let file = CountingReader::new(raw.as_ref());
-    let owns_start = range.as_ref().is_none_or(|r| r.start == 0);
-    let loaded = summary_cache::get_or_load(
-        plan.summaries.as_deref(),
-        &loc.store_id(),
-        &loc.meta,
-        plan.format.as_ref(),
-        &file,
-    );
-    let cached = match loaded {
-        Ok((cached, hit)) => {
-            let counter = match hit {
-                true => &metrics.summary_cache_hits,
-                false => &metrics.summary_cache_misses,
-            };
-            counter.add(1);
-            cached
-        }
-        // A file too damaged to have a summary (or a log file's name over
-        // bytes no format recognises) has no readable message: the policy
-        // decides (once per file, by the partition owning its start).
-        Err(e) if e.is_unreadable() => {
-            if owns_start {
-                report(plan.on_error, e, plan.damage.as_deref())?;
-            }
-            return Ok(());
-        }
-        Err(e) => return Err(df_err(e)),
-    };
-    let summary = &cached.summary;
-    // Which chunks this byte range reads: those whose offset it holds, or,
-    // in declared time order, those whose dealt position it holds
-    // ([`dealt_position`]), so that every partition holds chunks from the
-    // whole span and a merge of the partitions keeps them all busy.
-    let dealt = plan.time_order.is_some();
-    let n = summary.chunks.len();
-    let owned: Vec<bool> = summary
-        .chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            range.as_ref().is_none_or(|r| {
-                r.contains(&match dealt {
-                    true => dealt_position(i, n, loc.meta.size),
-                    false => c.offset,
-                })
-            })
-        })
-        .collect();
-    let in_range: Vec<&ChunkMeta> = summary
-        .chunks
-        .iter()
-        .zip(&owned)
-        .filter(|(_, o)| **o)
-        .map(|(c, _)| c)
-        .collect();
-    metrics.chunks_total.add(in_range.len());
-    // Channels of the selected topics, to skip chunks that list none of them.
-    let wanted_channels: Option<HashSet<u64>> = plan.selection.topics.as_ref().map(|topics| {
-        summary
-            .channels
-            .values()
-            .filter(|c| topics.contains(&c.topic))
-            .map(|c| c.id)
-            .collect()
-    });
-    // Pruning by the summary: every chunk of the file against the predicate
-    // (time bounds, topics). A file with none of the selected topics, or none
-    // of whose chunks can match, is pruned whole: it reads nothing.
-    let keep_all: Vec<bool> = match &plan.pruning {
-        Some(p) => {
-            let all: Vec<&ChunkMeta> = summary.chunks.iter().collect();
-            p.prune(&ChunkStatistics::new(all, &summary.channels, &name))
-                .unwrap_or_else(|_| vec![true; summary.chunks.len()])
-        }
-        None => vec![true; summary.chunks.len()],
-    };
-    // The summary's channel list is trusted to be complete only for an
-    // undamaged file whose chunks list no channel it lacks.
-    let channels_complete = summary.damage.is_none()
-        && !summary.channels.is_empty()
-        && summary.chunks.iter().all(|c| {
-            c.channels
-                .as_ref()
-                .is_none_or(|ids| ids.iter().all(|id| summary.channels.contains_key(id)))
-        });
-    let file_pruned = (channels_complete
-        && wanted_channels.as_ref().is_some_and(HashSet::is_empty))
-        || (!keep_all.is_empty() && keep_all.iter().all(|k| !k));
-    if owns_start {
-        metrics.files_total.add(1);
-        metrics.files_pruned.add(usize::from(file_pruned));
-    }
-    let keep: Vec<bool> = summary
-        .chunks
-        .iter()
-        .zip(&keep_all)
-        .zip(&owned)
-        .filter(|(_, o)| **o)
-        .map(|((_, k), _)| *k && !file_pruned)
-        .collect();
-
-    let format = &cached.format;
-    let mut sink = match &plan.target {
-        ScanTarget::Table(spec) => Sink::Rows(BatchSink::new(
-            plan,
-            TableBatchBuilder::new(
-                Arc::clone(&plan.read_schema),
-                &spec.def,
-                name.as_str().into(),
-                plan.batch_rows,
-            )?,
-            handoff,
-        )),
-        ScanTarget::Decoded(spec) => Sink::Decoded(BatchSink::new(
-            plan,
-            DecodedBatchBuilder::new(
-                Arc::clone(spec),
-                Arc::clone(&plan.read_schema),
-                Arc::clone(format),
-                loc.cache_key(),
-                name.as_str().into(),
-                plan.batch_rows,
-                plan.batch_bytes,
-            )?,
-            handoff,
-        )),
-        ScanTarget::Messages => Sink::Messages(BatchSink::new(
-            plan,
-            BatchBuilder::new(
-                Arc::clone(&plan.read_schema),
-                name.as_str().into(),
-                format.extra_columns(),
-                plan.batch_rows,
-                plan.batch_bytes,
-            )?,
-            handoff,
-        )),
-    };
-    let mut outcome = Ok(());
-    let whole_file_table = plan.target.table().filter(|t| !t.def.per_chunk);
-    if let (Some(spec), Sink::Rows(sink)) = (whole_file_table, &mut sink) {
-        if owns_start {
-            let read = spec
-                .table
-                .read_file(&file, summary, spec.arg.as_deref(), sink);
-            metrics.bytes_read.add(file.take_count() as usize);
-            if let Some(e) = sink.error.take() {
-                return Err(e);
-            }
-            if let Err(e) = read {
-                outcome = report(plan.on_error, e, plan.damage.as_deref());
-            }
-            sink.flush()?;
-        }
-        outcome?;
-        return Ok(());
-    }
-    // A scan that reads every chunk of the whole file verifies the file's
-    // whole-file checksum in the same pass (`verify_checksums = 'auto'`): the
-    // partition owning the file's start feeds the digest with the chunks it
-    // reads and, when the file is split into byte ranges, reads the bytes of
-    // the other ranges once more for the digest (`bytes_verified`), since a
-    // digest is fed in file order. The other partitions read their chunks
-    // meanwhile.
-    let full_pass = plan.verify == VerifyChecksums::Auto
-        && owns_start
-        && plan.selection.payload
-        && plan.limit.is_none()
-        && plan.target.table().is_none()
-        && wanted_channels.is_none()
-        && summary.damage.is_none()
-        && !file_pruned
-        && keep_all.iter().all(|k| *k)
-        // The digest is fed in file order, from every chunk.
-        && !plan.newest_first
-        && plan.runtime_filters.is_empty()
-        && !cached.is_verified();
-    let digest = full_pass
-        .then(|| format.file_digest(&file, summary))
-        .flatten()
-        .map(|d| DigestingReader::new(&file, raw.as_ref(), d, &metrics.bytes_verified));
-    let reader: &dyn logsql_readers::io::ReadAt = match &digest {
-        Some(d) => d,
-        None => &file,
-    };
-    // Only per-channel columns, and exact per-channel counts in the summary:
-    // the partition owning the file's start emits the rows, no chunk is read.
-    let from_summary = match &mut sink {
-        Sink::Messages(s) if summary_rows::columns_per_channel(&plan.read_schema) => {
-            summary_rows::exact_counts(summary).map(|counts| (s, counts))
-        }
-        _ => None,
-    };
-    let answered = from_summary.is_some();
-    if let Some((s, counts)) = from_summary
-        && owns_start
-        && !file_pruned
-    {
-        let rows = summary_rows::emit(summary, counts, wanted_channels.as_ref(), s);
-        metrics.messages_from_summary.add(rows as usize);
-        if let Some(e) = s.error.take() {
-            return Err(e);
-        }
-    }
-    let chunks: Vec<&ChunkMeta> = in_range
-        .iter()
-        .zip(&keep)
-        .filter(|(_, k)| **k && !answered)
-        .map(|(c, _)| *c)
-        .collect();
-    let mut runtime = RuntimePruning::new(&plan.runtime_filters, &plan.file_schema);
-    for chunk in newest_first::read_order(chunks, plan.newest_first) {
-        if let (Some(wanted), Some(listed)) = (&wanted_channels, &chunk.channels)
-            && !listed.iter().any(|c| wanted.contains(c))
-        {
-            continue;
-        }
-        // A chunk the index shows without messages (MCAP's first chunk of
-        // schema and channel records) is not read for messages.
-        if plan.target.table().is_none() && time_order::holds_no_message(summary, chunk) {
-            continue;
-        }
-        if !runtime.is_empty() && !runtime.admits(chunk, summary, &name) {
-            metrics.chunks_pruned_at_run_time.add(1);
-            continue;
-        }
-        let read = sink.read_chunk(format.as_ref(), reader, summary, chunk, plan);
-        metrics.bytes_read.add(file.take_count() as usize);
-        // Counted before the rows are sent: a consumer that has what it
-        // needs may end the query (and print the metrics) at once.
-        match &read {
-            Ok(r) => {
-                metrics.chunks_read.add(usize::from(!r.skipped));
-                metrics
-                    .bytes_decompressed
-                    .add(r.bytes_decompressed as usize);
-                metrics.messages_read.add(r.messages as usize);
-            }
-            Err(_) => metrics.chunks_read.add(1),
-        }
-        if let Some(e) = sink.take_error() {
-            return Err(e);
-        }
-        // A scan in time order sends the chunk's rows now, sorted; a message
-        // outside the chunk's stated bounds breaks the declared order.
-        let bounds = time_order::chunk_bounds(summary, chunk).unwrap_or((i64::MIN, i64::MAX));
-        if let Some(time) = sink.end_chunk(bounds)? {
-            let e = time_order::out_of_bounds(&name, format.name(), chunk, bounds, time);
-            if let Err(e) = report(plan.on_error, e, plan.damage.as_deref()) {
-                match &plan.damage {
-                    Some(log) => log.defer(e),
-                    None => {
-                        outcome = Err(e);
-                        break;
-                    }
-                }
-            }
-        }
-        match read {
-            Ok(r) => {
-                // Under a LIMIT, check after every chunk whether enough rows
-                // passed; with runtime filters, send each chunk's rows at once
-                // so that their operators tighten them before the next chunk.
-                // Otherwise a batch a quarter full ends with the chunk: the
-                // next chunk is then read into the buffers this batch frees
-                // once consumed, rather than into new ones.
-                let send = plan.limit.is_some() || !runtime.is_empty() || sink.is_quarter_full();
-                let flushed = send && !sink.flush()?;
-                if r.stopped || flushed || sink.done() {
-                    break;
-                }
-            }
-            Err(e) => {
-                if let Err(e) = report(plan.on_error, e, plan.damage.as_deref()) {
-                    match &plan.damage {
-                        // The query fails at its end: the chunks after this
-                        // one are readable and still delivered.
-                        Some(log) => log.defer(e),
-                        None => {
-                            outcome = Err(e);
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    metrics.bytes_read.add(file.take_count() as usize);
-    sink.flush()?;
-    let done = sink.done();
-    outcome?;
-    if owns_start && !done {
-        if let Some(damage) = &summary.damage {
-            report(plan.on_error, damage.clone(), plan.damage.as_deref())?;
-        }
-        let verified =
-            match digest {
-                Some(d) => d.finish().map(|outcome| {
-                    let mismatch = outcome.err();
-                    cached.record_verification(mismatch.clone());
-                    mismatch
-                }),
-                None if plan.verify == VerifyChecksums::Always => Some(
-                    summary_cache::verification(&cached, raw.as_ref(), &metrics.bytes_verified),
-                ),
-                None => None,
-            };
-        if let Some(Some(e)) = verified {
-            report(plan.on_error, e, plan.damage.as_deref())?;
-        }
-    }
-    Ok(())
 }
 
 /// What a [`BatchSink`] buffers rows in.
@@ -722,15 +368,58 @@ impl RowBuffer for TableBatchBuilder {
 }
 
 /// The one sink a scan fills: `messages` rows, typed-table rows or decoded rows.
-enum Sink<'a> {
-    Messages(BatchSink<'a, BatchBuilder>),
-    Rows(BatchSink<'a, TableBatchBuilder>),
-    Decoded(BatchSink<'a, DecodedBatchBuilder>),
+pub(crate) enum Sink {
+    Messages(BatchSink<BatchBuilder>),
+    Rows(BatchSink<TableBatchBuilder>),
+    Decoded(BatchSink<DecodedBatchBuilder>),
 }
 
-impl Sink<'_> {
+impl Sink {
+    /// The sink of `plan`'s target for the file `name` of `format`
+    /// (`cache_key` names the file for the decoders' caches).
+    pub(crate) fn new(
+        plan: &Arc<ScanPlan>,
+        format: &Arc<dyn FormatReader>,
+        name: &str,
+        cache_key: String,
+    ) -> Result<Self> {
+        Ok(match &plan.target {
+            ScanTarget::Table(spec) => Sink::Rows(BatchSink::new(
+                plan,
+                TableBatchBuilder::new(
+                    Arc::clone(&plan.read_schema),
+                    &spec.def,
+                    name.into(),
+                    plan.batch_rows,
+                )?,
+            )),
+            ScanTarget::Decoded(spec) => Sink::Decoded(BatchSink::new(
+                plan,
+                DecodedBatchBuilder::new(
+                    Arc::clone(spec),
+                    Arc::clone(&plan.read_schema),
+                    Arc::clone(format),
+                    cache_key,
+                    name.into(),
+                    plan.batch_rows,
+                    plan.batch_bytes,
+                )?,
+            )),
+            ScanTarget::Messages => Sink::Messages(BatchSink::new(
+                plan,
+                BatchBuilder::new(
+                    Arc::clone(&plan.read_schema),
+                    name.into(),
+                    format.extra_columns(),
+                    plan.batch_rows,
+                    plan.batch_bytes,
+                )?,
+            )),
+        })
+    }
+
     /// Reads one chunk into this sink.
-    fn read_chunk(
+    pub(crate) fn read_chunk(
         &mut self,
         format: &dyn FormatReader,
         file: &dyn logsql_readers::io::ReadAt,
@@ -756,7 +445,7 @@ impl Sink<'_> {
     }
 
     /// The error a sink met while taking rows, if any.
-    fn take_error(&mut self) -> Option<DataFusionError> {
+    pub(crate) fn take_error(&mut self) -> Option<DataFusionError> {
         match self {
             Sink::Messages(s) => s.error.take(),
             Sink::Rows(s) => s.error.take(),
@@ -764,7 +453,7 @@ impl Sink<'_> {
         }
     }
 
-    fn end_chunk(&mut self, bounds: (i64, i64)) -> Result<Option<i64>> {
+    pub(crate) fn end_chunk(&mut self, bounds: (i64, i64)) -> Result<Option<i64>> {
         match self {
             Sink::Messages(s) => s.end_chunk(bounds),
             Sink::Rows(s) => s.end_chunk(bounds),
@@ -773,7 +462,7 @@ impl Sink<'_> {
     }
 
     /// Whether the buffered rows are worth sending at the end of a chunk.
-    fn is_quarter_full(&self) -> bool {
+    pub(crate) fn is_quarter_full(&self) -> bool {
         match self {
             Sink::Messages(s) => s.is_quarter_full(),
             Sink::Rows(s) => s.is_quarter_full(),
@@ -781,7 +470,7 @@ impl Sink<'_> {
         }
     }
 
-    fn flush(&mut self) -> Result<bool> {
+    pub(crate) fn flush(&mut self) -> Result<bool> {
         match self {
             Sink::Messages(s) => s.flush(),
             Sink::Rows(s) => s.flush(),
@@ -789,41 +478,53 @@ impl Sink<'_> {
         }
     }
 
-    fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         match self {
             Sink::Messages(s) => s.done(),
             Sink::Rows(s) => s.done(),
             Sink::Decoded(s) => s.done(),
         }
     }
+
+    /// The batches made since the last call, ready for the consumer.
+    pub(crate) fn take_batches(&mut self) -> Vec<RecordBatch> {
+        match self {
+            Sink::Messages(s) => std::mem::take(&mut s.out),
+            Sink::Rows(s) => std::mem::take(&mut s.out),
+            Sink::Decoded(s) => std::mem::take(&mut s.out),
+        }
+    }
 }
 
-/// The sink of a scan (messages or typed rows): builds, filters and sends batches.
-struct BatchSink<'a, B> {
-    plan: &'a ScanPlan,
+/// The sink of a scan (messages or typed rows): builds, filters and
+/// projects batches, which wait in `out` for the consumer.
+pub(crate) struct BatchSink<B> {
+    plan: Arc<ScanPlan>,
     builder: B,
-    handoff: Handoff<'a>,
+    /// Batches made and not yet taken ([`Sink::take_batches`]).
+    out: Vec<RecordBatch>,
     remaining: Option<usize>,
-    error: Option<DataFusionError>,
+    pub(crate) error: Option<DataFusionError>,
     /// In a scan in declared time order: the current chunk's rows, held until
     /// the chunk ends.
     order: Option<ChunkOrder>,
 }
 
-impl<'a, B: RowBuffer> BatchSink<'a, B> {
-    fn new(plan: &'a ScanPlan, builder: B, handoff: Handoff<'a>) -> Self {
+impl<B: RowBuffer> BatchSink<B> {
+    fn new(plan: &Arc<ScanPlan>, builder: B) -> Self {
         Self {
-            plan,
+            plan: Arc::clone(plan),
             builder,
-            handoff,
+            out: Vec::new(),
             remaining: plan.limit,
             error: None,
             order: plan.time_order.map(ChunkOrder::new),
         }
     }
 
+    /// Whether the scan's `LIMIT` is reached.
     fn done(&self) -> bool {
-        self.remaining == Some(0) || self.handoff.is_closed()
+        self.remaining == Some(0)
     }
 
     /// Whether the buffered rows are worth sending at the end of a chunk
@@ -832,10 +533,10 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
         self.builder.is_quarter_full()
     }
 
-    /// Filters and projects the buffered rows and sends them (in a scan in
-    /// time order: holds them until the chunk ends). Returns false when the
-    /// consumer is gone or the limit is reached.
-    fn flush(&mut self) -> Result<bool> {
+    /// Filters and projects the buffered rows and hands them out (in a scan
+    /// in time order: holds them until the chunk ends). Returns false when
+    /// the limit is reached.
+    pub(crate) fn flush(&mut self) -> Result<bool> {
         if self.builder.is_empty() {
             return Ok(!self.done());
         }
@@ -867,8 +568,8 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
         Ok(outside)
     }
 
-    /// Filters and projects `batch` and sends it. Returns false when the
-    /// consumer is gone or the limit is reached.
+    /// Filters and projects `batch` and hands it out. Returns false when the
+    /// limit is reached.
     fn send(&mut self, batch: RecordBatch) -> Result<bool> {
         let batch = match &self.plan.predicate {
             Some(p) => {
@@ -884,8 +585,8 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
             }
             *rem -= batch.num_rows();
         }
-        if batch.num_rows() > 0 && !self.handoff.send(Ok(batch)) {
-            return Ok(false);
+        if batch.num_rows() > 0 {
+            self.out.push(batch);
         }
         Ok(!self.done())
     }
@@ -906,7 +607,7 @@ impl<'a, B: RowBuffer> BatchSink<'a, B> {
     }
 }
 
-impl logsql_readers::model::MessageSink for BatchSink<'_, BatchBuilder> {
+impl logsql_readers::model::MessageSink for BatchSink<BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         if let Err(e) = self.builder.append(&msg) {
             self.error = Some(e);
@@ -928,7 +629,7 @@ impl RowBuffer for DecodedBatchBuilder {
     }
 }
 
-impl logsql_readers::model::MessageSink for BatchSink<'_, DecodedBatchBuilder> {
+impl logsql_readers::model::MessageSink for BatchSink<DecodedBatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         if let Err(e) = self.builder.append(&msg) {
             self.error = Some(e);
@@ -938,7 +639,7 @@ impl logsql_readers::model::MessageSink for BatchSink<'_, DecodedBatchBuilder> {
     }
 }
 
-impl RowSink for BatchSink<'_, TableBatchBuilder> {
+impl RowSink for BatchSink<TableBatchBuilder> {
     fn row(&mut self, cells: &[Value<'_>]) -> Flow {
         self.builder.append(cells);
         self.after_append()

@@ -17,13 +17,12 @@ use parking_lot::Mutex;
 use logsql_readers::formats::{FileDigest, feed_digest, feed_range};
 use logsql_readers::io::ReadAt;
 
-/// A reader that feeds a [`FileDigest`] with the bytes read through it, in
-/// file order: bytes skipped between reads are read from `raw` for the digest
-/// (counted in `verified`), bytes read twice are fed once.
-pub(crate) struct DigestingReader<'a> {
-    inner: &'a dyn ReadAt,
-    raw: &'a dyn ReadAt,
-    verified: &'a Count,
+/// A [`FileDigest`] being fed with the bytes a scan reads, in file order:
+/// bytes skipped between reads are read from the file for the digest alone
+/// (counted in `verified`), bytes read twice are fed once. It lives as long
+/// as the scan of its file; each read goes through [`FileDigestFeed::reader`].
+pub(crate) struct FileDigestFeed {
+    verified: Count,
     state: Mutex<Option<Fed>>,
 }
 
@@ -33,33 +32,47 @@ struct Fed {
     upto: u64,
 }
 
-impl<'a> DigestingReader<'a> {
-    /// Reads through `inner`, filling gaps for `digest` from `raw`.
-    pub(crate) fn new(
-        inner: &'a dyn ReadAt,
-        raw: &'a dyn ReadAt,
-        digest: Box<dyn FileDigest>,
-        verified: &'a Count,
-    ) -> Self {
+/// A reader that feeds a [`FileDigestFeed`] with the bytes read through
+/// `inner`, filling gaps from `raw`.
+pub(crate) struct DigestingReader<'a> {
+    inner: &'a dyn ReadAt,
+    raw: &'a dyn ReadAt,
+    feed: &'a FileDigestFeed,
+}
+
+impl FileDigestFeed {
+    /// Feeds `digest`, counting the bytes read for it alone in `verified`.
+    pub(crate) fn new(digest: Box<dyn FileDigest>, verified: &Count) -> Self {
         Self {
-            inner,
-            raw,
-            verified,
+            verified: verified.clone(),
             state: Mutex::new(Some(Fed { digest, upto: 0 })),
         }
     }
 
-    /// Feeds the rest of the covered bytes and compares: `None` when the digest
-    /// was given up (a gap could not be read).
-    pub(crate) fn finish(self) -> Option<logsql_readers::Result<()>> {
+    /// Reads through `inner`, filling gaps for the digest from `raw`.
+    pub(crate) fn reader<'a>(
+        &'a self,
+        inner: &'a dyn ReadAt,
+        raw: &'a dyn ReadAt,
+    ) -> DigestingReader<'a> {
+        DigestingReader {
+            inner,
+            raw,
+            feed: self,
+        }
+    }
+
+    /// Feeds the rest of the covered bytes (from `raw`) and compares: `None`
+    /// when the digest was given up (a gap could not be read).
+    pub(crate) fn finish(self, raw: &dyn ReadAt) -> Option<logsql_readers::Result<()>> {
         let fed = self.state.into_inner()?;
-        let end = fed.digest.end().min(self.raw.size());
+        let end = fed.digest.end().min(raw.size());
         self.verified.add(end.saturating_sub(fed.upto) as usize);
-        Some(feed_digest(self.raw, fed.digest, fed.upto))
+        Some(feed_digest(raw, fed.digest, fed.upto))
     }
 
     /// Feeds `bytes` (the file's `at` range) past what was fed already.
-    fn feed(&self, at: Range<u64>, bytes: &[u8]) {
+    fn feed(&self, raw: &dyn ReadAt, at: Range<u64>, bytes: &[u8]) {
         let mut state = self.state.lock();
         let Some(fed) = state.as_mut() else {
             return;
@@ -68,7 +81,7 @@ impl<'a> DigestingReader<'a> {
         if at.start > fed.upto && fed.upto < end {
             // The bytes between the last read and this one, for the digest alone.
             let gap = fed.upto..at.start.min(end);
-            if feed_range(self.raw, fed.digest.as_mut(), gap.clone()).is_err() {
+            if feed_range(raw, fed.digest.as_mut(), gap.clone()).is_err() {
                 *state = None;
                 return;
             }
@@ -95,7 +108,8 @@ impl ReadAt for DigestingReader<'_> {
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         self.inner.read_exact_at(offset, buf)?;
-        self.feed(offset..offset + buf.len() as u64, buf);
+        self.feed
+            .feed(self.raw, offset..offset + buf.len() as u64, buf);
         Ok(())
     }
 
@@ -141,14 +155,16 @@ mod tests {
             end: 900,
             fed: std::sync::Arc::clone(&fed),
         });
-        let r = DigestingReader::new(&file, &file, digest, &verified);
+        let feed = FileDigestFeed::new(digest, &verified);
         let mut buf = [0u8; 100];
         // Reads with gaps, an overlap, a re-read and one past the covered end.
         for at in [10u64, 50, 120, 120, 400, 850] {
-            r.read_exact_at(at, &mut buf).unwrap();
+            feed.reader(&file, &file)
+                .read_exact_at(at, &mut buf)
+                .unwrap();
             assert_eq!(&buf[..], &bytes[at as usize..at as usize + 100]);
         }
-        assert!(r.finish().unwrap().is_ok());
+        assert!(feed.finish(&file).unwrap().is_ok());
         assert_eq!(*fed.lock(), bytes[..900]);
         // Gaps 0..10 and 220..400 and 500..850, nothing after 900.
         assert_eq!(verified.value(), 10 + 180 + 350);

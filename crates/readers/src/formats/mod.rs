@@ -159,6 +159,14 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         None
     }
 
+    /// Whether the reader reads chunks through a library that does its own
+    /// I/O by path (SQLite for a ROS 2 `.db3`) rather than through the
+    /// [`ReadAt`] it is given: the engine then runs its chunk reads on a
+    /// blocking pool instead of the task that decodes.
+    fn reads_by_path(&self) -> bool {
+        false
+    }
+
     /// The format's own human-readable description of the file, for `logsql
     /// info` (e.g. CARLA's `show_recorder_file_info` text); `all` asks for the
     /// detailed variant. `None`: the generic summary is printed instead.

@@ -125,6 +125,10 @@ fn split(lo: i64, hi: i64, k: u64) -> Vec<(i64, i64)> {
 }
 
 impl FormatReader for Ros2Format {
+    fn reads_by_path(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "ros2"
     }
