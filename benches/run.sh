@@ -85,7 +85,11 @@ for name in "${selected[@]}"; do
     else
         failed+=("$name")
     fi
-    [[ -f "$results/$name.json" ]] && complete+=("$name")
+    if [[ -f "$results/$name.json" ]]; then
+        complete+=("$name")
+    else
+        echo "== $name wrote no $results/$name.json (it stopped half-way, or writes markdown only)" >&2
+    fi
 done
 echo "== reports in $results/: NAME.json (data), NAME.md" >&2
 if [[ -n "$update_docs" ]]; then
