@@ -19,6 +19,8 @@
 # no NAME.json), then regenerates the doc: review `git diff` and commit the data
 # and the doc together. The files of benches/results/ that no comparison writes
 # (targets, mcap-inprocess, newest, info, distributed-example) are edited by hand.
+# ros2, formats, mcap-write, decode and distributed still print markdown only:
+# their committed files are edited by hand too until they write results.
 #
 # Comparisons (each script's header says what it times and against what):
 #   compare       MCAP: the official Python `mcap` reader and Rust `mcap` crate   compare.sh
