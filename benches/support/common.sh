@@ -94,19 +94,52 @@ needs() {
     done
 }
 
-# bench_venv IMPORTS PIP-SPEC...: $venv (created when missing) with the packages
-# installed unless `import IMPORTS` already works; sets $py to its python.
+# bench_venv [IMPORTS PIP-SPEC...]: $venv (created when missing) with the packages
+# installed unless `import IMPORTS` already works; sets $py to its python. Without
+# arguments it only creates the venv (a script installing packages one case at a time).
 bench_venv() {
-    local imports=$1
-    shift
     if [[ ! -x "$venv/bin/python" ]]; then
         log "creating $venv"
         python3 -m venv "$venv"
     fi
     py=$venv/bin/python
+    [[ $# -gt 0 ]] || return 0
+    local imports=$1
+    shift
     if ! "$py" -c "import $imports" 2>/dev/null; then
         "$py" -m pip install --quiet --disable-pip-version-check "$@" >&2
     fi
+}
+
+# py_version PACKAGE...: "name version" of each installed distribution in $py's
+# environment (for captions), comma-separated.
+py_version() {
+    "$py" - "$@" <<'PY'
+import importlib.metadata as m, sys
+print(", ".join(f"{n} {m.version(n)}" for n in sys.argv[1:]))
+PY
+}
+
+# hyperfine_time NAME CMD...: $runs runs of CMD under hyperfine (--shell bash, --warmup 1;
+# wall clock, whole processes) into $tmp/NAME.json (the caller sets runs and tmp); prints
+# "mean stddev min median cpu" (seconds, 3 decimals; cpu: mean user + system time).
+hyperfine_time() {
+    local name=$1
+    shift
+    log "timing $name"
+    hyperfine --shell bash --warmup 1 --runs "$runs" --style none \
+        --export-json "$tmp/$name.json" "$(printf '%q ' "$@")" >&2
+    python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))['results'][0]
+print('%.3f %.3f %.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min'], r['median'], r['user'] + r['system']))" "$tmp/$name.json"
+}
+
+# plan_metric PLANFILE NAME: a scan metric of an EXPLAIN ANALYZE output as printed
+# ("192.2 M"; empty when absent): its first NAME= (the scan metrics are on the scan's line;
+# to_num makes a number of it).
+plan_metric() {
+    grep -o "[ ,\[]$2=[0-9.]*\( [KMBGT]\)\?" "$1" | head -n 1 | cut -d= -f2 || true
 }
 
 # logsql_row ARGS...: the one row logsql prints as CSV (after its header), as "a b c".
