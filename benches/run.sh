@@ -19,8 +19,7 @@
 # no NAME.json), then regenerates the doc: review `git diff` and commit the data
 # and the doc together. The files of benches/results/ that no comparison writes
 # (targets, mcap-inprocess, newest, info, distributed-example) are edited by hand.
-# ros2, formats, mcap-write, decode and distributed still print markdown only:
-# their committed files are edited by hand too until they write results.
+# Every comparison below writes its results file (none prints markdown only).
 #
 # Comparisons (each script's header says what it times and against what):
 #   compare       MCAP: the official Python `mcap` reader and Rust `mcap` crate   compare.sh
@@ -90,7 +89,7 @@ for name in "${selected[@]}"; do
     if [[ -f "$results/$name.json" ]]; then
         complete+=("$name")
     else
-        echo "== $name wrote no $results/$name.json (it stopped half-way, or writes markdown only)" >&2
+        echo "== $name wrote no $results/$name.json (it stopped half-way)" >&2
     fi
 done
 echo "== reports in $results/: NAME.json (data), NAME.md" >&2
