@@ -13,21 +13,25 @@
 #   window  the same with WHERE log_time BETWEEN the 45% and 55% points of the
 #           file's time span (from min/max log_time)
 # Both binaries must print the same result for each query (the script fails
-# otherwise). Prints a markdown table: mean wall time and mean user+system CPU
-# of each, and NEW/OLD ratios.
+# otherwise). Writes the results through benches/support/results.py
+# ($BENCH_RESULTS/ab.json, table ab: mean wall time and mean user+system CPU of
+# each, and NEW/OLD ratios; not one of docs/performance.md's tables) and prints
+# the table as markdown; each row is logged on stderr as it is measured.
 #
 # The files are the ones benches/run.sh's comparisons generate in BENCH_DATA
 # (default target/bench-data; examples/gen_*.rs, release); missing ones are
 # skipped with a note. Environment: OLD, NEW (required), FORMATS ("mcap bag-lz4
-# bag-bz2 record bddf carla db3"), RUNS (10), BENCH_DATA.
+# bag-bz2 record bddf carla db3"), RUNS (10), BENCH_DATA, BENCH_RESULTS.
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
 : "${OLD:?OLD=path of the old logsql binary}" "${NEW:?NEW=path of the new logsql binary}"
+# root, data; log, needs, results_*, tsv (and the cd to the repository: relative OLD and
+# NEW are paths in it).
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
+export BENCH_CACHE_STATE="files cached as earlier use left them (ab_compare.sh does not settle them)"
 formats=${FORMATS:-mcap bag-lz4 bag-bz2 record bddf carla db3}
 runs=${RUNS:-10}
-data=${BENCH_DATA:-$root/target/bench-data}
-command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine)" >&2; exit 1; }
+needs hyperfine
+results_start ab
 
 declare -A file=(
     [mcap]=$data/bench.mcap [bag-lz4]=$data/bench-lz4.bag [bag-bz2]=$data/bench-bz2.bag
@@ -58,10 +62,10 @@ print(f"log_time BETWEEN to_timestamp_nanos({a}) AND to_timestamp_nanos({b})")
 PY
 }
 
-results=$(mktemp -d)
-trap 'rm -rf "$results"' EXIT
-echo "| format | query | old wall ms | new wall ms | new/old wall | old CPU ms | new CPU ms | new/old CPU |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rows=$tmp/rows.tsv
+tsv format query "old wall ms" "new wall ms" "new/old wall" "old CPU ms" "new CPU ms" "new/old CPU" >"$rows"
 for f in $formats; do
     path=${file[$f]:-}
     [[ -n $path ]] || { echo "unknown format '$f'" >&2; exit 2; }
@@ -73,17 +77,19 @@ for f in $formats; do
         a=$("$OLD" --format csv "$query")
         b=$("$NEW" --format csv "$query")
         [[ "$a" == "$b" ]] || { echo "$f $q: old and new differ: $a / $b" >&2; exit 1; }
-        hyperfine -N --warmup 2 --runs "$runs" --export-json "$results/$f-$q.json" \
+        hyperfine -N --warmup 2 --runs "$runs" --export-json "$tmp/$f-$q.json" \
             -n old "$OLD --format csv \"$query\"" -n new "$NEW --format csv \"$query\"" >/dev/null 2>&1 ||
-            hyperfine --warmup 2 --runs "$runs" --export-json "$results/$f-$q.json" \
+            hyperfine --warmup 2 --runs "$runs" --export-json "$tmp/$f-$q.json" \
                 -n old "$OLD --format csv \"$query\"" -n new "$NEW --format csv \"$query\"" >/dev/null
-        python3 - "$results/$f-$q.json" "$f" "$q" <<'PY'
+        python3 - "$tmp/$f-$q.json" "$f" "$q" <<'PY' | tee -a "$rows" >&2
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 o, n = r["old"], r["new"]
 wo, wn = o["mean"] * 1e3, n["mean"] * 1e3
 co, cn = (o["user"] + o["system"]) * 1e3, (n["user"] + n["system"]) * 1e3
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {wo:.1f} | {wn:.1f} | {wn / wo:.2f} | {co:.1f} | {cn:.1f} | {cn / co:.2f} |")
+print("\t".join([sys.argv[2], sys.argv[3], f"{wo:.1f}", f"{wn:.1f}", f"{wn / wo:.2f}", f"{co:.1f}", f"{cn:.1f}", f"{cn / co:.2f}"]))
 PY
     done
 done
+results_table ab "Two builds side by side: OLD=$OLD, NEW=$NEW; hyperfine --warmup 2 --runs $runs, the two in turn; mean wall and mean user+system CPU" --rrrrrr <"$rows"
+results_done

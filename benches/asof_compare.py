@@ -11,8 +11,11 @@
    --bench scan`` or benches/compare.sh), when present: /imu ASOF JOIN /tf,
    decoded, against decoding the two topics alone.
 
-Each query runs RUNS times (default 3) as its own process; prints the best
-wall time and the peak RSS of each (from wait4), as a markdown table.
+Each query runs RUNS times (default 3) as its own process. Writes the best
+wall time and the peak RSS of each (from wait4) through
+benches/support/results.py: $BENCH_RESULTS/asof.json, table `asof` (the table
+of docs/performance.md; `bash benches/run.sh --update-docs asof`), printed as
+markdown too.
 
 Usage: python3 benches/asof_compare.py [--logsql target/release/logsql]
 Needs ``pip install duckdb``. Environment: LEFT, RIGHT, RUNS, CARGO_TARGET_DIR.
@@ -25,6 +28,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benches", "support"))
+from results import Results  # noqa: E402
+
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 LEFT = int(os.environ.get("LEFT", 10_000_000))
 RIGHT = int(os.environ.get("RIGHT", 1_000_000))
@@ -77,6 +83,8 @@ def main():
     args = ap.parse_args()
     import duckdb
 
+    res = Results("asof")
+
     data = os.path.join(ROOT, "target", "bench-data", "asof")
     os.makedirs(data, exist_ok=True)
     l_path, r_path = os.path.join(data, f"l_{LEFT}.parquet"), os.path.join(data, f"r_{RIGHT}.parquet")
@@ -108,9 +116,11 @@ def main():
         d_vals = dout.strip("[]()").replace(" ", "").split(",")
         s_vals = sout.splitlines()[-1].split(",")
         same = [int(x) for x in d_vals] == [int(x) for x in s_vals]
-        label = f"{LEFT:,} x {RIGHT:,} Parquet{', keyed' if keyed else ''}"
-        rows.append((label, "duckdb", dt, drss, dout))
-        rows.append((label, "logsql", st, srss, sout.splitlines()[-1] + ("" if same else "  MISMATCH")))
+        label = (f"the same, 16 keys (`ON l.k = r.k`)" if keyed
+                 else f"{LEFT:,} x {RIGHT:,} rows of Parquet, no key")
+        rows.append([label, "DuckDB", f"{dt:.3f} s", f"{drss:.0f} MiB", ", ".join(d_vals), ""])
+        rows.append(["", "logsql", f"{st:.3f} s", f"{srss:.0f} MiB",
+                     "same" if same else ", ".join(s_vals) + " (**MISMATCH**)", f"**{st / dt:.2f}x**"])
     mcap = os.environ.get("LOGSQL_BENCH_FILE", os.path.join(ROOT, "target", "bench-data", "bench.mcap"))
     if os.path.exists(mcap):
         imu = f"read_topic('{mcap}', '/imu')"
@@ -123,13 +133,18 @@ def main():
             f"SELECT count(i.linear_acceleration.x) AS imu, count(t.transforms) AS tf FROM {imu} i "
             f"ASOF JOIN {tf} t MATCH_CONDITION (i.log_time >= t.log_time)"
         )
-        for label, sql in (("decode /imu and /tf", decode), ("/imu ASOF JOIN /tf", join)):
-            t, rss, out = measured(logsql(args.logsql, sql))
-            rows.append(("bench.mcap " + label, "logsql", t, rss, out.splitlines()[-1]))
-    print("| query | engine | best of %d (s) | peak RSS (MiB) | result |" % RUNS)
-    print("|---|---|---|---|---|")
-    for label, engine, t, rss, out in rows:
-        print(f"| {label} | {engine} | {t:.3f} | {rss:.0f} | {out} |")
+        dt, drss, dout = measured(logsql(args.logsql, decode))
+        jt, jrss, jout = measured(logsql(args.logsql, join))
+        cells = lambda out: ", ".join(out.splitlines()[-1].split(","))
+        rows.append(["benchmark MCAP: decode /imu and /tf alone", "logsql", f"{dt:.3f} s", f"{drss:.0f} MiB",
+                     cells(dout), ""])
+        rows.append(["benchmark MCAP: /imu ASOF JOIN /tf, decoded", "logsql", f"{jt:.3f} s", f"{jrss:.0f} MiB",
+                     cells(jout), f"**{jt / dt:.2f}x** of decoding"])
+    res.table("asof", f"ASOF JOIN against DuckDB {duckdb.__version__}: each query a whole process, best of {RUNS}, "
+              "peak RSS from wait4",
+              ["query", "engine", f"best of {RUNS}", "peak RSS", "result (count, matched, sum)", "logsql / DuckDB"],
+              rows, "--rr-r")
+    res.done()
 
 
 if __name__ == "__main__":

@@ -19,29 +19,25 @@
 #       logsql  ... WHERE topic = '/imu' AND log_time BETWEEN ...   (lz4)
 #       logsql  full scan of the bz2 bag, --target-partitions 1 (one thread
 #               decompresses every chunk) and 2 (chunks decompressed in parallel)
-#  6. prints a markdown table and the issue's targets checked:
+#  6. writes the results through benches/support/results.py ($BENCH_RESULTS/bag.json:
+#     bag-detail, and bag, the table of docs/performance.md; `bash benches/run.sh
+#     --update-docs bag`), printed as markdown too, and the targets checked:
 #       lz4 full scan >= 5x faster than rosbags; bz2 2 partitions >= 1.7x faster than 1.
 #
-# Environment: CARGO_TARGET_DIR (default target), RUNS (5), SKIP_BUILD=1,
+# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS (5), SKIP_BUILD=1,
 # BENCH_VENV (target/bench-venv), CACHE=as-is (leave the bags' page cache as it is: by
 # default each is dropped from it and read once, as from disk; see settle_cache in
 # benches/support/common.sh). Warm page cache; the machine is shared, so the minimum
 # is the figure to quote.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$root/target}
+# root, target, data, venv, logsql; log, settle_cache, bench_venv, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
 runs=${RUNS:-5}
-venv=${BENCH_VENV:-$root/target/bench-venv}
-data=$root/target/bench-data
-logsql=$target/release/logsql
 gen=$target/release/examples/gen_bag
 lz4=$data/bench-lz4.bag
 bz2=$data/bench-bz2.bag
-
-# log, settle_cache: benches/support/common.sh.
-source "$root/benches/support/common.sh"
+results_start bag
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --example gen_bag --bin logsql"
@@ -52,12 +48,7 @@ mkdir -p "$data"
 [[ -f $bz2 ]] || { log "generating $bz2"; "$gen" "$bz2" --compression bz2 >&2; }
 settle_cache "$lz4" "$bz2" "$logsql"
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import rosbags" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12"
-fi
+bench_venv rosbags "rosbags>=0.11,<0.12"
 
 py=$root/benches/python_rosbags_read.py
 
@@ -99,19 +90,23 @@ read -r bz_1 bz_1_med < <(timeit "$logsql" --target-partitions 1 "$bz2_sql" --fo
 read -r bz_2 bz_2_med < <(timeit "$logsql" --target-partitions 2 "$bz2_sql" --format csv)
 
 ratio() { echo "scale=1; $1 / $2" | bc -l; }
-cat <<EOF
-
-Page cache: $BENCH_CACHE_STATE.
-
-| task ($(du -m "$lz4" | cut -f1) MB bag, 114,505 messages) | python rosbags | logsql | speed-up |
-|---|---|---|---|
-| lz4: every message's raw bytes | ${py_full} s (median ${py_full_med}) | ${ls_full} s (median ${ls_full_med}) | $(ratio "$py_full" "$ls_full")x |
-| lz4: /imu in a 10% time window | ${py_win} s (median ${py_win_med}) | ${ls_win} s (median ${ls_win_med}) | $(ratio "$py_win" "$ls_win")x |
-| bz2: every message, 1 partition (one thread decompresses every chunk) | | ${bz_1} s (median ${bz_1_med}) | |
-| bz2: every message, 2 partitions (chunks decompressed in parallel) | | ${bz_2} s (median ${bz_2_med}) | $(ratio "$bz_1" "$bz_2")x vs 1 partition |
-
-EOF
+r2() { printf '%.2f' "$1"; }
+{
+    tsv "task ($(du -m "$lz4" | cut -f1) MB bag, 114,505 messages)" "python rosbags" logsql speed-up
+    tsv "lz4: every message's raw bytes" "${py_full} s (median ${py_full_med})" "${ls_full} s (median ${ls_full_med})" "$(ratio "$py_full" "$ls_full")x"
+    tsv "lz4: /imu in a 10% time window" "${py_win} s (median ${py_win_med})" "${ls_win} s (median ${ls_win_med})" "$(ratio "$py_win" "$ls_win")x"
+    tsv "bz2: every message, 1 partition (one thread decompresses every chunk)" "" "${bz_1} s (median ${bz_1_med})" ""
+    tsv "bz2: every message, 2 partitions (chunks decompressed in parallel)" "" "${bz_2} s (median ${bz_2_med})" "$(ratio "$bz_1" "$bz_2")x vs 1 partition"
+} | results_table bag-detail "ROS1 bags against python rosbags: min and median of $runs runs (page cache: $BENCH_CACHE_STATE)" "----"
+# The table of docs/performance.md (## ROS1 bags), from this run's minima.
+{
+    tsv what "python \`rosbags\`" logsql ""
+    tsv "lz4 bag, every message's raw bytes" "$(r2 "$py_full") s" "$(r2 "$ls_full") s" "$(ratio "$py_full" "$ls_full")x"
+    tsv "lz4 bag, /imu in a 10% window" "$(r2 "$py_win") s" "$(r2 "$ls_win") s" "$(ratio "$py_win" "$ls_win")x"
+    tsv "bz2 bag, full scan on 1 partition vs 2" "" "$(printf '%.1f' "$bz_1") s vs $(printf '%.1f' "$bz_2") s" "$(ratio "$bz_1" "$bz_2")x"
+} | results_table bag "ROS1 bags against python rosbags $("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("rosbags"))'): minimum of $runs runs" "-rrr"
 ok=0
-if (( $(echo "$py_full / $ls_full >= 5" | bc -l) )); then echo "target met: lz4 full scan >= 5x faster than rosbags"; else echo "TARGET MISSED: lz4 full scan < 5x faster than rosbags"; ok=1; fi
-if (( $(echo "$bz_1 / $bz_2 >= 1.7" | bc -l) )); then echo "target met: bz2 on 2 partitions >= 1.7x faster than one thread"; else echo "TARGET MISSED: bz2 on 2 partitions < 1.7x faster than one thread"; ok=1; fi
+if (( $(echo "$py_full / $ls_full >= 5" | bc -l) )); then results_note "target met: lz4 full scan >= 5x faster than rosbags"; else results_note "TARGET MISSED: lz4 full scan < 5x faster than rosbags"; ok=1; fi
+if (( $(echo "$bz_1 / $bz_2 >= 1.7" | bc -l) )); then results_note "target met: bz2 on 2 partitions >= 1.7x faster than one thread"; else results_note "TARGET MISSED: bz2 on 2 partitions < 1.7x faster than one thread"; ok=1; fi
+results_done
 exit $ok

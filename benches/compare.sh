@@ -21,9 +21,12 @@
 #       logsql  ... WHERE topic = '/imu' AND log_time BETWEEN <45% of span> AND <55% of span>
 #  6. peak RSS (/usr/bin/time -v) of the logsql full scan, and the scan metrics
 #     (chunks_total, chunks_read, bytes_read) of both logsql queries from EXPLAIN ANALYZE
-#  7. prints markdown tables: timings, metrics, and the issue's requirements checked.
+#  7. writes the results (benches/support/results.py) to $BENCH_RESULTS/compare.json
+#     and prints them as markdown: timings, metrics, the requirements checked, and the
+#     table of docs/performance.md (id mcap-python). `bash benches/run.sh --update-docs
+#     compare` regenerates the doc's figures from them.
 #
-# Environment: CARGO_TARGET_DIR (default target), LOGSQL_BENCH_FILE (default
+# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), LOGSQL_BENCH_FILE (default
 # target/bench-data/bench.mcap), LOGSQL_BENCH_SECONDS (376), RUNS (10), SKIP_BUILD=1,
 # BENCH_VENV (target/bench-venv), CACHE=as-is (leave the file's page cache as it is: by
 # default it is dropped from it and read once, as from disk; see settle_cache in
@@ -31,18 +34,13 @@
 # processes (startup included on both sides).
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$root/target}
-file=${LOGSQL_BENCH_FILE:-$root/target/bench-data/bench.mcap}
+# root, target, data, venv, logsql; log, settle_cache, bench_venv, logsql_row, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
+file=${LOGSQL_BENCH_FILE:-$data/bench.mcap}
 runs=${RUNS:-10}
-venv=${BENCH_VENV:-$root/target/bench-venv}
-logsql=$target/release/logsql
 gen=$target/release/examples/gen_mcap
 baseline=$target/release/examples/mcap_baseline
-
-# log, settle_cache: benches/support/common.sh.
-source "$root/benches/support/common.sh"
+results_start compare
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --examples --bins"
@@ -57,14 +55,7 @@ if [[ ! -f "$file" ]]; then
     "$gen" "$file" --seconds "${LOGSQL_BENCH_SECONDS:-376}" >&2
 fi
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating $venv"
-    python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import mcap" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap>=1.2,<2" >&2
-fi
-py=$venv/bin/python
+bench_venv mcap "mcap>=1.2,<2"
 pyread=$root/benches/python_read.py
 mcap_version=$("$py" -c "from importlib.metadata import version; print(version('mcap'))")
 
@@ -73,14 +64,11 @@ sql_file=${file//\'/\'\'}
 q_full="SELECT count(*), sum(length(data)) FROM '$sql_file'"
 q_window="SELECT count(*), sum(length(data)) FROM '$sql_file' WHERE topic = '/imu' AND log_time BETWEEN to_timestamp_nanos($w0) AND to_timestamp_nanos($w1)"
 
-# "count bytes" from the logsql CLI's CSV output (header line, then one row).
-logsql_pair() { "$logsql" --format csv "$1" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
-
 log "checking that Python and logsql agree"
 py_full=$("$py" "$pyread" "$file")
-ls_full=$(logsql_pair "$q_full")
+ls_full=$(logsql_row "$q_full")
 py_window=$("$py" "$pyread" "$file" --topic /imu --start "$w0" --end "$w1")
-ls_window=$(logsql_pair "$q_window")
+ls_window=$(logsql_row "$q_window")
 rs_full=$("$baseline" "$file")
 if [[ "$py_full" != "$ls_full" || "$py_full" != "$rs_full" || "$py_window" != "$ls_window" ]]; then
     echo "MISMATCH: full python='$py_full' logsql='$ls_full' rust='$rs_full'; window python='$py_window' logsql='$ls_window'" >&2
@@ -158,6 +146,10 @@ read -r n_msgs n_bytes <<<"$py_full"
 read -r n_win _ <<<"$py_window"
 
 "$py" - <<EOF
+import os, sys
+sys.path.insert(0, "$root/benches/support")
+from results import Results
+res = Results.resume(os.environ["BENCH_NAME"])
 f = lambda x: float(x)
 rows = [
     ("python mcap $mcap_version: all messages, log-time order", "$py_full_t", "$py_full_sd", "$py_full_min", "$py_full_cpu", "$py_full_rss"),
@@ -168,22 +160,18 @@ rows = [
     ("logsql: /imu, 10% window", "$ls_win_t", "$ls_win_sd", "$ls_win_min", "$ls_win_cpu", "$ls_win_rss"),
     ("logsql: SELECT 1 (process start-up, for reference)", "$ls_one_t", "$ls_one_sd", "$ls_one_min", "$ls_one_cpu", ""),
 ]
-print()
-print("File: $file: $file_bytes bytes, $n_msgs messages, $n_bytes payload bytes; window: $n_win /imu messages")
-print("Runs: $runs per command, warm page cache ($BENCH_CACHE_STATE), $(nproc) cores; " + ("hyperfine" if "$(command -v hyperfine || true)" else "/usr/bin/time loop"))
-print()
-print("| command | mean (s) | stddev (s) | min (s) | CPU user+sys (s) | peak RSS (MB) |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
-for name, mean, sd, mn, cpu, rss in rows:
-    rss = f"{int(rss) / 1024:.0f}" if rss else ""
-    print(f"| {name} | {f(mean):.3f} | {f(sd):.3f} | {f(mn):.3f} | {f(cpu):.3f} | {rss} |")
-print()
-print("| logsql scan metrics | chunks_read / chunks_total | bytes_read |")
-print("| --- | ---: | ---: |")
-print("| full scan | $full_chunks_read / $full_chunks_total | ~$full_bytes |")
-print("| /imu 10% window | $win_chunks_read / $win_chunks_total | ~$win_bytes |")
-print("(bytes as EXPLAIN ANALYZE rounds them; cargo bench --bench scan prints exact values)")
-print()
+mb = lambda kb: f"{int(kb) / 1024:.0f}" if kb else ""
+res.table("compare-timings",
+    "File: $file: $file_bytes bytes, $n_msgs messages, $n_bytes payload bytes; window: $n_win /imu messages. "
+    "Runs: $runs per command, warm page cache ($BENCH_CACHE_STATE), $(nproc) cores; " + ("hyperfine" if "$(command -v hyperfine || true)" else "/usr/bin/time loop"),
+    ["command", "mean (s)", "stddev (s)", "min (s)", "CPU user+sys (s)", "peak RSS (MB)"],
+    [[name, f"{f(mean):.3f}", f"{f(sd):.3f}", f"{f(mn):.3f}", f"{f(cpu):.3f}", mb(rss)] for name, mean, sd, mn, cpu, rss in rows],
+    "-rrrrr")
+res.table("compare-metrics",
+    "logsql scan metrics (bytes as EXPLAIN ANALYZE rounds them; cargo bench --bench scan prints exact values)",
+    ["logsql scan metrics", "chunks_read / chunks_total", "bytes_read"],
+    [["full scan", "$full_chunks_read / $full_chunks_total", "~$full_bytes"],
+     ["/imu 10% window", "$win_chunks_read / $win_chunks_total", "~$win_bytes"]], "-rr")
 speedup_py = f("$py_full_t") / f("$ls_full_t")
 speedup_py_fo = f("$py_fo_t") / f("$ls_full_t")
 window_speedup = f("$ls_full_t") / f("$ls_win_t")
@@ -192,15 +180,25 @@ window_speedup_net = (f("$ls_full_t") - startup) / max(f("$ls_win_t") - startup,
 frac = int("$win_bytes") / int("$full_bytes")
 rss_mb = int("$ls_full_rss") / 1024
 ok = lambda b: "yes" if b else "**NO**"
-print("| requirement | measured | met |")
-print("| --- | ---: | :---: |")
-print(f"| full scan >= 5x faster than python (log-time order) | {speedup_py:.1f}x (file order: {speedup_py_fo:.1f}x) | {ok(speedup_py >= 5)} |")
-print(f"| 10% window reads <= 15% of the chunk bytes | {100 * frac:.1f}% | {ok(frac <= 0.15)} |")
-print(f"| 10% window >= 5x faster than the full scan (whole processes) | {window_speedup:.1f}x | {ok(window_speedup >= 5)} |")
-print(f"| same, less process start-up (SELECT 1) | {window_speedup_net:.1f}x | {ok(window_speedup_net >= 5)} |")
-print(f"| full scan peak RSS < 300 MB | {rss_mb:.0f} MB | {ok(rss_mb < 300)} |")
 wall_rs = f("$ls_full_t") / f("$rs_full_t")
 cpu_rs = f("$ls_full_cpu") / max(f("$rs_full_cpu"), 1e-6)
-print(f"| full scan wall <= 1.0x the Rust mcap crate (whole processes) | {wall_rs:.2f}x | {ok(wall_rs <= 1.0)} |")
-print(f"| full scan CPU <= 1.3x the Rust mcap crate | {cpu_rs:.2f}x | {ok(cpu_rs <= 1.3)} |")
+res.table("compare-requirements", "The requirements checked", ["requirement", "measured", "met"], [
+    ["full scan >= 5x faster than python (log-time order)", f"{speedup_py:.1f}x (file order: {speedup_py_fo:.1f}x)", ok(speedup_py >= 5)],
+    ["10% window reads <= 15% of the chunk bytes", f"{100 * frac:.1f}%", ok(frac <= 0.15)],
+    ["10% window >= 5x faster than the full scan (whole processes)", f"{window_speedup:.1f}x", ok(window_speedup >= 5)],
+    ["same, less process start-up (SELECT 1)", f"{window_speedup_net:.1f}x", ok(window_speedup_net >= 5)],
+    ["full scan peak RSS < 300 MB", f"{rss_mb:.0f} MB", ok(rss_mb < 300)],
+    ["full scan wall <= 1.0x the Rust mcap crate (whole processes)", f"{wall_rs:.2f}x", ok(wall_rs <= 1.0)],
+    ["full scan CPU <= 1.3x the Rust mcap crate", f"{cpu_rs:.2f}x", ok(cpu_rs <= 1.3)],
+], "-rc")
+# The table of docs/performance.md (## MCAP: whole processes against the official Python reader).
+res.table("mcap-python",
+    "MCAP whole processes against the official Python reader (Python mcap $mcap_version): mean wall time and peak RSS",
+    ["command", "time", "peak RSS"], [
+    ["Python \`mcap\`, iterate every message (log-time order)", f"{f('$py_full_t'):.3f} s", f"{mb('$py_full_rss')} MB"],
+    ["logsql CLI, full scan", f"{f('$ls_full_t'):.3f} s (**{speedup_py:.1f}x**)", f"{mb('$ls_full_rss')} MB"],
+    ["Python \`mcap\`, /imu in a 10% window", f"{f('$py_win_t'):.3f} s", ""],
+    ["logsql CLI, /imu in a 10% window", f"{f('$ls_win_t'):.3f} s", f"{mb('$ls_win_rss')} MB"],
+], "-rr")
 EOF
+results_done

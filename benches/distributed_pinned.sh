@@ -23,9 +23,12 @@
 #       - a coordinator `logsql --workers W0` (1 worker);
 #       - a coordinator `logsql --workers W0,W1` (2 workers);
 #     every result compared with the reference (the script fails on a difference);
-#  5. prints a table: median and minimum wall time (whole coordinator process),
-#     the coordinator's CPU time and each worker's CPU time during the query
-#     (utime + stime from /proc/PID/stat), and the speed-up of 2 workers over 1.
+#  5. writes the results through benches/support/results.py ($BENCH_RESULTS/distributed.json),
+#     printed as markdown too: distributed-detail (median and minimum wall time of the whole
+#     coordinator process, the coordinator's CPU time and each worker's CPU time during the
+#     query, utime + stime from /proc/PID/stat) and distributed-pinned (the table of
+#     docs/performance.md; `bash benches/run.sh --update-docs distributed`), and the
+#     speed-up of 2 workers over 1 checked (target 1.8x; the script exits 1 below it).
 #
 # The coordinator does no scan work: with one worker, datafusion-distributed
 # caps every stage at one task (`distributed.max_tasks_per_stage` 0 means "the
@@ -36,31 +39,30 @@
 # first: the scan stage is two tasks, on the one worker or one on each. The
 # worker CPU column shows where the decompression happened.
 #
-# Environment: CARGO_TARGET_DIR (default target), FILES (4), BAG_SECONDS (60,
+# Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), BENCH_DATA
+# (target/bench-data; DIR defaults to its fleet-bz2), FILES (4), BAG_SECONDS (60,
 # ~33 MB a bag), RUNS (5), PORT (first worker port, 50161; the second is
 # PORT+1), GEN_BAG (the gen_bag binary; default the release example),
 # SKIP_BUILD=1. Needs 2 cores, taskset (util-linux) and /usr/bin/time.
 # The machine must be otherwise idle for the figure to mean anything: the load
-# average is printed first.
+# average is recorded with the results.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$root/target}
-dir=${1:-$root/target/bench-data/fleet-bz2}
+# root, target, data, logsql; log, needs, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
+dir=${1:-$data/fleet-bz2}
 files=${FILES:-4}
 seconds=${BAG_SECONDS:-60}
 runs=${RUNS:-5}
 port=${PORT:-50161}
-logsql=$target/release/logsql
 gen=${GEN_BAG:-$target/release/examples/gen_bag}
 
-log() { echo "== $*" >&2; }
 die() { echo "distributed_pinned: $*" >&2; exit 1; }
 
 (( $(nproc) >= 2 )) || die "needs 2 cores, this machine has $(nproc)"
-command -v taskset >/dev/null || die "needs taskset (util-linux)"
+needs taskset
 [[ -x /usr/bin/time ]] || die "needs /usr/bin/time (GNU time)"
+results_start distributed
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --features distributed --bin logsql --example gen_bag"
@@ -118,10 +120,10 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 set_tasks="SET distributed.max_tasks_per_stage = 2"
 modes=(local1 local2 w1 w2)
 declare -A label=(
-    [local1]="one process, core 0"
-    [local2]="one process, 2 cores"
+    [local1]="one process, \`taskset -c 0 logsql\`"
+    [local2]="one process, both cores"
     [w1]="1 worker (core 0)"
-    [w2]="2 workers (cores 0, 1)"
+    [w2]="2 workers (cores 0 and 1)"
 )
 
 # One run of MODE: appends "wall coordinator_cpu worker0_cpu worker1_cpu" to
@@ -154,10 +156,9 @@ run() {
         "$tmp/time" >>"$tmp/$mode.times"
 }
 
-echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1); load average:$(uptime | sed 's/.*load average://')"
-echo "fleet: ${#bags[@]} bz2 bags in $dir, $(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }')"
-echo "query: $sql"
-echo "runs: $runs each, interleaved; workers: taskset -c 0 / -c 1 $logsql worker; coordinators: $set_tasks"
+fleet="${#bags[@]} bz2 bags in $dir, $(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }')"
+log "fleet: $fleet; query: $sql"
+log "runs: $runs each, interleaved; workers: taskset -c 0 / -c 1 $logsql worker; coordinators: $set_tasks"
 log "warm-up (page cache) and reference result"
 run local1
 rm -f "$tmp"/*.times
@@ -165,33 +166,39 @@ for ((r = 1; r <= runs; r++)); do
     for m in "${modes[@]}"; do run "$m"; done
     log "run $r/$runs done"
 done
-echo
-echo "result (checked equal in every run):"
-sed 's/^/  /' "$tmp/reference"
-echo
 
 # The median of column COL of FILE (the middle value; the upper one of an even count).
 median_of() { sort -g -k"$2,$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print v[int(NR / 2) + 1] }'; }
 min_of() { sort -g -k"$2,$2" "$1" | awk -v c="$2" 'NR == 1 { print $c }'; }
-printf '| %-24s | %-12s | %-9s | %-16s | %-14s | %-14s |\n' \
-    "mode" "median wall" "min wall" "coordinator CPU" "worker 0 CPU" "worker 1 CPU"
-printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..26})" "$(printf -- '-%.0s' {1..14})" \
-    "$(printf -- '-%.0s' {1..11})" "$(printf -- '-%.0s' {1..18})" "$(printf -- '-%.0s' {1..16})" \
-    "$(printf -- '-%.0s' {1..16})"
+s2() { printf '%.2f s' "$1"; }
+detail=$tmp/detail.tsv doc=$tmp/doc.tsv
+tsv mode "median wall" "min wall" "coordinator CPU" "worker 0 CPU" "worker 1 CPU" >"$detail"
+tsv mode "wall (median)" "coordinator (or the one process) CPU" "worker 0 CPU" "worker 1 CPU" >"$doc"
 declare -A median
 for m in "${modes[@]}"; do
     f=$tmp/$m.times
     med=$(median_of "$f" 1) min=$(min_of "$f" 1)
     cc=$(median_of "$f" 2) c0=$(median_of "$f" 3) c1=$(median_of "$f" 4)
     median[$m]=$med
-    printf '| %-24s | %10.2f s | %7.2f s | %14.2f s | %12.2f s | %12.2f s |\n' \
-        "${label[$m]}" "$med" "$min" "$cc" "$c0" "$c1"
+    tsv "${label[$m]}" "$(s2 "$med")" "$(s2 "$min")" "$(s2 "$cc")" "$(s2 "$c0")" "$(s2 "$c1")" >>"$detail"
+    # The one-process rows have no workers: their CPU is in the coordinator column.
+    if [[ $m == local* ]]; then
+        tsv "${label[$m]}" "$(s2 "$med")" "$(s2 "$cc")" "" "" >>"$doc"
+    else
+        tsv "${label[$m]}" "$(s2 "$med")" "$(s2 "$cc")" "$(s2 "$c0")" "$(s2 "$c1")" >>"$doc"
+    fi
 done
-echo
-awk -v a="${median[w1]}" -v b="${median[w2]}" -v c="${median[local1]}" 'BEGIN {
-    printf "speed-up of 2 workers over 1 worker: %.2fx (target 1.8x: %s)\n", a / b, (a / b >= 1.8 ? "met" : "NOT met")
-    printf "1 worker vs one process on one core: %.2fx the time\n", a / c
-}'
-echo "(CPU columns: medians of the seconds each process used during one query, the one-process rows"
-echo " in the coordinator column; the worker columns"
-echo " show which process decompressed.)"
+results_table distributed-detail "Scale-out with pinned workers: $fleet; query: $sql; $runs interleaved runs of each mode (workers: taskset -c 0 / -c 1 logsql worker; coordinators: $set_tasks). CPU columns: medians of the seconds each process used during one query, the one-process rows in the coordinator column; the worker columns show which process decompressed" -rrrrr <"$detail"
+results_table distributed-pinned "Scale-out with pinned workers: ${#bags[@]} bz2 bags, medians of $runs interleaved runs" ----- <"$doc"
+results_note "result (checked equal in every run): $(tr '\n' ';' <"$tmp/reference" | sed 's/;$//; s/;/; /g')"
+speedup=$(awk -v a="${median[w1]}" -v b="${median[w2]}" 'BEGIN { printf "%.2f", a / b }')
+ok=0
+if awk -v s="$speedup" 'BEGIN { exit !(s >= 1.8) }'; then
+    results_note "target met: 2 workers run the query ${speedup}x faster than 1 worker (target 1.8x)"
+else
+    results_note "TARGET MISSED: 2 workers run the query ${speedup}x faster than 1 worker (target 1.8x)"
+    ok=1
+fi
+results_note "$(awk -v a="${median[w1]}" -v c="${median[local1]}" 'BEGIN { printf "1 worker vs one process on one core: %.2fx the time", a / c }')"
+results_done
+exit $ok

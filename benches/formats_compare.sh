@@ -39,9 +39,13 @@
 #       logsql SELECT 1 (process start-up, subtracted in the "net" figures)
 #  6. peak RSS (/usr/bin/time -v) of every full scan; scan metrics (chunks_read,
 #     chunks_total, bytes_read, messages_read, bytes_verified) from EXPLAIN ANALYZE
-#  7. prints markdown tables and the issue's requirements checked, with the number of
-#     cores busy with other processes in the second before each timing ("busy cores
-#     before": the machine is shared; a busy machine is flagged) and the load average at start and end.
+#  7. writes the results through benches/support/results.py ($BENCH_RESULTS/formats.json),
+#     printed as markdown too: for each format its timings (formats-apollo, formats-bddf,
+#     formats-carla) and scan metrics (formats-apollo-scan, ...), the issue's requirements
+#     checked (formats-requirements), and formats, the table of docs/performance.md (`bash
+#     benches/run.sh --update-docs formats`); with the number of cores busy with other
+#     processes in the second before each timing ("busy cores before": the machine is
+#     shared; a busy machine is flagged) and the load average at start and end.
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS
 # ("record bddf carla"), RUNS (5), SKIP_BUILD=1, BENCH_VENV (target/bench-venv),
@@ -50,24 +54,18 @@
 # benches/support/common.sh).
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
-export CARGO_TARGET_DIR=$target
+# root, target, data, venv, logsql; log, gen, others, needs, settle_cache, bench_venv,
+# logsql_row, sqlq, same, to_num, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
 formats=${FORMATS:-record bddf carla}
 runs=${RUNS:-5}
-venv=${BENCH_VENV:-$root/target/bench-venv}
-data=${BENCH_DATA:-$root/target/bench-data}
-logsql=$target/release/logsql
 pyfmt=$root/benches/python_formats.py
-
-# log, gen, others: benches/support/common.sh.
-source "$root/benches/support/common.sh"
 has() { [[ " $formats " == *" $1 "* ]]; }
 for f in $formats; do
     case $f in record | bddf | carla) ;; *) echo "unknown format '$f' in FORMATS" >&2; exit 2 ;; esac
 done
-command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine / cargo install hyperfine)" >&2; exit 1; }
+needs hyperfine
+results_start formats
 
 gens=()
 for f in $formats; do gens+=("gen_$f"); done
@@ -91,17 +89,9 @@ for f in record bddf carla; do
 done
 settle_cache "$logsql"
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating $venv"
-    python3 -m venv "$venv"
-fi
-py=$venv/bin/python
-if has record && ! "$py" -c "import cyber_record" 2>/dev/null; then
-    "$py" -m pip install --quiet --disable-pip-version-check "cyber_record==0.1.13" >&2
-fi
-if has bddf && ! "$py" -c "import bosdyn.bddf" 2>/dev/null; then
-    "$py" -m pip install --quiet --disable-pip-version-check "bosdyn-client==5.2.0" >&2
-fi
+bench_venv
+if has record; then bench_venv cyber_record "cyber_record==0.1.13"; fi
+if has bddf; then bench_venv bosdyn.bddf "bosdyn-client==5.2.0"; fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -112,19 +102,13 @@ put formats "$formats"
 put runs "$runs"
 put nproc "$(nproc)"
 put logsql "$logsql"
-put logsql_built "$(date -u -r "$logsql" +%Y-%m-%dT%H:%MZ)"
-put head "$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 put load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# time NAME CMD...: hyperfine RUNS runs of CMD into $tmp/NAME.json (the report reads
+# time_cmd NAME CMD...: hyperfine RUNS runs of CMD into $tmp/NAME.json (the report reads
 # mean, stddev, min, user and system from it); records others() just before.
 time_cmd() {
-    local name=$1
-    shift
-    put "load_$name" "$(others)"
-    log "timing $name"
-    hyperfine --shell bash --warmup 1 --runs "$runs" --style none \
-        --export-json "$tmp/$name.json" "$(printf '%q ' "$@")" >&2
+    put "load_$1" "$(others)"
+    hyperfine_time "$@" >/dev/null
 }
 # rss NAME CMD...: peak RSS (kB) of one run of CMD.
 rss() {
@@ -139,27 +123,14 @@ plan() {
     local name=$1 sql=$2
     shift 2
     "$logsql" "$@" --format csv "EXPLAIN ANALYZE $sql" >"$tmp/$name.plan"
-    local m line v
-    line=$(grep 'DataSourceExec' "$tmp/$name.plan" | head -n 1)
-    [[ -n "$line" ]] || { echo "no DataSourceExec in the plan of $sql:" >&2; cat "$tmp/$name.plan" >&2; exit 1; }
+    local m v
+    grep 'DataSourceExec' "$tmp/$name.plan" | head -n 1 >"$tmp/$name.scan" || true
+    [[ -s "$tmp/$name.scan" ]] || { echo "no DataSourceExec in the plan of $sql:" >&2; cat "$tmp/$name.plan" >&2; exit 1; }
     for m in chunks_total chunks_read bytes_read messages_read bytes_verified output_rows; do
-        v=$(grep -o "[ ,\[]$m=[0-9.]*\( [KMBGT]\)\?" <<<"$line" | head -n 1 | cut -d= -f2 || true)
+        v=$(plan_metric "$tmp/$name.scan" "$m")
         put "${name}_${m}_text" "$v"
-        put "${name}_${m}" "$("$py" -c "
-import sys
-v = sys.argv[1].split()
-print(round(float(v[0]) * {'': 1, 'K': 1e3, 'M': 1e6, 'B': 1e9, 'G': 1e9, 'T': 1e12}[v[1] if len(v) > 1 else '']) if v else '')" "$v")"
+        put "${name}_${m}" "$(to_num "$v")"
     done
-}
-# "count bytes" (or "count x yaw") from the logsql CLI's CSV output (header, one row).
-logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
-sqlq() { printf '%s' "${1//\'/\'\'}"; }
-same() { # same WHAT PYTHON LOGSQL
-    if [[ "$2" != "$3" ]]; then
-        echo "MISMATCH ($1): python='$2' logsql='$3'" >&2
-        exit 1
-    fi
-    log "agree ($1): $2"
 }
 
 time_cmd ls_startup "$logsql" --format csv "SELECT 1"
@@ -283,7 +254,9 @@ put load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- report ------------------------------------------------------------------------
 "$py" - "$vars" "$tmp" <<'EOF'
-import json, os, sys
+import importlib.metadata, json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "benches", "support"))
+from results import Results
 
 v = {}
 for line in open(sys.argv[1]):
@@ -292,6 +265,7 @@ for line in open(sys.argv[1]):
 tmp = sys.argv[2]
 nproc = int(v["nproc"])
 busy_at = 0.3  # cores busy with other processes (over 1 s, just before) above which timings suffer
+res = Results.resume(os.environ["BENCH_NAME"])
 
 def t(name):
     r = json.load(open(os.path.join(tmp, name + ".json")))["results"][0]
@@ -312,14 +286,33 @@ def row(label, name, rss=None):
     rss_kb = v.get("rss_" + (rss or name), "")
     rss_s = f"{int(rss_kb) / 1024:.0f}" if rss_kb else ""
     cpu = r["user"] + r["system"]
-    print(f"| {label} | {r['mean']:.3f} | {r['stddev'] or 0:.3f} | {r['min']:.3f} | {cpu:.3f} | {rss_s} | {load:.2f} |")
+    return [label, f"{r['mean']:.3f}", f"{r['stddev'] or 0:.3f}", f"{r['min']:.3f}", f"{cpu:.3f}", rss_s, f"{load:.2f}"]
 
-def header(title):
-    print()
-    print(f"### {title}")
-    print()
-    print("| command | mean (s) | stddev (s) | min (s) | user+sys (s) | peak RSS (MB) | busy cores before |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+setting = (f"logsql: {v['logsql']}; runs: {v['runs']} per command (hyperfine --warmup 1), warm page cache "
+           f"({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; load average at start {v['load_start']}, "
+           f"at end {v['load_end']}")
+
+def timings(id, title, rows):
+    res.table(id, f"{title}. {setting}",
+              ["command", "mean (s)", "stddev (s)", "min (s)", "user+sys (s)", "peak RSS (MB)", "busy cores before"],
+              rows, "-rrrrrr")
+
+def scan_table(id, what, cases, verified=False):
+    cols = ["logsql scan metrics", "chunks_read / chunks_total", "bytes_read", "messages_read"]
+    cols += ["bytes_verified"] if verified else []
+    rows = []
+    for label, k in cases:
+        r = [label, f"{v[k + '_chunks_read_text']} / {v[k + '_chunks_total_text']}", v[k + "_bytes_read_text"],
+             v[k + "_messages_read_text"]]
+        rows.append(r + ([v[k + "_bytes_verified_text"]] if verified else []))
+    res.table(id, f"logsql's scan metrics of the {what} file (as EXPLAIN ANALYZE prints them, 4 significant digits)",
+              cols, rows, "-rrr" + ("r" if verified else ""))
+
+def version(dist):
+    try:
+        return f"{dist} {importlib.metadata.version(dist)}"
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 ok = lambda b: "yes" if b else "**NO**"
 startup = t("ls_startup")["mean"]
@@ -333,29 +326,24 @@ def human_count(n):
             return f"{x:.1f}{unit}" if x >= 100 else f"{x:.2f}{unit}"
     return str(n)
 
-print(f"logsql: {v['logsql']} (built {v['logsql_built']}; HEAD {v['head']}); runs: {v['runs']} per command "
-      f"(hyperfine --warmup 1), warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; load average at start {v['load_start']}, "
-      f"at end {v['load_end']}")
 verdicts = []
+doc = []  # the rows of docs/performance.md's table
 
 if "record" in fmts:
     n, b = map(int, v["record_full"].split())
     wn, wb = map(int, v["record_win"].split())
     size = int(v["record_size"])
-    header(f"Apollo: {os.path.basename(v['record_file'])}, {mb(size)} MB, {n} messages, {mb(b)} MB payload; "
-           f"window: {v['record_topic']}, 10% of the span, {wn} messages")
-    row("python cyber_record 0.1.13: Record.read_messages() (decoded; public API)", "rec_py_decoded")
-    row("python cyber_record 0.1.13: raw chunk walk (internals, undecoded)", "rec_py_raw")
-    row("python cyber_record: read_messages(pose, 10% window)", "rec_py_window", rss="-")
-    row("logsql: SELECT count(*), sum(length(data))", "rec_ls_full")
-    row("logsql: pose, 10% window", "rec_ls_window")
-    row("logsql: SELECT 1 (process start-up)", "ls_startup", rss="-")
-    print()
-    print("| logsql scan metrics | chunks_read / chunks_total | bytes_read | messages_read |")
-    print("| --- | ---: | ---: | ---: |")
-    for label, k in (("full scan", "rec_full"), ("pose, 10% window", "rec_win")):
-        print(f"| {label} | {v[k + '_chunks_read_text']} / {v[k + '_chunks_total_text']} | "
-              f"{v[k + '_bytes_read_text']} | {v[k + '_messages_read_text']} |")
+    timings("formats-apollo",
+            f"Apollo: {os.path.basename(v['record_file'])}, {mb(size)} MB, {n} messages, {mb(b)} MB payload; "
+            f"window: {v['record_topic']}, 10% of the span, {wn} messages", [
+        row("python cyber_record 0.1.13: Record.read_messages() (decoded; public API)", "rec_py_decoded"),
+        row("python cyber_record 0.1.13: raw chunk walk (internals, undecoded)", "rec_py_raw"),
+        row("python cyber_record: read_messages(pose, 10% window)", "rec_py_window", rss="-"),
+        row("logsql: SELECT count(*), sum(length(data))", "rec_ls_full"),
+        row("logsql: pose, 10% window", "rec_ls_window"),
+        row("logsql: SELECT 1 (process start-up)", "ls_startup", rss="-"),
+    ])
+    scan_table("formats-apollo-scan", "Apollo", (("full scan", "rec_full"), ("pose, 10% window", "rec_win")))
     full, raw, dec = t("rec_ls_full")["mean"], t("rec_py_raw")["mean"], t("rec_py_decoded")["mean"]
     s_min = t("rec_py_decoded")["min"] / t("rec_ls_full")["min"]
     net = lambda x: (x - startup)
@@ -369,28 +357,33 @@ if "record" in fmts:
         ("Apollo: one channel, 10% window reads <= 20% of the body bytes",
          f"{100 * frac:.1f}% ({v['rec_win_bytes_read_text']}B of {v['rec_full_bytes_read_text']}B)", ok(frac <= 0.20)),
     ]
+    doc += [
+        [f"Apollo, {mb(size)} MB, {v['rec_full_chunks_total_text']} chunks", "every message (`Record.read_messages()`)",
+         f"{dec:.3f} s", f"{full:.3f} s", f"{s_dec:.1f}x"],
+        ["", "the same against cyber_record's undecoded chunk walk (internal API)", "", "", f"{s_raw:.1f}x"],
+        ["", f"`{v['record_topic']}` in a 10% window", "", "",
+         f"{v['rec_win_chunks_read_text']}/{v['rec_win_chunks_total_text']} chunks, {100 * frac:.1f}% of the bytes"],
+    ]
 
 if "bddf" in fmts:
     n, b = map(int, v["bddf_full"].split())
     wn, wb = map(int, v["bddf_win"].split())
     size = int(v["bddf_size"])
-    header(f"BDDF: {os.path.basename(v['bddf_file'])}, {mb(size)} MB, {n} blocks, {mb(b)} MB payload; "
-           f"window: {v['bddf_topic']}, 10% of the span, {wn} blocks, {wb} payload bytes")
-    row("python bosdyn.bddf 5.2.0: DataReader.read(i, k), every block (no SHA1 check)", "bddf_py_reader")
-    row("python bosdyn.bddf 5.2.0: StreamDataReader, every block (SHA1 checked)", "bddf_py_stream")
-    row("python DataReader: RobotState, 10% window", "bddf_py_window", rss="-")
-    row("logsql --no-verify: SELECT count(*), sum(length(data))", "bddf_ls_full_nv")
-    row("logsql (SHA1 verified, default): same", "bddf_ls_full")
-    row("logsql --no-verify: RobotState, 10% window", "bddf_ls_window_nv")
-    row("logsql (SHA1 verified): RobotState, 10% window", "bddf_ls_window", rss="-")
-    row("logsql: SELECT 1 (process start-up)", "ls_startup", rss="-")
-    print()
-    print("| logsql scan metrics | chunks_read / chunks_total | bytes_read | messages_read | bytes_verified |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for label, k in (("full scan --no-verify", "bddf_full_nv"), ("full scan (verify)", "bddf_full"),
-                     ("RobotState window --no-verify", "bddf_win"), ("RobotState window (verify)", "bddf_win_v")):
-        print(f"| {label} | {v[k + '_chunks_read_text']} / {v[k + '_chunks_total_text']} | "
-              f"{v[k + '_bytes_read_text']} | {v[k + '_messages_read_text']} | {v[k + '_bytes_verified_text']} |")
+    timings("formats-bddf",
+            f"BDDF: {os.path.basename(v['bddf_file'])}, {mb(size)} MB, {n} blocks, {mb(b)} MB payload; "
+            f"window: {v['bddf_topic']}, 10% of the span, {wn} blocks, {wb} payload bytes", [
+        row("python bosdyn.bddf 5.2.0: DataReader.read(i, k), every block (no SHA1 check)", "bddf_py_reader"),
+        row("python bosdyn.bddf 5.2.0: StreamDataReader, every block (SHA1 checked)", "bddf_py_stream"),
+        row("python DataReader: RobotState, 10% window", "bddf_py_window", rss="-"),
+        row("logsql --no-verify: SELECT count(*), sum(length(data))", "bddf_ls_full_nv"),
+        row("logsql (SHA1 verified, default): same", "bddf_ls_full"),
+        row("logsql --no-verify: RobotState, 10% window", "bddf_ls_window_nv"),
+        row("logsql (SHA1 verified): RobotState, 10% window", "bddf_ls_window", rss="-"),
+        row("logsql: SELECT 1 (process start-up)", "ls_startup", rss="-"),
+    ])
+    scan_table("formats-bddf-scan", "BDDF", (
+        ("full scan --no-verify", "bddf_full_nv"), ("full scan (verify)", "bddf_full"),
+        ("RobotState window --no-verify", "bddf_win"), ("RobotState window (verify)", "bddf_win_v")), verified=True)
     nv, ver = t("bddf_ls_full_nv")["mean"], t("bddf_ls_full")["mean"]
     rd, st = t("bddf_py_reader")["mean"], t("bddf_py_stream")["mean"]
     s_nv = rd / nv
@@ -415,24 +408,32 @@ if "bddf" in fmts:
         ("BDDF: same: bytes_read = window payload + small headers (<= 100 B/block)",
          f"{v['bddf_win_bytes_read_text']}B vs {wb} payload bytes (~{per_row:.0f} B/block over)", ok(bytes_ok)),
     ]
+    window = (f"exactly the window's {wn:,} blocks" if msgs_ok
+              else f"{msgs_text} blocks for the window's {wn:,} (**not exactly**)")
+    doc += [
+        [f"BDDF, {mb(size)} MB", "every block (`DataReader.read`, no SHA1 check)", f"{rd:.3f} s",
+         f"{nv:.3f} s (`--no-verify`)", f"{s_nv:.2f}x"],
+        ["", "the same with the SHA1 check (`StreamDataReader` / logsql default)", f"{st:.3f} s", f"{ver:.3f} s",
+         f"{st / ver:.1f}x"],
+        ["", f"`{v['bddf_topic']}` in a 10% window", "", "",
+         f"{window}: {br / 1e6:.2f} MB read for {wb / 1e6:.2f} MB of payload (block headers)"],
+    ]
 
 if "carla" in fmts:
     n = int(v["carla_full"].split()[0])
     wn = int(v["carla_win"].split()[0])
     size = int(v["carla_size"])
-    header(f"CARLA: {os.path.basename(v['carla_file'])}, {mb(size)} MB, {n} position records; "
-           f"window: 10% of the span, {wn} records")
-    row("logsql --target-partitions 1: SELECT count(*), sum(x), sum(yaw) FROM positions(..)", "carla_ls_full_p1")
-    row(f"logsql (target partitions = {nproc} cores): same", "carla_ls_full")
-    row("logsql --target-partitions 1: positions, 10% window", "carla_ls_window")
-    row("python struct decoder (python_formats.py; reference, not an official reader)", "carla_py")
-    row("logsql: SELECT 1 (process start-up)", "ls_startup", rss="-")
-    print()
-    print("| logsql scan metrics | chunks_read / chunks_total | bytes_read | messages_read |")
-    print("| --- | ---: | ---: | ---: |")
-    for label, k in (("positions, full (1 partition)", "carla_full"), ("positions, 10% window", "carla_win")):
-        print(f"| {label} | {v[k + '_chunks_read_text']} / {v[k + '_chunks_total_text']} | "
-              f"{v[k + '_bytes_read_text']} | {v[k + '_messages_read_text']} |")
+    timings("formats-carla",
+            f"CARLA: {os.path.basename(v['carla_file'])}, {mb(size)} MB, {n} position records; "
+            f"window: 10% of the span, {wn} records", [
+        row("logsql --target-partitions 1: SELECT count(*), sum(x), sum(yaw) FROM positions(..)", "carla_ls_full_p1"),
+        row(f"logsql (target partitions = {nproc} cores): same", "carla_ls_full"),
+        row("logsql --target-partitions 1: positions, 10% window", "carla_ls_window"),
+        row("python struct decoder (python_formats.py; reference, not an official reader)", "carla_py"),
+        row("logsql: SELECT 1 (process start-up)", "ls_startup", rss="-"),
+    ])
+    scan_table("formats-carla-scan", "CARLA",
+               (("positions, full (1 partition)", "carla_full"), ("positions, 10% window", "carla_win")))
     r1 = t("carla_ls_full_p1")
     rate = size / 1e6 / r1["mean"]
     rate_net = size / 1e6 / (r1["mean"] - startup)
@@ -446,24 +447,31 @@ if "carla" in fmts:
         ("CARLA: 10% window reads <= 15% of the file",
          f"{100 * frac:.1f}% ({v['carla_win_bytes_read_text']}B of {size} B)", ok(frac <= 0.15)),
     ]
+    doc += [
+        [f"CARLA, {mb(size)} MB, {v['carla_full_chunks_total_text']} chunks",
+         "`SELECT count(*), sum(x), sum(yaw) FROM positions(...)`",
+         f"{t('carla_py')['mean']:.3f} s (a `struct` decoder, reference only)", f"{r1['mean']:.3f} s (1 partition)",
+         f"{rate:,.0f} MB/s of file on one partition, {rate_all:,.0f} MB/s on {nproc}"],
+        ["", "positions in a 10% window", "", "",
+         f"{v['carla_win_chunks_read_text']}/{v['carla_win_chunks_total_text']} chunks, {100 * frac:.1f}% of the file"],
+    ]
 
-print()
-print("### Requirements")
-print()
-print("| requirement | measured | met |")
-print("| --- | --- | :---: |")
-for r in verdicts:
-    print("| " + " | ".join(r) + " |")
-print()
-print("Peak RSS of each full scan is in the tables above (/usr/bin/time -v, one run).")
-print("Scan metrics are as EXPLAIN ANALYZE prints them (4 significant digits).")
+res.table("formats-requirements", "The requirements checked", ["requirement", "measured", "met"],
+          [list(r) for r in verdicts], "--c")
+versions = ", ".join(x for x in (version("cyber_record") if "record" in fmts else None,
+                                 version("bosdyn-client") if "bddf" in fmts else None) if x)
+# The table of docs/performance.md (## Apollo records, BDDF files and CARLA recordings).
+res.table("formats", "Apollo records, BDDF files and CARLA recordings against their Python readers"
+          + (f" ({versions})" if versions else "") + f": means of {v['runs']} runs",
+          ["file", "what", "Python", "logsql", ""], doc, "--rrr")
+res.note("Peak RSS of each full scan is in the tables above (/usr/bin/time -v, one run). "
+         "Scan metrics are as EXPLAIN ANALYZE prints them (4 significant digits).")
 if busy:
-    print()
-    print(f"**Machine busy**: {len(busy)} of {len(seen)} timings started with more than {busy_at} of the "
-          f"{nproc} cores busy with other processes (max {max(x for _, x in busy.values()):.2f}): "
-          + ", ".join([l for l, _ in busy.values()][:4]) + (", ..." if len(busy) > 4 else "")
-          + ". Those timings are pessimistic: rerun when idle.")
+    res.note(f"**Machine busy**: {len(busy)} of {len(seen)} timings started with more than {busy_at} of the "
+             f"{nproc} cores busy with other processes (max {max(x for _, x in busy.values()):.2f}): "
+             + ", ".join([l for l, _ in busy.values()][:4]) + (", ..." if len(busy) > 4 else "")
+             + ". Those timings are pessimistic: rerun when idle.")
 else:
-    print()
-    print(f"Machine idle: every timing started with at most {busy_at} cores busy with other processes.")
+    res.note(f"Machine idle: every timing started with at most {busy_at} cores busy with other processes.")
 EOF
+results_done

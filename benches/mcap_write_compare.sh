@@ -37,8 +37,11 @@
 #                   thread; the file read from the page cache, output to /dev/null)
 #         the baseline is the sum of the two means
 #       logsql  SELECT 1 (process start-up)
-#  6. prints markdown tables and the issue's targets checked: (a) and (b) logsql >= 10x
-#     faster than Python; (a) <= 2x the baseline (c).
+#  6. writes the results through benches/support/results.py ($BENCH_RESULTS/mcap-write.json),
+#     printed as markdown too: mcap-write-detail (timings and output sizes),
+#     mcap-write-baseline (c), and mcap-write (the table of docs/performance.md; `bash
+#     benches/run.sh --update-docs mcap-write`), and the targets checked: (a) and (b) logsql
+#     >= 10x faster than Python; (a) <= 2x the baseline (c).
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS (5),
 # SKIP_BUILD=1, BENCH_VENV (target/bench-venv), BENCH_DATA (target/bench-data),
@@ -47,23 +50,15 @@
 # and read once, as from disk; see settle_cache in benches/support/common.sh).
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
-export CARGO_TARGET_DIR=$target
+# root, target, data, venv, logsql; log, gen, needs, settle_cache, bench_venv, py_version,
+# hyperfine_time, logsql_row, same, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
 runs=${RUNS:-5}
-venv=${BENCH_VENV:-$root/target/bench-venv}
-data=${BENCH_DATA:-$root/target/bench-data}
-logsql=$target/release/logsql
 pyw=$root/benches/python_mcap_write.py
 bag=$data/bench-lz4.bag
 mcap=$data/bench.mcap
-
-# log, gen, others: benches/support/common.sh.
-source "$root/benches/support/common.sh"
-for c in hyperfine zstd; do
-    command -v $c >/dev/null || { echo "$c is needed (apt-get install $c)" >&2; exit 1; }
-done
+needs hyperfine zstd bc
+results_start mcap-write
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --bin logsql --example gen_bag --example gen_mcap"
@@ -75,40 +70,12 @@ mkdir -p "$data"
 [[ -f $mcap ]] || gen gen_mcap "$mcap"
 settle_cache "$bag" "$mcap" "$logsql"
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating $venv"
-    python3 -m venv "$venv"
-fi
-py=$venv/bin/python
-if ! "$py" -c "import rosbags, mcap, zstandard" 2>/dev/null; then
-    "$py" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12" "mcap>=1.2,<2" zstandard >&2
-fi
+bench_venv "rosbags, mcap, zstandard" "rosbags>=0.11,<0.12" "mcap>=1.2,<2" zstandard
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=${BENCH_OUT:-$tmp}
 mkdir -p "$out"
-
-same() { # same WHAT A B
-    if [[ "$2" != "$3" ]]; then
-        echo "MISMATCH ($1): '$2' vs '$3'" >&2
-        exit 1
-    fi
-    log "agree ($1): $2"
-}
-logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
-# time NAME CMD...: hyperfine into $tmp/NAME.json; prints "mean stddev min" (s).
-time_cmd() {
-    local name=$1
-    shift
-    log "timing $name"
-    hyperfine --shell bash --warmup 1 --runs "$runs" --style none \
-        --export-json "$tmp/$name.json" "$(printf '%q ' "$@")" >&2
-    "$py" -c "
-import json, sys
-r = json.load(open(sys.argv[1]))['results'][0]
-print('%.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min']))" "$tmp/$name.json"
-}
 
 read -r w0 w1 < <("$py" "$pyw" bounds "$mcap" 10)
 topics=/imu,/camera/compressed
@@ -138,47 +105,53 @@ sizes="python $(stat -c %s "$out/py_bag.mcap") bytes, logsql $(stat -c %s "$out/
 win_sizes="python $(stat -c %s "$out/py_win.mcap") bytes, logsql $(stat -c %s "$out/ls_win.mcap") bytes"
 zstd_size=$(zstd -q -3 -T1 -c "$out/payloads.bin" | wc -c)
 
-read -r py_a py_a_sd py_a_min < <(time_cmd py_bag "$py" "$pyw" bag2mcap "$bag" "$out/py_bag.mcap")
-read -r ls_a ls_a_sd ls_a_min < <(time_cmd ls_bag "$logsql" export "$bag" "$out/ls_bag.mcap")
-read -r py_b py_b_sd py_b_min < <(time_cmd py_win "$py" "$pyw" window "$mcap" "$out/py_win.mcap" "$topics" "$w0" "$w1")
-read -r ls_b ls_b_sd ls_b_min < <(time_cmd ls_win "${export_win[@]}")
-read -r scan scan_sd scan_min < <(time_cmd ls_scan "$logsql" --format csv "SELECT count(*), sum(length(data)) FROM '$bag'")
-read -r zs zs_sd zs_min < <(time_cmd zstd bash -c "zstd -q -3 -T1 -c '$out/payloads.bin' >/dev/null")
-read -r one one_sd _ < <(time_cmd ls_startup "$logsql" --format csv "SELECT 1")
+read -r py_a py_a_sd py_a_min _ < <(hyperfine_time py_bag "$py" "$pyw" bag2mcap "$bag" "$out/py_bag.mcap")
+read -r ls_a ls_a_sd ls_a_min _ < <(hyperfine_time ls_bag "$logsql" export "$bag" "$out/ls_bag.mcap")
+read -r py_b py_b_sd py_b_min _ < <(hyperfine_time py_win "$py" "$pyw" window "$mcap" "$out/py_win.mcap" "$topics" "$w0" "$w1")
+read -r ls_b ls_b_sd ls_b_min _ < <(hyperfine_time ls_win "${export_win[@]}")
+read -r scan scan_sd scan_min _ < <(hyperfine_time ls_scan "$logsql" --format csv "SELECT count(*), sum(length(data)) FROM '$bag'")
+read -r zs zs_sd zs_min _ < <(hyperfine_time zstd bash -c "zstd -q -3 -T1 -c '$out/payloads.bin' >/dev/null")
+read -r one one_sd _ < <(hyperfine_time ls_startup "$logsql" --format csv "SELECT 1")
 
 ratio() { echo "scale=1; $1 / $2" | bc -l; }
 ratio2() { echo "scale=2; $1 / $2" | bc -l; }
 base=$(echo "$scan + $zs" | bc -l)
-cat <<EOF
-
-Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), load average at the end $(cut -d' ' -f1-3 /proc/loadavg).
-Page cache: $BENCH_CACHE_STATE.
-logsql $(git rev-parse --short HEAD 2>/dev/null || echo '?'); python rosbags $("$py" -c 'import importlib.metadata as m; print(m.version("rosbags"))'), mcap $("$py" -c 'import importlib.metadata as m; print(m.version("mcap"))'); $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min).
-
-| task | python (rosbags / mcap) | logsql | speed-up |
-|---|---|---|---|
-| (a) $(du -m "$bag" | cut -f1) MB lz4 bag -> zstd MCAP ($n_bag messages; $sizes) | ${py_a} ± ${py_a_sd} s (${py_a_min}) | ${ls_a} ± ${ls_a_sd} s (${ls_a_min}) | $(ratio "$py_a" "$ls_a")x |
-| (b) 10% window of /imu + /camera/compressed of the $(du -m "$mcap" | cut -f1) MB MCAP -> MCAP ($n_win messages; $win_sizes) | ${py_b} ± ${py_b_sd} s (${py_b_min}) | ${ls_b} ± ${ls_b_sd} s (${ls_b_min}) | $(ratio "$py_b" "$ls_b")x |
-
-| (c) baseline of (a) | time |
-|---|---|
-| logsql full scan of the bag (\`count(*), sum(length(data))\`) | ${scan} ± ${scan_sd} s |
-| \`zstd -3 -T1\` of the $b_bag payload bytes (to $zstd_size bytes) | ${zs} ± ${zs_sd} s |
-| baseline: scan + zstd | $(printf '%.3f' "$base") s |
-| logsql export (a) | ${ls_a} s = $(ratio2 "$ls_a" "$base")x the baseline |
-| \`SELECT 1\` (logsql start-up) | ${one} ± ${one_sd} s |
-
-EOF
+versions=$(py_version rosbags mcap zstandard)
+bag_mb=$(du -m "$bag" | cut -f1)
+mcap_mb=$(du -m "$mcap" | cut -f1)
+# count N: N with thousands separators.
+count() { python3 -c 'import sys; print(f"{int(sys.argv[1]):,}")' "$1"; }
+{
+    tsv task "python (rosbags / mcap)" logsql speed-up
+    tsv "(a) $bag_mb MB lz4 bag -> zstd MCAP ($n_bag messages; $sizes)" "${py_a} ± ${py_a_sd} s (${py_a_min})" "${ls_a} ± ${ls_a_sd} s (${ls_a_min})" "$(ratio "$py_a" "$ls_a")x"
+    tsv "(b) 10% window of /imu + /camera/compressed of the $mcap_mb MB MCAP -> MCAP ($n_win messages; $win_sizes)" "${py_b} ± ${py_b_sd} s (${py_b_min})" "${ls_b} ± ${ls_b_sd} s (${ls_b_min})" "$(ratio "$py_b" "$ls_b")x"
+} | results_table mcap-write-detail "MCAP export against the Python libraries ($versions): $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min); page cache: $BENCH_CACHE_STATE" ----
+{
+    tsv "(c) baseline of (a)" time
+    tsv "logsql full scan of the bag (\`count(*), sum(length(data))\`)" "${scan} ± ${scan_sd} s"
+    tsv "\`zstd -3 -T1\` of the $b_bag payload bytes (to $zstd_size bytes)" "${zs} ± ${zs_sd} s"
+    tsv "baseline: scan + zstd" "$(printf '%.3f' "$base") s"
+    tsv "logsql export (a)" "${ls_a} s = $(ratio2 "$ls_a" "$base")x the baseline"
+    tsv "\`SELECT 1\` (logsql start-up)" "${one} ± ${one_sd} s"
+} | results_table mcap-write-baseline "The baseline of (a): a full scan plus zstd of the same bytes (means of $runs runs)" --
+# The table of docs/performance.md (## Writing MCAP).
+{
+    tsv task "python (rosbags / mcap)" logsql speed-up
+    tsv "(a) $bag_mb MB lz4 bag -> zstd MCAP ($(count "$n_bag") messages)" "${py_a} ± ${py_a_sd} s" "${ls_a} ± ${ls_a_sd} s" "**$(ratio "$py_a" "$ls_a")x**"
+    tsv "(b) 10% window of /imu + /camera/compressed of the $mcap_mb MB MCAP -> MCAP ($(count "$n_win") messages)" "${py_b} ± ${py_b_sd} s" "${ls_b} ± ${ls_b_sd} s" "**$(ratio "$py_b" "$ls_b")x**"
+    tsv "(c) baseline: logsql full scan of the bag ${scan} s + \`zstd -3 -T1\` of the payloads ${zs} s = $(printf '%.3f' "$base") s" "" "export ${ls_a} s" "**$(printf '%.2f' "$(ratio2 "$ls_a" "$base")")x** of the baseline"
+} | results_table mcap-write "MCAP export against the Python rosbags + mcap writer ($versions)" -rrr
 ok=0
 check() { # check WHAT RATIO CMP LIMIT
     if (($(echo "$2 $3 $4" | bc -l))); then
-        echo "target met: $1 ($2)"
+        results_note "target met: $1 ($2)"
     else
-        echo "TARGET MISSED: $1 ($2)"
+        results_note "TARGET MISSED: $1 ($2)"
         ok=1
     fi
 }
 check "(a) logsql >= 10x faster than python" "$(ratio2 "$py_a" "$ls_a")" ">=" 10
 check "(b) logsql >= 10x faster than python" "$(ratio2 "$py_b" "$ls_b")" ">=" 10
 check "(a) within 2x of a full scan plus zstd of the same bytes" "$(ratio2 "$ls_a" "$base")" "<=" 2
+results_done
 exit $ok

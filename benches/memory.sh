@@ -16,8 +16,15 @@
 # read and decompressed, every payload touched), plus for CARLA the typed
 # table `SELECT count(*), sum(x) FROM positions('FILE')`. Peak RSS is
 # "Maximum resident set size" of `/usr/bin/time -v`.
+#
+# Writes the results through benches/support/results.py: $BENCH_RESULTS/memory.json,
+# tables memory-detail (every scan, its wall time and result) and memory (the table
+# of docs/performance.md; `bash benches/run.sh --update-docs memory`), printed as
+# markdown too.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# results_start, results_table, results_done, tsv (and the cd to the repository).
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
+results_start memory
 
 SIZE_MB=${SIZE_MB:-2000}
 DATA=${DATA:-target/bench-data/memory}
@@ -81,6 +88,10 @@ measure() {
 }
 
 fail=0
+detail=$(mktemp)
+doc=$(mktemp)
+tsv scan "file size" "peak RSS" "wall time" "< ${LIMIT_MB} MB" result >"$detail"
+tsv scan file "peak RSS" >"$doc"
 size_mb() { # files... -> total size in MB (10^6 bytes)
   local total=0 f
   for f in "$@"; do total=$((total + $(stat -c %s "$f"))); done
@@ -90,26 +101,32 @@ report() { # label size_mb peak_kb elapsed result
   local mb=$(($3 / 1024))
   local verdict=ok
   ((mb < LIMIT_MB)) || { verdict="OVER ${LIMIT_MB} MB"; fail=1; }
-  printf '| %-28s | %8s MB | %6d MB | %9s | %-4s | %s |\n' "$1" "$2" "$mb" "$4" "$verdict" "$5"
+  tsv "$1" "$2 MB" "$mb MB" "$4" "$verdict" "$5" >>"$detail"
 }
-
-echo
-echo "| scan | file size | peak RSS | wall time | < ${LIMIT_MB} MB | result |"
-echo "|---|---:|---:|---:|---|---|"
+gb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.2f GB", b / 1e9 }'; }
+declare -A doc_label=([mcap]="MCAP" [bag]="ROS1 bag" [record]="Apollo" [bddf]="BDDF, SHA1 verified" [log]="CARLA")
 for f in "$mcap" "$bag" "$record" "$bddf" "$carla"; do
   res=$(measure "$BIN" --format csv "SELECT count(*) AS messages, sum(length(data)) AS bytes FROM '$f'")
   read -r kb secs <<<"$(head -1 <<<"$res")"
   report "messages ${f##*.}" "$(size_mb "$f")" "$kb" "$secs" "$(tail -n +2 <<<"$res" | tail -1)"
+  peak="$((kb / 1024)) MB"
+  [[ $f == "$carla" ]] && carla_peak=$peak || tsv "${doc_label[${f##*.}]}" "$(gb "$f")" "$peak" >>"$doc"
 done
 res=$(measure "$BIN" --format csv "SELECT count(*) AS rows, sum(x) AS sum_x FROM positions('$carla')")
 read -r kb secs <<<"$(head -1 <<<"$res")"
 report "positions log" "$(size_mb "$carla")" "$kb" "$secs" "$(tail -n +2 <<<"$res" | tail -1)"
+tsv CARLA "$(gb "$carla")" "$carla_peak (\`positions()\` $((kb / 1024)) MB)" >>"$doc"
 
 res=$(measure "$EX/concurrent_scan" -n "$CONCURRENT" "$mcap" "$bag" "$record" "$bddf" "$carla")
 read -r kb secs <<<"$(head -1 <<<"$res")"
 report "$CONCURRENT concurrent (one process)" "$(size_mb "$mcap" "$bag" "$record" "$bddf" "$carla")" "$kb" "$secs" "$(tail -1 <<<"$res")"
+tsv "$CONCURRENT concurrent scans in one process" "" "$((kb / 1024)) MB" >>"$doc"
+results_table memory-detail "Peak RSS of full scans of ~$SIZE_MB MB files ($PROFILE build; target: under $LIMIT_MB MB)" -rrr-- <"$detail"
+results_table memory "Peak RSS of full scans of ~$SIZE_MB MB files, and of $CONCURRENT concurrent scans in one process ($PROFILE build)" -rr <"$doc"
 echo
 tail -n +2 <<<"$res" | sed 's/^/    /'
+results_done
+rm -f "$detail" "$doc"
 
 if [[ $KEEP != 1 ]]; then
   rm -f "$mcap" "$bag" "$record" "$bddf" "$carla"

@@ -38,10 +38,12 @@
 #     warm page cache), then their CPU: PERF_RUNS runs of each, logsql and the baseline in
 #     turn (so a slow spell of the machine falls on both), each process under its own
 #     `perf stat -e task-clock,page-faults`
-#  5. prints a markdown table: wall and CPU (task-clock: median of the processes, then
+#  5. writes the results (benches/support/results.py) to $BENCH_RESULTS/raw.json and prints
+#     them as markdown: raw-detail, wall and CPU (task-clock: median of the processes, then
 #     mean) of both sides and the ratios (of the medians, then of the means), with the
 #     cores busy with other processes in the second before each format's timings, and
-#     logsql's `SELECT 1` (process start-up, included in every logsql figure)
+#     logsql's `SELECT 1` (process start-up, included in every logsql figure); and raw-full,
+#     the table of docs/performance.md (`bash benches/run.sh --update-docs raw`)
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), FORMATS ("mcap mcap-floor
 # bag-lz4 bag-bz2 record bddf bddf-sha1 carla"), RUNS (10), PERF_RUNS (10), SKIP_BUILD=1,
@@ -50,22 +52,14 @@
 # benches/support/common.sh for why).
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
-export CARGO_TARGET_DIR=$target
+# root, target, data, logsql; log, gen, others, needs, logsql_row, sqlq, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
 formats=${FORMATS:-mcap mcap-floor bag-lz4 bag-bz2 record bddf bddf-sha1 carla}
 runs=${RUNS:-10}
 perf_runs=${PERF_RUNS:-10}
-data=${BENCH_DATA:-$root/target/bench-data}
-logsql=$target/release/logsql
 ex=$target/release/examples
-
-# log, gen, others: benches/support/common.sh.
-source "$root/benches/support/common.sh"
-for t in hyperfine perf python3; do
-    command -v "$t" >/dev/null || { echo "$t is needed (apt-get install hyperfine linux-perf python3)" >&2; exit 1; }
-done
+needs hyperfine perf python3
+results_start raw
 
 # file, generator and baseline of each format
 declare -A file gen_cmd baseline
@@ -152,9 +146,6 @@ cpu_runs() {
         for n in "$@"; do cpu "$n"; done
     done
 }
-# the CSV row logsql prints (header, one row), as "a b c"
-logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
-sqlq() { printf '%s' "${1//\'/\'\'}"; }
 
 rows=$tmp/rows # format|file|answer|busy
 : >"$rows"
@@ -212,6 +203,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 python3 - "$rows" "$tmp" "$logsql" "$runs" "$perf_runs" "$(nproc)" "$load_start" "$load_end" <<'EOF'
 import json, os, statistics, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "benches", "support"))
+from results import Results
 
 rows, tmp, logsql, runs, perf_runs, nproc, load_start, load_end = sys.argv[1:]
 labels = {
@@ -247,13 +240,18 @@ def perf(name):
             statistics.median(pf) if pf else nan)
 
 
-print(f"logsql: {logsql}; hyperfine -N --warmup 1 --runs {runs} (wall: mean, median, min; the wall ratio of the means, then of the medians), "
-      f"{perf_runs} processes of each under perf stat, logsql and baseline in turn (CPU: task-clock median, then mean); warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; "
-      f"load average at start {load_start}, at end {load_end}")
-print()
-print("| format (file MB) | baseline | answer | logsql wall (s) | baseline wall (s) | wall ratio "
-      "| logsql CPU (ms) | baseline CPU (ms) | CPU ratio (medians; means) | page faults logsql / baseline | busy cores before |")
-print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+# The labels of docs/performance.md's table (bag-bz2 is in its prose, not its table).
+doc_labels = {
+    "mcap": ("MCAP (zstd)", "official `mcap` crate"),
+    "mcap-floor": ("MCAP (zstd)", "the floor: pread + zstd + CRC-32"),
+    "bag-lz4": ("ROS1 bag, lz4", "record walker + `lz4_flex`"),
+    "record": ("Apollo record", "section + protobuf wire walker"),
+    "bddf": ("BDDF, `--no-verify`", "block walker"),
+    "bddf-sha1": ("BDDF, SHA1 verified", "SHA1 of the file + block walker"),
+    "carla": ("CARLA positions", "packet walker, Position sums"),
+}
+res = Results.resume(os.environ["BENCH_NAME"])
+detail, full, values = [], [], []
 for line in open(rows):
     f, path, answer, busy = line.rstrip("\n").split("|")
     lw, lw_med, lw_min = wall(f + "-logsql")
@@ -262,13 +260,36 @@ for line in open(rows):
     bc, bc_mean, bpf = perf(f + "-base")
     name, base = labels[f]
     mb = os.stat(path).st_size / 1e6
-    print(f"| {name} ({mb:.0f}) | {base} | {answer} | {lw:.3f} (median {lw_med:.3f}, min {lw_min:.3f}) "
-          f"| {bw:.3f} (median {bw_med:.3f}, min {bw_min:.3f}) "
-          f"| **{lw / bw:.2f}x** ({lw_med / bw_med:.2f}x) | {lc:.1f} (mean {lc_mean:.1f}) "
-          f"| {bc:.1f} (mean {bc_mean:.1f}) | **{lc / bc:.2f}x** ({lc_mean / bc_mean:.2f}x) "
-          f"| {lpf:.0f} / {bpf:.0f} | {busy} |")
+    detail.append([f"{name} ({mb:.0f})", base, answer, f"{lw:.3f} (median {lw_med:.3f}, min {lw_min:.3f})",
+                   f"{bw:.3f} (median {bw_med:.3f}, min {bw_min:.3f})",
+                   f"**{lw / bw:.2f}x** ({lw_med / bw_med:.2f}x)", f"{lc:.1f} (mean {lc_mean:.1f})",
+                   f"{bc:.1f} (mean {bc_mean:.1f})", f"**{lc / bc:.2f}x** ({lc_mean / bc_mean:.2f}x)",
+                   f"{lpf:.0f} / {bpf:.0f}", busy])
+    values.append({"format": f, "file_mb": mb, "logsql_wall_s": lw, "baseline_wall_s": bw,
+                   "logsql_cpu_ms_median": lc, "logsql_cpu_ms_mean": lc_mean,
+                   "baseline_cpu_ms_median": bc, "baseline_cpu_ms_mean": bc_mean, "busy_cores": float(busy)})
+    if f in doc_labels:
+        ratio = f"{lc / bc:.2f}x"
+        full.append([*doc_labels[f], f"{lw / bw:.2f}x", f"{lc:.1f} ms", f"{bc:.1f} ms",
+                     (f"**{ratio}**" if f == "mcap" else ratio) + f" ({lc_mean / bc_mean:.2f}x)"])
 sw, sw_med, sw_min = wall("startup")
 sc, sc_mean, spf = perf("startup")
-print(f"| logsql SELECT 1 (process start-up) | | | {sw:.3f} (median {sw_med:.3f}, min {sw_min:.3f}) "
-      f"| | | {sc:.1f} (mean {sc_mean:.1f}) | | | {spf:.0f} | |")
+detail.append(["logsql SELECT 1 (process start-up)", "", "", f"{sw:.3f} (median {sw_med:.3f}, min {sw_min:.3f})",
+               "", "", f"{sc:.1f} (mean {sc_mean:.1f})", "", "", f"{spf:.0f}", ""])
+values.append({"format": "startup", "logsql_wall_s": sw, "logsql_cpu_ms_median": sc, "logsql_cpu_ms_mean": sc_mean})
+setting = (f"hyperfine -N --warmup 1 --runs {runs}, {perf_runs} processes of each under perf stat, logsql and "
+           f"baseline in turn; warm page cache ({os.environ.get('BENCH_CACHE_STATE', '?')}), {nproc} cores; "
+           f"load average at start {load_start}, at end {load_end}")
+res.table("raw-detail",
+          f"logsql: {logsql}; {setting}. Wall: mean, median, min; the wall ratio of the means, then of the medians. "
+          "CPU: task-clock median, then mean",
+          ["format (file MB)", "baseline", "answer", "logsql wall (s)", "baseline wall (s)", "wall ratio",
+           "logsql CPU (ms)", "baseline CPU (ms)", "CPU ratio (medians; means)", "page faults logsql / baseline",
+           "busy cores before"], detail, "---rrrrrrrr", values=values)
+res.table("raw-full",
+          f"Every format's full scan against a raw single-threaded reader ({setting}). "
+          f"CPU: median of {perf_runs} processes (mean in brackets); wall: ratio of hyperfine's means",
+          ["format", "baseline", "wall", "logsql CPU", "baseline CPU", "CPU ratio of medians (of means)"],
+          full, "--rrrr")
 EOF
+results_done

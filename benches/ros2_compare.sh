@@ -25,8 +25,11 @@
 #       logsql  SELECT 1 (process start-up)
 #  6. the scan metrics of both logsql scans (EXPLAIN ANALYZE: chunks, messages, bytes_read
 #     = the pages SQLite read times the page size) against the database's page count
-#  7. prints a markdown table and the issue's targets checked: full scan >= 5x faster
-#     than rosbags; the 10% /imu window reads < 15% of the pages.
+#  7. writes the results through benches/support/results.py ($BENCH_RESULTS/ros2.json),
+#     printed as markdown too: ros2-detail (timings), ros2-scan (the scan metrics), ros2
+#     (the table of docs/performance.md: this run's full scan in its page-cache state;
+#     `bash benches/run.sh --update-docs ros2`), and the targets checked: full scan >= 5x
+#     faster than rosbags; the 10% /imu window reads < 15% of the pages.
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS (5),
 # SKIP_BUILD=1, BENCH_VENV (target/bench-venv), BENCH_DATA (target/bench-data),
@@ -36,22 +39,16 @@
 # logsql's scan about a third slower (0.051 s against 0.038 s); see settle_cache in benches/support/common.sh).
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-target=${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}
-export CARGO_TARGET_DIR=$target
+# root, target, data, venv, logsql; log, needs, settle_cache, bench_venv, py_version,
+# hyperfine_time, logsql_row, same, plan_metric, to_num, results_*.
+source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
 runs=${RUNS:-5}
-venv=${BENCH_VENV:-$root/target/bench-venv}
-data=${BENCH_DATA:-$root/target/bench-data}
 seconds=${DB3_SECONDS:-350}
-logsql=$target/release/logsql
 gen=$target/release/examples/gen_db3
 bag=$data/bench-db3
 db=$bag/bench_0.db3
-
-# log, settle_cache: benches/support/common.sh.
-source "$root/benches/support/common.sh"
-command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install hyperfine / cargo install hyperfine)" >&2; exit 1; }
+needs hyperfine bc
+results_start ros2
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     log "cargo build --release --bin logsql --example gen_db3"
@@ -65,43 +62,12 @@ if [[ ! -f $db || ! -f $bag/metadata.yaml ]]; then
     "$gen" "$db" --bench --seconds "$seconds" --yaml >&2
 fi
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    log "creating $venv"
-    python3 -m venv "$venv"
-fi
-py=$venv/bin/python
-if ! "$py" -c "import rosbags" 2>/dev/null; then
-    "$py" -m pip install --quiet --disable-pip-version-check "rosbags>=0.11,<0.12" >&2
-fi
+bench_venv rosbags "rosbags>=0.11,<0.12"
 
 settle_cache "$bag" "$logsql"
 pyr=$root/benches/python_rosbags_read.py
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-logsql_row() { "$logsql" --format csv "$@" | tail -n 1 | tr -d '\r' | tr ',' ' '; }
-same() { # same WHAT PYTHON LOGSQL
-    if [[ "$2" != "$3" ]]; then
-        echo "MISMATCH ($1): rosbags='$2' logsql='$3'" >&2
-        exit 1
-    fi
-    log "agree ($1): $2"
-}
-# time NAME CMD...: hyperfine into $tmp/NAME.json; prints "mean stddev min median cpu" (s;
-# cpu = mean user + system time).
-time_cmd() {
-    local name=$1
-    shift
-    log "timing $name"
-    hyperfine --shell bash --warmup 1 --runs "$runs" --style none \
-        --export-json "$tmp/$name.json" "$(printf '%q ' "$@")" >&2
-    "$py" -c "
-import json, sys
-r = json.load(open(sys.argv[1]))['results'][0]
-print('%.3f %.3f %.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min'], r['median'], r['user'] + r['system']))" "$tmp/$name.json"
-}
-# metric PLAN NAME: one scan metric of an EXPLAIN ANALYZE output, as printed.
-metric() { grep -o "[ ,\[]$2=[0-9.]*\( [KMBGT]\)\?" "$1" | head -n 1 | cut -d= -f2; }
 
 read -r w0 w1 < <("$py" "$pyr" rosbag2 "$bag" --window)
 q_full="SELECT count(*), sum(length(data)) FROM '$bag/'"
@@ -116,24 +82,26 @@ topics_n=$(logsql_row "SELECT sum(message_count) FROM topics('$bag/')")
 read -r full_n _ <<<"$full"
 same "topics() counts add up to the rows" "$full_n" "$topics_n"
 
-read -r py_full py_full_sd py_full_min _ py_full_cpu < <(time_cmd py_full "$py" "$pyr" rosbag2 "$bag")
-read -r ls_full ls_full_sd ls_full_min _ ls_full_cpu < <(time_cmd ls_full "$logsql" --format csv "$q_full")
-read -r py_win py_win_sd py_win_min _ py_win_cpu < <(time_cmd py_win "$py" "$pyr" rosbag2 "$bag" /imu "$w0" "$w1")
-read -r ls_win ls_win_sd ls_win_min _ ls_win_cpu < <(time_cmd ls_win "$logsql" --format csv "$q_win")
-read -r ls_topics ls_topics_sd _ _ _ < <(time_cmd ls_topics "$logsql" --format csv "SELECT * FROM topics('$bag/')")
-read -r ls_info ls_info_sd _ _ _ < <(time_cmd ls_info "$logsql" info "$db")
-read -r ls_one ls_one_sd _ _ _ < <(time_cmd ls_startup "$logsql" --format csv "SELECT 1")
+read -r py_full py_full_sd py_full_min _ py_full_cpu < <(hyperfine_time py_full "$py" "$pyr" rosbag2 "$bag")
+read -r ls_full ls_full_sd ls_full_min _ ls_full_cpu < <(hyperfine_time ls_full "$logsql" --format csv "$q_full")
+read -r py_win py_win_sd py_win_min _ py_win_cpu < <(hyperfine_time py_win "$py" "$pyr" rosbag2 "$bag" /imu "$w0" "$w1")
+read -r ls_win ls_win_sd ls_win_min _ ls_win_cpu < <(hyperfine_time ls_win "$logsql" --format csv "$q_win")
+read -r ls_topics ls_topics_sd _ _ _ < <(hyperfine_time ls_topics "$logsql" --format csv "SELECT * FROM topics('$bag/')")
+read -r ls_info ls_info_sd _ _ _ < <(hyperfine_time ls_info "$logsql" info "$db")
+read -r ls_one ls_one_sd _ _ _ < <(hyperfine_time ls_startup "$logsql" --format csv "SELECT 1")
 
 "$logsql" --format csv "EXPLAIN ANALYZE $q_full" >"$tmp/full.plan"
 "$logsql" --format csv "EXPLAIN ANALYZE $q_win" >"$tmp/win.plan"
-page_size=$("$py" -c "import sqlite3,sys; print(sqlite3.connect('file:'+sys.argv[1]+'?immutable=1', uri=True).execute('PRAGMA page_size').fetchone()[0])" "$db")
-pages=$("$py" -c "import sqlite3,sys; print(sqlite3.connect('file:'+sys.argv[1]+'?immutable=1', uri=True).execute('PRAGMA page_count').fetchone()[0])" "$db")
-to_num() { "$py" -c "
-import sys
-v = sys.argv[1].split()
-print(round(float(v[0]) * {'': 1, 'K': 1e3, 'M': 1e6, 'B': 1e9, 'G': 1e9, 'T': 1e12}[v[1] if len(v) > 1 else '']))" "$1"; }
-full_bytes=$(metric "$tmp/full.plan" bytes_read)
-win_bytes=$(metric "$tmp/win.plan" bytes_read)
+pragma() { "$py" -c "import sqlite3,sys; print(sqlite3.connect('file:'+sys.argv[1]+'?immutable=1', uri=True).execute('PRAGMA ' + sys.argv[2]).fetchone()[0])" "$db" "$1"; }
+page_size=$(pragma page_size)
+pages=$(pragma page_count)
+full_bytes=$(plan_metric "$tmp/full.plan" bytes_read)
+win_bytes=$(plan_metric "$tmp/win.plan" bytes_read)
+if [[ -z "$full_bytes" || -z "$win_bytes" ]]; then
+    echo "could not find bytes_read= in EXPLAIN ANALYZE output:" >&2
+    cat "$tmp/full.plan" "$tmp/win.plan" >&2
+    exit 1
+fi
 win_pages=$(( $(to_num "$win_bytes") / page_size ))
 full_pages=$(( $(to_num "$full_bytes") / page_size ))
 counts=$("$logsql" info "$db" | sed -n "s/^topic_counts: *//p")
@@ -141,37 +109,42 @@ counts=$("$logsql" info "$db" | sed -n "s/^topic_counts: *//p")
 ratio() { echo "scale=1; $1 / $2" | bc -l; }
 pct() { echo "scale=1; 100 * $1 / $2" | bc -l; }
 size_mb=$(( $(stat -L -c %s "$db") / 1000000 ))
-cat <<EOF
-
-Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), load average at the end $(cut -d' ' -f1-3 /proc/loadavg).
-Page cache: $BENCH_CACHE_STATE.
-logsql $(git rev-parse --short HEAD 2>/dev/null || echo '?'), rosbags $("$py" -c 'import importlib.metadata as m; print(m.version("rosbags"))'); $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min).
-
-| task ($size_mb MB .db3, $full_n messages, $pages pages of $page_size bytes) | python rosbags | logsql | speed-up | CPU (user+sys) rosbags / logsql |
-|---|---|---|---|---|
-| every message's raw bytes | ${py_full} ± ${py_full_sd} s (${py_full_min}) | ${ls_full} ± ${ls_full_sd} s (${ls_full_min}) | $(ratio "$py_full" "$ls_full")x | ${py_full_cpu} s / ${ls_full_cpu} s |
-| /imu in a 10% time window | ${py_win} ± ${py_win_sd} s (${py_win_min}) | ${ls_win} ± ${ls_win_sd} s (${ls_win_min}) | $(ratio "$py_win" "$ls_win")x | ${py_win_cpu} s / ${ls_win_cpu} s |
-| \`topics('bench-db3/')\` (counts from $counts) | | ${ls_topics} ± ${ls_topics_sd} s | | |
-| \`logsql info bench_0.db3\` | | ${ls_info} ± ${ls_info_sd} s | | |
-| \`SELECT 1\` (process start-up) | | ${ls_one} ± ${ls_one_sd} s | | |
-
-| logsql scan (EXPLAIN ANALYZE) | chunks read / total | messages read | bytes read (SQLite pages x $page_size) | pages read / $pages |
-|---|---|---|---|---|
-| full | $(metric "$tmp/full.plan" chunks_read) / $(metric "$tmp/full.plan" chunks_total) | $(metric "$tmp/full.plan" messages_read) | $full_bytes | $full_pages ($(pct "$full_pages" "$pages")%) |
-| /imu 10% window | $(metric "$tmp/win.plan" chunks_read) / $(metric "$tmp/win.plan" chunks_total) | $(metric "$tmp/win.plan" messages_read) | $win_bytes | $win_pages ($(pct "$win_pages" "$pages")%) |
-
-EOF
+if [[ "${CACHE:-settle}" == as-is ]]; then
+    cache_state="as earlier use left it (\`CACHE=as-is\`)"
+else
+    cache_state="settled (read from disk)"
+fi
+setting="$(py_version rosbags); $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min); page cache: $BENCH_CACHE_STATE"
+{
+    tsv "task ($size_mb MB .db3, $full_n messages, $pages pages of $page_size bytes)" "python rosbags" logsql speed-up "CPU (user+sys) rosbags / logsql"
+    tsv "every message's raw bytes" "${py_full} ± ${py_full_sd} s (${py_full_min})" "${ls_full} ± ${ls_full_sd} s (${ls_full_min})" "$(ratio "$py_full" "$ls_full")x" "${py_full_cpu} s / ${ls_full_cpu} s"
+    tsv "/imu in a 10% time window" "${py_win} ± ${py_win_sd} s (${py_win_min})" "${ls_win} ± ${ls_win_sd} s (${ls_win_min})" "$(ratio "$py_win" "$ls_win")x" "${py_win_cpu} s / ${ls_win_cpu} s"
+    tsv "\`topics('bench-db3/')\` (counts from $counts)" "" "${ls_topics} ± ${ls_topics_sd} s" "" ""
+    tsv "\`logsql info bench_0.db3\`" "" "${ls_info} ± ${ls_info_sd} s" "" ""
+    tsv "\`SELECT 1\` (process start-up)" "" "${ls_one} ± ${ls_one_sd} s" "" ""
+} | results_table ros2-detail "ROS 2 .db3 bag against python rosbags: $setting" -----
+{
+    tsv "logsql scan (EXPLAIN ANALYZE)" "chunks read / total" "messages read" "bytes read (SQLite pages x $page_size)" "pages read / $pages"
+    tsv full "$(plan_metric "$tmp/full.plan" chunks_read) / $(plan_metric "$tmp/full.plan" chunks_total)" "$(plan_metric "$tmp/full.plan" messages_read)" "$full_bytes" "$full_pages ($(pct "$full_pages" "$pages")%)"
+    tsv "/imu 10% window" "$(plan_metric "$tmp/win.plan" chunks_read) / $(plan_metric "$tmp/win.plan" chunks_total)" "$(plan_metric "$tmp/win.plan" messages_read)" "$win_bytes" "$win_pages ($(pct "$win_pages" "$pages")%)"
+} | results_table ros2-scan "logsql's scan metrics of the .db3 bag (as EXPLAIN ANALYZE rounds them)" -----
+# The table of docs/performance.md (## ROS 2 bags): one row, this run's page-cache state.
+{
+    tsv "page cache" "rosbags wall" "logsql wall" "wall speed-up" "CPU rosbags / logsql"
+    tsv "$cache_state" "${py_full} ± ${py_full_sd} s (min ${py_full_min})" "${ls_full} ± ${ls_full_sd} s (min ${ls_full_min})" "$(ratio "$py_full" "$ls_full")x" "${py_full_cpu} s / ${ls_full_cpu} s"
+} | results_table ros2 "ROS 2 .db3 full scan against $(py_version rosbags) in this run's page-cache state ($runs runs, hyperfine)" -rrrr
 ok=0
 if (($(echo "$py_full / $ls_full >= 5" | bc -l))); then
-    echo "target met: full scan >= 5x faster than rosbags ($(ratio "$py_full" "$ls_full")x)"
+    results_note "target met: full scan >= 5x faster than rosbags ($(ratio "$py_full" "$ls_full")x)"
 else
-    echo "TARGET MISSED: full scan $(ratio "$py_full" "$ls_full")x faster than rosbags (target 5x)"
+    results_note "TARGET MISSED: full scan $(ratio "$py_full" "$ls_full")x faster than rosbags (target 5x)"
     ok=1
 fi
 if ((win_pages * 100 < pages * 15)); then
-    echo "target met: the 10% /imu window reads $(pct "$win_pages" "$pages")% of the pages (< 15%)"
+    results_note "target met: the 10% /imu window reads $(pct "$win_pages" "$pages")% of the pages (< 15%)"
 else
-    echo "TARGET MISSED: the 10% /imu window reads $(pct "$win_pages" "$pages")% of the pages (target < 15%)"
+    results_note "TARGET MISSED: the 10% /imu window reads $(pct "$win_pages" "$pages")% of the pages (target < 15%)"
     ok=1
 fi
+results_done
 exit $ok

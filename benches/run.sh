@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
-# benches/run.sh: the one entry point of logsql's benchmarks. It runs every
-# comparison in benches/ in turn, as whole processes on the ~200 MB benchmark
-# files each script generates (target/bench-data), and keeps each script's
-# report (markdown tables) in $BENCH_RESULTS, from which docs/performance.md's
-# tables are taken.
+# benches/run.sh: the one entry point of logsql's benchmarks. It runs the
+# comparisons in benches/ in turn, as whole processes on the ~200 MB benchmark
+# files each script generates (target/bench-data). Each comparison writes its
+# results as data, $BENCH_RESULTS/NAME.json (tables of figures, the machine's
+# facts and the command; benches/support/results.py), and prints the same
+# tables as markdown, kept as $BENCH_RESULTS/NAME.md.
 #
 #   bash benches/run.sh                    # every comparison (about an hour on 2 cores)
 #   bash benches/run.sh raw compare        # only these (names below)
+#   bash benches/run.sh --update-docs raw  # and then the figures of docs/performance.md:
+#                                          # NAME.json copied to benches/results/, and
+#                                          # benches/support/report.py regenerates the doc
+#
+# docs/performance.md's figure tables are generated from benches/results/*.json
+# (`python3 benches/support/report.py`; `--check` compares). --update-docs (or
+# UPDATE_DOCS=1) replaces the committed results of each comparison that
+# completed (a missed target is a result; a script that stopped half-way leaves
+# no NAME.json), then regenerates the doc: review `git diff` and commit the data
+# and the doc together. The files of benches/results/ that no comparison writes
+# (targets, mcap-inprocess, newest, info, distributed-example) are edited by hand.
+# Every comparison below writes its results file (none prints markdown only).
 #
 # Comparisons (each script's header says what it times and against what):
 #   compare       MCAP: the official Python `mcap` reader and Rust `mcap` crate   compare.sh
@@ -22,17 +35,26 @@
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
-# target/bench-results). A machine busy with other work gives noisy figures:
-# run it idle.
+# target/bench-results), UPDATE_DOCS=1 (as --update-docs). A machine busy with
+# other work gives noisy figures: run it idle.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/logsql-target}"
-results="${BENCH_RESULTS:-target/bench-results}"
+export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
+results=$BENCH_RESULTS
 mkdir -p "$results"
 
 all=(compare raw bag ros2 formats mcap-write decode asof memory distributed)
-selected=("$@")
+update_docs=${UPDATE_DOCS:-}
+selected=()
+for arg in "$@"; do
+    case $arg in
+    --update-docs) update_docs=1 ;;
+    -*) echo "unknown option '$arg' (--update-docs)" >&2; exit 2 ;;
+    *) selected+=("$arg") ;;
+    esac
+done
 [[ ${#selected[@]} -eq 0 ]] && selected=("${all[@]}")
 
 run_one() {
@@ -55,16 +77,30 @@ run_one() {
 }
 
 failed=()
+complete=()
 for name in "${selected[@]}"; do
     echo "== $name" >&2
-    if run_one "$name" | tee "$results/$name.md"; then
+    rm -f "$results/$name.json" "$results/$name.json.partial"
+    if BENCH_COMMAND="bash benches/run.sh $name" run_one "$name" | tee "$results/$name.md"; then
         :
     else
         failed+=("$name")
     fi
+    if [[ -f "$results/$name.json" ]]; then
+        complete+=("$name")
+    else
+        echo "== $name wrote no $results/$name.json (it stopped half-way)" >&2
+    fi
 done
-echo "== reports in $results/" >&2
+echo "== reports in $results/: NAME.json (data), NAME.md" >&2
+if [[ -n "$update_docs" ]]; then
+    for name in "${complete[@]}"; do
+        cp "$results/$name.json" "benches/results/$name.json"
+    done
+    echo "== benches/results/: ${complete[*]:-nothing} updated" >&2
+    python3 benches/support/report.py
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
-    echo "failed: ${failed[*]}" >&2
+    echo "failed (or a target missed): ${failed[*]}" >&2
     exit 1
 fi
