@@ -82,10 +82,12 @@ pub struct TopicCount {
     pub last: Option<u64>,
 }
 
-/// Counts the messages of every topic of one file from their headers (see
-/// [`walk_headers`]), with each topic's first and last log time; `times` sees
-/// each topic's times as they are read. A channel `summary` does not define
-/// counts under the topic `""`.
+/// Counts the messages of every topic of one file, with each topic's first and
+/// last log time, from the format's index where it holds their times, else from
+/// header-only chunk reads; `times` sees each topic's times as they are read. A
+/// damaged chunk counts its messages before the damage and adds its error to
+/// [`HeaderWalk::errors`]. A channel `summary` does not define counts under the
+/// topic `""`.
 pub fn count_topics(
     format: &dyn FormatReader,
     file: &dyn ReadAt,
