@@ -1,19 +1,24 @@
 //! `logsql info`: a human summary of log files, in the spirit of `mcap info`.
 //!
-//! Reads each file's [`Summary`] through the reader API (no query engine): the
-//! index when the file has one, a recovery walk otherwise. When the file does
-//! not state per-topic message counts, they are counted by reading message
-//! headers (no payloads), chunk by chunk; damage stops a chunk, not the count.
+//! Reads each file's [`Summary`] as queries do, through the session's summary
+//! cache: the index when the file has one, a recovery walk otherwise. When the
+//! file does not state per-topic message counts, they are counted by reading
+//! message headers (no payloads), chunk by chunk, as `topics()` counts them;
+//! damage stops a chunk, not the count.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use logsql::storage::object_io::FileLocation;
-use logsql_readers::formats::{self, FormatReader};
-use logsql_readers::io::{FileReader, ReadAt};
-use logsql_readers::model::{ChannelTimes, Flow, Message, Selection, Summary};
+use datafusion::execution::SessionState;
+use logsql::storage::object_io::{FileLocation, is_local};
+use logsql::storage::summary_cache::{self, CachedSummary};
+use logsql::surface::header_walk::{HeaderWalk, TopicCount, count_topics};
+use logsql::surface::url_table::{ResolvedPath, resolve};
+use logsql_readers::formats::FormatReader;
+use logsql_readers::io::{ReadAt, check_regular_file};
+use logsql_readers::model::Summary;
 use serde_json::{Value, json};
 
 use super::App;
@@ -54,6 +59,7 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
         ));
     }
     let files = expand(app, paths)?;
+    let count = files.len();
     let mut failed = Vec::new();
     let mut objects = Vec::new();
     let write = |out: &mut dyn Write, s: &str| {
@@ -62,20 +68,20 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
             .map_err(|e| CliError::io("writing output", e))
     };
     // Several files: one more timeline, across all of them.
-    let distinct: std::collections::BTreeSet<String> = files.iter().map(Source::name).collect();
+    let distinct: std::collections::BTreeSet<&str> =
+        files.iter().map(|f| f.name.as_str()).collect();
     let mut all = (opts.timeline && distinct.len() > 1).then(AllTimes::default);
-    for (i, file) in files.iter().enumerate() {
-        let source = file.clone();
-        let described = app
-            .rt
-            .block_on(app.rt.spawn_blocking(move || {
-                let reader = source.open()?;
-                describe(reader.as_ref(), opts)
-            }))
-            .map_err(|e| CliError::msg(format!("info task failed: {e}")))?;
+    for (i, file) in files.into_iter().enumerate() {
+        let described = match file.read {
+            Ok((loc, cached)) => app
+                .rt
+                .block_on(app.rt.spawn_blocking(move || describe(&loc, &cached, opts)))
+                .map_err(|e| CliError::msg(format!("info task failed: {e}")))?,
+            Err(e) => Err(e.into()),
+        };
         let described = described.map(|(description, times)| {
             if let (Some(all), Some(times)) = (all.as_mut(), times) {
-                all.add(file.name(), times);
+                all.add(file.name.clone(), times);
             }
             description
         });
@@ -90,10 +96,10 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
                 write(out, &format!("{v}\n"))?;
             }
             Ok(Described::Json(v)) => objects.push(v),
-            Err(e) if files.len() == 1 => return Err(e),
+            Err(e) if count == 1 => return Err(e),
             Err(e) => {
                 eprintln!("error: {e}");
-                failed.push(file.name());
+                failed.push(file.name);
             }
         }
     }
@@ -114,98 +120,118 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
         Err(CliError::msg(format!(
             "{} of {} files could not be read: {}",
             failed.len(),
-            files.len(),
+            count,
             failed.join(", ")
         )))
     }
 }
 
-/// A file `info` summarises: a local path, or an object in a store.
-#[derive(Clone)]
-enum Source {
-    Local(PathBuf),
-    Remote(FileLocation),
+/// A file `info` summarises: its name, and where it is with its summary, or
+/// why it cannot be read.
+struct File {
+    name: String,
+    read: Result<(FileLocation, CachedSummary), logsql_readers::Error>,
 }
 
-impl Source {
-    fn name(&self) -> String {
-        match self {
-            Source::Local(p) => p.display().to_string(),
-            Source::Remote(loc) => loc.display_name(),
-        }
-    }
-
-    /// Opens the file; on a blocking thread of the runtime (object stores block on it).
-    fn open(&self) -> CliResult<Box<dyn ReadAt>> {
-        Ok(match self {
-            Source::Local(p) => Box::new(FileReader::open(p)?),
-            Source::Remote(loc) => loc.open()?,
-        })
-    }
-}
-
-/// Files named directly, and the log files found (recursively) under
-/// directories; URLs are listed through the engine's object stores.
-fn expand(app: &App, paths: &[String]) -> CliResult<Vec<Source>> {
+/// The files `paths` name, each with its summary read through the session's
+/// summary cache, as queries list and read them: a directory or glob stands for
+/// the log files in it (a local directory: at any depth), and one of them that
+/// cannot be read as a log file is reported with the others, not fatal.
+fn expand(app: &App, paths: &[String]) -> CliResult<Vec<File>> {
     let mut out = Vec::new();
     for path in paths {
-        if !logsql::storage::object_io::is_local(path) {
-            let state = app.ctx.state();
-            let resolved = app
-                .rt
-                .block_on(logsql::surface::url_table::resolve(&state, path))?;
-            let before = out.len();
-            if let [(loc, _)] = resolved.files.as_slice() {
-                // One object: summarised (or said not to be a log) whatever it holds.
-                out.push(Source::Remote(loc.clone()));
-            } else {
-                out.extend(resolved.log_files().map(|(l, _)| Source::Remote(l.clone())));
-            }
-            if out.len() == before {
-                return Err(logsql_readers::Error::NoLogFiles { path: path.clone() }.into());
-            }
+        // A local path (not a `file://` URL): a directory is read at any depth.
+        let local = is_local(path) && !path.starts_with("file:");
+        let glob = !Path::new(path).exists() && path.contains(['*', '?', '[']);
+        // A missing file, a pipe or a device is that file's failure.
+        if local
+            && !glob
+            && let Err(e) = check_regular_file(Path::new(path))
+        {
+            out.push(File {
+                name: path.clone(),
+                read: Err(e),
+            });
             continue;
         }
-        let path = Path::new(path);
-        if !path.is_dir() {
-            out.push(Source::Local(path.to_path_buf()));
-            continue;
+        let mut state = app.ctx.state();
+        state
+            .config_mut()
+            .options_mut()
+            .execution
+            .listing_table_ignore_subdirectory = !(local && Path::new(path).is_dir());
+        let files = app.rt.block_on(read(&state, path))?;
+        if files.is_empty() {
+            return Err(logsql_readers::Error::NoLogFiles { path: path.clone() }.into());
         }
-        let mut found = Vec::new();
-        walk(path, &mut found)?;
-        found.sort();
-        let before = out.len();
-        for f in found {
-            let is_log = FileReader::open(&f)
-                .ok()
-                .is_some_and(|r| formats::detect(&r).is_ok());
-            if is_log {
-                out.push(Source::Local(f));
-            }
-        }
-        if out.len() == before {
-            return Err(logsql_readers::Error::NoLogFiles {
-                path: path.display().to_string(),
-            }
-            .into());
-        }
+        out.extend(files);
     }
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> CliResult {
-    let entries = std::fs::read_dir(dir).map_err(|e| CliError::io(dir.display().to_string(), e))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| CliError::io(dir.display().to_string(), e))?
-            .path();
-        if path.is_dir() {
-            walk(&path, out)?;
-        } else {
-            out.push(path);
-        }
+/// The files `path` names, with their summaries (see [`expand`]).
+async fn read(state: &SessionState, path: &str) -> CliResult<Vec<File>> {
+    let mut resolved = resolve(state, path).await?;
+    let names: Vec<String> = resolved
+        .files
+        .iter()
+        .map(|(loc, _)| shown_name(path, &resolved, loc))
+        .collect();
+    for ((loc, _), name) in resolved.files.iter_mut().zip(names) {
+        loc.name = name;
     }
-    Ok(())
+    let file = |loc: &FileLocation, read: Result<CachedSummary, logsql_readers::Error>| File {
+        name: loc.name.clone(),
+        read: read.map(|cached| (loc.clone(), cached)),
+    };
+    let cache = summary_cache::of(state.runtime_env());
+    if let [(loc, format)] = resolved.files.as_slice()
+        && !resolved.many
+    {
+        // One file: summarised (or said not to be a log) whatever it holds.
+        return Ok(vec![file(
+            loc,
+            loc.summary(Some(cache), format.clone()).await,
+        )]);
+    }
+    let mut files = Vec::new();
+    for ((loc, _), read) in resolved.summaries(state).await? {
+        files.push(file(loc, read));
+    }
+    // Named like a log, but no format recognises it: damaged, the detection says how.
+    for (loc, _) in resolved.unrecognised_logs() {
+        files.push(file(loc, loc.summary(Some(cache.clone()), None).await));
+    }
+    if is_local(path) {
+        files.sort_by(|a, b| Path::new(&a.name).cmp(Path::new(&b.name)));
+    }
+    Ok(files)
+}
+
+/// The name `info` shows for `loc`, one of the files `path` names: a local
+/// file by the path as the user spelled it (a directory's files under it), an
+/// object by its URL.
+fn shown_name(path: &str, resolved: &ResolvedPath, loc: &FileLocation) -> String {
+    if !is_local(path) || path.starts_with("file:") {
+        return loc.name.clone();
+    }
+    if !resolved.many {
+        return path.to_string();
+    }
+    // A glob's files are named under the directory before its first pattern character.
+    let base = match path.find(['*', '?', '[']) {
+        Some(i) if resolved.url.get_glob().is_some() => {
+            &path[..path[..i].rfind('/').map_or(0, |j| j + 1)]
+        }
+        _ => path,
+    };
+    let under: Vec<&str> = resolved
+        .url
+        .strip_prefix(&loc.meta.location)
+        .into_iter()
+        .flatten()
+        .collect();
+    Path::new(base).join(under.join("/")).display().to_string()
 }
 
 /// Per-topic facts for the topic table.
@@ -251,30 +277,45 @@ struct Facts {
 /// One file's message times per topic (sorted) and the bytes decompressed to read them.
 type FileTimes = (BTreeMap<String, Vec<u64>>, u64);
 
+/// A file's messages counted per topic from their headers.
+type Counted = (BTreeMap<String, TopicCount>, HeaderWalk);
+
 /// The summary of one file, as text or JSON, and its message times when the
-/// timelines were read.
-fn describe(reader: &dyn ReadAt, opts: InfoOptions) -> CliResult<(Described, Option<FileTimes>)> {
-    let format = formats::detect(reader)?;
-    let summary = format.summary(reader)?;
+/// timelines were read. Runs on a blocking thread (object stores block on it).
+fn describe(
+    loc: &FileLocation,
+    cached: &CachedSummary,
+    opts: InfoOptions,
+) -> CliResult<(Described, Option<FileTimes>)> {
+    let reader = loc.open()?;
+    let (reader, format, summary) = (reader.as_ref(), &*cached.format, &*cached.summary);
     // Formats with their own established listing (CARLA's recorder info) print it.
     if opts.format == Format::Table
-        && let Some(text) = format.info_text(reader, &summary, opts.all)
+        && let Some(text) = format.info_text(reader, summary, opts.all)
     {
         return Ok((Described::Text(text?), None));
     }
     // One header-only read serves the timelines and, where the file states no
     // per-topic counts, the counts.
-    let times = opts
-        .timeline
-        .then(|| header_times(format.as_ref(), reader, &summary));
-    let mut facts = gather(
-        format.as_ref(),
-        reader,
-        &summary,
-        opts.verify,
-        times.as_ref(),
-    );
-    let mut times = times.map(|t| (t.topics, t.bytes_decompressed));
+    let uncounted = summary.channel_message_counts.is_none() && !summary.chunks.is_empty();
+    let mut times: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let counted = (opts.timeline || uncounted).then(|| {
+        count_topics(format, reader, summary, |topic, t| {
+            if !opts.timeline {
+                return;
+            }
+            match times.get_mut(topic) {
+                Some(v) => v.extend_from_slice(t),
+                None => {
+                    times.insert(topic.to_string(), t.to_vec());
+                }
+            }
+        })
+    });
+    let mut facts = gather(format, reader, summary, opts.verify, counted.as_ref());
+    let mut times = counted
+        .filter(|_| opts.timeline)
+        .map(|(_, walk)| (times, walk.bytes_decompressed));
     facts.timeline = times
         .as_mut()
         .and_then(|(topics, bytes)| Timeline::from_times(topics, *bytes));
@@ -327,14 +368,14 @@ impl AllTimes {
     }
 }
 
-/// Reads what `info` reports from the summary (counting message headers when
-/// the file states no per-topic counts: from `times` when they were read).
+/// Reads what `info` reports from the summary (and from the message headers,
+/// `counted`, when the file states no per-topic counts).
 fn gather(
     format: &dyn FormatReader,
     reader: &dyn ReadAt,
     summary: &Summary,
     verify: bool,
-    times: Option<&HeaderTimes>,
+    counted: Option<&Counted>,
 ) -> Facts {
     let checksum = if verify {
         format
@@ -365,33 +406,31 @@ fn gather(
         (summary.start_time, summary.end_time, summary.message_count);
     let mut count_note = None;
     let mut read_error = None;
-    match summary.topic_message_counts() {
-        Some(counts) => {
+    match (summary.topic_message_counts(), counted) {
+        (Some(counts), _) => {
             for (topic, n) in counts {
                 topics.entry(topic.to_string()).or_default().count = Some(n);
             }
         }
-        None if summary.chunks.is_empty() => {
+        (None, Some((counted, walk))) if !summary.chunks.is_empty() => {
+            for (topic, c) in counted {
+                topics.entry(topic.clone()).or_default().count = Some(c.count);
+                start = min_opt(start, c.first);
+                end = end.max(c.last);
+            }
+            for t in topics.values_mut() {
+                t.count.get_or_insert(0);
+            }
+            total = total.or(Some(counted.values().map(|c| c.count).sum()));
+            count_note = Some("counted from message headers: the file states no per-topic counts");
+            read_error = walk.errors.first().map(|e| e.to_string());
+        }
+        (None, _) => {
             // No chunk: every topic the file declares has no message.
             total = total.or(Some(0));
             for t in topics.values_mut() {
                 t.count.get_or_insert(0);
             }
-        }
-        None => {
-            let counted =
-                times.map_or_else(|| count_messages(format, reader, summary), Counted::from);
-            for (topic, (n, s, e)) in counted.topics {
-                topics.entry(topic).or_default().count = Some(n);
-                start = min_opt(start, s);
-                end = max_opt(end, e);
-            }
-            for t in topics.values_mut() {
-                t.count.get_or_insert(0);
-            }
-            total = total.or(Some(counted.total));
-            count_note = Some("counted from message headers: the file states no per-topic counts");
-            read_error = counted.error.map(|e| e.to_string());
         }
     }
     let span = match (start, end) {
@@ -610,13 +649,6 @@ fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// Chunks, compressed and uncompressed bytes of one codec.
 #[derive(Default)]
 struct Codec {
@@ -709,162 +741,6 @@ fn align(rows: &[Vec<String>], right: &[bool], indent: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Messages counted by reading every chunk's message headers.
-struct Counted {
-    /// `(count, first log_time, last log_time)` per topic.
-    topics: BTreeMap<String, (u64, Option<u64>, Option<u64>)>,
-    total: u64,
-    /// The first chunk that could not be read to its end.
-    error: Option<logsql_readers::Error>,
-}
-
-fn count_messages(format: &dyn FormatReader, reader: &dyn ReadAt, summary: &Summary) -> Counted {
-    let mut topics: BTreeMap<String, (u64, Option<u64>, Option<u64>)> = BTreeMap::new();
-    let mut add = |topic: &str, n: u64, first: Option<u64>, last: Option<u64>| {
-        let e = match topics.get_mut(topic) {
-            Some(e) => e,
-            None => topics.entry(topic.to_string()).or_insert((0, None, None)),
-        };
-        e.0 += n;
-        e.1 = min_opt(e.1, first);
-        e.2 = max_opt(e.2, last);
-    };
-    let walked = walk_headers(format, reader, summary, |m| {
-        add(&m.channel.topic, 1, Some(m.log_time), Some(m.log_time));
-    });
-    for (id, times) in walked.indexed.into_channels() {
-        let (first, last) = (times.iter().min(), times.iter().max());
-        add(
-            topic_of(summary, id),
-            times.len() as u64,
-            first.copied(),
-            last.copied(),
-        );
-    }
-    let total = topics.values().map(|t| t.0).sum();
-    Counted {
-        topics,
-        total,
-        error: walked.error,
-    }
-}
-
-impl From<&HeaderTimes> for Counted {
-    fn from(t: &HeaderTimes) -> Self {
-        Counted {
-            topics: t
-                .topics
-                .iter()
-                .map(|(topic, times)| {
-                    let (first, last) = (times.iter().min(), times.iter().max());
-                    (
-                        topic.clone(),
-                        (times.len() as u64, first.copied(), last.copied()),
-                    )
-                })
-                .collect(),
-            total: t.topics.values().map(|v| v.len() as u64).sum(),
-            error: t.error.clone(),
-        }
-    }
-}
-
-/// Every message's log time per topic (for the timelines), from the formats'
-/// indexes where they hold per-message times, else from a header-only read of
-/// the chunk.
-struct HeaderTimes {
-    topics: BTreeMap<String, Vec<u64>>,
-    /// Bytes decompressed where the index did not hold the times.
-    bytes_decompressed: u64,
-    /// The first chunk that could not be read to its end.
-    error: Option<logsql_readers::Error>,
-}
-
-fn header_times(format: &dyn FormatReader, reader: &dyn ReadAt, summary: &Summary) -> HeaderTimes {
-    let mut topics: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let walked = walk_headers(format, reader, summary, |m| {
-        match topics.get_mut(&m.channel.topic) {
-            Some(t) => t.push(m.log_time),
-            None => {
-                topics.insert(m.channel.topic.clone(), vec![m.log_time]);
-            }
-        }
-    });
-    for (id, times) in walked.indexed.into_channels() {
-        let t = topics.entry(topic_of(summary, id).to_string()).or_default();
-        if t.is_empty() {
-            *t = times;
-        } else {
-            t.extend(times);
-        }
-    }
-    HeaderTimes {
-        topics,
-        bytes_decompressed: walked.decompressed,
-        error: walked.error,
-    }
-}
-
-/// The topic of channel `id` of `summary` (empty for an id it does not define,
-/// like the readers' stand-in channels).
-fn topic_of(summary: &Summary, id: u64) -> &str {
-    summary.channels.get(&id).map_or("", |c| c.topic.as_str())
-}
-
-/// What [`walk_headers`] read.
-struct Walked {
-    /// Times of the chunks the format's index answered for, per channel id.
-    indexed: ChannelTimes,
-    /// Bytes decompressed for the other chunks.
-    decompressed: u64,
-    /// The first chunk that could not be read to its end.
-    error: Option<logsql_readers::Error>,
-}
-
-/// Reads every chunk's message times: from the format's own index where it
-/// holds them ([`FormatReader::chunk_times`], into [`Walked::indexed`]), else by
-/// reading the chunk's message headers (no payloads; the formats still answer
-/// from their indexes where they can), handing each message to `f`.
-fn walk_headers(
-    format: &dyn FormatReader,
-    reader: &dyn ReadAt,
-    summary: &Summary,
-    mut f: impl FnMut(&Message<'_>),
-) -> Walked {
-    let sel = Selection {
-        time: None,
-        topics: None,
-        payload: false,
-        full_header: false,
-    };
-    let mut walked = Walked {
-        indexed: ChannelTimes::default(),
-        decompressed: 0,
-        error: None,
-    };
-    for chunk in &summary.chunks {
-        match format.chunk_times(reader, summary, chunk, &mut walked.indexed) {
-            Ok(true) => continue,
-            Ok(false) => {}
-            Err(e) => {
-                walked.error.get_or_insert(e);
-                continue;
-            }
-        }
-        let mut sink = |m: Message<'_>| {
-            f(&m);
-            Flow::Continue
-        };
-        match format.read_chunk(reader, summary, chunk, &sel, &mut sink) {
-            Ok(r) => walked.decompressed += r.bytes_decompressed,
-            Err(e) => {
-                walked.error.get_or_insert(e);
-            }
-        }
-    }
-    walked
 }
 
 #[cfg(test)]

@@ -386,6 +386,34 @@ fn directories_without_logs_say_so() {
 }
 
 #[test]
+fn info_lists_directories_and_globs_as_queries_do() {
+    let Some(f) = compressed() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::copy(&f, dir.path().join("sub/run[1].mcap")).unwrap();
+    let d = dir.path().display().to_string();
+    // A file whose name looks like a pattern names itself; a glob matches.
+    for path in [format!("{d}/sub/run[1].mcap"), format!("{d}/sub/*.mcap")] {
+        let out = run(&["info", "--format", "ndjson", &path], &[]);
+        let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(v["file"], format!("{d}/sub/run[1].mcap"));
+        assert_eq!(v["messages"], 826);
+    }
+    // A damaged file of a directory is reported, and the others still printed.
+    std::fs::write(dir.path().join("junk.mcap"), b"not a log file").unwrap();
+    let out = run(&["info", "--format", "ndjson", "--no-timeline", &d], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["messages"], 826);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{d}/junk.mcap: not a recognised log file"))
+            && err.ends_with(&format!("1 of 2 files could not be read: {d}/junk.mcap\n")),
+        "{err}"
+    );
+}
+
+#[test]
 fn pipes_and_devices_are_refused_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("run.mcap");

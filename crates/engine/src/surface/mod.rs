@@ -1,15 +1,16 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
 //! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
-//! [`metadata_cache`]), scalar
-//! functions ([`functions`]), `ASOF JOIN` (the crate `logsql_asof`, installed by
-//! [`crate::register`]) and the physical rule that
-//! reads log tables in file order ([`file_order`]), and the one that defers
-//! scan errors to the query's root (`defer_errors`). The top layer: nothing below
-//! imports it.
+//! [`metadata_cache`]) and the message-header counts `topics()` shares with
+//! `logsql info` ([`header_walk`]), scalar functions ([`functions`]), `ASOF
+//! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
+//! physical rule that reads log tables in file order ([`file_order`]), and the
+//! one that defers scan errors to the query's root (`defer_errors`). The top
+//! layer: nothing below imports it.
 
 pub(crate) mod defer_errors;
 pub mod file_order;
 pub mod functions;
+pub mod header_walk;
 pub mod metadata_cache;
 pub mod read_topic;
 pub mod table_functions;

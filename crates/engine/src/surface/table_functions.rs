@@ -4,8 +4,9 @@
 //! `topics` takes counts from the file's per-channel message counts when it
 //! states them, and each topic's exact first/last time from the message
 //! headers of the few chunks that decide it; otherwise it counts by reading
-//! message headers. Headers come from indexes where the format has them (a
-//! bag's index data, MCAP's message indexes), never from payloads.
+//! message headers ([`super::header_walk`], as `logsql info` counts). Headers
+//! come from indexes where the format has them (a bag's index data, MCAP's
+//! message indexes), never from payloads.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
+use super::header_walk::{count_topics, min_opt, walk_headers};
 use super::url_table::resolve;
 use crate::scanner::damage::report;
 use crate::scanner::error::df_err;
@@ -33,7 +35,7 @@ use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::predicate::scalar_str;
 use crate::scanner::schema::timestamp_type;
 use logsql_readers::formats::FormatReader;
-use logsql_readers::model::{ChunkMeta, Flow, Message, MessageSink, Selection, Summary};
+use logsql_readers::model::{ChunkMeta, Summary};
 
 /// A literal argument of a table function as text (strings and integers).
 pub(crate) fn literal_text(e: &Expr) -> Option<String> {
@@ -520,13 +522,6 @@ fn topics_columns(files: &Files, on_error: OnError) -> Result<Vec<ArrayRef>> {
     ])
 }
 
-fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 /// The topics of one file: counts from the summary when it states them, with
 /// each topic's exact first/last time from the fewest chunks that decide it
 /// ([`channel_times`]); else counts and times from a scan of message headers.
@@ -571,24 +566,18 @@ fn file_topics(
     for ch in summary.channels.values() {
         row_of(&mut out, ch);
     }
-    let mut sink = |m: Message<'_>| {
-        let e = out.entry(m.channel.topic.clone()).or_insert_with(|| {
-            (
-                m.channel.message_type.clone(),
-                m.channel.message_encoding.clone(),
-                0,
-                None,
-                None,
-            )
-        });
-        e.2 += 1;
-        e.3 = min_opt(e.3, Some(m.log_time));
-        e.4 = e.4.max(Some(m.log_time));
-        Flow::Continue
-    };
-    read_headers(loc, format, summary, &summary.chunks, on_error, &mut sink)?;
-    if let Some(d) = &summary.damage {
-        report(on_error, d.clone(), None)?;
+    let file = loc.open().map_err(df_err)?;
+    let (counts, walk) = count_topics(format, file.as_ref(), summary, |_, _| {});
+    for (topic, c) in counts {
+        let e = out
+            .entry(topic)
+            .or_insert((c.message_type, c.message_encoding, 0, None, None));
+        e.2 += c.count;
+        e.3 = min_opt(e.3, c.first);
+        e.4 = e.4.max(c.last);
+    }
+    for e in walk.errors.into_iter().chain(summary.damage.clone()) {
+        report(on_error, e, None)?;
     }
     Ok(out)
 }
@@ -718,22 +707,15 @@ impl<'a> ChunkTimes<'a> {
                 self.file = Some(self.loc.open().map_err(df_err)?);
             }
             let file = self.file.as_deref().expect("opened above");
-            let sel = Selection {
-                time: None,
-                topics: None,
-                payload: false,
-                full_header: false,
-            };
             let mut times: BTreeMap<u64, Span> = BTreeMap::new();
-            let mut sink = |m: Message<'_>| {
-                let e = times.entry(m.channel.id).or_default();
-                *e = (min_opt(e.0, Some(m.log_time)), e.1.max(Some(m.log_time)));
-                Flow::Continue
-            };
-            if let Err(e) = self
-                .format
-                .read_chunk(file, self.summary, chunk, &sel, &mut sink)
-            {
+            let walk = walk_headers(self.format, file, self.summary, [chunk], |id, _, t| {
+                let e = times.entry(id).or_default();
+                *e = (
+                    min_opt(e.0, t.iter().min().copied()),
+                    e.1.max(t.iter().max().copied()),
+                );
+            });
+            for e in walk.errors {
                 report(self.on_error, e, None)?;
                 // Unreadable: its bounds stand for every channel it lists.
                 for &id in chunk.channels.iter().flatten() {
@@ -745,30 +727,4 @@ impl<'a> ChunkTimes<'a> {
         }
         Ok(&self.read[&chunk.offset])
     }
-}
-
-/// Reads the message headers (no payloads) of `chunks` of one file into
-/// `sink`; a damaged chunk is reported as `on_error` says, and the others are
-/// still read.
-fn read_headers<'c>(
-    loc: &crate::storage::object_io::FileLocation,
-    format: &dyn FormatReader,
-    summary: &Summary,
-    chunks: impl IntoIterator<Item = &'c logsql_readers::model::ChunkMeta>,
-    on_error: OnError,
-    sink: &mut dyn MessageSink,
-) -> Result<()> {
-    let file = loc.open().map_err(df_err)?;
-    let sel = Selection {
-        time: None,
-        topics: None,
-        payload: false,
-        full_header: false,
-    };
-    for chunk in chunks {
-        if let Err(e) = format.read_chunk(file.as_ref(), summary, chunk, &sel, sink) {
-            report(on_error, e, None)?;
-        }
-    }
-    Ok(())
 }

@@ -84,7 +84,7 @@ impl ResolvedPath {
     /// glob that cannot be read as a log file ([`logsql_readers::Error::is_unreadable`])
     /// gives its error in place of a summary, for the caller to report by the
     /// `on_error` policy; any other error (or a single file's) fails.
-    pub(crate) async fn summaries(
+    pub async fn summaries(
         &self,
         state: &SessionState,
     ) -> Result<
@@ -129,7 +129,7 @@ impl ResolvedPath {
 /// Lists the files `path` names (file, directory or glob; local or object store)
 /// and sniffs each one's format.
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
-    let url = ListingTableUrl::parse(path)?;
+    let url = parse_url(path)?;
     let store_url = url.object_store();
     crate::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(|e| {
         // A store that cannot be built (no credentials) is named by the path asked for.
@@ -226,6 +226,25 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     Ok(ResolvedPath { url, files, many })
 }
 
+/// Parses `path` as DataFusion does, except that a local file or directory
+/// that exists names itself, even with a glob character (`*`, `?`, `[`) in its name.
+fn parse_url(path: &str) -> Result<ListingTableUrl> {
+    let local = std::path::Path::new(path);
+    if !is_local(path) || !path.contains(['*', '?', '[']) || !local.exists() {
+        return ListingTableUrl::parse(path);
+    }
+    let absolute = std::path::absolute(local)?;
+    let url = if local.is_dir() {
+        url::Url::from_directory_path(&absolute)
+    } else {
+        url::Url::from_file_path(&absolute)
+    };
+    // Parsed again, as DataFusion does, to resolve `.` and `..`.
+    let url = url.ok().and_then(|u| url::Url::parse(u.as_str()).ok());
+    let url = url.ok_or_else(|| DataFusionError::Plan(format!("{path}: not a file path")))?;
+    ListingTableUrl::try_new(url, None)
+}
+
 /// Refuses a local pipe, device or socket before anything opens it (a pipe
 /// with no writer would block the open forever).
 fn refuse_special_file(url: &ListingTableUrl, path: &str) -> Result<()> {
@@ -283,7 +302,7 @@ impl UrlTableFactory for LogUrlTableFactory {
         let Some(state) = self.state.upgrade().map(|s| s.read().clone()) else {
             return Ok(None);
         };
-        let Ok(url) = ListingTableUrl::parse(path) else {
+        let Ok(url) = parse_url(path) else {
             return Ok(None);
         };
         // Not even DataFusion's own tables may open it.
