@@ -915,6 +915,7 @@ fn selections_filter_topics_and_exact_times() {
         topics: Some([POSE.to_string(), OBSTACLES.to_string()].into()),
         payload: false,
         full_header: false,
+        ..Default::default()
     };
     let (got, errors) = read_all(&file, &s, &sel);
     assert!(errors.is_empty());

@@ -490,6 +490,7 @@ fn time_window_checks_match() {
                     topics: topics.clone(),
                     payload,
                     full_header: false,
+                    ..Default::default()
                 };
                 if let Some(n) = c["expected_count"].as_u64() {
                     let (got, _) = count_selected(&file, &s, &sel);

@@ -323,6 +323,7 @@ fn header_only_path_matches_full_path() {
             time: Some((t0, t0 + 2_000_000_000)),
             payload: false,
             full_header: false,
+            ..Default::default()
         };
         let want: Vec<_> = full
             .messages

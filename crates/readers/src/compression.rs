@@ -387,6 +387,37 @@ fn read_capped(
     Ok(())
 }
 
+/// Reads all of `reader` into `buf` (cleared first), never holding more than
+/// `limit + 1` bytes: the buffer grows by doubling up to that bound, not past
+/// it as `read_to_end` would. `Ok(false)` when the output exceeds `limit`.
+pub fn read_bounded(
+    mut reader: impl Read,
+    limit: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    buf.clear();
+    let bound = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut filled = 0;
+    let result = loop {
+        if filled == bound {
+            break Ok(false);
+        }
+        if filled == buf.len() {
+            let want = buf.len().saturating_mul(2).max(READ_STEP).min(bound);
+            buf.reserve_exact(want - buf.len());
+            buf.resize(want, 0);
+        }
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break Ok(true),
+            Ok(k) => filled += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    buf.truncate(filled);
+    result
+}
+
 /// [`read_capped`] for a declared size beyond what the data can plausibly
 /// produce: the buffer is reserved for the plausible size and grows as needed.
 /// How much [`read_to_end_capped`] grows its buffer by, at least, when full.
@@ -622,6 +653,18 @@ mod tests {
             out.clear();
             out.extend_from_slice(&stale);
         }
+    }
+
+    #[test]
+    fn bounded_reads_stop_one_byte_past_the_limit() {
+        let d = data();
+        let mut buf = Vec::new();
+        assert!(read_bounded(&d[..], d.len() as u64, &mut buf).unwrap());
+        assert_eq!(buf, d);
+        let mut buf = Vec::new();
+        assert!(!read_bounded(&d[..], 1000, &mut buf).unwrap());
+        assert_eq!(buf.len(), 1001);
+        assert!(buf.capacity() <= 1001, "{}", buf.capacity());
     }
 
     #[test]

@@ -81,6 +81,19 @@ pub enum Error {
         /// What is unsupported.
         message: String,
     },
+    /// A chunk, payload or copy larger than a configured limit: the reader
+    /// stopped at the limit rather than allocate past it.
+    #[error("{file}: {format} data at byte {offset} is over a limit: {message}")]
+    Limit {
+        /// The file being read.
+        file: String,
+        /// Format name.
+        format: &'static str,
+        /// Byte offset of the chunk or record.
+        offset: u64,
+        /// What was too large, and the limit (with the option that sets it).
+        message: String,
+    },
     /// No known format recognises the file's first bytes.
     #[error("{file}: not a recognised log file (known formats: {known}); first bytes: {head}")]
     UnknownFormat {
@@ -148,7 +161,8 @@ impl Error {
             Error::Corrupt { offset, .. }
             | Error::Truncated { offset, .. }
             | Error::Checksum { offset, .. }
-            | Error::Unsupported { offset, .. } => Some(*offset),
+            | Error::Unsupported { offset, .. }
+            | Error::Limit { offset, .. } => Some(*offset),
             _ => None,
         }
     }
@@ -161,6 +175,7 @@ impl Error {
             | Error::Truncated { file, .. }
             | Error::Checksum { file, .. }
             | Error::Unsupported { file, .. }
+            | Error::Limit { file, .. }
             | Error::UnknownFormat { file, .. }
             | Error::NotRegularFile { file, .. } => Some(file),
             Error::Remote { url, .. } => Some(url),
@@ -169,13 +184,17 @@ impl Error {
         }
     }
 
-    /// Whether this is damage in the file's bytes (truncated, corrupt, or a
-    /// checksum mismatch), which `logsql.on_error` decides about; other errors
+    /// Whether this is damage in the file's bytes (truncated, corrupt, a
+    /// checksum mismatch, or a chunk or payload over a size limit), which
+    /// `logsql.on_error` decides about; other errors
     /// (I/O, an unknown or unsupported format, bad arguments) always fail.
     pub fn is_damage(&self) -> bool {
         matches!(
             self,
-            Error::Truncated { .. } | Error::Corrupt { .. } | Error::Checksum { .. }
+            Error::Truncated { .. }
+                | Error::Corrupt { .. }
+                | Error::Checksum { .. }
+                | Error::Limit { .. }
         )
     }
 
@@ -227,6 +246,8 @@ pub struct ErrorContext {
     pub format: &'static str,
     /// File size in bytes.
     pub file_size: u64,
+    /// The size caps of this read.
+    pub limits: crate::limits::Limits,
 }
 
 impl ErrorContext {
@@ -236,7 +257,29 @@ impl ErrorContext {
             file: file.into(),
             format,
             file_size,
+            limits: crate::limits::Limits::default(),
         }
+    }
+
+    /// This context with the size caps `limits` (the defaults otherwise).
+    pub fn with_limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The error for a chunk at `offset` declaring `size` uncompressed bytes,
+    /// when that is over [`crate::limits::Limits::max_chunk_bytes`].
+    pub fn check_chunk_size(&self, offset: u64, size: u64) -> Result<()> {
+        let cap = self.limits.max_chunk_bytes;
+        if size > cap {
+            return Err(self.limit(
+                offset,
+                format!(
+                    "the chunk at byte {offset} decompresses to {size} bytes, over the {cap}-byte limit (logsql.max_chunk_bytes)"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// A [`Error::Corrupt`] at `offset`.
@@ -291,6 +334,16 @@ impl ErrorContext {
             what: what.into().into_boxed_str(),
             stored: stored.into_boxed_str(),
             computed: computed.into_boxed_str(),
+        }
+    }
+
+    /// A [`Error::Limit`] at `offset`.
+    pub fn limit(&self, offset: u64, message: impl Into<String>) -> Error {
+        Error::Limit {
+            file: self.file.clone(),
+            format: self.format,
+            offset,
+            message: message.into(),
         }
     }
 

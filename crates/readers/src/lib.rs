@@ -22,6 +22,7 @@ pub mod compression;
 pub mod error;
 pub mod formats;
 pub mod io;
+pub mod limits;
 pub mod model;
 pub mod proto_syntax;
 pub mod recycle;

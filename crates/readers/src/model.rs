@@ -214,6 +214,9 @@ pub struct Selection {
     /// (`publish_time`, `sequence`). When neither this nor `payload` is set,
     /// a reader may answer from message indexes without decompressing.
     pub full_header: bool,
+    /// Size caps on decompression and payloads (the defaults unless the
+    /// caller sets them).
+    pub limits: crate::limits::Limits,
 }
 
 impl Selection {
@@ -224,6 +227,7 @@ impl Selection {
             topics: None,
             payload: true,
             full_header: true,
+            limits: crate::limits::Limits::default(),
         }
     }
 

@@ -63,6 +63,7 @@ pub fn exercise_format(format: &dyn FormatReader, data: &[u8]) {
         topics: topic.map(|t| HashSet::from([t])),
         payload: false,
         full_header: false,
+        ..Default::default()
     };
     for chunk in &summary.chunks {
         let mut sink = |_: Message<'_>| Flow::Continue;

@@ -235,6 +235,11 @@ impl BatchBuilder {
         self.rows == 0
     }
 
+    /// The file named in the `file` column.
+    pub(crate) fn file(&self) -> &str {
+        &self.file
+    }
+
     /// Takes the buffered rows as a batch (also for zero-column schemas, e.g. `count(*)`).
     pub(crate) fn finish(&mut self) -> Result<RecordBatch> {
         let arrays = self

@@ -175,6 +175,11 @@ impl DecodedBatchBuilder {
         Ok(())
     }
 
+    /// The file the rows come from.
+    pub(crate) fn file(&self) -> &str {
+        &self.file
+    }
+
     /// Whether no row is buffered.
     pub(crate) fn is_empty(&self) -> bool {
         self.rows == 0

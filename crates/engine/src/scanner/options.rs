@@ -58,6 +58,18 @@ config_namespace! {
         /// to `false`: datafusion-distributed splits a scan's file groups
         /// into tasks itself, which a declared order does not allow.
         pub time_order: bool, default = true
+        /// Most bytes one chunk may decompress to (a zstd, lz4 or bz2 chunk of
+        /// an MCAP file or ROS1 bag), and the largest temporary file a ROS 2
+        /// `.db3.zstd` is decompressed to. Decompression stops at the cap: the
+        /// chunk fails with an error naming the file, its offset and this
+        /// limit, handled like damage (see `on_error`); other chunks' rows are
+        /// still delivered.
+        pub max_chunk_bytes: u64, default = logsql_readers::limits::DEFAULT_MAX_CHUNK_BYTES
+        /// Most bytes one message payload may hold (after per-message
+        /// decompression, e.g. a ROS 2 bag's `compression_mode: message`);
+        /// never more than 2^31 - 1, the most an Arrow view addresses. A longer
+        /// payload fails its chunk like damage (see `on_error`).
+        pub max_message_bytes: u64, default = logsql_readers::limits::DEFAULT_MAX_MESSAGE_BYTES
     }
 }
 
@@ -278,6 +290,15 @@ impl LogsqlOptions {
         logsql_decode::descriptors::load(&self.descriptor_set)
             .map(Some)
             .map_err(super::error::df_err)
+    }
+
+    /// The size caps readers apply (`max_chunk_bytes`, `max_message_bytes`).
+    pub fn limits(&self) -> logsql_readers::limits::Limits {
+        logsql_readers::limits::Limits {
+            max_chunk_bytes: self.max_chunk_bytes,
+            max_message_bytes: self.max_message_bytes,
+            ..Default::default()
+        }
     }
 
     /// Whether `read_topic` turns undecodable messages into null rows.

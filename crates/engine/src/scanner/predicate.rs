@@ -71,6 +71,7 @@ pub fn selection(filter: Option<&Arc<dyn PhysicalExpr>>, needed: &HashSet<String
         topics: filter.and_then(topic_set),
         payload: needed.contains(col::DATA),
         full_header: needed.contains(col::PUBLISH_TIME) || needed.contains(col::SEQUENCE),
+        ..Default::default()
     }
 }
 

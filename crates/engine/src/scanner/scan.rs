@@ -184,6 +184,7 @@ impl ScanPlan {
             .map(|f| f.name().clone())
             .collect();
         let mut selection = predicate::selection(predicate.as_ref(), &names);
+        selection.limits = options.limits();
         match &target {
             ScanTarget::Messages => {}
             ScanTarget::Table(_) => {
@@ -607,8 +608,26 @@ impl<B: RowBuffer> BatchSink<B> {
     }
 }
 
+/// The error for a payload over the scan's `logsql.max_message_bytes` (at
+/// most 2^31 - 1, the longest value an Arrow view addresses), if `msg`'s is.
+fn payload_over_cap(plan: &ScanPlan, file: &str, msg: &Message<'_>) -> Option<DataFusionError> {
+    let cap = plan.selection.limits.message_cap();
+    let len = msg.data.len() as u64;
+    (len > cap).then(|| {
+        DataFusionError::Execution(format!(
+            "{file}: the message on {} at log_time {} holds {len} payload bytes, over the \
+             {cap}-byte limit (logsql.max_message_bytes; at most 2147483647)",
+            msg.channel.topic, msg.log_time
+        ))
+    })
+}
+
 impl logsql_readers::model::MessageSink for BatchSink<BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
+        if let Some(e) = payload_over_cap(&self.plan, self.builder.file(), &msg) {
+            self.error = Some(e);
+            return Flow::Stop;
+        }
         if let Err(e) = self.builder.append(&msg) {
             self.error = Some(e);
             return Flow::Stop;
@@ -631,6 +650,10 @@ impl RowBuffer for DecodedBatchBuilder {
 
 impl logsql_readers::model::MessageSink for BatchSink<DecodedBatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
+        if let Some(e) = payload_over_cap(&self.plan, self.builder.file(), &msg) {
+            self.error = Some(e);
+            return Flow::Stop;
+        }
         if let Err(e) = self.builder.append(&msg) {
             self.error = Some(e);
             return Flow::Stop;

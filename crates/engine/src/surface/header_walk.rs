@@ -38,6 +38,7 @@ pub(crate) fn walk_headers<'c>(
         topics: None,
         payload: false,
         full_header: false,
+        ..Default::default()
     };
     let mut walk = HeaderWalk::default();
     for chunk in chunks {

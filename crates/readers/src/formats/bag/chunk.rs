@@ -184,6 +184,7 @@ pub(crate) fn load_chunk<'b>(
             bytes_decompressed: 0,
         });
     }
+    ctx.check_chunk_size(head.offset, u64::from(head.size))?;
     compression::decompress_shared(codec, raw, raw, u64::from(head.size), out.fill()).map_err(
         |e| {
             ctx.corrupt(

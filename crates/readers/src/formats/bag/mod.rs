@@ -92,7 +92,7 @@ impl FormatReader for BagFormat {
         sel: &Selection,
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead> {
-        let ctx = ErrorContext::new(file.name(), "bag", file.size());
+        let ctx = ErrorContext::new(file.name(), "bag", file.size()).with_limits(sel.limits);
         let index_end = find_detail(summary, chunk).map(|d| d.index_end);
         chunk::read(file, &ctx, summary, chunk, index_end, sel, sink)
     }

@@ -63,6 +63,9 @@ pub(crate) fn decompress_records(
         )
     })?;
     let size = header.uncompressed_size;
+    if codec != Codec::None {
+        ctx.check_chunk_size(chunk_offset, size)?;
+    }
     match owner {
         Some(owner) => compression::decompress_shared(codec, compressed, owner, size, out),
         None => compression::decompress(codec, compressed, size, out),
@@ -447,7 +450,7 @@ pub(crate) fn message_index_times(
     // Each offset / MIN_MESSAGE_RECORD is a different slot for different
     // messages: one bit per slot finds a repeated offset without sorting.
     // (At most 17 MB for the largest chunk read, zeroed lazily.)
-    if uncompressed_size > compression::MAX_CHUNK_SIZE {
+    if uncompressed_size > ctx.limits.max_chunk_bytes.min(compression::MAX_CHUNK_SIZE) {
         return Ok(false);
     }
     let slots = uncompressed_size / MIN_MESSAGE_RECORD + 1;

@@ -82,7 +82,7 @@ impl FormatReader for McapFormat {
         sel: &Selection,
         sink: &mut dyn MessageSink,
     ) -> Result<ChunkRead> {
-        let ctx = ErrorContext::new(file.name(), "mcap", file.size());
+        let ctx = ErrorContext::new(file.name(), "mcap", file.size()).with_limits(sel.limits);
         let detail = find_detail(summary, chunk);
         let kind = match detail {
             Some(d) => d.kind,

@@ -61,9 +61,6 @@ pub(crate) const CHUNK_BYTES: u64 = 4 << 20;
 /// Most chunks one database is split into.
 pub(crate) const MAX_CHUNKS: u64 = 256;
 
-/// Largest message a per-message zstd frame may decompress to (1 GiB).
-pub(crate) const MAX_MESSAGE_BYTES: u64 = 1 << 30;
-
 /// The ROS 2 bag (SQLite storage) format.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Ros2Format;
@@ -593,22 +590,20 @@ fn deliver(
             };
             *overflow += db::overflow_pages(private.page_size, topic_id, raw.len() as u64);
             if private.message_compressed {
-                buf.clear();
-                let dec = zstd::stream::read::Decoder::new(raw).and_then(|d| {
-                    std::io::Read::read_to_end(
-                        &mut std::io::Read::take(d, MAX_MESSAGE_BYTES + 1),
-                        &mut buf,
-                    )
-                });
+                let cap = sel.limits.message_cap();
+                let dec = zstd::stream::read::Decoder::new(raw)
+                    .and_then(|d| crate::compression::read_bounded(d, cap, &mut buf));
                 match dec {
-                    Ok(n) if n as u64 <= MAX_MESSAGE_BYTES => {}
-                    Ok(_) => {
-                        return Err(corrupt(
-                            name,
-                            format!(
-                                "message row {id}: zstd data decompresses to more than {MAX_MESSAGE_BYTES} bytes"
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(Error::Limit {
+                            file: name.to_string(),
+                            format: db::FORMAT,
+                            offset: 0,
+                            message: format!(
+                                "message row {id} (log_time {ts}): its zstd data decompresses to more than {cap} bytes (logsql.max_message_bytes)"
                             ),
-                        ));
+                        });
                     }
                     Err(e) => {
                         return Err(corrupt(
