@@ -49,3 +49,49 @@ impl Limits {
         self.max_message_bytes.min(VIEW_MAX_BYTES)
     }
 }
+
+/// Reads the side file `path` (a `metadata.yaml`, a `.msg` definition) as
+/// text, only when it is a regular file of at most `cap` bytes: a FIFO would
+/// block the read, a device (`/dev/zero`) or a huge file would fill memory.
+/// `Ok(None)` when there is no such file.
+pub fn read_side_file(path: &std::path::Path, cap: u64) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let regular = |m: &std::fs::Metadata| -> Result<(), String> {
+        if !m.is_file() {
+            return Err(format!(
+                "{} is not a regular file; not read",
+                path.display()
+            ));
+        }
+        if m.len() > cap {
+            return Err(format!(
+                "{} holds {} bytes, over the {cap}-byte limit of a side file; not read",
+                path.display(),
+                m.len()
+            ));
+        }
+        Ok(())
+    };
+    regular(&meta)?;
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // The file opened may not be the one checked (replaced in between).
+    regular(&file.metadata().map_err(|e| format!("{}: {e}", path.display()))?)?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!(
+            "{} grew past the {cap}-byte limit of a side file; not read",
+            path.display()
+        ));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}

@@ -107,7 +107,8 @@ fn lookup(pkg: &str, ty: &str, msg_path: &str) -> Option<(String, String)> {
                 .join("msg")
                 .join(format!("{ty}.msg")),
         ] {
-            if let Ok(text) = std::fs::read_to_string(&candidate) {
+            let cap = crate::limits::DEFAULT_MAX_SIDE_FILE_BYTES;
+            if let Ok(Some(text)) = crate::limits::read_side_file(&candidate, cap) {
                 return Some((text, format!("logsql.msg_path ({})", candidate.display())));
             }
         }

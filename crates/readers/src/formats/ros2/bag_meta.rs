@@ -136,10 +136,17 @@ impl BagMetadata {
         })
     }
 
-    /// Reads `metadata.yaml` in the directory holding `db_file`, if there is one.
+    /// Reads `metadata.yaml` in the directory holding `db_file`, if there is
+    /// one: only a regular file of at most
+    /// [`crate::limits::DEFAULT_MAX_SIDE_FILE_BYTES`] (anything else is an
+    /// error saying why).
     pub(crate) fn beside(db_file: &Path) -> Option<Result<Self, String>> {
         let path = db_file.parent()?.join("metadata.yaml");
-        let text = std::fs::read_to_string(&path).ok()?;
+        let cap = crate::limits::DEFAULT_MAX_SIDE_FILE_BYTES;
+        let text = match crate::limits::read_side_file(&path, cap) {
+            Ok(text) => text?,
+            Err(e) => return Some(Err(e)),
+        };
         Some(Self::parse(&text).map_err(|e| format!("{}: {e}", path.display())))
     }
 

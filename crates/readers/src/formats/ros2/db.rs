@@ -61,7 +61,7 @@ pub(crate) const POOL_MAX: usize = 8;
 #[derive(Debug, Clone)]
 pub struct DbPath {
     path: PathBuf,
-    _temp: Option<Arc<tempfile::TempPath>>,
+    _temp: Option<Arc<super::temp::TempCopy>>,
     /// Whether the database is a copy (decompressed or downloaded).
     pub copied: bool,
     /// Unique per [`db_path`] call: the key of its idle connections.
@@ -90,7 +90,7 @@ pub(super) fn sql_err(file: &str, e: rusqlite::Error) -> Error {
 
 /// The database of `file`: its own path when local and uncompressed, else a
 /// temporary copy (decompressed when the file is one zstd stream).
-pub(crate) fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
+pub(crate) fn db_path(file: &dyn ReadAt, limits: &crate::limits::Limits) -> Result<DbPath> {
     let head = file
         .read_upto(0, 16)
         .map_err(|e| Error::io(file.name(), e))?;
@@ -103,33 +103,28 @@ pub(crate) fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         });
     }
-    let too_big = |what: &str| Error::Unsupported {
-        file: file.name().to_string(),
-        format: FORMAT,
-        offset: 0,
-        message: format!(
-            "{what} exceeds the {MAX_COPY_BYTES}-byte limit of the temporary copy SQLite reads"
-        ),
-    };
     if !compressed && file.size() > MAX_COPY_BYTES {
-        return Err(too_big(&format!(
-            "a non-local database of {} bytes",
-            file.size()
-        )));
+        return Err(Error::Unsupported {
+            file: file.name().to_string(),
+            format: FORMAT,
+            offset: 0,
+            message: format!(
+                "a non-local database of {} bytes exceeds the {MAX_COPY_BYTES}-byte limit of the temporary copy SQLite reads",
+                file.size()
+            ),
+        });
     }
     let io = |e: std::io::Error| Error::io(file.name(), e);
-    let mut tmp = tempfile::Builder::new()
-        .prefix("logsql-ros2-")
-        .suffix(".db3")
-        .tempfile()
-        .map_err(io)?;
+    // Removed when dropped: on every error below, and with the last clone.
+    let (tmp_file, tmp) = super::temp::new_copy().map_err(io)?;
     {
-        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        let mut out = std::io::BufWriter::new(tmp_file);
         // Large reads: one range request per 8 MiB from an object store.
         let src = std::io::BufReader::with_capacity(COPY_PIECE, ReadAtStream { file, pos: 0 });
         if compressed {
+            let cap = limits.max_chunk_bytes.min(MAX_COPY_BYTES);
             let dec = zstd::stream::read::Decoder::new(src).map_err(io)?;
-            let n = std::io::copy(&mut dec.take(MAX_COPY_BYTES + 1), &mut out).map_err(|e| {
+            let n = std::io::copy(&mut dec.take(cap + 1), &mut out).map_err(|e| {
                 Error::Corrupt {
                     file: file.name().to_string(),
                     format: FORMAT,
@@ -137,8 +132,15 @@ pub(crate) fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
                     message: format!("zstd-compressed database: {e}"),
                 }
             })?;
-            if n > MAX_COPY_BYTES {
-                return Err(too_big("the decompressed database"));
+            if n > cap {
+                return Err(Error::Limit {
+                    file: file.name().to_string(),
+                    format: FORMAT,
+                    offset: 0,
+                    message: format!(
+                        "the database compressed whole decompresses to more than {cap} bytes (logsql.max_chunk_bytes), the limit of its temporary copy"
+                    ),
+                });
             }
         } else {
             std::io::copy(&mut { src }, &mut out).map_err(io)?;
@@ -146,8 +148,8 @@ pub(crate) fn db_path(file: &dyn ReadAt) -> Result<DbPath> {
         out.flush().map_err(io)?;
     }
     Ok(DbPath {
-        path: tmp.path().to_path_buf(),
-        _temp: Some(Arc::new(tmp.into_temp_path())),
+        path: tmp.path.to_path_buf(),
+        _temp: Some(Arc::new(tmp)),
         copied: true,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
     })
@@ -711,7 +713,7 @@ mod tests {
         let path = dir.path().join("p_0.db3");
         write_db(&path, 10, 100);
         let file = FileReader::open(&path).unwrap();
-        let db = db_path(&file).unwrap();
+        let db = db_path(&file, &Default::default()).unwrap();
         // SAFETY: only the handle's address is compared, never dereferenced.
         let handle = |c: &Pooled| unsafe { c.handle() } as usize;
         let first = connect(&db, "p_0.db3").unwrap();
@@ -736,13 +738,13 @@ mod tests {
         assert_eq!(cache, -CACHE_KIB);
         drop(again);
         // The same file summarised again (a new db path) gets a new connection.
-        let db2 = db_path(&file).unwrap();
+        let db2 = db_path(&file, &Default::default()).unwrap();
         let other = connect(&db2, "p_0.db3").unwrap();
         assert_ne!(handle(&other), h);
         drop(other);
         // A temporary copy's connection is not kept.
         let bytes = std::fs::read(&path).unwrap();
-        let copy = db_path(&BytesReader::new("mem.db3", bytes)).unwrap();
+        let copy = db_path(&BytesReader::new("mem.db3", bytes), &Default::default()).unwrap();
         assert!(copy.copied);
         let c = connect(&copy, "mem.db3").unwrap();
         assert!(c.key.is_none());

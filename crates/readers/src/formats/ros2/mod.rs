@@ -52,6 +52,7 @@ use super::FormatReader;
 
 pub(crate) mod bag_meta;
 pub mod db;
+pub mod temp;
 
 pub(crate) use bag_meta::BagMetadata;
 
@@ -156,7 +157,7 @@ impl FormatReader for Ros2Format {
 
     fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
         let name = file.name();
-        let path = db::db_path(file)?;
+        let path = db::db_path(file, &crate::limits::Limits::default())?;
         let conn = db::connect(&path, name)?;
         let layout = db::layout(&conn, name)?;
         let topics = db::topics(&conn, &layout, name)?;
