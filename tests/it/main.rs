@@ -41,6 +41,7 @@ mod gen_bddf;
 mod gen_support;
 mod hardening_alloc;
 mod hardening_sweeps;
+mod hostile_inputs;
 mod mcap_conformance;
 mod mcap_samples;
 mod mcap_writer;

@@ -266,7 +266,9 @@ pub fn connect(db: &DbPath, name: &str) -> Result<Pooled> {
 /// file's display name for errors.
 pub fn open(db: &DbPath, name: &str) -> Result<Connection> {
     if !db.copied && has_side_log(db.path()) {
-        match Connection::open_with_flags(uri(db, "mode=ro"), FLAGS) {
+        match Connection::open_with_flags(uri(db, "mode=ro"), FLAGS)
+            .and_then(|c| harden(&c).map(|()| c))
+        {
             Ok(c) => match c.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(())) {
                 Ok(()) => return Ok(c),
                 Err(e) => log::warn!(
@@ -288,6 +290,46 @@ const FLAGS: OpenFlags = OpenFlags::SQLITE_OPEN_READ_ONLY
     .union(OpenFlags::SQLITE_OPEN_NO_MUTEX);
 
 /// The URI of `db` with the query `q`.
+/// Most bytes SQLite may hold in one string or blob (a message payload).
+const SQLITE_MAX_LENGTH: i32 = 1 << 30;
+
+/// Most heap SQLite may use in the whole process (`PRAGMA hard_heap_limit`):
+/// a crafted database cannot make it allocate more.
+const SQLITE_HEAP_LIMIT: i64 = 1 << 30;
+
+/// Treats the database as untrusted: defensive mode (no writes to the schema
+/// or shadow tables), `trusted_schema` off (no functions or virtual tables
+/// reached from the schema), small `sqlite3_limit`s on what logsql's own
+/// statements and the file's rows may hold, and a process-wide heap limit.
+fn harden(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::config::DbConfig;
+    use rusqlite::limits::Limit;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_VIEW, false)?;
+    for (limit, value) in [
+        (Limit::SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH),
+        (Limit::SQLITE_LIMIT_SQL_LENGTH, 1 << 20),
+        (Limit::SQLITE_LIMIT_COLUMN, 1000),
+        (Limit::SQLITE_LIMIT_EXPR_DEPTH, 100),
+        (Limit::SQLITE_LIMIT_COMPOUND_SELECT, 8),
+        (Limit::SQLITE_LIMIT_FUNCTION_ARG, 8),
+        (Limit::SQLITE_LIMIT_ATTACHED, 0),
+        (Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 1000),
+        (Limit::SQLITE_LIMIT_TRIGGER_DEPTH, 1),
+    ] {
+        conn.set_limit(limit, value)?;
+    }
+    conn.pragma_update(None, "trusted_schema", false)?;
+    conn.query_row(
+        &format!("PRAGMA hard_heap_limit = {SQLITE_HEAP_LIMIT}"),
+        [],
+        |_| Ok(()),
+    )?;
+    Ok(())
+}
+
 fn uri(db: &DbPath, q: &str) -> String {
     format!("file:{}?{q}", uri_path(db.path()))
 }
@@ -296,6 +338,7 @@ fn uri(db: &DbPath, q: &str) -> String {
 fn open_immutable(db: &DbPath, name: &str) -> Result<Connection> {
     let conn =
         Connection::open_with_flags(uri(db, "immutable=1"), FLAGS).map_err(|e| sql_err(name, e))?;
+    harden(&conn).map_err(|e| sql_err(name, e))?;
     conn.pragma_update(None, "cache_size", -CACHE_KIB)
         .map_err(|e| sql_err(name, e))?;
     Ok(conn)
@@ -393,14 +436,28 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
     let mut indexes: Vec<String> = Vec::new();
     {
         let mut stmt = conn
-            .prepare("SELECT type, name, tbl_name FROM sqlite_master")
+            .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master")
             .map_err(err)?;
         let mut rows = stmt.query([]).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             let kind: String = r.get(0).map_err(err)?;
             let n: String = r.get(1).map_err(err)?;
             let tbl: String = r.get(2).map_err(err)?;
+            let sql: Option<String> = r.get(3).unwrap_or(None);
             match kind.as_str() {
+                "table" if is_virtual(sql.as_deref()) => {
+                    if n == "messages" || n == "topics" {
+                        return Err(Error::Unsupported {
+                            file: name.to_string(),
+                            format: FORMAT,
+                            offset: 0,
+                            message: format!(
+                                "the {n} table is a virtual table ({}): logsql reads only ordinary tables of an SQLite file",
+                                sql.as_deref().unwrap_or("").chars().take(80).collect::<String>()
+                            ),
+                        });
+                    }
+                }
                 "table" => {
                     tables.insert(n);
                 }
@@ -495,6 +552,18 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
         .map_err(err)?
         .max(0) as u64;
     Ok(layout)
+}
+
+/// Whether `sql` (a `sqlite_master` row's) creates a virtual table (FTS,
+/// R*Tree, ...), whose rows come from module code rather than the file.
+fn is_virtual(sql: Option<&str>) -> bool {
+    let words: Vec<String> = sql
+        .unwrap_or("")
+        .split_whitespace()
+        .take(2)
+        .map(str::to_ascii_uppercase)
+        .collect();
+    words == ["CREATE", "VIRTUAL"]
 }
 
 /// `s` as an SQL identifier.
