@@ -390,11 +390,7 @@ fn read_capped(
 /// Reads all of `reader` into `buf` (cleared first), never holding more than
 /// `limit + 1` bytes: the buffer grows by doubling up to that bound, not past
 /// it as `read_to_end` would. `Ok(false)` when the output exceeds `limit`.
-pub fn read_bounded(
-    mut reader: impl Read,
-    limit: u64,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<bool> {
+pub fn read_bounded(mut reader: impl Read, limit: u64, buf: &mut Vec<u8>) -> std::io::Result<bool> {
     buf.clear();
     let bound = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
     let mut filled = 0;

@@ -80,7 +80,11 @@ pub fn read_side_file(path: &std::path::Path, cap: u64) -> Result<Option<String>
     regular(&meta)?;
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // The file opened may not be the one checked (replaced in between).
-    regular(&file.metadata().map_err(|e| format!("{}: {e}", path.display()))?)?;
+    regular(
+        &file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", path.display()))?,
+    )?;
     let mut bytes = Vec::new();
     file.take(cap + 1)
         .read_to_end(&mut bytes)

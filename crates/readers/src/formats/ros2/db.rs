@@ -124,14 +124,13 @@ pub(crate) fn db_path(file: &dyn ReadAt, limits: &crate::limits::Limits) -> Resu
         if compressed {
             let cap = limits.max_chunk_bytes.min(MAX_COPY_BYTES);
             let dec = zstd::stream::read::Decoder::new(src).map_err(io)?;
-            let n = std::io::copy(&mut dec.take(cap + 1), &mut out).map_err(|e| {
-                Error::Corrupt {
+            let n =
+                std::io::copy(&mut dec.take(cap + 1), &mut out).map_err(|e| Error::Corrupt {
                     file: file.name().to_string(),
                     format: FORMAT,
                     offset: 0,
                     message: format!("zstd-compressed database: {e}"),
-                }
-            })?;
+                })?;
             if n > cap {
                 return Err(Error::Limit {
                     file: file.name().to_string(),
@@ -445,19 +444,23 @@ pub fn layout(conn: &Connection, name: &str) -> Result<Layout> {
             let tbl: String = r.get(2).map_err(err)?;
             let sql: Option<String> = r.get(3).unwrap_or(None);
             match kind.as_str() {
-                "table" if is_virtual(sql.as_deref()) => {
-                    if n == "messages" || n == "topics" {
-                        return Err(Error::Unsupported {
-                            file: name.to_string(),
-                            format: FORMAT,
-                            offset: 0,
-                            message: format!(
-                                "the {n} table is a virtual table ({}): logsql reads only ordinary tables of an SQLite file",
-                                sql.as_deref().unwrap_or("").chars().take(80).collect::<String>()
-                            ),
-                        });
-                    }
+                "table" if is_virtual(sql.as_deref()) && (n == "messages" || n == "topics") => {
+                    return Err(Error::Unsupported {
+                        file: name.to_string(),
+                        format: FORMAT,
+                        offset: 0,
+                        message: format!(
+                            "the {n} table is a virtual table ({}): logsql reads only ordinary tables of an SQLite file",
+                            sql.as_deref()
+                                .unwrap_or("")
+                                .chars()
+                                .take(80)
+                                .collect::<String>()
+                        ),
+                    });
                 }
+                // Other virtual tables are not the bag's: left out.
+                "table" if is_virtual(sql.as_deref()) => {}
                 "table" => {
                     tables.insert(n);
                 }
