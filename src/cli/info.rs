@@ -98,7 +98,7 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
             Ok(Described::Json(v)) => objects.push(v),
             Err(e) if count == 1 => return Err(e),
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", super::terminal::for_stderr(&e.to_string()));
                 failed.push(file.name);
             }
         }
