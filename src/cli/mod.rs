@@ -110,6 +110,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
                     verify: !args.no_verify,
                     timeline: !no_timeline,
                     ascii: *ascii,
+                    escape: args.output.is_none() && escapes_terminal(args),
                 };
                 info::run(app, files, opts, out)
             }
@@ -270,6 +271,7 @@ impl App {
                 format: args.format,
                 max_width: args.max_width,
                 max_rows: args.max_rows.0,
+                escape: args.output.is_none() && escapes_terminal(args),
             },
             shown: false,
             // Statements given on the command line show their time only to a person.
