@@ -403,3 +403,31 @@ pub fn write_hostile_mcap(dir: &Path) -> PathBuf {
     write_private_mcap(&path, hostile_topic());
     path
 }
+
+#[cfg(unix)]
+#[test]
+fn plot_replaces_a_link_at_its_output_and_a_failing_plot_keeps_the_old_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("imu.svg")).unwrap();
+    let imu =
+        format!("SELECT log_time, linear_acceleration FROM read_topic('{DEMO_MCAP}', '/imu')");
+    ok(dir, &["plot", &imu, "-o", "imu.svg"]);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(
+        !std::fs::symlink_metadata(dir.join("imu.svg"))
+            .unwrap()
+            .is_symlink()
+    );
+    let image = std::fs::read(dir.join("imu.svg")).unwrap();
+    assert!(
+        image.starts_with(b"<svg"),
+        "{:?}",
+        &image[..20.min(image.len())]
+    );
+    fails(dir, &["plot", "SELECT 1/0 AS x, 1 AS y", "-o", "imu.svg"]);
+    assert_eq!(std::fs::read(dir.join("imu.svg")).unwrap(), image);
+    assert_eq!(entries(dir), ["imu.svg", "victim"]);
+}
