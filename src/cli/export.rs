@@ -5,14 +5,15 @@
 //! The filter is SQL over the engine (`SELECT * FROM '<input>' WHERE topic IN
 //! (...) AND log_time >= ... AND log_time < ...`), so topic and time pushdown
 //! skip whole chunks. Batches stream from `execute_stream()` into an
-//! `ArrowWriter` (zstd), one row group per ~128 MiB of encoded data, into
-//! `<OUTPUT>.partial`, renamed to OUTPUT once complete. On a terminal, a
+//! `ArrowWriter` (zstd), one row group per ~128 MiB of encoded data, into an
+//! exclusively created temporary file beside OUTPUT, renamed over it once
+//! complete ([`logsql::atomic_write`]). On a terminal, a
 //! progress bar counts messages against the total the file summaries state.
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::parquet::arrow::ArrowWriter;
@@ -23,10 +24,11 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use logsql::LogsqlOptions;
+use logsql::atomic_write::AtomicFile;
 use logsql::datasource::mcap_sink::{
     Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
 };
-use logsql::partial::{RemoveOnDrop, partial_path};
+use logsql::datasource::mcap_sources::ScannedFiles;
 
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
@@ -143,13 +145,18 @@ fn write_mcap_file(
     } else {
         app.rt.block_on(app.ctx.sql(sql))?
     };
-    let stream = app.rt.block_on(df.execute_stream())?;
+    let task = Arc::new(df.task_ctx());
+    let plan = app.rt.block_on(df.create_physical_plan())?;
+    // Channels come only from the files this export reads.
+    let scanned = ScannedFiles::of_plan(&plan);
+    let stream = datafusion::physical_plan::execute_stream(plan, task)?;
     let pool = LogsqlOptions::from_config(state.config_options()).descriptor_pool()?;
     let progress = Progress::new(total);
     let (rows, failed) = app.rt.block_on(write_mcap(
         stream,
         app.ctx.runtime_env(),
         pool,
+        &scanned,
         options,
         &Target::Local(output.to_path_buf()),
         StreamErrors::KeepRows,
@@ -304,8 +311,9 @@ pub fn decoded_sql(
     sql
 }
 
-/// Streams the result of `sql` into a Parquet file at `output` (written as
-/// `<output>.partial`, renamed when complete). Returns the rows written.
+/// Streams the result of `sql` into a Parquet file at `output` (written to an
+/// exclusively created temporary file beside it, renamed over it when
+/// complete). Returns the rows written.
 ///
 /// A query that fails after delivering rows (a damaged file: the engine
 /// delivers every readable row first) leaves a complete Parquet file of those
@@ -314,10 +322,11 @@ fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> Cli
     let df = app.rt.block_on(logsql::sql(&app.ctx, sql))?;
     let mut stream = app.rt.block_on(df.execute_stream())?;
 
-    let partial = partial_path(output);
-    let file =
-        File::create(&partial).map_err(|e| CliError::io(partial.display().to_string(), e))?;
-    let mut cleanup = RemoveOnDrop(Some(partial.clone()));
+    let mut target = AtomicFile::create(output).map_err(|e| CliError::io(temp_name(output), e))?;
+    let file = target
+        .file()
+        .try_clone()
+        .map_err(|e| CliError::io(temp_name(output), e))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_created_by(format!("logsql {}", env!("CARGO_PKG_VERSION")))
@@ -346,11 +355,12 @@ fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> Cli
     // Writes the footer.
     let mut buf = writer.into_inner()?;
     buf.flush()
-        .map_err(|e| CliError::io(partial.display().to_string(), e))?;
+        .map_err(|e| CliError::io(temp_name(output), e))?;
     drop(buf);
     drop(progress);
-    std::fs::rename(&partial, output).map_err(|e| CliError::io(output.display().to_string(), e))?;
-    cleanup.0 = None;
+    target
+        .commit()
+        .map_err(|e| CliError::io(output.display().to_string(), e))?;
     match failed {
         None => Ok(rows),
         Some(e) => Err(CliError::from(e.context(format!(
@@ -358,6 +368,11 @@ fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> Cli
             output.display()
         )))),
     }
+}
+
+/// How errors name the temporary file of `output`.
+fn temp_name(output: &Path) -> String {
+    format!("{} (its temporary file)", output.display())
 }
 
 /// Prints the one-line result of writing `output`.

@@ -46,6 +46,9 @@ pub struct InfoOptions {
     pub timeline: bool,
     /// Draw timelines with ASCII characters instead of Unicode blocks.
     pub ascii: bool,
+    /// Escape control characters in the topic table's cells before aligning
+    /// them (stdout is a terminal; the rest of the text is escaped as written).
+    pub escape: bool,
 }
 
 /// Prints the summary of each file (directories stand for the log files under
@@ -98,7 +101,7 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
             Ok(Described::Json(v)) => objects.push(v),
             Err(e) if count == 1 => return Err(e),
             Err(e) => {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", super::terminal::for_stderr(&e.to_string()));
                 failed.push(file.name);
             }
         }
@@ -320,7 +323,7 @@ fn describe(
         .as_mut()
         .and_then(|(topics, bytes)| Timeline::from_times(topics, *bytes));
     let description = if opts.format == Format::Table {
-        Described::Text(text(&facts, opts.ascii))
+        Described::Text(text(&facts, opts.ascii, opts.escape))
     } else {
         Described::Json(to_json(&facts))
     };
@@ -543,7 +546,7 @@ fn to_json(f: &Facts) -> Value {
 }
 
 /// The summary as aligned text.
-fn text(f: &Facts, ascii: bool) -> String {
+fn text(f: &Facts, ascii: bool, escape: bool) -> String {
     let width = f
         .properties
         .iter()
@@ -602,15 +605,19 @@ fn text(f: &Facts, ascii: bool) -> String {
                 .map(String::from)
                 .to_vec(),
         ];
+        let cell = |s: String| match escape {
+            true => super::terminal::escape(&s).into_owned(),
+            false => s,
+        };
         for (topic, t) in &f.topics {
             rows.push(vec![
                 if topic.is_empty() {
                     "\"\"".into()
                 } else {
-                    topic.clone()
+                    cell(topic.clone())
                 },
-                t.types.join(", "),
-                t.encodings.join(", "),
+                cell(t.types.join(", ")),
+                cell(t.encodings.join(", ")),
                 t.count.map_or("?".into(), |n| n.to_string()),
                 frequency(t.count, f.span).map_or("-".into(), |hz| format!("{hz:.2} Hz")),
             ]);

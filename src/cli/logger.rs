@@ -36,6 +36,7 @@ impl Log for StderrLogger {
         } else {
             format!("{label} [{}]: {}", record.target(), record.args())
         };
+        let line = super::terminal::for_stderr(&line);
         let bar = PROGRESS.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match bar {
             Some(bar) => bar.suspend(|| eprintln!("{line}")),

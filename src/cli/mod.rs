@@ -8,6 +8,7 @@
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
+//! - [`terminal`]: control characters escaped in what a terminal shows;
 //! - [`error`], [`logger`], [`units`]: error rendering, warnings on stderr, human units.
 //!
 //! Everything runs on one [`App`]: a tokio runtime and a logsql `SessionContext`.
@@ -23,6 +24,7 @@ pub mod output;
 pub mod plot;
 pub mod shell;
 pub mod statements;
+pub mod terminal;
 pub mod timeline;
 pub mod units;
 
@@ -42,6 +44,7 @@ use tokio::sync::watch;
 
 use args::{Args, Command, Format};
 use error::{CliError, CliResult};
+use logsql::atomic_write::AtomicFile;
 use output::Printer;
 
 /// Parses the command line, runs it, and maps the outcome to an exit code:
@@ -60,22 +63,30 @@ pub fn main() -> ExitCode {
     match run(args) {
         Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", terminal::for_stderr(&e.to_string()));
             ExitCode::FAILURE
         }
     }
 }
 
-/// Runs a parsed command line.
+/// Runs a parsed command line. With `-o FILE`, the output is written to a
+/// temporary file beside FILE and renamed over it only when everything
+/// succeeded: a failing command leaves FILE as it was.
 pub fn run(args: Args) -> CliResult {
     let mut app = App::new(&args)?;
-    let mut out = output(&args)?;
+    let (mut out, file) = output(&args)?;
     let result = run_with(&mut app, &args, &mut out);
     let flushed = out
         .flush()
         .map_err(|e| CliError::io("writing the output", e));
+    drop(out);
     app.close();
-    result.and(flushed)
+    result.and(flushed)?;
+    if let Some(file) = file {
+        let name = file.target().display().to_string();
+        file.commit().map_err(|e| CliError::io(name, e))?;
+    }
+    Ok(())
 }
 
 /// Runs a parsed command line on `app`, writing results to `out`.
@@ -99,6 +110,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
                     verify: !args.no_verify,
                     timeline: !no_timeline,
                     ascii: *ascii,
+                    escape: args.output.is_none() && escapes_terminal(args),
                 };
                 info::run(app, files, opts, out)
             }
@@ -140,14 +152,31 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
     Ok(())
 }
 
-/// Where results go: `-o FILE` (replaced), else stdout.
-fn output(args: &Args) -> CliResult<Box<dyn Write>> {
+/// Where results go: `-o FILE` (a temporary file beside it, renamed over it by
+/// [`run`] on success), else stdout (escaped on a terminal, see [`escapes_terminal`]).
+fn output(args: &Args) -> CliResult<(Box<dyn Write>, Option<AtomicFile>)> {
     Ok(match &args.output {
-        Some(path) => Box::new(BufWriter::new(
-            std::fs::File::create(path).map_err(|e| CliError::io(path.display().to_string(), e))?,
-        )),
-        None => Box::new(BufWriter::new(io::stdout())),
+        Some(path) => {
+            let name = || path.display().to_string();
+            let mut file = AtomicFile::create(path).map_err(|e| CliError::io(name(), e))?;
+            let handle = file
+                .file()
+                .try_clone()
+                .map_err(|e| CliError::io(name(), e))?;
+            (Box::new(BufWriter::new(handle)), Some(file))
+        }
+        None if escapes_terminal(args) => (
+            Box::new(BufWriter::new(terminal::EscapeWriter::new(io::stdout()))),
+            None,
+        ),
+        None => (Box::new(BufWriter::new(io::stdout())), None),
     })
+}
+
+/// Whether stdout is a terminal shown a human format (the table, `info`'s
+/// text): control characters from the data are then escaped ([`terminal`]).
+fn escapes_terminal(args: &Args) -> bool {
+    args.format == Format::Table && io::stdout().is_terminal()
 }
 
 /// Fails with a hint when the SQL given is a log file's path (`logsql run.mcap`):
@@ -242,6 +271,7 @@ impl App {
                 format: args.format,
                 max_width: args.max_width,
                 max_rows: args.max_rows.0,
+                escape: args.output.is_none() && escapes_terminal(args),
             },
             shown: false,
             // Statements given on the command line show their time only to a person.

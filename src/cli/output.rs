@@ -47,6 +47,9 @@ pub struct Printer {
     pub max_width: usize,
     /// Table output shows at most this many rows (`None`: all) and counts the rest.
     pub max_rows: Option<usize>,
+    /// Table cells and headers show control characters escaped (stdout is a
+    /// terminal; see [`super::terminal`]), escaped before the columns are sized.
+    pub escape: bool,
 }
 
 /// The batches of a stream, polled on a runtime; a stream error ends them and
@@ -139,7 +142,7 @@ impl Printer {
                 } else {
                     *self
                 };
-                let text_schema = text_schema(&schema);
+                let text_schema = text_schema(&schema, printer.escape);
                 let mut cells = Vec::new();
                 let mut shown = 0usize;
                 while let Some(b) = batches.next() {
@@ -246,7 +249,10 @@ impl Printer {
             }
             return Ok(Arc::new(b.finish()));
         }
-        column_strings(col, |s| self.cut(s))
+        column_strings(col, |s| match self.escape {
+            true => self.cut(super::terminal::escape(&s).into_owned()),
+            false => self.cut(s),
+        })
     }
 
     /// Cuts `s` to `max_width` characters, marking the cut with `…`.
@@ -523,12 +529,19 @@ impl Write for Watch<'_> {
 }
 
 /// The schema of a result rendered as text: same names, every column Utf8.
-fn text_schema(schema: &Schema) -> SchemaRef {
+fn text_schema(schema: &Schema, escape: bool) -> SchemaRef {
     Arc::new(Schema::new(
         schema
             .fields()
             .iter()
-            .map(|f| Field::new(f.name(), DataType::Utf8, true))
+            .map(|f| {
+                let name = if escape {
+                    super::terminal::escape(f.name()).into_owned()
+                } else {
+                    f.name().clone()
+                };
+                Field::new(name, DataType::Utf8, true)
+            })
             .collect::<Vec<_>>(),
     ))
 }
@@ -582,6 +595,7 @@ mod tests {
             format,
             max_width: 32,
             max_rows: None,
+            escape: false,
         }
     }
 

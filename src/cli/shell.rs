@@ -146,7 +146,7 @@ pub fn run(app: &mut App, out: &mut dyn Write, quiet: bool) -> CliResult {
 fn report(result: CliResult) {
     match result {
         Ok(()) | Err(CliError::BrokenPipe) => {}
-        Err(e) => eprintln!("error: {e}"),
+        Err(e) => eprintln!("error: {}", super::terminal::for_stderr(&e.to_string())),
     }
 }
 

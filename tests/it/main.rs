@@ -10,8 +10,11 @@ mod cli;
 mod cli_damage;
 mod cli_errors;
 mod cli_plot;
+mod cli_safe_writes;
 #[cfg(unix)]
 mod cli_shell;
+#[cfg(unix)]
+mod cli_terminal;
 mod cli_timeline;
 mod cli_wild;
 mod decode_cdr;

@@ -457,7 +457,8 @@ async fn rows_without_a_file_column_get_channels_from_their_own_columns() {
          | /imu     | sensor_msgs/Imu |                 | 0 | 0 |\n\
          +----------+-----------------+-----------------+---+---+"
     );
-    // A Parquet export that kept `file` gets the full channels back from the bag.
+    // A Parquet export that kept `file` names the bag, but the COPY did not
+    // scan it: the bag is not opened, and the channels are the same name-only ones.
     let with_file = dir.path().join("with_file.parquet");
     query(
         &ctx,
@@ -468,9 +469,19 @@ async fn rows_without_a_file_column_get_channels_from_their_own_columns() {
         ),
     )
     .await;
-    let out = dir.path().join("from_parquet_with_file.mcap");
-    assert_eq!(copy(&ctx, &with_file, &out, "").await, 625);
-    assert_round_trip(&ctx, &src, &out, 625).await;
+    let again = dir.path().join("from_parquet_with_file.mcap");
+    assert_eq!(copy(&ctx, &with_file, &again, "").await, 625);
+    let channels = |p: &Path| {
+        format!(
+            "SELECT topic, message_type, schema_encoding, length(schema) AS n, cardinality(metadata) AS m \
+             FROM channels('{}') ORDER BY topic",
+            p.display()
+        )
+    };
+    assert_eq!(
+        text(&ctx, &channels(&out)).await,
+        text(&ctx, &channels(&again)).await
+    );
 }
 
 #[tokio::test]

@@ -18,6 +18,8 @@
 //! ```
 //!
 //! Layers, bottom up (each imports only the ones below it):
+//! - [`atomic_write`]: output files staged beside their targets and renamed
+//!   over them when complete (the rule giving every `COPY` that guarantee);
 //! - [`storage`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
 //!   first use, reads through them, and the summary cache;
 //! - [`scanner`]: the `messages` table schema, pruning, the scan loop, batch
@@ -27,16 +29,15 @@
 //! - [`surface`]: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
 //!   typed side tables, `read_topic`, scalar functions, file order under
 //!   `LIMIT`;
-//! - [`partial`]: output files renamed into place when complete;
 //! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
 //!   for datafusion-distributed.
 
 #![warn(missing_docs)]
 
+pub mod atomic_write;
 pub mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
-pub mod partial;
 pub mod scanner;
 pub mod storage;
 pub mod surface;
@@ -150,12 +151,14 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
 
 /// logsql's physical optimizer rules, in the order they run after
 /// DataFusion's own: reading limited scans in file order, then (with
-/// `defer_errors`) deferring scan errors to the root, which must see the final
-/// plan.
+/// `defer_errors`, i.e. not on a distributed coordinator) staging the files a
+/// `COPY` writes until it succeeded, and deferring scan errors to the root,
+/// which must see the final plan.
 fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
     let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
         vec![Arc::new(file_order::FileOrderUnderLimit)];
     if defer_errors {
+        rules.push(Arc::new(atomic_write::AtomicCopy));
         rules.push(Arc::new(surface::defer_errors::DeferScanErrors));
     }
     rules

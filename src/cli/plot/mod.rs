@@ -121,16 +121,17 @@ fn image_type(path: &Path) -> CliResult<ImageType> {
     }
 }
 
-/// Writes `bytes` to `<path>.partial`, then renames it to `path`: a failed
-/// write never leaves a half-written image under the name asked for.
+/// Writes `bytes` to an exclusively created temporary file beside `path`,
+/// then renames it over `path`: a failed write never leaves a half-written
+/// image under the name asked for, nor writes through a link there.
 fn write_atomically(path: &Path, bytes: &[u8]) -> CliResult {
-    let partial = logsql::partial::partial_path(path);
-    std::fs::write(&partial, bytes)
-        .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&partial);
-            CliError::io(path.display().to_string(), e)
-        })
+    use std::io::Write;
+    let mut file = logsql::atomic_write::AtomicFile::create(path)
+        .map_err(|e| CliError::io(path.display().to_string(), e))?;
+    file.file()
+        .write_all(bytes)
+        .and_then(|()| file.commit())
+        .map_err(|e| CliError::io(path.display().to_string(), e))
 }
 
 /// The terminal's (rows, columns), or (40, 100) when stdout is not a terminal.

@@ -25,6 +25,7 @@ use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::mcap_sink::{McapSink, McapWriteOptions, check_schema};
+use super::mcap_sources::ScannedFiles;
 use super::source::LogSource;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
@@ -277,7 +278,10 @@ impl FileFormat for LogFileFormat {
             )));
         }
         check_schema(conf.output_schema())?;
-        let sink = Arc::new(McapSink::new(conf, self.write.clone()));
+        // Channels come only from the files this query scans (never from a
+        // path a `file` value names).
+        let scanned = ScannedFiles::of_plan(&input);
+        let sink = Arc::new(McapSink::new(conf, self.write.clone(), scanned));
         Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
     }
 

@@ -4,31 +4,33 @@
 //! Rows need `topic`, `log_time` and `data`; `publish_time` (null: the log
 //! time), `sequence` (null: 0), `message_type`, `message_encoding` and `file`
 //! are used when present. A row's channel and schema come from the file named
-//! in its `file` column: that file's summary (the one the scan cached) is read,
+//! in its `file` column when the same query scanned that file
+//! ([`super::mcap_sources`]): its summary (the one the scan cached) is read,
 //! and the row gets the channel of that file with the row's topic, message
 //! type and message encoding, mapped to MCAP by
-//! [`logsql_readers::formats::mcap::target`]. Rows without a `file` column (or whose
-//! file cannot be read any more) get a channel keyed by (topic, message type,
-//! message encoding) whose schema record carries only the type name. Each
-//! source file's metadata records and MCAP attachments are written once, when
-//! its first row arrives. Rows are written in the order the query delivers them.
+//! [`logsql_readers::formats::mcap::target`]. Rows without a `file` column, or
+//! whose `file` names anything the query did not scan (never opened), get a
+//! channel keyed by (topic, message type, message encoding) whose schema record
+//! carries only the type name. Each scanned source file's metadata records and
+//! MCAP attachments are written once, when its first row arrives. Rows are
+//! written in the order the query delivers them.
 //!
 //! The `mcap` crate's writer runs on a blocking thread fed through a bounded
-//! channel; the output goes to a temporary name beside the target (a local
-//! file) or in the temporary directory (an object store), and only a complete
-//! file is renamed (uploaded) to the target. An error in the input stream
-//! leaves nothing under the target name. Scan errors of damaged files are
+//! channel; the output goes to an exclusively created temporary file beside
+//! the target ([`crate::atomic_write::AtomicFile`]; for an object store, in the
+//! temporary directory), and only a complete, synced file is renamed
+//! (uploaded) to the target. An error in the input stream leaves the target as
+//! it was and no temporary file. Scan errors of damaged files are
 //! deferred past the sink ([`crate::scanner::damage`]): the sink sees the readable rows
 //! end normally, completes the file, and the query then fails with the note
 //! that the output is complete and valid, as with `COPY ... TO '.parquet'`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
@@ -38,7 +40,6 @@ use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
-use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectStore, ObjectStoreExt};
@@ -46,13 +47,12 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
-use crate::partial::{RemoveOnDrop, partial_path};
+use super::mcap_sources::{ScannedFiles, SourceInfo, SourceResolver};
+use crate::atomic_write::AtomicFile;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::col;
-use crate::storage::object_io::FileLocation;
-use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
-use logsql_readers::model::MetadataInfo;
+use logsql_readers::formats::mcap::target::{McapChannel, named_only};
 
 /// Batches buffered between the query and the writer thread.
 const QUEUE: usize = 4;
@@ -258,32 +258,34 @@ pub enum StreamErrors {
     KeepRows,
 }
 
-/// Writes `stream` as one MCAP file to `target`. Returns the rows written and,
-/// under [`StreamErrors::KeepRows`], the stream's error after which the file
-/// was completed. `progress` is called with the running row count.
+/// Writes `stream` as one MCAP file to `target`. Channels, schemas, metadata
+/// and attachments come only from the files in `scanned` (see
+/// [`super::mcap_sources`]). Returns the rows written and, under
+/// [`StreamErrors::KeepRows`], the stream's error after which the file was
+/// completed. `progress` is called with the running row count.
+#[allow(clippy::too_many_arguments)]
 pub async fn write_mcap(
     mut stream: SendableRecordBatchStream,
     env: Arc<RuntimeEnv>,
     pool: Option<Arc<DescriptorPool>>,
+    scanned: &ScannedFiles,
     options: &McapWriteOptions,
     target: &Target,
     on_error: StreamErrors,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(u64, Option<DataFusionError>)> {
     check_schema(&stream.schema())?;
-    let partial = match target {
-        Target::Local(p) => partial_path(p),
+    let mut out = match target {
+        Target::Local(p) => AtomicFile::create(p).map_err(|e| io_err(p, e))?,
         Target::Store { .. } => {
-            static N: AtomicU64 = AtomicU64::new(0);
-            std::env::temp_dir().join(format!(
-                "logsql-{}-{}.mcap.partial",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ))
+            let temp = std::env::temp_dir().join("logsql-upload.mcap");
+            AtomicFile::create(&temp).map_err(|e| io_err(&temp, e))?
         }
     };
-    let file = File::create(&partial).map_err(|e| io_err(&partial, e))?;
-    let mut cleanup = RemoveOnDrop(Some(partial.clone()));
+    let file = out
+        .file()
+        .try_clone()
+        .map_err(|e| io_err(out.temp_path(), e))?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(QUEUE);
     let opts = options.clone();
     let name = target.name();
@@ -302,11 +304,11 @@ pub async fn write_mcap(
                 }
             }
         }
-        // The query side gave up: the partial file is removed there.
+        // The query side gave up: the temporary file is removed there.
         Ok(None)
     });
 
-    let mut resolver = SourceResolver::new(env, pool);
+    let mut resolver = SourceResolver::new(env, pool, scanned, target.name());
     let mut rows = 0u64;
     let mut failed = None;
     let send = |item| {
@@ -344,19 +346,13 @@ pub async fn write_mcap(
         ));
     };
     match target {
-        Target::Local(path) => {
-            std::fs::rename(&partial, path).map_err(|e| io_err(path, e))?;
-        }
+        Target::Local(path) => out.commit().map_err(|e| io_err(path, e))?,
         Target::Store { store, path, url } => {
-            upload(&partial, store, path).await.map_err(|e| {
+            upload(out.temp_path(), store, path).await.map_err(|e| {
                 DataFusionError::Execution(format!("uploading the MCAP file to {url}: {e}"))
             })?;
         }
     }
-    cleanup.0 = match target {
-        Target::Local(_) => None,
-        Target::Store { .. } => Some(partial),
-    };
     Ok((written, failed))
 }
 
@@ -391,172 +387,6 @@ enum Item {
     Source(String, Option<Arc<SourceInfo>>),
     Batch(RecordBatch),
     Finish,
-}
-
-/// What the writer takes from one source file.
-#[derive(Debug, Default)]
-pub(crate) struct SourceInfo {
-    /// The MCAP profile it suggests (`ros1` for bags, an MCAP file's own).
-    profile: String,
-    /// Its channels by (topic, message type, message encoding); the lowest id wins.
-    channels: HashMap<(String, Option<String>, String), McapChannel>,
-    /// Schemas by (message type, message encoding), for rows whose topic a query renamed.
-    schemas: HashMap<(String, String), McapSchema>,
-    /// Its metadata records.
-    metadata: Vec<MetadataInfo>,
-    /// Its MCAP attachments.
-    attachments: Vec<mcap::Attachment<'static>>,
-}
-
-/// Finds the source files of a stream's rows (the `file` column) and reads
-/// their summaries, once per file.
-struct SourceResolver {
-    env: Arc<RuntimeEnv>,
-    pool: Option<Arc<DescriptorPool>>,
-    seen: HashSet<String>,
-}
-
-impl SourceResolver {
-    fn new(env: Arc<RuntimeEnv>, pool: Option<Arc<DescriptorPool>>) -> Self {
-        Self {
-            env,
-            pool,
-            seen: HashSet::new(),
-        }
-    }
-
-    /// The files of `batch` not met before, each with what could be read of it.
-    async fn new_sources(
-        &mut self,
-        batch: &RecordBatch,
-    ) -> Result<Vec<(String, Option<Arc<SourceInfo>>)>> {
-        let Some(files) = batch.column_by_name(col::FILE) else {
-            return Ok(Vec::new());
-        };
-        let files = cast(files, &DataType::Utf8)?;
-        let files = files.as_string::<i32>();
-        let mut new = Vec::new();
-        let mut last: Option<&str> = None;
-        for f in files.iter().flatten() {
-            if last == Some(f) || self.seen.contains(f) {
-                last = Some(f);
-                continue;
-            }
-            last = Some(f);
-            self.seen.insert(f.to_string());
-            let info = match self.load(f).await {
-                Ok(info) => Some(Arc::new(info)),
-                Err(e) => {
-                    log::warn!(
-                        "writing MCAP: no channels from {f} ({e}); its rows get channels from their own columns"
-                    );
-                    None
-                }
-            };
-            new.push((f.to_string(), info));
-        }
-        Ok(new)
-    }
-
-    /// Reads the summary of `file` (a `file` column value: a local path or an object URL).
-    async fn load(&self, file: &str) -> Result<SourceInfo> {
-        let (store_url, path) = if crate::storage::object_io::is_local(file) {
-            let local = file.strip_prefix("file://").unwrap_or(file);
-            let path = ObjectPath::from_absolute_path(local)
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            (ObjectStoreUrl::local_filesystem(), path)
-        } else {
-            let url = url::Url::parse(file).map_err(|e| DataFusionError::External(Box::new(e)))?;
-            let store = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?;
-            let path = ObjectPath::from_url_path(url.path())
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            (store, path)
-        };
-        let store = self.env.object_store(&store_url)?;
-        let meta = store.head(&path).await?;
-        let mut loc = FileLocation::from_store(store, meta);
-        if !loc.local {
-            loc.name = file.to_string();
-        }
-        let cache = crate::storage::summary_cache::of(&self.env);
-        let cached = loc.summary(Some(cache), None).await.map_err(df_err)?;
-        let summary = Arc::clone(&cached.summary);
-        let format = cached.format.name();
-        let mut channels: Vec<_> = summary.channels.values().cloned().collect();
-        if let Some(pool) = &self.pool {
-            logsql_decode::descriptors::attach(pool, &mut channels);
-        }
-        let mut info = SourceInfo {
-            profile: match format {
-                "bag" => "ros1".to_string(),
-                _ => summary
-                    .properties
-                    .iter()
-                    .find(|(k, _)| k == "profile")
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default(),
-            },
-            metadata: summary.metadata.clone(),
-            ..Default::default()
-        };
-        for ch in &channels {
-            let key = (
-                ch.topic.clone(),
-                ch.message_type.clone(),
-                ch.message_encoding.clone(),
-            );
-            let mapped = mcap_channel(format, ch);
-            if let (Some(ty), Some(s)) = (&ch.message_type, &mapped.schema) {
-                info.schemas
-                    .entry((ty.clone(), ch.message_encoding.clone()))
-                    .or_insert_with(|| s.clone());
-            }
-            info.channels.entry(key).or_insert(mapped);
-        }
-        if !summary.attachments.is_empty() {
-            let atts = summary.attachments.clone();
-            info.attachments = tokio::task::spawn_blocking(move || read_attachments(&loc, &atts))
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))??;
-        }
-        Ok(info)
-    }
-}
-
-/// The attachments `atts` of the MCAP file at `loc`, read whole.
-fn read_attachments(
-    loc: &FileLocation,
-    atts: &[logsql_readers::model::AttachmentInfo],
-) -> Result<Vec<mcap::Attachment<'static>>> {
-    let file = loc.open().map_err(df_err)?;
-    let mut out = Vec::with_capacity(atts.len());
-    for a in atts {
-        // Opcode and record length come first.
-        let (Some(start), Some(len)) = (a.offset.checked_add(9), a.length.checked_sub(9)) else {
-            continue;
-        };
-        let mut buf =
-            vec![0u8; usize::try_from(len).map_err(|e| DataFusionError::External(Box::new(e)))?];
-        file.read_exact_at(start, &mut buf)
-            .map_err(|e| df_err(logsql_readers::Error::io(loc.display_name(), e)))?;
-        let parsed =
-            logsql_readers::formats::mcap::records::parse_attachment(&buf).map_err(|e| {
-                DataFusionError::Execution(format!(
-                    "{}: attachment '{}' at offset {}: {e}",
-                    loc.display_name(),
-                    a.name,
-                    a.offset
-                ))
-            })?;
-        out.push(mcap::Attachment {
-            log_time: parsed.header.log_time,
-            create_time: parsed.header.create_time,
-            name: parsed.header.name.to_string(),
-            media_type: parsed.header.media_type.to_string(),
-            data: parsed.data.to_vec().into(),
-        });
-    }
-    Ok(out)
 }
 
 /// The `mcap` crate's writer fed with record batches (on a blocking thread).
@@ -813,12 +643,23 @@ fn nanos(c: &Arc<dyn Array>) -> Result<Arc<dyn Array>> {
 pub(crate) struct McapSink {
     config: FileSinkConfig,
     options: McapWriteOptions,
+    /// The files the query's scans read: the only ones channels come from.
+    scanned: ScannedFiles,
 }
 
 impl McapSink {
-    /// The sink writing `config`'s target with `options`.
-    pub(crate) fn new(config: FileSinkConfig, options: McapWriteOptions) -> Self {
-        Self { config, options }
+    /// The sink writing `config`'s target with `options`, taking channels from
+    /// the files of `scanned` only.
+    pub(crate) fn new(
+        config: FileSinkConfig,
+        options: McapWriteOptions,
+        scanned: ScannedFiles,
+    ) -> Self {
+        Self {
+            config,
+            options,
+            scanned,
+        }
     }
 }
 
@@ -861,6 +702,7 @@ impl DataSink for McapSink {
             data,
             env,
             pool,
+            &self.scanned,
             &self.options,
             &target,
             StreamErrors::Abort,
