@@ -351,18 +351,54 @@ fn a_db3_zstd_bomb_is_capped_and_leaves_no_temporary_file() {
     assert!(r.stderr.contains("logsql.max_chunk_bytes"), "{}", r.stderr);
 }
 
-#[test]
-fn stale_temporary_directories_are_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("b_0.db3");
+/// A rosbag2 database of ten messages compressed whole (`b_0.db3.zstd`) in `dir`.
+fn db3_zstd(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("b_0.db3");
     crate::ros2_reader::write_bag(&db, 10, 16, true, false);
-    let zst = dir.path().join("b_0.db3.zstd");
+    let zst = dir.join("b_0.db3.zstd");
     std::fs::write(
         &zst,
         zstd::encode_all(&std::fs::read(&db).unwrap()[..], 3).unwrap(),
     )
     .unwrap();
     std::fs::remove_file(&db).unwrap();
+    zst
+}
+
+#[test]
+fn the_session_chunk_limit_governs_the_summary_of_a_db3_zstd() {
+    let dir = tempfile::tempdir().unwrap();
+    let zst = db3_zstd(dir.path());
+    let sql = format!("SELECT count(*) AS n FROM '{}'", zst.display());
+    // The summary decompresses the database: over 4096 bytes, the cap set.
+    let r = run(&[
+        "--format",
+        "csv",
+        "-c",
+        &format!("SET logsql.max_chunk_bytes = 4096; {sql}"),
+    ]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("b_0.db3.zstd"), "{}", r.stderr);
+    assert!(r.stderr.contains("more than 4096 bytes"), "{}", r.stderr);
+    assert!(r.stderr.contains("logsql.max_chunk_bytes"), "{}", r.stderr);
+    // The default cap (and any cap the database fits under) reads it.
+    let r = run(&["--format", "csv", &sql]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("10"), "{}", r.stderr);
+    let r = run(&[
+        "--format",
+        "csv",
+        "-c",
+        &format!("SET logsql.max_chunk_bytes = 1048576; {sql}"),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("10"), "{}", r.stderr);
+}
+
+#[test]
+fn stale_temporary_directories_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let zst = db3_zstd(dir.path());
     // run() checks that TMPDIR ends empty; a stale directory is made first.
     let tmp = tempfile::tempdir().unwrap();
     let stale = tmp.path().join(format!("logsql-{}", (1u32 << 22) + 5));
