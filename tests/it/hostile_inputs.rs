@@ -470,3 +470,107 @@ fn sqlite_virtual_tables_are_not_read_as_rosbag2_tables() {
         assert!(r.stderr.contains("virtual table"), "{}", r.stderr);
     }
 }
+
+/// Where links `a -> .` and `b -> .` loop beside a real file of two
+/// messages, SQL and `logsql info` read the file and name each link in a warning.
+#[cfg(unix)]
+#[test]
+fn a_directory_whose_links_loop_is_read_with_a_warning_per_link() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.mcap"), mcap_with_bombs(&[])).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("a")).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("b")).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let warned = |stderr: &str| {
+        for link in ["a", "b"] {
+            let w = format!("{d}/{link}: a symbolic link to {d}, a directory it is in (a loop)");
+            assert_eq!(stderr.matches(&w).count(), 1, "{stderr}");
+        }
+    };
+    for sql in [
+        format!("SELECT count(*) AS n FROM '{d}/'"),
+        format!("SELECT count(*) AS n FROM '{d}/**/*.mcap'"),
+        format!(
+            "SET datafusion.execution.listing_table_ignore_subdirectory = false; \
+             SELECT count(*) AS n FROM '{d}'"
+        ),
+    ] {
+        let r = run(&["--format", "csv", "-c", &sql]);
+        assert_eq!(r.code, Some(0), "{sql}: {}", r.stderr);
+        assert_eq!(r.stdout.lines().nth(1), Some("2"), "{sql}: {}", r.stderr);
+        warned(&r.stderr);
+    }
+    let r = run(&["info", d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("run.mcap"), "{}", r.stdout);
+    assert!(!r.stdout.contains("/a/"), "{}", r.stdout);
+    warned(&r.stderr);
+}
+
+/// Directories that each link twice to the next (2^40 paths) are walked
+/// once each: no hang, no warning (nothing is lost), every file once.
+#[cfg(unix)]
+#[test]
+fn links_that_fan_out_are_walked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..=40 {
+        let sub = dir.path().join(format!("d{i:02}"));
+        std::fs::create_dir(&sub).unwrap();
+        if i < 40 {
+            let next = format!("../d{:02}", i + 1);
+            std::os::unix::fs::symlink(&next, sub.join("x")).unwrap();
+            std::os::unix::fs::symlink(&next, sub.join("y")).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("d40/run.mcap"), mcap_with_bombs(&[])).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let sql = format!(
+        "SET datafusion.execution.listing_table_ignore_subdirectory = false; \
+         SELECT count(*) AS n FROM '{d}'"
+    );
+    let r = run(&["--format", "csv", "-c", &sql]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("2"), "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let r = run(&["info", d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.matches("run.mcap").count(), 1, "{}", r.stdout);
+}
+
+/// Directories deeper than the walk's limit (32 below the one named) are
+/// left out, with a warning naming the first of them.
+#[test]
+fn a_walk_stops_at_the_depth_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut deep = dir.path().to_path_buf();
+    for i in 0..40 {
+        deep.push(format!("l{i}"));
+        std::fs::create_dir(&deep).unwrap();
+        if i == 31 || i == 32 {
+            std::fs::write(deep.join("run.mcap"), mcap_with_bombs(&[])).unwrap();
+        }
+    }
+    let d = dir.path().to_str().unwrap();
+    let first_left_out = dir.path().join(
+        (0..=32)
+            .map(|i| format!("l{i}"))
+            .collect::<Vec<_>>()
+            .join("/"),
+    );
+    let warning = format!(
+        "{}: more than 32 directories below {d}; its files are left out",
+        first_left_out.display()
+    );
+    let sql = format!(
+        "SET datafusion.execution.listing_table_ignore_subdirectory = false; \
+         SELECT count(*) AS n FROM '{d}'"
+    );
+    let r = run(&["--format", "csv", "-c", &sql]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("2"), "{}", r.stderr);
+    assert_eq!(r.stderr.matches(&warning).count(), 1, "{}", r.stderr);
+    let r = run(&["info", d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.matches("run.mcap").count(), 1, "{}", r.stdout);
+    assert!(r.stderr.contains(&warning), "{}", r.stderr);
+}

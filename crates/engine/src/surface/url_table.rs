@@ -439,8 +439,10 @@ pub(crate) fn hive_partitions<'a>(
 }
 
 /// Wraps the session's default schema so that unknown table names that are paths
-/// become log tables.
+/// become log tables, and lists local directories without following links
+/// into loops ([`crate::storage::local_walk`]).
 pub(crate) fn install(ctx: &SessionContext) -> Result<()> {
+    crate::storage::stores::ensure_safe_local(&ctx.runtime_env());
     let (catalog_name, schema_name) = {
         let state = ctx.state();
         let opts = &state.config_options().catalog;
