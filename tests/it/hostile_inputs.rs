@@ -424,6 +424,34 @@ fn stale_temporary_directories_are_removed() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+#[test]
+fn stale_temporary_directories_are_removed_when_logsql_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Of a process that ended (a pid above the kernel's maximum, 2^22)...
+    let stale = tmp.path().join(format!("logsql-{}", (1u32 << 22) + 9));
+    std::fs::create_dir_all(stale.join("sub")).unwrap();
+    std::fs::write(stale.join("ros2-x.db3"), b"old").unwrap();
+    // ... of a process that runs (this one), and not logsql's at all.
+    let running = tmp.path().join(format!("logsql-{}", std::process::id()));
+    let other = tmp.path().join("logsql-notes");
+    for keep in [&running, &other] {
+        std::fs::create_dir_all(keep).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--format", "csv", "SELECT 1 AS one"])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stale.exists(), "the stale directory is removed");
+    assert!(running.exists() && other.exists());
+}
+
 #[cfg(unix)]
 #[test]
 fn metadata_yaml_that_is_a_device_or_a_pipe_is_not_read() {
