@@ -35,7 +35,8 @@ use datafusion::object_store::{
 };
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use object_store::local::LocalFileSystem;
+// DataFusion's execution crate builds object_store with `fs`, so `local` is there.
+use datafusion::object_store::local::LocalFileSystem;
 use parking_lot::Mutex;
 
 /// Most directories a listing descends below the directory listed.
