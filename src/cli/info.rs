@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::Path;
 
 use datafusion::execution::SessionState;
+use logsql::LogsqlOptions;
 use logsql::storage::object_io::{FileLocation, is_local};
 use logsql::storage::summary_cache::{self, CachedSummary};
 use logsql::surface::header_walk::{HeaderWalk, TopicCount, count_topics};
@@ -188,14 +189,15 @@ async fn read(state: &SessionState, path: &str) -> CliResult<Vec<File>> {
         read: read.map(|cached| (loc.clone(), cached)),
     };
     let cache = summary_cache::of(state.runtime_env());
+    let limits = LogsqlOptions::from_config(state.config_options()).limits();
     if let [(loc, format)] = resolved.files.as_slice()
         && !resolved.many
     {
         // One file: summarised (or said not to be a log) whatever it holds.
-        return Ok(vec![file(
-            loc,
-            loc.summary(Some(cache), format.clone()).await,
-        )]);
+        let read = loc
+            .summary_with_limits(Some(cache), format.clone(), limits)
+            .await;
+        return Ok(vec![file(loc, read)]);
     }
     let mut files = Vec::new();
     for ((loc, _), read) in resolved.summaries(state).await? {
@@ -203,7 +205,8 @@ async fn read(state: &SessionState, path: &str) -> CliResult<Vec<File>> {
     }
     // Named like a log, but no format recognises it: damaged, the detection says how.
     for (loc, _) in resolved.unrecognised_logs() {
-        files.push(file(loc, loc.summary(Some(cache.clone()), None).await));
+        let read = loc.summary_with_limits(Some(cache.clone()), None, limits);
+        files.push(file(loc, read.await));
     }
     if is_local(path) {
         files.sort_by(|a, b| Path::new(&a.name).cmp(Path::new(&b.name)));

@@ -351,18 +351,54 @@ fn a_db3_zstd_bomb_is_capped_and_leaves_no_temporary_file() {
     assert!(r.stderr.contains("logsql.max_chunk_bytes"), "{}", r.stderr);
 }
 
-#[test]
-fn stale_temporary_directories_are_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("b_0.db3");
+/// A rosbag2 database of ten messages compressed whole (`b_0.db3.zstd`) in `dir`.
+fn db3_zstd(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("b_0.db3");
     crate::ros2_reader::write_bag(&db, 10, 16, true, false);
-    let zst = dir.path().join("b_0.db3.zstd");
+    let zst = dir.join("b_0.db3.zstd");
     std::fs::write(
         &zst,
         zstd::encode_all(&std::fs::read(&db).unwrap()[..], 3).unwrap(),
     )
     .unwrap();
     std::fs::remove_file(&db).unwrap();
+    zst
+}
+
+#[test]
+fn the_session_chunk_limit_governs_the_summary_of_a_db3_zstd() {
+    let dir = tempfile::tempdir().unwrap();
+    let zst = db3_zstd(dir.path());
+    let sql = format!("SELECT count(*) AS n FROM '{}'", zst.display());
+    // The summary decompresses the database: over 4096 bytes, the cap set.
+    let r = run(&[
+        "--format",
+        "csv",
+        "-c",
+        &format!("SET logsql.max_chunk_bytes = 4096; {sql}"),
+    ]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("b_0.db3.zstd"), "{}", r.stderr);
+    assert!(r.stderr.contains("more than 4096 bytes"), "{}", r.stderr);
+    assert!(r.stderr.contains("logsql.max_chunk_bytes"), "{}", r.stderr);
+    // The default cap (and any cap the database fits under) reads it.
+    let r = run(&["--format", "csv", &sql]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("10"), "{}", r.stderr);
+    let r = run(&[
+        "--format",
+        "csv",
+        "-c",
+        &format!("SET logsql.max_chunk_bytes = 1048576; {sql}"),
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("10"), "{}", r.stderr);
+}
+
+#[test]
+fn stale_temporary_directories_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let zst = db3_zstd(dir.path());
     // run() checks that TMPDIR ends empty; a stale directory is made first.
     let tmp = tempfile::tempdir().unwrap();
     let stale = tmp.path().join(format!("logsql-{}", (1u32 << 22) + 5));
@@ -386,6 +422,34 @@ fn stale_temporary_directories_are_removed() {
     );
     assert!(!stale.exists(), "the stale directory is removed");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn stale_temporary_directories_are_removed_when_logsql_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Of a process that ended (a pid above the kernel's maximum, 2^22)...
+    let stale = tmp.path().join(format!("logsql-{}", (1u32 << 22) + 9));
+    std::fs::create_dir_all(stale.join("sub")).unwrap();
+    std::fs::write(stale.join("ros2-x.db3"), b"old").unwrap();
+    // ... of a process that runs (this one), and not logsql's at all.
+    let running = tmp.path().join(format!("logsql-{}", std::process::id()));
+    let other = tmp.path().join("logsql-notes");
+    for keep in [&running, &other] {
+        std::fs::create_dir_all(keep).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--format", "csv", "SELECT 1 AS one"])
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stale.exists(), "the stale directory is removed");
+    assert!(running.exists() && other.exists());
 }
 
 #[cfg(unix)]
@@ -433,4 +497,108 @@ fn sqlite_virtual_tables_are_not_read_as_rosbag2_tables() {
         assert!(r.stderr.contains("b_0.db3"), "{}", r.stderr);
         assert!(r.stderr.contains("virtual table"), "{}", r.stderr);
     }
+}
+
+/// Where links `a -> .` and `b -> .` loop beside a real file of two
+/// messages, SQL and `logsql info` read the file and name each link in a warning.
+#[cfg(unix)]
+#[test]
+fn a_directory_whose_links_loop_is_read_with_a_warning_per_link() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("run.mcap"), mcap_with_bombs(&[])).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("a")).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("b")).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let warned = |stderr: &str| {
+        for link in ["a", "b"] {
+            let w = format!("{d}/{link}: a symbolic link to {d}, a directory it is in (a loop)");
+            assert_eq!(stderr.matches(&w).count(), 1, "{stderr}");
+        }
+    };
+    for sql in [
+        format!("SELECT count(*) AS n FROM '{d}/'"),
+        format!("SELECT count(*) AS n FROM '{d}/**/*.mcap'"),
+        format!(
+            "SET datafusion.execution.listing_table_ignore_subdirectory = false; \
+             SELECT count(*) AS n FROM '{d}'"
+        ),
+    ] {
+        let r = run(&["--format", "csv", "-c", &sql]);
+        assert_eq!(r.code, Some(0), "{sql}: {}", r.stderr);
+        assert_eq!(r.stdout.lines().nth(1), Some("2"), "{sql}: {}", r.stderr);
+        warned(&r.stderr);
+    }
+    let r = run(&["info", d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("run.mcap"), "{}", r.stdout);
+    assert!(!r.stdout.contains("/a/"), "{}", r.stdout);
+    warned(&r.stderr);
+}
+
+/// Directories that each link twice to the next (2^40 paths) are walked
+/// once each: no hang, no warning (nothing is lost), every file once.
+#[cfg(unix)]
+#[test]
+fn links_that_fan_out_are_walked_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..=40 {
+        let sub = dir.path().join(format!("d{i:02}"));
+        std::fs::create_dir(&sub).unwrap();
+        if i < 40 {
+            let next = format!("../d{:02}", i + 1);
+            std::os::unix::fs::symlink(&next, sub.join("x")).unwrap();
+            std::os::unix::fs::symlink(&next, sub.join("y")).unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("d40/run.mcap"), mcap_with_bombs(&[])).unwrap();
+    let d = dir.path().to_str().unwrap();
+    let sql = format!(
+        "SET datafusion.execution.listing_table_ignore_subdirectory = false; \
+         SELECT count(*) AS n FROM '{d}'"
+    );
+    let r = run(&["--format", "csv", "-c", &sql]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("2"), "{}", r.stderr);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let r = run(&["info", d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.matches("run.mcap").count(), 1, "{}", r.stdout);
+}
+
+/// Directories deeper than the walk's limit (32 below the one named) are
+/// left out, with a warning naming the first of them.
+#[test]
+fn a_walk_stops_at_the_depth_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut deep = dir.path().to_path_buf();
+    for i in 0..40 {
+        deep.push(format!("l{i}"));
+        std::fs::create_dir(&deep).unwrap();
+        if i == 31 || i == 32 {
+            std::fs::write(deep.join("run.mcap"), mcap_with_bombs(&[])).unwrap();
+        }
+    }
+    let d = dir.path().to_str().unwrap();
+    let first_left_out = dir.path().join(
+        (0..=32)
+            .map(|i| format!("l{i}"))
+            .collect::<Vec<_>>()
+            .join("/"),
+    );
+    let warning = format!(
+        "{}: more than 32 directories below {d}; its files are left out",
+        first_left_out.display()
+    );
+    let sql = format!(
+        "SET datafusion.execution.listing_table_ignore_subdirectory = false; \
+         SELECT count(*) AS n FROM '{d}'"
+    );
+    let r = run(&["--format", "csv", "-c", &sql]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("2"), "{}", r.stderr);
+    assert_eq!(r.stderr.matches(&warning).count(), 1, "{}", r.stderr);
+    let r = run(&["info", d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.matches("run.mcap").count(), 1, "{}", r.stdout);
+    assert!(r.stderr.contains(&warning), "{}", r.stderr);
 }

@@ -219,7 +219,11 @@ impl FileFormat for LogFileFormat {
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
         let cache = summary_cache::of(state.runtime_env());
-        let cached = match loc.summary(Some(cache), self.format.clone()).await {
+        let limits = LogsqlOptions::from_config(state.config_options()).limits();
+        let cached = match loc
+            .summary_with_limits(Some(cache), self.format.clone(), limits)
+            .await
+        {
             Ok(cached) => cached,
             Err(e) if self.defer_damage && e.is_unreadable() => {
                 return Ok(Statistics::new_unknown(&table_schema));
@@ -236,6 +240,7 @@ impl FileFormat for LogFileFormat {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let options = LogsqlOptions::from_config(state.config_options());
         let time_order = options.time_order;
+        let limits = options.limits();
         let summaries = summary_cache::of(state.runtime_env());
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(
@@ -257,7 +262,8 @@ impl FileFormat for LogFileFormat {
             && conf.output_ordering.is_empty()
         {
             let store = state.runtime_env().object_store(&conf.object_store_url)?;
-            time_order::declare(&mut conf, store, summaries, self.format.clone(), &self.skip).await;
+            let format = self.format.clone();
+            time_order::declare(&mut conf, store, summaries, format, &self.skip, limits).await;
         }
         Ok(DataSourceExec::from_data_source(conf))
     }

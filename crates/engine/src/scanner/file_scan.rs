@@ -84,6 +84,7 @@ impl FileScan {
             &loc.meta,
             plan.format.as_ref(),
             &file,
+            &plan.selection.limits,
         );
         metrics.bytes_read.add(file.take_count() as usize);
         let cached = match loaded {

@@ -128,13 +128,15 @@ pub(crate) fn log_time_ordering(schema: &SchemaRef) -> Option<LexOrdering> {
 /// Declares `log_time ASC` on `conf` when every file it reads is in time
 /// order ([`file_in_time_order`]); files in `skip` are not read and do not
 /// count. A file whose summary cannot be read leaves the scan undeclared (the
-/// scan reports it when it reads the file).
+/// scan reports it when it reads the file). Summaries not yet cached are read
+/// under the session's size caps `limits`.
 pub async fn declare(
     conf: &mut FileScanConfig,
     store: Arc<dyn ObjectStore>,
     summaries: crate::storage::summary_cache::SummaryCache,
     format: Option<Arc<dyn FormatReader>>,
     skip: &HashSet<ObjectPath>,
+    limits: logsql_readers::limits::Limits,
 ) {
     let Some(ordering) = log_time_ordering(conf.file_source.table_schema().table_schema()) else {
         return;
@@ -150,7 +152,7 @@ pub async fn declare(
         let format = format.clone();
         let summaries = Arc::clone(&summaries);
         async move {
-            loc.summary(Some(summaries), format)
+            loc.summary_with_limits(Some(summaries), format, limits)
                 .await
                 .is_ok_and(|c| file_in_time_order(c.format.as_ref(), &c.summary))
         }

@@ -16,6 +16,7 @@ use datafusion::object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use logsql_readers::error::{Error, Result};
 use logsql_readers::io::{FileReader, ReadAt};
+use logsql_readers::limits::Limits;
 
 /// Small reads fetch at least this many bytes, kept for the reads that follow
 /// (record headers, index records, a footer and the summary before it).
@@ -200,11 +201,26 @@ impl FileLocation {
     }
 
     /// Reads the file's summary on a blocking thread, from `cache` (the
-    /// session's file-metadata cache) when it holds it, else into it.
+    /// session's file-metadata cache) when it holds it, else into it, under
+    /// the default size caps ([`FileLocation::summary_with_limits`] takes a
+    /// session's).
     pub async fn summary(
         &self,
         cache: Option<super::summary_cache::SummaryCache>,
         format: Option<Arc<dyn logsql_readers::formats::FormatReader>>,
+    ) -> Result<super::summary_cache::CachedSummary> {
+        self.summary_with_limits(cache, format, Limits::default())
+            .await
+    }
+
+    /// [`FileLocation::summary`] under the size caps `limits` (from the
+    /// session's options: `LogsqlOptions::limits`): decompression while the
+    /// summary is read, and the temporary copy of a `.db3.zstd`, stop at them.
+    pub async fn summary_with_limits(
+        &self,
+        cache: Option<super::summary_cache::SummaryCache>,
+        format: Option<Arc<dyn logsql_readers::formats::FormatReader>>,
+        limits: Limits,
     ) -> Result<super::summary_cache::CachedSummary> {
         let store = self.store_id();
         if let Some(hit) = super::summary_cache::lookup(cache.as_deref(), &store, &self.meta)
@@ -223,6 +239,7 @@ impl FileLocation {
                 &loc.meta,
                 format.as_ref(),
                 file.as_ref(),
+                &limits,
             )
             .map(|(cached, _)| cached)
         })

@@ -316,10 +316,54 @@ pub fn ensure(runtime: &RuntimeEnv, url: &Url) -> Result<()> {
     Ok(())
 }
 
-/// An object-store registry that builds stores for cloud URLs when first asked.
-#[derive(Debug, Default)]
+/// An object-store registry that builds stores for cloud URLs when first
+/// asked; `file://` is the local file system listed by
+/// [`super::local_walk::SafeLocalFileSystem`].
+#[derive(Debug)]
 pub(crate) struct StoreRegistry {
     inner: DefaultObjectStoreRegistry,
+}
+
+impl Default for StoreRegistry {
+    fn default() -> Self {
+        let inner = DefaultObjectStoreRegistry::new();
+        inner.register_store(
+            &local_url(),
+            Arc::new(super::local_walk::SafeLocalFileSystem::new()),
+        );
+        Self { inner }
+    }
+}
+
+/// The URL of the local file system's store, `file://`.
+pub(crate) fn local_url() -> Url {
+    Url::parse("file://").expect("file:// is a URL")
+}
+
+/// Registers [`super::local_walk::SafeLocalFileSystem`] as `runtime`'s
+/// `file://` store when the one there is DataFusion's default
+/// `LocalFileSystem` (a context logsql did not build); a store the
+/// application registered itself is kept.
+pub fn ensure_safe_local(runtime: &RuntimeEnv) {
+    let url = local_url();
+    let default = runtime
+        .object_store_registry
+        .get_store(&url)
+        .is_ok_and(|s| s.to_string() == "LocalFileSystem(file:///)");
+    if default && !is_safe_local(runtime) {
+        runtime.register_object_store(
+            &url,
+            Arc::new(super::local_walk::SafeLocalFileSystem::new()),
+        );
+    }
+}
+
+/// Whether `runtime`'s `file://` store is [`super::local_walk::SafeLocalFileSystem`].
+fn is_safe_local(runtime: &RuntimeEnv) -> bool {
+    runtime
+        .object_store_registry
+        .get_store(&local_url())
+        .is_ok_and(|s| format!("{s:?}").starts_with("SafeLocalFileSystem"))
 }
 
 impl ObjectStoreRegistry for StoreRegistry {

@@ -30,6 +30,7 @@ use datafusion::object_store::ObjectMeta;
 use logsql_readers::error::Result;
 use logsql_readers::formats::{self, FormatReader};
 use logsql_readers::io::ReadAt;
+use logsql_readers::limits::Limits;
 use logsql_readers::model::{Channel, ChunkMeta, Summary};
 
 /// The runtime's file-metadata cache, as the engine passes it around.
@@ -194,13 +195,17 @@ pub fn lookup(
 
 /// The summary of `file` (the object `meta` in `store`), from `cache` or read
 /// and then cached, detecting the format when `format` is `None`. Also says
-/// whether the cache answered.
+/// whether the cache answered. A summary read here is read under `limits`
+/// (the session's `logsql.max_chunk_bytes` and `logsql.max_message_bytes`,
+/// see [`FormatReader::summary_with_limits`]); a cached one cost nothing to
+/// decompress and is returned whatever they are.
 pub(crate) fn get_or_load(
     cache: Option<&FileMetadataCache>,
     store: &str,
     meta: &ObjectMeta,
     format: Option<&Arc<dyn FormatReader>>,
     file: &dyn ReadAt,
+    limits: &Limits,
 ) -> Result<(CachedSummary, bool)> {
     if let Some(hit) = lookup(cache, store, meta)
         && format.is_none_or(|f| f.name() == hit.format.name())
@@ -229,7 +234,7 @@ pub(crate) fn get_or_load(
         }
         None => formats::detect(file)?,
     };
-    let summary = format.summary(file)?;
+    let summary = format.summary_with_limits(file, limits)?;
     let entry = CachedSummary::new(format, summary, store);
     if let Some(cache) = cache {
         cache.put(

@@ -106,8 +106,10 @@ async fn plan_table(
         .copied()
         .collect();
     let cache = crate::storage::summary_cache::of(state.runtime_env());
+    let limits =
+        crate::scanner::options::LogsqlOptions::from_config(state.config_options()).limits();
     let cached = first
-        .summary(Some(cache), Some(Arc::clone(format)))
+        .summary_with_limits(Some(cache), Some(Arc::clone(format)), limits)
         .await
         .map_err(df_err)?;
     let table = format.table(name).map_err(df_err)?;

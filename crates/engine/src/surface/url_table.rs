@@ -23,6 +23,7 @@ use parking_lot::RwLock;
 
 use crate::datasource::file_format::LogFileFormat;
 use crate::scanner::error::df_err;
+use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::messages_table_schema;
 use crate::storage::object_io::FileLocation;
 use crate::storage::object_io::is_local;
@@ -80,8 +81,10 @@ impl ResolvedPath {
     }
 
     /// The summary of each of [`ResolvedPath::log_files`], through the
-    /// session's summary cache, in listing order. A file of a directory or
-    /// glob that cannot be read as a log file ([`logsql_readers::Error::is_unreadable`])
+    /// session's summary cache, in listing order, read under the session's
+    /// size caps (`logsql.max_chunk_bytes`, `logsql.max_message_bytes`). A
+    /// file of a directory or glob that cannot be read as a log file
+    /// ([`logsql_readers::Error::is_unreadable`])
     /// gives its error in place of a summary, for the caller to report by the
     /// `on_error` policy; any other error (or a single file's) fails.
     pub async fn summaries(
@@ -94,10 +97,14 @@ impl ResolvedPath {
         )>,
     > {
         let cache = summary_cache::of(state.runtime_env());
+        let limits = LogsqlOptions::from_config(state.config_options()).limits();
         let mut out = Vec::new();
         for entry in self.log_files() {
             let (loc, format) = entry;
-            let summary = match loc.summary(Some(Arc::clone(&cache)), format.clone()).await {
+            let summary = loc
+                .summary_with_limits(Some(Arc::clone(&cache)), format.clone(), limits)
+                .await;
+            let summary = match summary {
                 Err(e) if !(self.many && e.is_unreadable()) => return Err(df_err(e)),
                 summary => summary,
             };
@@ -432,8 +439,10 @@ pub(crate) fn hive_partitions<'a>(
 }
 
 /// Wraps the session's default schema so that unknown table names that are paths
-/// become log tables.
+/// become log tables, and lists local directories without following links
+/// into loops ([`crate::storage::local_walk`]).
 pub(crate) fn install(ctx: &SessionContext) -> Result<()> {
+    crate::storage::stores::ensure_safe_local(&ctx.runtime_env());
     let (catalog_name, schema_name) = {
         let state = ctx.state();
         let opts = &state.config_options().catalog;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
+use crate::limits::Limits;
 use crate::model::{
     Channel, ChannelSchema, ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink,
     Selection, Summary,
@@ -58,6 +59,17 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
     /// file to rebuild the chunk list (a recovery scan). Damage that still leaves
     /// a readable prefix is reported in [`Summary::damage`], not as an error.
     fn summary(&self, file: &dyn ReadAt) -> Result<Summary>;
+
+    /// [`FormatReader::summary`] under the size caps `limits` (the session's
+    /// `logsql.max_chunk_bytes` and `logsql.max_message_bytes`): a chunk a
+    /// recovery scan decompresses, or the temporary copy of a database
+    /// compressed whole (`.db3.zstd`), is bounded by them rather than by the
+    /// defaults [`FormatReader::summary`] applies. The default ignores
+    /// `limits`: formats whose summaries decompress nothing need no more.
+    fn summary_with_limits(&self, file: &dyn ReadAt, limits: &Limits) -> Result<Summary> {
+        let _ = limits;
+        self.summary(file)
+    }
 
     /// Delivers the messages of one chunk of `summary` to `sink`, restricted (as
     /// far as is cheap) to `sel`. On damage inside the chunk, the messages before

@@ -100,9 +100,10 @@ struct Parts {
 }
 
 /// Builds the summary of a bag (see the module documentation).
-pub(crate) fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
+/// Chunks it decompresses (a recovery scan) are bounded by `limits`.
+pub(crate) fn read_summary(file: &dyn ReadAt, limits: &crate::limits::Limits) -> Result<Summary> {
     let size = file.size();
-    let ctx = ErrorContext::new(file.name(), "bag", size);
+    let ctx = ErrorContext::new(file.name(), "bag", size).with_limits(*limits);
     let head = file.read_upto(0, MAGIC.len()).map_err(|e| ctx.io(e))?;
     if size == 0 {
         return Err(ctx.truncated(0, "empty file (0 bytes): no ROS bag magic"));

@@ -71,7 +71,15 @@ impl FormatReader for McapFormat {
     }
 
     fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
-        summary::read_summary(file)
+        summary::read_summary(file, &crate::limits::Limits::default())
+    }
+
+    fn summary_with_limits(
+        &self,
+        file: &dyn ReadAt,
+        limits: &crate::limits::Limits,
+    ) -> Result<Summary> {
+        summary::read_summary(file, limits)
     }
 
     fn read_chunk(

@@ -107,9 +107,10 @@ struct Extras {
 }
 
 /// Builds the summary of an MCAP file (see the module documentation).
-pub(crate) fn read_summary(file: &dyn ReadAt) -> Result<Summary> {
+/// Chunks it decompresses (a recovery scan) are bounded by `limits`.
+pub(crate) fn read_summary(file: &dyn ReadAt, limits: &crate::limits::Limits) -> Result<Summary> {
     let size = file.size();
-    let ctx = ErrorContext::new(file.name(), "mcap", size);
+    let ctx = ErrorContext::new(file.name(), "mcap", size).with_limits(*limits);
     let head = file.read_upto(0, MAGIC.len()).map_err(|e| ctx.io(e))?;
     if head.len() < MAGIC.len() {
         return Err(ctx.truncated(

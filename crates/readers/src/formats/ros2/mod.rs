@@ -156,8 +156,18 @@ impl FormatReader for Ros2Format {
     }
 
     fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
+        self.summary_with_limits(file, &crate::limits::Limits::default())
+    }
+
+    /// The temporary copy of a database compressed whole is capped by
+    /// `limits.max_chunk_bytes`.
+    fn summary_with_limits(
+        &self,
+        file: &dyn ReadAt,
+        limits: &crate::limits::Limits,
+    ) -> Result<Summary> {
         let name = file.name();
-        let path = db::db_path(file, &crate::limits::Limits::default())?;
+        let path = db::db_path(file, limits)?;
         let conn = db::connect(&path, name)?;
         let layout = db::layout(&conn, name)?;
         let topics = db::topics(&conn, &layout, name)?;

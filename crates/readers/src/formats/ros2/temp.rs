@@ -3,7 +3,8 @@
 //! with the last one (a copy is removed when dropped, also on errors). A
 //! process killed before it could clean up leaves its directory behind; the
 //! next process to make a copy removes the directories of processes that no
-//! longer run (where `/proc` tells).
+//! longer run (where `/proc` tells), and so does [`remove_stale_now`], which
+//! the `logsql` command calls once when it starts.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -57,6 +58,12 @@ fn process_dir() -> std::io::Result<Arc<ProcessDir>> {
     let dir = Arc::new(ProcessDir { path });
     *current = Arc::downgrade(&dir);
     Ok(dir)
+}
+
+/// Removes the `logsql-<pid>` directories under the temporary directory
+/// (`$TMPDIR`) of processes that no longer run (see [`remove_stale`]).
+pub fn remove_stale_now() {
+    remove_stale(&std::env::temp_dir());
 }
 
 /// Removes the `logsql-<pid>` directories under `root` of processes that no
