@@ -422,10 +422,15 @@ async fn expected_rows(ctx: &SessionContext, input: &str, topics: &BTreeSet<&str
     let resolved = logsql::surface::url_table::resolve(&state, input)
         .await
         .ok()?;
+    let limits =
+        logsql::scanner::options::LogsqlOptions::from_config(state.config_options()).limits();
     let mut total = 0;
     for (loc, format) in resolved.log_files() {
         let cache = logsql::storage::summary_cache::of(state.runtime_env());
-        let cached = loc.summary(Some(cache), format.clone()).await.ok()?;
+        let cached = loc
+            .summary_with_limits(Some(cache), format.clone(), limits)
+            .await
+            .ok()?;
         let summary = &cached.summary;
         total += if topics.is_empty() {
             summary.message_count?
