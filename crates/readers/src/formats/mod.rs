@@ -53,23 +53,23 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         self.sniff(head)
     }
 
+    /// Reads what describes the file: channels, chunk list, statistics, under
+    /// the default size caps ([`Limits::default`]; see
+    /// [`FormatReader::summary_with_limits`]).
+    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
+        self.summary_with_limits(file, &Limits::default())
+    }
+
     /// Reads what describes the file: channels, chunk list, statistics.
     ///
     /// Reads only the file's index when it has a usable one; otherwise walks the
     /// file to rebuild the chunk list (a recovery scan). Damage that still leaves
     /// a readable prefix is reported in [`Summary::damage`], not as an error.
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary>;
-
-    /// [`FormatReader::summary`] under the size caps `limits` (the session's
-    /// `logsql.max_chunk_bytes` and `logsql.max_message_bytes`): a chunk a
-    /// recovery scan decompresses, or the temporary copy of a database
-    /// compressed whole (`.db3.zstd`), is bounded by them rather than by the
-    /// defaults [`FormatReader::summary`] applies. The default ignores
-    /// `limits`: formats whose summaries decompress nothing need no more.
-    fn summary_with_limits(&self, file: &dyn ReadAt, limits: &Limits) -> Result<Summary> {
-        let _ = limits;
-        self.summary(file)
-    }
+    /// A chunk a recovery scan decompresses, or the temporary copy of a
+    /// database compressed whole (`.db3.zstd`), is bounded by `limits` (the
+    /// session's `logsql.max_chunk_bytes` and `logsql.max_message_bytes`);
+    /// formats whose summaries decompress nothing ignore them.
+    fn summary_with_limits(&self, file: &dyn ReadAt, limits: &Limits) -> Result<Summary>;
 
     /// Delivers the messages of one chunk of `summary` to `sink`, restricted (as
     /// far as is cheap) to `sel`. On damage inside the chunk, the messages before

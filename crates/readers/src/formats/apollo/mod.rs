@@ -82,7 +82,11 @@ impl FormatReader for ApolloFormat {
         section::sniff(head)
     }
 
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
+    fn summary_with_limits(
+        &self,
+        file: &dyn ReadAt,
+        _limits: &crate::limits::Limits,
+    ) -> Result<Summary> {
         summary::read_summary(file)
     }
 

@@ -80,10 +80,6 @@ impl FormatReader for BagFormat {
         head.starts_with(MAGIC)
     }
 
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
-        summary::read_summary(file, &crate::limits::Limits::default())
-    }
-
     fn summary_with_limits(
         &self,
         file: &dyn ReadAt,

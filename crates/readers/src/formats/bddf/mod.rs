@@ -91,7 +91,11 @@ impl FormatReader for BddfFormat {
         head.starts_with(MAGIC)
     }
 
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
+    fn summary_with_limits(
+        &self,
+        file: &dyn ReadAt,
+        _limits: &crate::limits::Limits,
+    ) -> Result<Summary> {
         index::read_summary(file)
     }
 

@@ -88,7 +88,11 @@ impl FormatReader for CarlaFormat {
         head.get(2..4) == Some(&[14, 0]) && head.get(4..18) == Some(MAGIC)
     }
 
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
+    fn summary_with_limits(
+        &self,
+        file: &dyn ReadAt,
+        _limits: &crate::limits::Limits,
+    ) -> Result<Summary> {
         index::read_summary(file)
     }
 

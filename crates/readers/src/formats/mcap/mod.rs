@@ -70,10 +70,6 @@ impl FormatReader for McapFormat {
         head.starts_with(MAGIC)
     }
 
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
-        summary::read_summary(file, &crate::limits::Limits::default())
-    }
-
     fn summary_with_limits(
         &self,
         file: &dyn ReadAt,

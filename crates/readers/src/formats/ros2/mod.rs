@@ -155,10 +155,6 @@ impl FormatReader for Ros2Format {
         self.sniff(head) || (head.starts_with(db::ZSTD_MAGIC) && name.ends_with(".db3.zstd"))
     }
 
-    fn summary(&self, file: &dyn ReadAt) -> Result<Summary> {
-        self.summary_with_limits(file, &crate::limits::Limits::default())
-    }
-
     /// The temporary copy of a database compressed whole is capped by
     /// `limits.max_chunk_bytes`.
     fn summary_with_limits(
