@@ -35,12 +35,24 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
 }
 
 /// Runs `logsql ARGS` with `$TMPDIR` a fresh directory, checking memory,
-/// time, signals and the temporary directory.
+/// time, signals and that the temporary directory ends empty.
 fn run(args: &[&str]) -> Run {
     let tmp = tempfile::tempdir().unwrap();
+    let run = run_with_tmpdir(tmp.path(), args);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "logsql {args:?} left {left:?} in TMPDIR");
+    run
+}
+
+/// Runs `logsql ARGS` with `$TMPDIR` set to `tmp`, checking memory, time and
+/// signals.
+fn run_with_tmpdir(tmp: &Path, args: &[&str]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
         .args(args)
-        .env("TMPDIR", tmp.path())
+        .env("TMPDIR", tmp)
         .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -88,11 +100,6 @@ fn run(args: &[&str]) -> Run {
         );
     }
     assert!(!stderr.contains("panicked"), "logsql {args:?}: {stderr}");
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert!(left.is_empty(), "logsql {args:?} left {left:?} in TMPDIR");
     Run {
         code: status.code(),
         stdout,
@@ -399,27 +406,15 @@ fn the_session_chunk_limit_governs_the_summary_of_a_db3_zstd() {
 fn stale_temporary_directories_are_removed() {
     let dir = tempfile::tempdir().unwrap();
     let zst = db3_zstd(dir.path());
-    // run() checks that TMPDIR ends empty; a stale directory is made first.
+    // A stale directory is made first.
     let tmp = tempfile::tempdir().unwrap();
     let stale = tmp.path().join(format!("logsql-{}", (1u32 << 22) + 5));
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("ros2-x.db3"), b"old").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
-        .args(["--format", "csv"])
-        .arg(format!("SELECT count(*) AS n FROM '{}'", zst.display()))
-        .env("TMPDIR", tmp.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).lines().nth(1),
-        Some("10")
-    );
+    let sql = format!("SELECT count(*) AS n FROM '{}'", zst.display());
+    let out = run_with_tmpdir(tmp.path(), &["--format", "csv", &sql]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.lines().nth(1), Some("10"));
     assert!(!stale.exists(), "the stale directory is removed");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
@@ -437,17 +432,8 @@ fn stale_temporary_directories_are_removed_when_logsql_starts() {
     for keep in [&running, &other] {
         std::fs::create_dir_all(keep).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
-        .args(["--format", "csv", "SELECT 1 AS one"])
-        .env("TMPDIR", tmp.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_with_tmpdir(tmp.path(), &["--format", "csv", "SELECT 1 AS one"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(!stale.exists(), "the stale directory is removed");
     assert!(running.exists() && other.exists());
 }
