@@ -421,7 +421,7 @@ fn gather(
         (None, Some((counted, walk))) if !summary.chunks.is_empty() => {
             for (topic, c) in counted {
                 topics.entry(topic.clone()).or_default().count = Some(c.count);
-                start = min_opt(start, c.first);
+                start = start.into_iter().chain(c.first).min();
                 end = end.max(c.last);
             }
             for t in topics.values_mut() {
@@ -650,13 +650,6 @@ fn index_line(indexed: bool, note: Option<&str>) -> String {
 
 fn time_line(ns: u64) -> String {
     format!("{} ({ns} ns)", rfc3339(ns as i64))
-}
-
-fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 /// Chunks, compressed and uncompressed bytes of one codec.

@@ -414,11 +414,11 @@ pub fn read_bounded(mut reader: impl Read, limit: u64, buf: &mut Vec<u8>) -> std
     result
 }
 
-/// [`read_capped`] for a declared size beyond what the data can plausibly
-/// produce: the buffer is reserved for the plausible size and grows as needed.
-/// How much [`read_to_end_capped`] grows its buffer by, at least, when full.
+/// How much [`read_bounded`] and [`read_to_end_capped`] grow a full buffer by, at least.
 const READ_STEP: usize = 64 << 10;
 
+/// [`read_capped`] for a declared size beyond what the data can plausibly
+/// produce: the buffer is reserved for the plausible size and grows as needed.
 fn read_to_end_capped(
     reader: impl Read,
     src_len: usize,

@@ -412,7 +412,7 @@ impl Pull {
                 return Some((Err(e), self));
             }
             let mut scan = self.scan.take()?;
-            let (scan, step) = if scan.blocks() {
+            let (mut scan, step) = if scan.blocks() {
                 let name = scan.name().to_string();
                 match blocking(&name, move || {
                     let step = step(&mut scan);
@@ -435,7 +435,6 @@ impl Pull {
                     }
                 }
             };
-            let mut scan = scan;
             self.ready.extend(scan.take_batches());
             match step {
                 Ok(true) => self.scan = Some(scan),

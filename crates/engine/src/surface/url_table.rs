@@ -40,6 +40,18 @@ const DATAFUSION_EXTENSIONS: &[&str] = &[
 /// whose content no format recognises is damaged, not skipped.
 const LOG_EXTENSIONS: &[&str] = &["mcap", "bag", "db3", "record", "bddf"];
 
+/// Why `loc` is not a log file, read on the blocking pool: `Ok(Err(e))`
+/// with the error reading it as one gives, `Ok(Ok(()))` when it is one.
+async fn detect(loc: &FileLocation) -> Result<std::result::Result<(), logsql_readers::Error>> {
+    let loc = loc.clone();
+    tokio::task::spawn_blocking(move || {
+        let file = loc.open()?;
+        formats::detect(file.as_ref()).map(|_| ())
+    })
+    .await
+    .map_err(|e| DataFusionError::External(Box::new(e)))
+}
+
 /// Whether `name` is named like a log file ([`LOG_EXTENSIONS`], or an Apollo
 /// segment `x.record.00001`).
 fn named_like_a_log(name: &str) -> bool {
@@ -118,14 +130,7 @@ impl ResolvedPath {
     pub async fn unrecognised_errors(&self) -> Result<Vec<logsql_readers::Error>> {
         let mut out = Vec::new();
         for (loc, _) in self.unrecognised_logs() {
-            let loc = loc.clone();
-            let err = tokio::task::spawn_blocking(move || {
-                let file = loc.open()?;
-                formats::detect(file.as_ref()).map(|_| ())
-            })
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-            if let Err(e) = err {
+            if let Err(e) = detect(loc).await? {
                 out.push(e);
             }
         }
@@ -349,14 +354,7 @@ impl UrlTableFactory for LogUrlTableFactory {
             if let [(loc, None)] = resolved.files.as_slice()
                 && !DATAFUSION_EXTENSIONS.contains(&ext.as_str())
             {
-                let loc = loc.clone();
-                let err = tokio::task::spawn_blocking(move || {
-                    let file = loc.open()?;
-                    formats::detect(file.as_ref()).map(|_| ())
-                })
-                .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                err.map_err(df_err)?;
+                detect(loc).await?.map_err(df_err)?;
             }
             return datafusion_url_table(&state, path).await;
         }
