@@ -1,0 +1,1 @@
+//! Camera images: compressed (JPEG, PNG) and raw pixel encodings.

@@ -1,0 +1,1 @@
+//! Point clouds: `sensor_msgs/PointCloud2` and `foxglove.PointCloud` layouts.
