@@ -1,9 +1,11 @@
 //! The DataFusion datasource: the `FileFormat` (`file_format`), its
 //! `FileSource` ([`source`]), the MCAP writer sink ([`mcap_sink`]) and where it
-//! takes channels from ([`mcap_sources`]). It imports
+//! takes channels from ([`mcap_sources`]), and the checks of plans from
+//! others ([`plan_guard`]). It imports
 //! the scan core and storage, never the SQL surface.
 
 pub(crate) mod file_format;
 pub mod mcap_sink;
 pub mod mcap_sources;
+pub mod plan_guard;
 pub mod source;

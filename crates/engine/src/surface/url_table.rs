@@ -27,6 +27,7 @@ use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::messages_table_schema;
 use crate::storage::object_io::FileLocation;
 use crate::storage::object_io::is_local;
+use crate::storage::roots::{DataRoots, object_url};
 use crate::storage::summary_cache::{self, CachedSummary};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use logsql_readers::formats::{self, FormatReader, SNIFF_LEN};
@@ -142,6 +143,12 @@ impl ResolvedPath {
 /// and sniffs each one's format.
 pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     let url = parse_url(path)?;
+    // A process with data roots refuses a path outside them before it
+    // builds a store or lists anything.
+    let roots = DataRoots::of(state.config());
+    if let Some(roots) = &roots {
+        roots.check_url(url.get_url(), path)?;
+    }
     let store_url = url.object_store();
     crate::storage::stores::ensure(state.runtime_env(), store_url.as_ref()).map_err(|e| {
         // A store that cannot be built (no credentials) is named by the path asked for.
@@ -234,6 +241,12 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
         .try_collect()
         .await?;
     files.sort_by(|a, b| a.0.meta.location.cmp(&b.0.meta.location));
+    if let Some(roots) = &roots {
+        // A listing inside a root may reach out of it through a link.
+        for (loc, _) in &files {
+            roots.check_url(&object_url(&store_url, &loc.meta.location)?, path)?;
+        }
+    }
     let many = url.get_glob().is_some() || is_directory(&url, path);
     Ok(ResolvedPath { url, files, many })
 }

@@ -1,0 +1,250 @@
+//! What a physical plan from someone else may do, checked before any of it
+//! runs: for processes that execute plans or queries they did not write
+//! (`logsql worker`, a server).
+//!
+//! [`PlanGuard::check`] walks a plan and refuses it, naming the first node
+//! that breaks a rule, when
+//! - a node's kind is not on the guard's allow-list (when it has one);
+//! - it writes (`DataSinkExec`: every `COPY`, staged or not) and writes are
+//!   not allowed;
+//! - it scans files with another source than logsql's (Parquet, CSV, JSON,
+//!   ...), when foreign scans are not allowed;
+//! - a file it scans is outside the [`DataRoots`] (when there are roots).
+//!
+//! Decoding a plan reads no file and opens no connection (those happen when
+//! a node is executed), so a check of the decoded plan, before execution,
+//! stops everything a refused node would have done.
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::datasource::source::LogSource;
+use crate::storage::roots::DataRoots;
+
+/// The plan nodes a query over logs needs, by their `ExecutionPlan::name`:
+/// DataFusion's relational operators, logsql's own nodes and
+/// datafusion-distributed's exchange nodes. No sink, no foreign scan, no
+/// recursive or streaming table: anything else is refused.
+pub const QUERY_NODES: &[&str] = &[
+    // scans (the data source is checked on its own)
+    "DataSourceExec",
+    "EmptyExec",
+    "PlaceholderRowExec",
+    // row operators
+    "ProjectionExec",
+    "FilterExec",
+    "CoalesceBatchesExec",
+    "CooperativeExec",
+    "UnnestExec",
+    "AsyncFuncExec",
+    // aggregation and windows
+    "AggregateExec",
+    "WindowAggExec",
+    "BoundedWindowAggExec",
+    // order and limits
+    "SortExec",
+    "SortExec(TopK)",
+    "PartialSortExec",
+    "PartitionedTopKExec",
+    "SortPreservingMergeExec",
+    "GlobalLimitExec",
+    "LocalLimitExec",
+    // joins and unions
+    "HashJoinExec",
+    "NestedLoopJoinExec",
+    "CrossJoinExec",
+    "SortMergeJoinExec",
+    "SymmetricHashJoinExec",
+    "PiecewiseMergeJoinExec",
+    "UnionExec",
+    "InterleaveExec",
+    // partitions
+    "RepartitionExec",
+    "CoalescePartitionsExec",
+    "BufferExec",
+    "OutputRequirementExec",
+    // logsql
+    "AsofJoinExec",
+    "DamageReportExec",
+    // datafusion-distributed's stages and exchanges
+    "NetworkShuffleExec",
+    "NetworkCoalesceExec",
+    "NetworkBroadcastExec",
+    "BroadcastExec",
+    "ChildrenIsolatorUnionExec",
+    "DistributedLeafExec",
+    "SamplerExec",
+];
+
+/// The rules a plan must keep (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct PlanGuard {
+    /// Node kinds allowed, by name; `None` allows every kind.
+    nodes: Option<HashSet<&'static str>>,
+    /// Whether nodes that write files may run.
+    writes: bool,
+    /// Whether scans other than logsql's may run.
+    foreign_scans: bool,
+    /// Where scanned files must be; `None` allows any file.
+    roots: Option<Arc<DataRoots>>,
+}
+
+impl PlanGuard {
+    /// The guard of a `logsql worker`: [`QUERY_NODES`] only, no writes, no
+    /// foreign scans, files inside `roots`.
+    pub fn worker(roots: Arc<DataRoots>) -> Self {
+        Self {
+            nodes: Some(QUERY_NODES.iter().copied().collect()),
+            writes: false,
+            foreign_scans: false,
+            roots: Some(roots),
+        }
+    }
+
+    /// A guard that allows every node kind, writes and foreign scans, with
+    /// scanned files inside `roots`.
+    pub fn roots_only(roots: Arc<DataRoots>) -> Self {
+        Self {
+            nodes: None,
+            writes: true,
+            foreign_scans: true,
+            roots: Some(roots),
+        }
+    }
+
+    /// Allows (or refuses) nodes that write files.
+    pub fn with_writes(mut self, writes: bool) -> Self {
+        self.writes = writes;
+        self
+    }
+
+    /// Refuses `plan` if any of its nodes breaks a rule, naming the node.
+    pub fn check(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
+        let name = plan.name();
+        if !self.writes && name == "DataSinkExec" {
+            return Err(refused(name, "it writes files"));
+        }
+        if let Some(nodes) = &self.nodes
+            && !nodes.contains(name)
+        {
+            return Err(refused(name, "not a node a query over logs needs"));
+        }
+        if let Some(exec) = plan.downcast_ref::<DataSourceExec>() {
+            self.check_source(exec)?;
+        }
+        plan.children()
+            .into_iter()
+            .try_for_each(|child| self.check(child))
+    }
+
+    fn check_source(&self, exec: &DataSourceExec) -> Result<()> {
+        let source: &dyn Any = exec.data_source().as_ref();
+        if source.is::<MemorySourceConfig>() {
+            return Ok(());
+        }
+        let Some(config) = source.downcast_ref::<FileScanConfig>() else {
+            return Err(refused("DataSourceExec", "not a file or memory scan"));
+        };
+        let file_source: &dyn Any = config.file_source().as_ref();
+        if !self.foreign_scans && !file_source.is::<LogSource>() {
+            let kind = config.file_source().file_type().to_string();
+            return Err(refused(
+                &format!("DataSourceExec ({kind})"),
+                "only logsql's scans may run here",
+            ));
+        }
+        let Some(roots) = &self.roots else {
+            return Ok(());
+        };
+        for group in &config.file_groups {
+            for file in group.files() {
+                let location = &file.object_meta.location;
+                let url = crate::storage::roots::object_url(&config.object_store_url, location)?;
+                roots.check_url(&url, url.as_str())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn refused(node: &str, why: &str) -> DataFusionError {
+    DataFusionError::Plan(format!("plan refused: {node}: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::SessionContext;
+
+    async fn plan(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+        ctx.sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn worker_guard_refuses_sinks_foreign_scans_and_files_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("inside");
+        std::fs::create_dir(&inside).unwrap();
+        let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/demo.mcap");
+        std::fs::copy(demo, inside.join("demo.mcap")).unwrap();
+        std::fs::copy(demo, dir.path().join("outside.mcap")).unwrap();
+        let roots = Arc::new(DataRoots::parse(&[inside.to_str().unwrap()]).unwrap());
+        let guard = PlanGuard::worker(roots);
+        let ctx = crate::session_context();
+
+        let ok = format!(
+            "SELECT topic, count(*) FROM '{}' GROUP BY topic ORDER BY topic",
+            inside.join("demo.mcap").display()
+        );
+        guard.check(&plan(&ctx, &ok).await).unwrap();
+
+        let outside = format!(
+            "SELECT topic FROM '{}'",
+            dir.path().join("outside.mcap").display()
+        );
+        let err = guard
+            .check(&plan(&ctx, &outside).await)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("outside the data roots"), "{err}");
+
+        let parquet = dir.path().join("x.parquet");
+        ctx.sql(&format!("COPY (SELECT 1 AS a) TO '{}'", parquet.display()))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let foreign = format!("SELECT * FROM '{}'", parquet.display());
+        let err = guard
+            .check(&plan(&ctx, &foreign).await)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only logsql's scans"), "{err}");
+
+        let copy = format!(
+            "COPY (SELECT 1 AS a) TO '{}'",
+            inside.join("y.csv").display()
+        );
+        let err = guard
+            .check(&plan(&ctx, &copy).await)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("it writes files"), "{err}");
+
+        let values = "SELECT column1 FROM (VALUES (1), (2))";
+        guard.check(&plan(&ctx, values).await).unwrap();
+    }
+}
