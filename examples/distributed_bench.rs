@@ -16,7 +16,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use datafusion::prelude::{SessionConfig, SessionContext};
-use logsql::distributed::{StaticWorkers, coordinator_context, serve_listener};
+use logsql::distributed::{
+    ClusterAuth, StaticWorkers, Token, WorkerOptions, coordinator_context, serve_listener,
+};
+use logsql::storage::roots::DataRoots;
 
 const HOUR: u64 = 3_600_000_000_000;
 
@@ -70,21 +73,39 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     ];
 
+    // The workers take a token, as deployed ones do, and read below the data.
+    let auth = ClusterAuth {
+        token: Some(Token::new("distributed-bench-token")?),
+        ..ClusterAuth::default()
+    };
+    let options = WorkerOptions {
+        auth: auth.clone(),
+        roots: DataRoots::parse(&[root.to_string()])?,
+        insecure: false,
+    };
     let mut addresses = Vec::new();
     for _ in 0..2 {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         addresses.push(listener.local_addr()?.to_string());
-        tokio::spawn(serve_listener(listener));
+        tokio::spawn(serve_listener(listener, options.clone()));
     }
     let sessions: Vec<(String, SessionContext)> = vec![
         ("one process".into(), logsql::session_context()),
         (
             "1 worker".into(),
-            coordinator_context(SessionConfig::new(), StaticWorkers::parse(&addresses[..1])?)?,
+            coordinator_context(
+                SessionConfig::new(),
+                StaticWorkers::parse(&addresses[..1])?,
+                auth.clone(),
+            )?,
         ),
         (
             "2 workers".into(),
-            coordinator_context(SessionConfig::new(), StaticWorkers::parse(&addresses)?)?,
+            coordinator_context(
+                SessionConfig::new(),
+                StaticWorkers::parse(&addresses)?,
+                auth.clone(),
+            )?,
         ),
     ];
     for (name, sql) in &queries {

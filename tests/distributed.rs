@@ -23,18 +23,46 @@ use datafusion_distributed::{
 use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
-use logsql::distributed::{LogsqlCodec, StaticWorkers, coordinator_state_builder, serve_listener};
+use logsql::distributed::{
+    ClusterAuth, LogsqlCodec, StaticWorkers, Token, WorkerOptions, coordinator_state_builder,
+    serve_listener,
+};
+use logsql::storage::roots::DataRoots;
 
 const HOUR: u64 = 3_600_000_000_000;
 
-/// Starts `n` workers on 127.0.0.1 (ephemeral ports) and returns their addresses.
+/// The token the tests' workers and coordinators share.
+const TOKEN: &str = "test-token-0123456789";
+
+fn auth() -> ClusterAuth {
+    ClusterAuth {
+        token: Some(Token::new(TOKEN).unwrap()),
+        ..ClusterAuth::default()
+    }
+}
+
+/// Starts `n` workers on 127.0.0.1 (ephemeral ports) that take the test
+/// token and read anything (`/` is their data root), and returns their addresses.
 async fn start_workers(n: usize) -> Vec<String> {
+    start_workers_with(n, &["/"]).await
+}
+
+/// [`start_workers`] with other data roots.
+async fn start_workers_with(n: usize, roots: &[&str]) -> Vec<String> {
+    let options = WorkerOptions {
+        auth: auth(),
+        roots: DataRoots::parse(roots).unwrap(),
+        insecure: false,
+    };
     let mut addresses = Vec::new();
     for _ in 0..n {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         addresses.push(listener.local_addr().unwrap().to_string());
+        let options = options.clone();
         tokio::spawn(async move {
-            serve_listener(listener).await.expect("worker serves");
+            serve_listener(listener, options)
+                .await
+                .expect("worker serves");
         });
     }
     addresses
@@ -43,8 +71,13 @@ async fn start_workers(n: usize) -> Vec<String> {
 /// A coordinator for `workers` that splits every scan into small byte ranges
 /// (64 KiB a partition), so each file is cut across tasks and workers.
 fn coordinator(workers: &[String]) -> SessionContext {
+    coordinator_with(workers, auth())
+}
+
+/// [`coordinator`] authenticating with `auth`.
+fn coordinator_with(workers: &[String], auth: ClusterAuth) -> SessionContext {
     let config = SessionConfig::new().with_target_partitions(3);
-    let state = coordinator_state_builder(config, StaticWorkers::parse(workers).unwrap())
+    let state = coordinator_state_builder(config, StaticWorkers::parse(workers).unwrap(), auth)
         .unwrap()
         .with_distributed_file_scan_config_bytes_per_partition(64 * 1024)
         .unwrap()
@@ -519,7 +552,9 @@ fn cli_workers_in_separate_processes() {
             .port();
         let address = format!("127.0.0.1:{port}");
         let child = std::process::Command::new(bin)
-            .args(["worker", "--listen", &address])
+            .args(["worker", "--listen", &address, "--data-root"])
+            .arg(tmp.path())
+            .env("LOGSQL_WORKER_TOKEN", TOKEN)
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
@@ -549,6 +584,7 @@ fn cli_workers_in_separate_processes() {
         let out = std::process::Command::new(bin)
             .args(extra)
             .args(["--format", "csv", sql])
+            .env("LOGSQL_WORKER_TOKEN", TOKEN)
             .output()
             .unwrap();
         assert!(
@@ -563,6 +599,24 @@ fn cli_workers_in_separate_processes() {
     let workers_arg = addresses.join(",");
     let sql_split = format!("{split}; {sql}");
     assert_eq!(run(&["--workers", &workers_arg], &sql_split), local);
+    // The token in a file does the same; without a token the workers refuse.
+    let token_file = tmp.path().join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let token_arg = token_file.to_str().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["--workers", &workers_arg, "--worker-token-file", token_arg])
+        .args(["--format", "csv", &sql_split])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), local);
+    let out = std::process::Command::new(bin)
+        .args(["--workers", &workers_arg, &sql_split])
+        .env_remove("LOGSQL_WORKER_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing or wrong token"), "{stderr}");
     // The work does go to the workers: with none listening, the query fails.
     drop(workers);
     let out = std::process::Command::new(bin)
@@ -572,4 +626,214 @@ fn cli_workers_in_separate_processes() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("error:"), "{stderr}");
+}
+
+/// A cluster's certificates, written as PEM files into `dir`: a CA, a worker
+/// certificate for 127.0.0.1 and a client certificate, each with its key.
+fn certificates(dir: &Path) -> [std::path::PathBuf; 5] {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let leaf = |names: &[&str]| {
+        let key = KeyPair::generate().unwrap();
+        let params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        let cert = params.signed_by(&key, &ca).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (worker_cert, worker_key) = leaf(&["127.0.0.1", "localhost"]);
+    let (client_cert, client_key) = leaf(&["coordinator"]);
+    let files = [
+        ("ca.pem", ca.pem()),
+        ("worker.pem", worker_cert),
+        ("worker.key", worker_key),
+        ("client.pem", client_cert),
+        ("client.key", client_key),
+    ];
+    files.map(|(name, text)| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    })
+}
+
+/// A worker answers only peers with the token: a coordinator without it, or
+/// with another, is refused before any plan is decoded, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workers_refuse_peers_without_the_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !fleet(tmp.path()) {
+        return;
+    }
+    let workers = start_workers(2).await;
+    let sql = format!(
+        "SELECT topic, count(*) AS n FROM '{}/fleet/' GROUP BY topic ORDER BY topic",
+        tmp.path().display()
+    );
+    let good = run(&coordinator(&workers), &sql).await;
+    assert!(good.contains("/imu"), "{good}");
+    let wrong = ClusterAuth {
+        token: Some(Token::new("another-token-0123456789").unwrap()),
+        ..ClusterAuth::default()
+    };
+    for auth in [ClusterAuth::default(), wrong] {
+        let refused = run(&coordinator_with(&workers, auth), &sql).await;
+        assert!(refused.starts_with("error:"), "{refused}");
+        assert!(refused.contains("missing or wrong token"), "{refused}");
+    }
+}
+
+/// A worker runs logsql's scans of files below its data roots only: a file
+/// outside them, a link out of them and a scan of another format are refused
+/// on the worker, naming what was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workers_read_only_logs_below_their_data_roots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inside = tmp.path().join("inside");
+    let outside = tmp.path().join("outside");
+    for dir in [&inside, &outside] {
+        std::fs::create_dir_all(dir).unwrap();
+        let opts = gen_support::Options {
+            seconds: 10,
+            image_bytes: 1000,
+            chunk_size: 65536,
+            ..Default::default()
+        };
+        gen_support::generate(&dir.join("run.mcap"), &opts).unwrap();
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.join("run.mcap"), inside.join("link.mcap")).unwrap();
+    let local = logsql::session_context();
+    // Parquet files large enough for the distributed planner to send their
+    // scan to the workers (a single-task stage would run on the coordinator).
+    let parquet = inside.join("parquet");
+    std::fs::create_dir(&parquet).unwrap();
+    for i in 0..4 {
+        local
+            .sql(&format!(
+                "COPY (SELECT topic, log_time, data FROM '{}') TO '{}' \
+                 OPTIONS ('format.max_row_group_size' '500')",
+                inside.join("run.mcap").display(),
+                parquet.join(format!("{i}.parquet")).display()
+            ))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+    }
+
+    let workers = start_workers_with(2, &[inside.to_str().unwrap()]).await;
+    let ctx = coordinator(&workers);
+    let count = |path: &Path| {
+        format!(
+            "SELECT topic, count(*) AS n FROM '{}' GROUP BY topic ORDER BY topic",
+            path.display()
+        )
+    };
+    let sql = count(&inside.join("run.mcap"));
+    assert_eq!(run(&ctx, &sql).await, run(&local, &sql).await);
+    for (path, why) in [
+        (outside.join("run.mcap"), "outside the data roots"),
+        #[cfg(unix)]
+        (inside.join("link.mcap"), "outside the data roots"),
+    ] {
+        let refused = run(&ctx, &count(&path)).await;
+        assert!(refused.contains(why), "{}: {refused}", path.display());
+    }
+    let refused = run(&ctx, &count(&parquet.join(""))).await;
+    assert!(refused.contains("plan refused"), "{refused}");
+    assert!(
+        refused.contains("only logsql's scans may run here"),
+        "{refused}"
+    );
+}
+
+/// Mutual TLS: workers serve TLS with a certificate the cluster CA signed and
+/// take only clients whose certificate it signed; they reach each other the
+/// same way. A coordinator without a client certificate is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workers_over_mutual_tls() {
+    use logsql::distributed::TlsFiles;
+    let tmp = tempfile::tempdir().unwrap();
+    if !fleet(tmp.path()) {
+        return;
+    }
+    let [ca, worker_cert, worker_key, client_cert, client_key] = certificates(tmp.path());
+    let options = WorkerOptions {
+        auth: ClusterAuth {
+            token: None,
+            tls: TlsFiles::load(Some(&ca), Some(&worker_cert), Some(&worker_key)).unwrap(),
+        },
+        roots: DataRoots::parse(&[tmp.path().to_str().unwrap()]).unwrap(),
+        insecure: false,
+    };
+    let mut workers = Vec::new();
+    for _ in 0..2 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        workers.push(format!("https://{}", listener.local_addr().unwrap()));
+        let options = options.clone();
+        tokio::spawn(async move { serve_listener(listener, options).await.unwrap() });
+    }
+    let sql = format!(
+        "SELECT topic, count(*) AS n FROM '{}/fleet/' GROUP BY topic ORDER BY topic",
+        tmp.path().display()
+    );
+    let client = ClusterAuth {
+        token: None,
+        tls: TlsFiles::load(Some(&ca), Some(&client_cert), Some(&client_key)).unwrap(),
+    };
+    let local = run(&logsql::session_context(), &sql).await;
+    assert_eq!(run(&coordinator_with(&workers, client), &sql).await, local);
+
+    let no_cert = ClusterAuth {
+        token: None,
+        tls: TlsFiles::load(Some(&ca), None, None).unwrap(),
+    };
+    let refused = run(&coordinator_with(&workers, no_cert), &sql).await;
+    assert!(refused.starts_with("error:"), "{refused}");
+}
+
+/// `logsql worker` does not start open to anyone by accident: without a
+/// token or mutual TLS it refuses and says how to give one, unless told
+/// `--insecure`; a short token is refused too.
+#[test]
+fn cli_worker_refuses_to_start_without_authentication() {
+    let bin = env!("CARGO_BIN_EXE_logsql");
+    let out = std::process::Command::new(bin)
+        .args(["worker", "--listen", "127.0.0.1:0"])
+        .env_remove("LOGSQL_WORKER_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a worker authenticates its peers"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--token-file"), "{stderr}");
+    let out = std::process::Command::new(bin)
+        .args(["worker", "--listen", "127.0.0.1:0"])
+        .env("LOGSQL_WORKER_TOKEN", "short")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("at least 16 characters"), "{stderr}");
+    let out = std::process::Command::new(bin)
+        .args([
+            "worker",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-root",
+            "/no/such/dir",
+        ])
+        .env("LOGSQL_WORKER_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("data root /no/such/dir"), "{stderr}");
 }

@@ -113,6 +113,29 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", value_delimiter = ',', global = true)]
     pub workers: Vec<String>,
 
+    /// The workers' shared token, in a file (its first line); without it,
+    /// `LOGSQL_WORKER_TOKEN` if set.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub worker_token_file: Option<std::path::PathBuf>,
+
+    /// The CA that signs the workers' certificates (PEM), for `https://`
+    /// worker URLs; without it the system's roots.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub worker_tls_ca: Option<std::path::PathBuf>,
+
+    /// This coordinator's certificate (PEM), for workers that require client
+    /// certificates (mutual TLS); with `--worker-tls-key`.
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "FILE", global = true, requires = "worker_tls_key")]
+    pub worker_tls_cert: Option<std::path::PathBuf>,
+
+    /// The key of `--worker-tls-cert` (PEM).
+    #[cfg(feature = "distributed")]
+    #[arg(long, value_name = "FILE", global = true, requires = "worker_tls_cert")]
+    pub worker_tls_key: Option<std::path::PathBuf>,
+
     /// What to do instead of running SQL.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -229,13 +252,42 @@ pub enum Command {
     },
     /// Serves a datafusion-distributed worker until stopped: a coordinator
     /// (`logsql --workers ADDR,... "SQL"`) sends it the scans of its queries.
-    /// It reads files and object stores with its own paths and environment.
+    /// It reads files and object stores with its own paths and environment,
+    /// only below its data roots, and answers only peers with the token or a
+    /// certificate its CA signed.
     #[cfg(feature = "distributed")]
-    Worker {
-        /// Address to listen on (gRPC).
-        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
-        listen: std::net::SocketAddr,
-    },
+    Worker(WorkerArgs),
+}
+
+/// Arguments of `logsql worker`.
+#[cfg(feature = "distributed")]
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// Address to listen on (gRPC).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    pub listen: std::net::SocketAddr,
+    /// The shared token peers must send, in a file (its first line, at least
+    /// 16 characters); without it, `LOGSQL_WORKER_TOKEN` if set.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// This worker's certificate (PEM): it serves TLS (`https://` URLs).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The key of `--tls-cert` (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// The cluster CA (PEM): peers must present a certificate it signed
+    /// (mutual TLS), and other workers' certificates are checked against it.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// A directory or object-store prefix (`s3://bucket/runs`) plans may read
+    /// (repeatable); files elsewhere are refused.
+    #[arg(long, value_name = "DIR|URL", default_value = ".")]
+    pub data_root: Vec<String>,
+    /// Serves without a token or mutual TLS: anyone who reaches the port can
+    /// run queries over the data roots. For a trusted network only.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Arguments of `logsql export`.

@@ -121,10 +121,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Attachments { path } => app.run_table_function("attachments", path, out),
             Command::Metadata { path } => app.run_table_function("metadata", path, out),
             #[cfg(feature = "distributed")]
-            Command::Worker { listen } => {
-                eprintln!("logsql worker listening on http://{listen}");
-                Ok(app.rt.block_on(logsql::distributed::serve(*listen))?)
-            }
+            Command::Worker(w) => worker(app, w),
         };
     }
     if args.sql.is_none() && args.files.is_empty() && args.commands.is_empty() {
@@ -420,10 +417,69 @@ fn session(args: &Args, config: SessionConfig) -> CliResult<SessionContext> {
         return Ok(coordinator_context(
             config,
             StaticWorkers::parse(&args.workers)?,
+            cluster_auth(
+                args.worker_token_file.as_deref(),
+                args.worker_tls_ca.as_deref(),
+                args.worker_tls_cert.as_deref(),
+                args.worker_tls_key.as_deref(),
+            )?,
         )?);
     }
     let _ = args;
     Ok(logsql::session_context_with_config(config))
+}
+
+/// One side's token and TLS files: the token from `token_file`, else from
+/// `LOGSQL_WORKER_TOKEN`.
+#[cfg(feature = "distributed")]
+fn cluster_auth(
+    token_file: Option<&std::path::Path>,
+    ca: Option<&std::path::Path>,
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+) -> CliResult<logsql::distributed::ClusterAuth> {
+    use logsql::distributed::{ClusterAuth, TlsFiles, Token};
+    let token = match token_file {
+        Some(file) => Some(Token::from_file(file)?),
+        None => Token::from_env()?,
+    };
+    let tls = TlsFiles::load(ca, cert, key)?;
+    Ok(ClusterAuth { token, tls })
+}
+
+/// `logsql worker`: serves until stopped.
+#[cfg(feature = "distributed")]
+fn worker(app: &App, w: &args::WorkerArgs) -> CliResult<()> {
+    use logsql::distributed::WorkerOptions;
+    use logsql::storage::roots::DataRoots;
+    let options = WorkerOptions {
+        auth: cluster_auth(
+            w.token_file.as_deref(),
+            w.tls_ca.as_deref(),
+            w.tls_cert.as_deref(),
+            w.tls_key.as_deref(),
+        )?,
+        roots: DataRoots::parse(&w.data_root)?,
+        insecure: w.insecure,
+    };
+    options.validate()?;
+    let scheme = match w.tls_cert {
+        Some(_) => "https",
+        None => "http",
+    };
+    if w.insecure && !options.auth.authenticates_peers() {
+        eprintln!(
+            "warning: --insecure: this worker runs queries for anyone who reaches {}",
+            w.listen
+        );
+    }
+    eprintln!(
+        "logsql worker listening on {scheme}://{}, reading below {}",
+        w.listen, options.roots
+    );
+    Ok(app
+        .rt
+        .block_on(logsql::distributed::serve(w.listen, options))?)
 }
 
 /// `s` as a SQL string literal.

@@ -254,12 +254,16 @@ def main():
                 print("     SKIPPED: the binary was built without the distributed feature")
                 return None
             addresses = [f"127.0.0.1:{free_port()}" for _ in range(2)]
-            # The workers read s3:// with their own environment (the AWS_* above).
+            # The workers read s3:// with their own environment (the AWS_* above),
+            # below the bucket's fleet prefix only, and take the token the
+            # coordinator sends.
+            env = dict(os.environ, LOGSQL_WORKER_TOKEN="s3-interop-token-0123456789")
             workers = [
                 subprocess.Popen(
-                    [args.logsql, "worker", "--listen", a],
+                    [args.logsql, "worker", "--listen", a, "--data-root", f"s3://{BUCKET}/fleet"],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
+                    env=env,
                 )
                 for a in addresses
             ]
@@ -287,6 +291,7 @@ def main():
                     capture_output=True,
                     text=True,
                     timeout=300,
+                    env=env,
                 )
                 if proc.returncode != 0:
                     return f"distributed query failed: {proc.stderr.strip()}"

@@ -6,7 +6,17 @@
 //!   here, so the coordinator needs access to the files too;
 //! - [`worker`], [`serve`]: a worker (the CLI's `logsql worker`): every query's
 //!   session has logsql registered and decodes scans with [`LogsqlCodec`];
-//! - [`codec`]: the plan codec of logsql's scans.
+//! - [`codec`]: the plan codec of logsql's scans;
+//! - [`security`]: the workers' authentication (a shared token, TLS, mutual
+//!   TLS), used by both sides.
+//!
+//! A worker runs what it is sent, so it is guarded three ways: it answers only
+//! peers that authenticate ([`security`]; starting one that does not is an
+//! explicit choice, [`WorkerOptions::insecure`]); it runs only plans whose
+//! every node is on an allow-list (logsql's scans and the relational
+//! operators a query needs: no sinks, no scans of other formats, see
+//! [`PlanGuard::worker`]), checked after decoding and before anything runs;
+//! and it reads only files below its data roots ([`DataRoots`]).
 //!
 //! datafusion-distributed splits every file scan into byte ranges, whatever
 //! the source says: logsql's scan reads exactly the chunks that start inside
@@ -18,21 +28,28 @@
 //! [datafusion-distributed]: https://github.com/datafusion-contrib/datafusion-distributed
 
 pub mod codec;
+pub mod security;
 
 use std::net::SocketAddr;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use std::sync::Arc;
+
 use datafusion_distributed::{
-    DistributedExt, SessionStateBuilderExt, Worker, WorkerQueryContext, WorkerResolver,
+    DistributedExt, SessionStateBuilderExt, Worker, WorkerPlanRewriteEvent,
+    WorkerPlanRewriteEventResponse, WorkerQueryContext, WorkerResolver,
 };
 use tokio::net::TcpListener;
 use url::Url;
 
 pub use codec::LogsqlCodec;
+pub use security::{ClusterAuth, SecureChannels, TlsFiles, Token};
 
+use crate::datasource::plan_guard::PlanGuard;
 use crate::scanner::options::LogsqlOptions;
+use crate::storage::roots::DataRoots;
 
 /// Workers at fixed URLs (`http://host:port`).
 #[derive(Debug, Clone)]
@@ -70,13 +87,15 @@ impl WorkerResolver for StaticWorkers {
 }
 
 /// A session that runs queries on `workers` through datafusion-distributed,
-/// with logsql registered (as [`crate::session_context_with_config`]) and its
-/// scans encoded by [`LogsqlCodec`].
+/// with logsql registered (as [`crate::session_context_with_config`]), its
+/// scans encoded by [`LogsqlCodec`], and `auth` (the workers' token, TLS
+/// files) on every request to a worker.
 pub fn coordinator_context(
     config: SessionConfig,
     workers: StaticWorkers,
+    auth: ClusterAuth,
 ) -> Result<SessionContext> {
-    let state = coordinator_state_builder(config, workers)?.build();
+    let state = coordinator_state_builder(config, workers, auth)?.build();
     let ctx = SessionContext::new_with_state(state);
     super::register_with(&ctx, false)?;
     Ok(ctx)
@@ -91,6 +110,7 @@ pub fn coordinator_context(
 pub fn coordinator_state_builder(
     config: SessionConfig,
     workers: StaticWorkers,
+    auth: ClusterAuth,
 ) -> Result<SessionStateBuilder> {
     SessionStateBuilder::new()
         .with_default_features()
@@ -103,37 +123,104 @@ pub fn coordinator_state_builder(
         .with_runtime_env(super::runtime_env())
         .with_distributed_planner()
         .with_distributed_worker_resolver(workers)
+        .with_distributed_channel_resolver(SecureChannels::new(auth))
         .with_distributed_user_codec(LogsqlCodec)
         .with_distributed_metrics_collection(true)
 }
 
-/// A worker whose query sessions have logsql registered and decode logsql's
-/// scans; its object stores are built on first use from the environment.
-pub fn worker() -> Worker {
-    Worker::from_session_builder(worker_session).with_runtime_env(super::runtime_env())
+/// What a worker accepts: who may send it plans, and what they may read.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The token and TLS files peers authenticate with.
+    pub auth: ClusterAuth,
+    /// The directories and object-store prefixes plans may read.
+    pub roots: DataRoots,
+    /// Serve without authenticating peers (anyone who reaches the port may
+    /// run plans that read below the roots). Refused otherwise.
+    pub insecure: bool,
+}
+
+impl WorkerOptions {
+    /// Refuses a configuration that lets anyone in without saying so, or
+    /// that can read nothing.
+    pub fn validate(&self) -> Result<()> {
+        if !self.auth.authenticates_peers() && !self.insecure {
+            return Err(DataFusionError::Configuration(format!(
+                "a worker authenticates its peers: give it a token (--token-file, or {}) or mutual TLS (--tls-cert, --tls-key, --tls-ca); --insecure serves without",
+                security::TOKEN_ENV
+            )));
+        }
+        if self.roots.is_empty() {
+            return Err(DataFusionError::Configuration(
+                "a worker needs at least one data root (--data-root)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A worker whose query sessions have logsql registered, decode logsql's
+/// scans, check every plan with [`PlanGuard::worker`] before it runs and
+/// reach other workers with `options.auth`; its object stores are built on
+/// first use from the environment.
+pub fn worker(options: &WorkerOptions) -> Worker {
+    let roots = Arc::new(options.roots.clone());
+    let channels = SecureChannels::new(options.auth.clone());
+    Worker::from_session_builder(move |ctx: WorkerQueryContext| {
+        worker_session(ctx, Arc::clone(&roots), channels.clone())
+    })
+    .with_runtime_env(super::runtime_env())
 }
 
 /// The session of one query on a worker.
-async fn worker_session(ctx: WorkerQueryContext) -> Result<SessionState> {
-    let state = ctx.builder.with_distributed_user_codec(LogsqlCodec).build();
+async fn worker_session(
+    ctx: WorkerQueryContext,
+    roots: Arc<DataRoots>,
+    channels: SecureChannels,
+) -> Result<SessionState> {
+    let guard = PlanGuard::worker(Arc::clone(&roots));
+    let mut builder = ctx.builder;
+    if let Some(config) = builder.config().take() {
+        *builder.config() = Some(config.with_extension(roots));
+    }
+    let state = builder
+        .with_distributed_user_codec(LogsqlCodec)
+        .with_distributed_channel_resolver(channels)
+        .with_distributed_worker_plan_rewrite_handler(move |ev: WorkerPlanRewriteEvent| {
+            guard.check(&ev.plan)?;
+            Ok(WorkerPlanRewriteEventResponse::new(ev.plan))
+        })
+        .build();
     let ctx = SessionContext::new_with_state(state);
     super::register(&ctx)?;
     Ok(ctx.state())
 }
 
 /// Serves a [`worker`] on `addr` until the process ends.
-pub async fn serve(addr: SocketAddr) -> Result<()> {
+pub async fn serve(addr: SocketAddr, options: WorkerOptions) -> Result<()> {
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|e| DataFusionError::External(format!("binding {addr}: {e}").into()))?;
-    serve_listener(listener).await
+    serve_listener(listener, options).await
 }
 
-/// Serves a [`worker`] on an already bound listener (port 0 in tests).
-pub async fn serve_listener(listener: TcpListener) -> Result<()> {
+/// Serves a [`worker`] on an already bound listener (port 0 in tests): TLS
+/// when `options.auth` has a certificate, the token checked on every request
+/// before its body is read.
+pub async fn serve_listener(listener: TcpListener, options: WorkerOptions) -> Result<()> {
+    options.validate()?;
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = options.auth.server_tls()? {
+        server = server
+            .tls_config(tls)
+            .map_err(|e| DataFusionError::Configuration(format!("worker TLS: {e}")))?;
+    }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-    tonic::transport::Server::builder()
-        .add_service(worker().into_worker_server())
+    server
+        .layer(tonic::service::InterceptorLayer::new(
+            options.auth.token_check(),
+        ))
+        .add_service(worker(&options).into_worker_server())
         .serve_with_incoming(incoming)
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))
