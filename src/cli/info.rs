@@ -19,6 +19,7 @@ use logsql::surface::header_walk::{HeaderWalk, TopicCount, count_topics};
 use logsql::surface::url_table::{ResolvedPath, resolve};
 use logsql_readers::formats::FormatReader;
 use logsql_readers::io::{ReadAt, check_regular_file};
+use logsql_readers::limits::Limits;
 use logsql_readers::model::Summary;
 use serde_json::{Value, json};
 
@@ -64,6 +65,7 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
     }
     let files = expand(app, paths)?;
     let count = files.len();
+    let limits = LogsqlOptions::from_config(app.ctx.state().config_options()).limits();
     let mut failed = Vec::new();
     let mut objects = Vec::new();
     let write = |out: &mut dyn Write, s: &str| {
@@ -79,7 +81,10 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
         let described = match file.read {
             Ok((loc, cached)) => app
                 .rt
-                .block_on(app.rt.spawn_blocking(move || describe(&loc, &cached, opts)))
+                .block_on(
+                    app.rt
+                        .spawn_blocking(move || describe(&loc, &cached, opts, limits)),
+                )
                 .map_err(|e| CliError::msg(format!("info task failed: {e}")))?,
             Err(e) => Err(e.into()),
         };
@@ -292,6 +297,7 @@ fn describe(
     loc: &FileLocation,
     cached: &CachedSummary,
     opts: InfoOptions,
+    limits: Limits,
 ) -> CliResult<(Described, Option<FileTimes>)> {
     let reader = loc.open()?;
     let (reader, format, summary) = (reader.as_ref(), &*cached.format, &*cached.summary);
@@ -306,7 +312,7 @@ fn describe(
     let uncounted = summary.channel_message_counts.is_none() && !summary.chunks.is_empty();
     let mut times: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let counted = (opts.timeline || uncounted).then(|| {
-        count_topics(format, reader, summary, |topic, t| {
+        count_topics(format, reader, summary, limits, |topic, t| {
             if !opts.timeline {
                 return;
             }

@@ -92,10 +92,24 @@ pub fn run(args: Args) -> CliResult {
 /// Runs a parsed command line on `app`, writing results to `out`.
 fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
     if let Some(command) = &args.command {
-        if args.sql.is_some() || !args.files.is_empty() || !args.commands.is_empty() {
+        if args.sql.is_some() || !args.files.is_empty() {
             return Err(CliError::msg(
                 "give either SQL (or -f / -c) or a subcommand, not both",
             ));
+        }
+        // `-c "SET ..."` before a subcommand sets its options (limits,
+        // policies), as it would for a query; nothing else runs there.
+        for sql in &args.commands {
+            let is_set = sql
+                .trim_start()
+                .get(..4)
+                .is_some_and(|w| w.eq_ignore_ascii_case("set "));
+            if !is_set {
+                return Err(CliError::msg(
+                    "with a subcommand, -c takes SET statements only (they set its options)",
+                ));
+            }
+            app.run_statement(sql, out)?;
         }
         return match command {
             Command::Info {

@@ -232,6 +232,34 @@ fn info_reports_recovery_and_damage() {
     );
 }
 
+/// `-c "SET ..."` before a subcommand sets its options: `info` reads with
+/// the session's limits (the chunk of 4,359,411 bytes is over a 10-byte
+/// `logsql.max_chunk_bytes`, and the error says which option); any other
+/// statement is refused there.
+#[test]
+fn info_takes_set_statements_for_its_limits() {
+    let Some(f) = fixtures::file("mcap", "samples/zstd_chunk_with_padding.mcap") else {
+        return;
+    };
+    let f = f.to_str().unwrap();
+    let out = ok(&["info", f]);
+    assert!(out.contains("messages:     12"), "{out}");
+    let out = ok(&["-c", "SET logsql.max_chunk_bytes = 10", "info", f]);
+    assert!(
+        out.contains(
+            "decompresses to 4359411 bytes, over the 10-byte limit (logsql.max_chunk_bytes)"
+        ),
+        "{out}"
+    );
+    let out = logsql(&["-c", "SELECT 1", "info", f]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("with a subcommand, -c takes SET statements only"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn export_writes_parquet_for_one_topic() {
     let Some(f) = compressed() else { return };

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use logsql_readers::formats::FormatReader;
 use logsql_readers::io::ReadAt;
+use logsql_readers::limits::Limits;
 use logsql_readers::model::{Channel, ChannelTimes, ChunkMeta, Flow, Message, Selection, Summary};
 
 /// What a walk over message headers cost, and where it stopped short.
@@ -31,6 +32,7 @@ pub(crate) fn walk_headers<'c>(
     file: &dyn ReadAt,
     summary: &Summary,
     chunks: impl IntoIterator<Item = &'c ChunkMeta>,
+    limits: Limits,
     mut f: impl FnMut(u64, Option<&Channel>, &[u64]),
 ) -> HeaderWalk {
     let sel = Selection {
@@ -38,6 +40,7 @@ pub(crate) fn walk_headers<'c>(
         topics: None,
         payload: false,
         full_header: false,
+        limits,
         ..Default::default()
     };
     let mut walk = HeaderWalk::default();
@@ -93,26 +96,36 @@ pub fn count_topics(
     format: &dyn FormatReader,
     file: &dyn ReadAt,
     summary: &Summary,
+    limits: Limits,
     mut times: impl FnMut(&str, &[u64]),
 ) -> (BTreeMap<String, TopicCount>, HeaderWalk) {
     let mut topics: BTreeMap<String, TopicCount> = BTreeMap::new();
-    let walk = walk_headers(format, file, summary, &summary.chunks, |_, ch, t| {
-        let topic = ch.map_or("", |c| c.topic.as_str());
-        let count = match topics.get_mut(topic) {
-            Some(c) => c,
-            None => topics
-                .entry(topic.to_string())
-                .or_insert_with(|| TopicCount {
-                    message_type: ch.and_then(|c| c.message_type.clone()),
-                    message_encoding: ch.map(|c| c.message_encoding.clone()).unwrap_or_default(),
-                    ..TopicCount::default()
-                }),
-        };
-        count.count += t.len() as u64;
-        count.first = min_opt(count.first, t.iter().min().copied());
-        count.last = count.last.max(t.iter().max().copied());
-        times(topic, t);
-    });
+    let walk = walk_headers(
+        format,
+        file,
+        summary,
+        &summary.chunks,
+        limits,
+        |_, ch, t| {
+            let topic = ch.map_or("", |c| c.topic.as_str());
+            let count = match topics.get_mut(topic) {
+                Some(c) => c,
+                None => topics
+                    .entry(topic.to_string())
+                    .or_insert_with(|| TopicCount {
+                        message_type: ch.and_then(|c| c.message_type.clone()),
+                        message_encoding: ch
+                            .map(|c| c.message_encoding.clone())
+                            .unwrap_or_default(),
+                        ..TopicCount::default()
+                    }),
+            };
+            count.count += t.len() as u64;
+            count.first = min_opt(count.first, t.iter().min().copied());
+            count.last = count.last.max(t.iter().max().copied());
+            times(topic, t);
+        },
+    );
     (topics, walk)
 }
 

@@ -35,6 +35,7 @@ use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::predicate::scalar_str;
 use crate::scanner::schema::timestamp_type;
 use logsql_readers::formats::FormatReader;
+use logsql_readers::limits::Limits;
 use logsql_readers::model::{ChunkMeta, Summary};
 
 /// A literal argument of a table function as text (strings and integers).
@@ -259,6 +260,10 @@ impl TableProvider for SummaryTable {
             })?;
         let options = LogsqlOptions::from_config(state.config_options());
         let on_error = options.on_error;
+        let policy = Policy {
+            on_error,
+            limits: options.limits(),
+        };
         let pool = options.descriptor_pool()?;
         let resolved = resolve(state, &self.path).await?;
         // A damaged file of a directory or glob: a warning or an error by the
@@ -294,7 +299,7 @@ impl TableProvider for SummaryTable {
             )));
         }
         let view = self.view;
-        let batch = tokio::task::spawn_blocking(move || build(view, &files, on_error))
+        let batch = tokio::task::spawn_blocking(move || build(view, &files, policy))
             .await
             .map_err(|e| DataFusionError::External(Box::new(e)))??;
         Ok(MemorySourceConfig::try_new_exec(
@@ -357,9 +362,9 @@ fn u64_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
     Arc::new(values.into_iter().collect::<UInt64Array>())
 }
 
-fn build(view: SummaryView, files: &Files, on_error: OnError) -> Result<RecordBatch> {
+fn build(view: SummaryView, files: &Files, policy: Policy) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = match view {
-        SummaryView::Topics => topics_columns(files, on_error)?,
+        SummaryView::Topics => topics_columns(files, policy)?,
         SummaryView::Chunks => {
             let rows: Vec<(&str, &Summary, &logsql_readers::model::ChunkMeta)> = files
                 .iter()
@@ -500,10 +505,10 @@ fn build(view: SummaryView, files: &Files, on_error: OnError) -> Result<RecordBa
 /// Per-topic facts of one file: (type, encoding, count, start, end).
 type TopicRow = (Option<String>, String, u64, Option<u64>, Option<u64>);
 
-fn topics_columns(files: &Files, on_error: OnError) -> Result<Vec<ArrayRef>> {
+fn topics_columns(files: &Files, policy: Policy) -> Result<Vec<ArrayRef>> {
     let mut all: BTreeMap<String, TopicRow> = BTreeMap::new();
     for (loc, cached) in files {
-        for (topic, row) in file_topics(loc, cached.format.as_ref(), &cached.summary, on_error)? {
+        for (topic, row) in file_topics(loc, cached.format.as_ref(), &cached.summary, policy)? {
             let e = all
                 .entry(topic)
                 .or_insert((row.0.clone(), row.1.clone(), 0, None, None));
@@ -529,7 +534,7 @@ fn file_topics(
     loc: &crate::storage::object_io::FileLocation,
     format: &dyn FormatReader,
     summary: &Summary,
-    on_error: OnError,
+    policy: Policy,
 ) -> Result<BTreeMap<String, TopicRow>> {
     let mut out: BTreeMap<String, TopicRow> = BTreeMap::new();
     let row_of = |out: &mut BTreeMap<String, TopicRow>, ch: &logsql_readers::model::Channel| {
@@ -548,7 +553,7 @@ fn file_topics(
     if let Some(counts) = &summary.channel_message_counts {
         let times = match format.channel_spans(summary) {
             Some(spans) => spans.map_err(df_err)?,
-            None => channel_times(loc, format, summary, counts, on_error)?,
+            None => channel_times(loc, format, summary, counts, policy)?,
         };
         for ch in summary.channels.values() {
             row_of(&mut out, ch);
@@ -567,7 +572,7 @@ fn file_topics(
         row_of(&mut out, ch);
     }
     let file = loc.open().map_err(df_err)?;
-    let (counts, walk) = count_topics(format, file.as_ref(), summary, |_, _| {});
+    let (counts, walk) = count_topics(format, file.as_ref(), summary, policy.limits, |_, _| {});
     for (topic, c) in counts {
         let e = out
             .entry(topic)
@@ -577,9 +582,17 @@ fn file_topics(
         e.4 = e.4.max(c.last);
     }
     for e in walk.errors.into_iter().chain(summary.damage.clone()) {
-        report(on_error, e, None)?;
+        report(policy.on_error, e, None)?;
     }
     Ok(out)
+}
+
+/// How the table functions read: the session's damage policy and the
+/// decompression limits of its `logsql.max_*` options.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    on_error: OnError,
+    limits: Limits,
 }
 
 /// First and last `log_time` of a channel.
@@ -602,9 +615,9 @@ fn channel_times(
     format: &dyn FormatReader,
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
-    on_error: OnError,
+    policy: Policy,
 ) -> Result<BTreeMap<u64, Span>> {
-    let mut chunks = ChunkTimes::new(loc, format, summary, on_error);
+    let mut chunks = ChunkTimes::new(loc, format, summary, policy);
     let mut out: BTreeMap<u64, Span> = BTreeMap::new();
     let merge = |out: &mut BTreeMap<u64, Span>, id: u64, (lo, hi): Span| {
         let e = out.entry(id).or_default();
@@ -666,7 +679,7 @@ struct ChunkTimes<'a> {
     loc: &'a crate::storage::object_io::FileLocation,
     format: &'a dyn FormatReader,
     summary: &'a Summary,
-    on_error: OnError,
+    policy: Policy,
     file: Option<Box<dyn logsql_readers::io::ReadAt>>,
     read: BTreeMap<u64, BTreeMap<u64, Span>>,
 }
@@ -676,13 +689,13 @@ impl<'a> ChunkTimes<'a> {
         loc: &'a crate::storage::object_io::FileLocation,
         format: &'a dyn FormatReader,
         summary: &'a Summary,
-        on_error: OnError,
+        policy: Policy,
     ) -> Self {
         Self {
             loc,
             format,
             summary,
-            on_error,
+            policy,
             file: None,
             read: BTreeMap::new(),
         }
@@ -708,15 +721,22 @@ impl<'a> ChunkTimes<'a> {
             }
             let file = self.file.as_deref().expect("opened above");
             let mut times: BTreeMap<u64, Span> = BTreeMap::new();
-            let walk = walk_headers(self.format, file, self.summary, [chunk], |id, _, t| {
-                let e = times.entry(id).or_default();
-                *e = (
-                    min_opt(e.0, t.iter().min().copied()),
-                    e.1.max(t.iter().max().copied()),
-                );
-            });
+            let walk = walk_headers(
+                self.format,
+                file,
+                self.summary,
+                [chunk],
+                self.policy.limits,
+                |id, _, t| {
+                    let e = times.entry(id).or_default();
+                    *e = (
+                        min_opt(e.0, t.iter().min().copied()),
+                        e.1.max(t.iter().max().copied()),
+                    );
+                },
+            );
             for e in walk.errors {
-                report(self.on_error, e, None)?;
+                report(self.policy.on_error, e, None)?;
                 // Unreadable: its bounds stand for every channel it lists.
                 for &id in chunk.channels.iter().flatten() {
                     let t = times.entry(id).or_default();
