@@ -341,6 +341,55 @@ fn eight_bomb_files_in_one_directory_stay_bounded() {
     assert_eq!(r.stdout.lines().nth(1), Some("16"), "{}", r.stderr);
 }
 
+/// Chunks under the per-chunk cap still count against the session's memory
+/// pool: with `datafusion.runtime.memory_limit` below a chunk's decompressed
+/// size the query fails at once, naming the file, the chunk and the bytes
+/// (whatever the damage policy: memory is not damage), and a limit above it
+/// gives the answer.
+#[test]
+fn decompressed_chunks_count_against_the_session_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let size: u64 = 100 << 20;
+    let chunk = zstd_zeros(size);
+    for i in 0..4 {
+        std::fs::write(
+            dir.path().join(format!("big_{i}.mcap")),
+            mcap_with_bombs(&[(chunk.clone(), size)]),
+        )
+        .unwrap();
+    }
+    let d = dir.path().to_str().unwrap();
+    let sql = format!("SELECT count(*) AS n FROM '{d}' WHERE length(data) > 0");
+    for policy in ["strict", "warn"] {
+        let r = run(&[
+            "--format",
+            "csv",
+            "--on-error",
+            policy,
+            "-c",
+            "SET datafusion.runtime.memory_limit = '64M'",
+            &sql,
+        ]);
+        assert_eq!(r.code, Some(1), "{policy}: {}", r.stderr);
+        assert!(r.stderr.contains("Resources exhausted"), "{}", r.stderr);
+        assert!(r.stderr.contains("big_"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("needs {size} bytes of memory")),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = run(&[
+        "--format",
+        "csv",
+        "-c",
+        "SET datafusion.runtime.memory_limit = '900M'",
+        &sql,
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(r.stdout.lines().nth(1), Some("8"), "{}", r.stderr);
+}
+
 #[test]
 fn a_db3_zstd_bomb_is_capped_and_leaves_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -246,7 +246,8 @@ impl FileFormat for LogFileFormat {
             conf.file_source = Arc::new(
                 source
                     .with_options(options)
-                    .with_summary_cache(Arc::clone(&summaries)),
+                    .with_summary_cache(Arc::clone(&summaries))
+                    .with_memory_pool(Arc::clone(&state.runtime_env().memory_pool)),
             );
         }
         // `messages` and `read_topic` scans of files in time order declare it

@@ -20,6 +20,7 @@ use datafusion::datasource::physical_plan::{
 use datafusion::datasource::projection::{ProjectionOpener, SplitProjection};
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::ObjectStore;
 use datafusion::object_store::path::Path as ObjectPath;
@@ -67,6 +68,8 @@ pub(crate) struct LogSource {
     /// The session's file-metadata cache the scan keeps summaries in (set at
     /// plan time by `LogFileFormat`, on workers by the codec; `None`: not cached).
     pub(crate) summaries: Option<SummaryCache>,
+    /// The session's memory pool the scan's chunks count against.
+    pub(crate) memory: Option<Arc<dyn MemoryPool>>,
     /// Whether chunks are read newest first: a `log_time DESC` sort was pushed
     /// here (see [`crate::scanner::newest_first`]; not sent to
     /// distributed workers, which read in file order: the sort above is kept).
@@ -92,6 +95,7 @@ impl LogSource {
             skip: Default::default(),
             damage: None,
             summaries: None,
+            memory: None,
             newest_first: false,
             runtime_filters: Vec::new(),
         }
@@ -120,6 +124,15 @@ impl LogSource {
         }
     }
 
+    /// The same source counting each chunk it decompresses against `pool`
+    /// (the session's `RuntimeEnv::memory_pool`).
+    pub(crate) fn with_memory_pool(self, pool: Arc<dyn MemoryPool>) -> Self {
+        Self {
+            memory: Some(pool),
+            ..self
+        }
+    }
+
     /// The same source reading `target` (a typed table, a decoded topic, or `messages`).
     pub(crate) fn with_target(self, target: ScanTarget) -> Self {
         Self { target, ..self }
@@ -138,6 +151,7 @@ impl LogSource {
             options: &self.options,
             limit: config.limit,
             summaries: self.summaries.clone(),
+            memory: self.memory.clone(),
         })?
         .with_damage_log(self.damage.clone())
         .with_time_order(

@@ -118,7 +118,8 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             .with_options(options)
             .with_summary_cache(crate::storage::summary_cache::of(
                 ctx.runtime_env().as_ref(),
-            ));
+            ))
+            .with_memory_pool(Arc::clone(&ctx.runtime_env().memory_pool));
         source.predicate = predicate;
         source.batch_size = usize::try_from(node.batch_size).map_err(codec_err)?;
         let conf =

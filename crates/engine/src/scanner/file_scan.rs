@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
 
 use super::chunk_choice::choose_chunks;
 use super::damage::report;
@@ -29,6 +30,7 @@ use crate::storage::digest::FileDigestFeed;
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::{self, CachedSummary};
 use logsql_readers::io::ReadAt;
+use logsql_readers::model::ChunkMeta;
 
 /// A file being scanned, between its steps.
 pub(crate) struct FileScan {
@@ -53,6 +55,9 @@ pub(crate) struct FileScan {
     digest: Option<FileDigestFeed>,
     /// Set once the reading ends early (a `LIMIT` reached, a reader stopped).
     stopped: bool,
+    /// The memory of the chunk being read and of its rows until they are
+    /// pulled, counted against the session's pool (see [`ScanPlan::memory`]).
+    memory: Option<MemoryReservation>,
 }
 
 /// What opening a file gave.
@@ -182,6 +187,10 @@ impl FileScan {
         metrics.bytes_read.add(file.take_count() as usize);
         let runtime = RuntimePruning::new(&plan.runtime_filters, &plan.file_schema);
         let blocking = !loc.local || format.reads_by_path();
+        let memory = plan
+            .memory
+            .as_ref()
+            .map(|pool| MemoryConsumer::new(format!("logsql scan of {name}")).register(pool));
         Ok(Opened::Scan(Box::new(Self {
             name,
             metrics,
@@ -194,6 +203,7 @@ impl FileScan {
             runtime,
             digest,
             stopped: false,
+            memory,
             plan,
         })))
     }
@@ -233,6 +243,7 @@ impl FileScan {
             }
             break chunk;
         };
+        self.reserve(chunk)?;
         let plan = Arc::clone(&self.plan);
         let format = Arc::clone(&self.cached.format);
         let file = CountingReader::new(self.raw.as_ref());
@@ -346,6 +357,30 @@ impl FileScan {
         Ok(())
     }
 
+    /// Counts `chunk` against the session's memory pool in place of the
+    /// chunk before (whose rows have all been pulled: no chunk is read before
+    /// then). The chunk's decompressed size is the estimate (its stored size
+    /// when the index does not say); a pool that cannot give it fails the
+    /// query naming the file, the chunk and the bytes asked for.
+    fn reserve(&mut self, chunk: &ChunkMeta) -> Result<()> {
+        let Some(reservation) = &mut self.memory else {
+            return Ok(());
+        };
+        let bytes = chunk
+            .uncompressed_size
+            .unwrap_or(chunk.length)
+            .max(chunk.compressed_size);
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        reservation.try_resize(bytes).map_err(|e| {
+            DataFusionError::ResourcesExhausted(format!(
+                "{}: the chunk at byte {} needs {bytes} bytes of memory: {}",
+                self.name,
+                chunk.offset,
+                e.strip_backtrace()
+            ))
+        })
+    }
+
     /// The batches made since the last call.
     pub(crate) fn take_batches(&mut self) -> Vec<RecordBatch> {
         self.sink.take_batches()
@@ -353,8 +388,12 @@ impl FileScan {
 
     /// Where an error that ends a scan under `plan` goes: recorded for the
     /// end of the query (`None`, see [`super::damage`]), or returned to end
-    /// the scan's stream.
+    /// the scan's stream. Memory the session's pool cannot give is not
+    /// damage: it ends the query at once, whatever the damage policy.
     pub(crate) fn route_error(plan: &ScanPlan, e: DataFusionError) -> Option<DataFusionError> {
+        if matches!(e, DataFusionError::ResourcesExhausted(_)) {
+            return Some(e);
+        }
         match &plan.damage {
             Some(log) => {
                 log.defer(e);

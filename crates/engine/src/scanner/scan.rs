@@ -11,6 +11,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::cast::as_boolean_array;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::MemoryPool;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column as ColumnExpr;
 use datafusion::physical_expr::utils::collect_columns;
@@ -120,6 +121,10 @@ pub(crate) struct ScanPlan {
     /// The session's file-metadata cache the summaries are kept in (`None`:
     /// every file open reads its summary).
     pub summaries: Option<SummaryCache>,
+    /// The session's memory pool, which each file's decompressed chunk
+    /// counts against while its rows are being made and handed out (`None`:
+    /// not accounted).
+    pub memory: Option<Arc<dyn MemoryPool>>,
     /// Whether each byte range's chunks are read newest first (a `log_time
     /// DESC` sort pushed to the scan: [`super::newest_first`]).
     pub newest_first: bool,
@@ -152,6 +157,8 @@ pub(crate) struct ScanRequest<'a> {
     pub limit: Option<usize>,
     /// The session's file-metadata cache (see [`ScanPlan::summaries`]).
     pub summaries: Option<SummaryCache>,
+    /// The session's memory pool (see [`ScanPlan::memory`]).
+    pub memory: Option<Arc<dyn MemoryPool>>,
 }
 
 impl ScanPlan {
@@ -168,6 +175,7 @@ impl ScanPlan {
             options,
             limit,
             summaries,
+            memory,
         } = req;
         let mut needed: Vec<usize> = output.to_vec();
         if let Some(p) = &predicate {
@@ -226,6 +234,7 @@ impl ScanPlan {
             damage: None,
             time_order: None,
             summaries,
+            memory,
             newest_first: false,
             runtime_filters: Vec::new(),
             file_schema: Arc::clone(file_schema),
