@@ -15,9 +15,9 @@
 #   LOGSQL_FUZZ_HOME   default $HOME/.cache/logsql-fuzz (also holds the target dir)
 #   CARGO_TARGET_DIR   default $LOGSQL_FUZZ_HOME/target
 #   FUZZ_MAX_LEN       largest input in bytes (default: per target, see max_len_of)
-#   FUZZ_BUILD_ARGS    `cargo fuzz build` flags (default "-s none": release with
-#                      debug assertions and overflow checks, no AddressSanitizer;
-#                      "-s address" adds it, about 3x slower)
+#   FUZZ_BUILD_ARGS    `cargo fuzz build` flags (default "-s address": release
+#                      with debug assertions, overflow checks and AddressSanitizer;
+#                      "-s none" leaves ASan out, about 3x the executions)
 #   LIBFUZZER_ARGS     extra libFuzzer flags (e.g. "-runs=10000000")
 set -euo pipefail
 
@@ -26,7 +26,7 @@ repo=$(cd "$fuzz_dir/../.." && pwd)
 home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 export LOGSQL_FUZZ_HOME=$home
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
-all_targets=(mcap bag apollo bddf carla ros2 ros1msg cdr protobuf json)
+all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json)
 
 seconds=30
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
@@ -58,11 +58,13 @@ max_len_of() {
 
 cd "$repo"
 # Release build with debug assertions and overflow checks (cargo fuzz's
-# default profile). No AddressSanitizer by default: logsql's one `unsafe`
-# block (`StringArray::new_unchecked` in decode/builder.rs) is checked by the
-# decoder targets' `validate_full`, and ASan costs about 3x the executions.
+# default profile) under AddressSanitizer: an out-of-bounds access or a
+# use-after-free in an `unsafe` block of logsql or of a dependency (arrow's
+# unchecked constructors, the decompressors) is a finding even when it does
+# not crash. ASan costs about 3x the executions; FUZZ_BUILD_ARGS="-s none"
+# trades it for speed in long local runs.
 # shellcheck disable=SC2086 # FUZZ_BUILD_ARGS is a list of flags
-nice cargo +nightly fuzz build --fuzz-dir tests/fuzz ${FUZZ_BUILD_ARGS:--s none}
+nice cargo +nightly fuzz build --fuzz-dir tests/fuzz ${FUZZ_BUILD_ARGS:--s address}
 bin_dir=$CARGO_TARGET_DIR/$(rustc +nightly -vV | sed -n 's/^host: //p')/release
 
 failed=()

@@ -8,7 +8,7 @@ use serde_yaml_ng::Value;
 
 /// What `metadata.yaml` says about the bag.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct BagMetadata {
+pub struct BagMetadata {
     /// `version`.
     pub version: Option<u64>,
     /// `storage_identifier` (`sqlite3`, `mcap`).
@@ -32,12 +32,12 @@ pub(crate) struct BagMetadata {
     /// `ros_distro` (newer versions).
     pub ros_distro: Option<String>,
     /// `custom_data` (newer versions), values as text.
-    pub(crate) custom_data: BTreeMap<String, String>,
+    pub custom_data: BTreeMap<String, String>,
 }
 
 /// One entry of `topics_with_message_count`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct TopicInfo {
+pub struct TopicInfo {
     /// `topic_metadata.name`.
     pub name: String,
     /// `topic_metadata.type`.
@@ -54,7 +54,7 @@ pub(crate) struct TopicInfo {
 
 /// One entry of `files`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct FileInfo {
+pub struct FileInfo {
     /// `path`, relative to the bag directory.
     pub path: String,
     /// `starting_time.nanoseconds_since_epoch`.
@@ -67,12 +67,12 @@ pub(crate) struct FileInfo {
 
 impl BagMetadata {
     /// Whether each message's data is a zstd frame (`compression_mode: MESSAGE`).
-    pub(crate) fn message_compressed(&self) -> bool {
+    pub fn message_compressed(&self) -> bool {
         self.compression_mode.eq_ignore_ascii_case("message")
     }
 
     /// Parses the text of a `metadata.yaml`.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, String> {
         let doc: Value = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
         let info = doc
             .get("rosbag2_bagfile_information")
@@ -151,7 +151,7 @@ impl BagMetadata {
     }
 
     /// The bag's facts as `metadata()` rows show them.
-    pub(crate) fn to_map(&self) -> BTreeMap<String, String> {
+    pub fn to_map(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
         let mut put = |k: &str, v: Option<String>| {
             if let Some(v) = v {

@@ -50,7 +50,7 @@ use crate::model::{
 
 use super::FormatReader;
 
-pub(crate) mod bag_meta;
+pub mod bag_meta;
 pub mod db;
 pub mod temp;
 
