@@ -162,15 +162,15 @@ fn answers_equal_the_clis() {
     let queries = [
         format!("SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic"),
         "SELECT topic, count(*) AS n FROM demo GROUP BY topic ORDER BY topic".to_string(),
-        format!("SELECT topic, messages FROM topics('{f}') ORDER BY topic"),
+        format!("SELECT topic, message_type, message_count FROM topics('{f}') ORDER BY topic"),
         format!(
             "SELECT count(*) AS n, round(avg(linear_acceleration['z']), 6) AS z \
              FROM read_topic('{f}', '/imu')"
         ),
         // Windows: messages per second of each topic, the busiest seconds.
         format!(
-            "SELECT topic, date_bin(INTERVAL '1 second', log_time) AS s, count(*) AS n \
-             FROM '{f}' GROUP BY topic, s ORDER BY n DESC, topic, s LIMIT 5"
+            "SELECT topic, CAST(date_bin(INTERVAL '1 second', log_time) AS BIGINT) AS s, \
+             count(*) AS n FROM '{f}' GROUP BY topic, s ORDER BY n DESC, topic, s LIMIT 5"
         ),
         // Both ASOF JOIN spellings.
         format!(
@@ -194,6 +194,11 @@ fn answers_equal_the_clis() {
     assert_eq!(
         server.ok("SELECT topic, count(*) AS n FROM demo GROUP BY topic ORDER BY topic"),
         "/camera/compressed,100\n/diagnostics,10\n/imu,2000\n/tf,500\n"
+    );
+    // Timestamps arrive as `timestamp with time zone`, in UTC.
+    assert_eq!(
+        server.ok("SELECT min(log_time) FROM demo WHERE topic = '/imu'"),
+        "2023-11-14 22:13:20.000000+00\n"
     );
 }
 
