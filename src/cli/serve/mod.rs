@@ -17,8 +17,10 @@ pub mod statements;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use datafusion::common::TableReference;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{ScalarValue, TableReference};
 use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::{ColumnarValue, ScalarUDF, Volatility, create_udf};
 use datafusion::prelude::SessionContext;
 use datafusion_postgres::auth::AuthManager;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
@@ -76,6 +78,8 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
         .clone();
     setup_pg_catalog(&app.ctx, &catalog, Arc::new(AuthManager::new()))
         .map_err(|e| CliError::from(*e))?;
+    app.ctx.register_udf(version_udf());
+    app.ctx.register_udf(to_regtype_udf());
 
     let ctx = Arc::new(app.ctx.clone());
     let handlers = Arc::new(Handlers::new(
@@ -99,6 +103,35 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
         serve.max_connections as usize,
     ));
     Ok(())
+}
+
+/// `version()` as Postgres clients parse it (SQLAlchemy reads the server's
+/// version from `PostgreSQL X.Y`), naming logsql and DataFusion after it.
+fn version_udf() -> ScalarUDF {
+    let text = format!(
+        "PostgreSQL 16.6 (logsql {}, Apache DataFusion {})",
+        env!("CARGO_PKG_VERSION"),
+        datafusion::DATAFUSION_VERSION
+    );
+    create_udf(
+        "version",
+        vec![],
+        DataType::Utf8,
+        Volatility::Immutable,
+        Arc::new(move |_| Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(text.clone()))))),
+    )
+}
+
+/// `to_regtype(name)`: the oid of a type by name, NULL for every name (the
+/// server has no extension types; psycopg and SQLAlchemy look for `hstore`).
+fn to_regtype_udf() -> ScalarUDF {
+    create_udf(
+        "to_regtype",
+        vec![DataType::Utf8],
+        DataType::Int32,
+        Volatility::Immutable,
+        Arc::new(|_| Ok(ColumnarValue::Scalar(ScalarValue::Int32(None)))),
+    )
 }
 
 /// The password in `file`: its first line, without the line break.

@@ -2,7 +2,8 @@
 //! nothing a client says may change what the others see or where the
 //! session reads: queries, `EXPLAIN`, `SHOW`, transactions and cursors run;
 //! `SET` of a Postgres client setting (time zone, date style, statement
-//! timeout, ...) applies to that client only; `SET` of session options
+//! timeout, ...) applies to that client only, savepoints are answered and do
+//! nothing; `SET` of session options
 //! (`datafusion.*`, `logsql.*`) and every DDL statement (`CREATE`, `DROP`,
 //! `ALTER`, `PREPARE`, ...) are refused; `COPY` and `INSERT` run only with
 //! `--allow-write` (and then write only below its directory, which the plan
@@ -43,8 +44,10 @@ pub struct StatementGuard {
 enum Verdict {
     /// Run it as datafusion-postgres would.
     Run,
-    /// Answer `SET` and do nothing (a Postgres setting logsql has no use for).
-    Ignore,
+    /// Answer with this command tag and do nothing (a Postgres setting
+    /// logsql has no use for, a savepoint of a transaction that writes
+    /// nothing).
+    Ignore(&'static str),
     /// Refuse it, saying why.
     Refuse(String),
 }
@@ -78,6 +81,8 @@ impl StatementGuard {
                 ),
             },
             Statement::Set(set) => set_verdict(set),
+            Statement::Savepoint { .. } => Verdict::Ignore("SAVEPOINT"),
+            Statement::ReleaseSavepoint { .. } => Verdict::Ignore("RELEASE"),
             other => Verdict::Refuse(format!(
                 "{} is not allowed on a logsql server: its tables and options are shared by \
                  every client and set when it starts",
@@ -89,7 +94,7 @@ impl StatementGuard {
     fn check(&self, statement: &Statement) -> Option<PgWireResult<Response>> {
         match self.verdict(statement) {
             Verdict::Run => None,
-            Verdict::Ignore => Some(Ok(Response::Execution(Tag::new("SET")))),
+            Verdict::Ignore(tag) => Some(Ok(Response::Execution(Tag::new(tag)))),
             Verdict::Refuse(why) => Some(Err(refusal(why))),
         }
     }
@@ -109,11 +114,11 @@ fn set_verdict(set: &Set) -> Verdict {
                      when it starts"
                 ))
             } else {
-                Verdict::Ignore
+                Verdict::Ignore("SET")
             }
         }
         Set::SetTimeZone { local: false, .. } => Verdict::Run,
-        _ => Verdict::Ignore,
+        _ => Verdict::Ignore("SET"),
     }
 }
 
@@ -160,8 +165,8 @@ impl QueryHook for StatementGuard {
     ) -> Option<PgWireResult<LogicalPlan>> {
         match self.verdict(statement) {
             Verdict::Refuse(why) => Some(Err(refusal(why))),
-            // An ignored `SET` is answered at execution.
-            Verdict::Run | Verdict::Ignore => None,
+            // An ignored statement is answered at execution.
+            Verdict::Run | Verdict::Ignore(_) => None,
         }
     }
 
