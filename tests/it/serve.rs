@@ -2,8 +2,8 @@
 //! answers equal the CLI's for the same queries on the same files, psql's
 //! catalog commands list the `--table` tables, and what a shared server must
 //! not do (read outside its roots, write without `--allow-write`, change the
-//! session, admit a wrong password) is refused with a clear error while the
-//! server goes on.
+//! session, admit a wrong password, or a plain connection in TLS-only mode)
+//! is refused with a clear error while the server goes on.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -34,6 +34,8 @@ struct Server {
     port: u16,
     user: String,
     password: Option<String>,
+    /// psql's `sslmode`.
+    sslmode: &'static str,
 }
 
 impl Server {
@@ -70,6 +72,7 @@ impl Server {
             port,
             user: "logsql".to_string(),
             password: None,
+            sslmode: "disable",
         }
     }
 
@@ -84,7 +87,7 @@ impl Server {
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
             .args(["-U", &self.user, "-d", "logsql", "-c", sql])
             .env("PGCONNECT_TIMEOUT", "20")
-            .env("PGSSLMODE", "disable")
+            .env("PGSSLMODE", self.sslmode)
             .stdin(Stdio::null());
         match password {
             Some(p) => cmd.env("PGPASSWORD", p),
@@ -372,4 +375,50 @@ fn a_query_over_its_time_is_cancelled() {
          WHERE a.sequence + b.sequence + c.sequence >= 0"
     ));
     assert!(err.contains("query timeout"), "{err}");
+}
+
+#[test]
+fn tls_only_refuses_plain_connections() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        if std::env::var("LOGSQL_REQUIRE_FIXTURES").as_deref() == Ok("1") {
+            panic!("openssl is required (LOGSQL_REQUIRE_FIXTURES=1) to make a test certificate");
+        }
+        eprintln!("skipped: openssl could not make a test certificate");
+        return;
+    }
+    let secret = dir.path().join("password");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let mut server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--password-file",
+        secret.to_str().unwrap(),
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--tls-only",
+    ]);
+    server.password = Some("s3cret".to_string());
+    let err = server.err("SELECT 1");
+    assert!(err.contains("accepts TLS connections only"), "{err}");
+    server.sslmode = "require";
+    let f = dir.path().join("demo.mcap").display().to_string();
+    assert_eq!(server.ok(&format!("SELECT count(*) FROM '{f}'")), "2610\n");
 }
