@@ -250,6 +250,11 @@ pub enum Command {
         /// A log file, directory or glob.
         path: String,
     },
+    /// Serves SQL over the Postgres wire protocol until stopped, for psql,
+    /// Grafana, DBeaver, pandas and other Postgres clients: every table
+    /// function, `read_topic` and ASOF JOIN as in the CLI, reading only below
+    /// the --root directories, writing nothing unless --allow-write.
+    Serve(ServeArgs),
     /// Serves a datafusion-distributed worker until stopped: a coordinator
     /// (`logsql --workers ADDR,... "SQL"`) sends it the scans of its queries.
     /// It reads files and object stores with its own paths and environment,
@@ -288,6 +293,106 @@ pub struct WorkerArgs {
     /// run queries over the data roots. For a trusted network only.
     #[arg(long)]
     pub insecure: bool,
+}
+
+/// Arguments of `logsql serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// A directory (or object-store prefix, `s3://bucket/runs/`) queries may
+    /// read below; repeatable, at least one. Paths outside every root, `..`
+    /// and links out of a root are refused.
+    #[arg(long = "root", value_name = "DIR|URL", required = true)]
+    pub roots: Vec<String>,
+    /// Names a log file, directory or glob (below a root) as a table:
+    /// `--table runs=/data/runs/`; repeatable. Listed by `SHOW TABLES`,
+    /// `information_schema` and `pg_catalog` (psql's `\dt`).
+    #[arg(long = "table", value_name = "NAME=PATH")]
+    pub tables: Vec<String>,
+    /// Address of the Postgres-wire listener (port 0: any free port, printed
+    /// at start).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5432")]
+    pub pg: std::net::SocketAddr,
+    /// File holding the password clients must give (SCRAM-SHA-256; the first
+    /// line, without its line break). Without it, any client that reaches
+    /// the address may query.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// The user name clients log in as when --password-file is given.
+    #[arg(long, value_name = "NAME", default_value = "logsql")]
+    pub user: String,
+    /// TLS certificate chain (PEM); with --tls-key, clients may (and with
+    /// --tls-only must) connect over TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM, PKCS#8 or PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Refuses clients that do not connect over TLS.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_only: bool,
+    /// Allows `COPY ... TO` (and `INSERT`) writing files below DIR only.
+    #[arg(long, value_name = "DIR")]
+    pub allow_write: Option<String>,
+    /// Memory a query may hold at once (`512MiB`, `2GB`); a query needing
+    /// more fails with a resources-exhausted error.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_limit: Option<usize>,
+    /// Time a query may take, waiting for a slot included (`30s`, `5min`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub query_timeout: Option<std::time::Duration>,
+    /// Queries that run at once; others wait for a slot (within
+    /// --query-timeout).
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_queries: u32,
+    /// Client connections open at once; more are refused.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+}
+
+/// Parses a size: bytes, or a number with `KB`/`MB`/`GB`/`TB` (powers of
+/// 1000) or `KiB`/`MiB`/`GiB`/`TiB` (powers of 1024).
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(format!("'{s}' is not a size (e.g. 512MiB, 2GB)")),
+    };
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (e.g. 512MiB, 2GB)"))?;
+    Ok((n * factor) as usize)
+}
+
+/// Parses a duration: a number with `ms`, `s`, `min` or `h`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let seconds: f64 = match unit.trim() {
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "min" | "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("'{s}' is not a duration (e.g. 30s, 5min)")),
+    };
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 30s, 5min)"))?;
+    std::time::Duration::try_from_secs_f64(n * seconds).map_err(|e| format!("'{s}': {e}"))
 }
 
 /// Arguments of `logsql export`.
@@ -365,7 +470,7 @@ pub struct PlotArgs {
 fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
     match subcommand {
         "info" => Some(&["format", "no_verify"]),
-        "export" | "plot" => Some(&[
+        "export" | "plot" | "serve" => Some(&[
             "on_error",
             "target_partitions",
             "descriptors",

@@ -8,6 +8,7 @@
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
+//! - [`serve`]: `logsql serve`, the session over the Postgres wire protocol;
 //! - [`terminal`]: control characters escaped in what a terminal shows;
 //! - [`error`], [`logger`], [`units`]: error rendering, warnings on stderr, human units.
 //!
@@ -22,6 +23,7 @@ pub mod info;
 pub mod logger;
 pub mod output;
 pub mod plot;
+pub mod serve;
 pub mod shell;
 pub mod statements;
 pub mod terminal;
@@ -73,6 +75,14 @@ pub fn main() -> ExitCode {
 /// temporary file beside FILE and renamed over it only when everything
 /// succeeded: a failing command leaves FILE as it was.
 pub fn run(args: Args) -> CliResult {
+    if let Some(Command::Serve(serve)) = &args.command {
+        if args.sql.is_some() || !args.files.is_empty() || !args.commands.is_empty() {
+            return Err(CliError::msg(
+                "give either SQL (or -f / -c) or a subcommand, not both",
+            ));
+        }
+        return serve::run(&args, serve);
+    }
     let mut app = App::new(&args)?;
     let (mut out, file) = output(&args)?;
     let result = run_with(&mut app, &args, &mut out);
@@ -134,6 +144,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Chunks { path } => app.run_table_function("chunks", path, out),
             Command::Attachments { path } => app.run_table_function("attachments", path, out),
             Command::Metadata { path } => app.run_table_function("metadata", path, out),
+            Command::Serve(_) => unreachable!("`logsql serve` runs without an App (see run)"),
             #[cfg(feature = "distributed")]
             Command::Worker(w) => worker(app, w),
         };
@@ -265,6 +276,15 @@ pub struct App {
 impl App {
     /// Builds the runtime and the session from the global options.
     pub fn new(args: &Args) -> CliResult<Self> {
+        Self::with_config(args, |config| config)
+    }
+
+    /// [`App::new`], with the session's config passed through `configure`
+    /// first (`logsql serve` puts its data roots there).
+    pub fn with_config(
+        args: &Args,
+        configure: impl FnOnce(SessionConfig) -> SessionConfig,
+    ) -> CliResult<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("logsql")
@@ -274,7 +294,7 @@ impl App {
         if let Some(n) = args.target_partitions {
             config = config.with_target_partitions(n as usize);
         }
-        let ctx = session(args, config)?;
+        let ctx = session(args, configure(config))?;
         let app = Self {
             rt,
             ctx,

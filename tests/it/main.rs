@@ -51,6 +51,7 @@ mod mcap_writer;
 mod queries;
 mod ros2_reader;
 mod self_contained;
+mod serve;
 mod slt;
 mod sql;
 mod summary_counts;

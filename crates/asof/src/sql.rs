@@ -33,7 +33,7 @@ use datafusion::logical_expr::planner::{
 use datafusion::logical_expr::utils::split_conjunction_owned;
 use datafusion::logical_expr::{BinaryExpr, Expr, Extension, LogicalPlan, Operator};
 use datafusion::prelude::SessionContext;
-use datafusion::sql::parser::{CopyToSource, Statement as DFStatement};
+use datafusion::sql::parser::{CopyToSource, DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
     Expr as SqlExpr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, TableFactor,
     TableWithJoins, VisitMut, VisitorMut,
@@ -64,6 +64,27 @@ pub async fn sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
     nest_asof_joins(&mut statement);
     let plan = state.statement_to_plan(statement).await?;
     ctx.execute_logical_plan(plan).await
+}
+
+/// `sql` (one or more statements) with every `ASOF JOIN`, in either
+/// spelling, written as the parenthesized form plain `ctx.sql()` plans once
+/// [`crate::install`] ran: for SQL front ends that parse and plan statements
+/// themselves (a Postgres-wire server). Text without the word `ASOF` is
+/// returned unchanged.
+pub fn normalize(sql: &str) -> Result<String> {
+    if !sql.to_ascii_uppercase().contains("ASOF") {
+        return Ok(sql.to_string());
+    }
+    let text = rewrite_duckdb(sql);
+    let statements = DFParser::parse_sql_with_dialect(&text, &GenericDialect {})?;
+    let texts: Vec<String> = statements
+        .into_iter()
+        .map(|mut statement| {
+            nest_asof_joins(&mut statement);
+            statement.to_string()
+        })
+        .collect();
+    Ok(texts.join(";\n"))
 }
 
 /// The byte offset of a tokenizer location in `text` (lines and columns from 1).

@@ -76,7 +76,8 @@ pub(crate) struct AtomicSink {
 }
 
 impl AtomicSink {
-    fn inner(&self) -> Result<&dyn DataSink> {
+    /// The wrapped sink.
+    pub(crate) fn inner(&self) -> Result<&dyn DataSink> {
         self.exec
             .downcast_ref::<DataSinkExec>()
             .map(DataSinkExec::sink)

@@ -661,6 +661,11 @@ impl McapSink {
             scanned,
         }
     }
+
+    /// The target of the write.
+    pub(crate) fn config(&self) -> &FileSinkConfig {
+        &self.config
+    }
 }
 
 impl fmt::Debug for McapSink {

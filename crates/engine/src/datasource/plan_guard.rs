@@ -6,7 +6,8 @@
 //! that breaks a rule, when
 //! - a node's kind is not on the guard's allow-list (when it has one);
 //! - it writes (`DataSinkExec`: every `COPY`, staged or not) and writes are
-//!   not allowed;
+//!   not allowed, or its target is outside the write roots (when writes are
+//!   allowed only below some);
 //! - it scans files with another source than logsql's (Parquet, CSV, JSON,
 //!   ...), when foreign scans are not allowed;
 //! - a file it scans is outside the [`DataRoots`] (when there are roots).
@@ -19,12 +20,18 @@ use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use datafusion::datasource::file_format::csv::CsvSink;
+use datafusion::datasource::file_format::json::JsonSink;
+use datafusion::datasource::file_format::parquet::ParquetSink;
 use datafusion::datasource::memory::MemorySourceConfig;
-use datafusion::datasource::physical_plan::FileScanConfig;
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSink, FileSinkConfig};
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_plan::ExecutionPlan;
 
+use crate::atomic_write::sink::AtomicSink;
+use crate::datasource::mcap_sink::McapSink;
 use crate::datasource::source::LogSource;
 use crate::storage::roots::DataRoots;
 
@@ -94,6 +101,9 @@ pub struct PlanGuard {
     foreign_scans: bool,
     /// Where scanned files must be; `None` allows any file.
     roots: Option<Arc<DataRoots>>,
+    /// Where written files must be (when writes are allowed); `None` allows
+    /// any target.
+    write_roots: Option<Arc<DataRoots>>,
 }
 
 impl PlanGuard {
@@ -105,6 +115,7 @@ impl PlanGuard {
             writes: false,
             foreign_scans: false,
             roots: Some(roots),
+            write_roots: None,
         }
     }
 
@@ -116,6 +127,7 @@ impl PlanGuard {
             writes: true,
             foreign_scans: true,
             roots: Some(roots),
+            write_roots: None,
         }
     }
 
@@ -125,11 +137,24 @@ impl PlanGuard {
         self
     }
 
+    /// Allows writes, only to files and directories below `roots` (a sink
+    /// whose targets cannot be told is refused).
+    pub fn with_write_roots(mut self, roots: Arc<DataRoots>) -> Self {
+        self.writes = true;
+        self.write_roots = Some(roots);
+        self
+    }
+
     /// Refuses `plan` if any of its nodes breaks a rule, naming the node.
     pub fn check(&self, plan: &Arc<dyn ExecutionPlan>) -> Result<()> {
         let name = plan.name();
         if !self.writes && name == "DataSinkExec" {
             return Err(refused(name, "it writes files"));
+        }
+        if let (Some(write_roots), Some(exec)) =
+            (&self.write_roots, plan.downcast_ref::<DataSinkExec>())
+        {
+            check_sink(exec.sink(), write_roots)?;
         }
         if let Some(nodes) = &self.nodes
             && !nodes.contains(name)
@@ -172,6 +197,45 @@ impl PlanGuard {
         }
         Ok(())
     }
+}
+
+/// Refuses a sink whose targets are not all below `roots`.
+fn check_sink(sink: &dyn DataSink, roots: &DataRoots) -> Result<()> {
+    let config = sink_config(sink).ok_or_else(|| {
+        refused(
+            "DataSinkExec",
+            "a sink whose target cannot be checked against the write roots",
+        )
+    })?;
+    for path in &config.table_paths {
+        let url = url::Url::parse(path.as_str())
+            .map_err(|e| refused("DataSinkExec", &format!("target {path}: {e}")))?;
+        roots
+            .check_url(&url, &config.original_url)
+            .map_err(|e| refused("DataSinkExec", &format!("target of the write: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The file-sink configuration (its targets) of the sinks logsql plans:
+/// DataFusion's Parquet, CSV and JSON sinks, the MCAP sink, and either
+/// within the staging wrapper every local write is given.
+fn sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
+    let any: &dyn Any = sink;
+    if let Some(atomic) = any.downcast_ref::<AtomicSink>() {
+        return sink_config(atomic.inner().ok()?);
+    }
+    if let Some(s) = any.downcast_ref::<McapSink>() {
+        return Some(s.config());
+    }
+    if let Some(s) = any.downcast_ref::<ParquetSink>() {
+        return Some(s.config());
+    }
+    if let Some(s) = any.downcast_ref::<CsvSink>() {
+        return Some(s.config());
+    }
+    // DataFusion's Arrow IPC sink is private: its writes are refused.
+    any.downcast_ref::<JsonSink>().map(FileSink::config)
 }
 
 fn refused(node: &str, why: &str) -> DataFusionError {

@@ -332,6 +332,16 @@ impl UrlTableFactory for LogUrlTableFactory {
         };
         // Not even DataFusion's own tables may open it.
         refuse_special_file(&url, path)?;
+        // Nor, with data roots, a path outside them (DataFusion's own url
+        // tables below would read its first bytes to infer a schema). A bare
+        // name that is no file (`FROM t` of an unknown table) is left to say
+        // "table not found".
+        let names_a_path = !is_local(path)
+            || path.contains(['/', '\\', '*', '?', '['])
+            || std::path::Path::new(path).exists();
+        if names_a_path && let Some(roots) = DataRoots::of(state.config()) {
+            roots.check_url(url.get_url(), path)?;
+        }
         let resolved = match resolve(&state, path).await {
             Ok(r) => r,
             // A remote path's failure (refused, DNS, 403, 404, no credentials) is

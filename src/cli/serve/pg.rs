@@ -1,0 +1,352 @@
+//! The Postgres-wire side of `logsql serve`, on datafusion-postgres and
+//! pgwire: the handlers (datafusion-postgres's session service behind
+//! logsql's statement guard, with every `ASOF JOIN` spelling rewritten to
+//! the form DataFusion plans), SCRAM-SHA-256 password authentication, TLS,
+//! and the accept loop with its connection limit.
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_postgres::hooks::cursor::CursorStatementHook;
+use datafusion_postgres::hooks::set_show::SetShowHook;
+use datafusion_postgres::hooks::transactions::TransactionStatementHook;
+use datafusion_postgres::pgwire::api::auth::noop::NoopStartupHandler;
+use datafusion_postgres::pgwire::api::auth::sasl::SASLAuthStartupHandler;
+use datafusion_postgres::pgwire::api::auth::sasl::scram::{
+    SCRAM_ITERATIONS, ScramAuth, gen_salted_password, random_nonce,
+};
+use datafusion_postgres::pgwire::api::auth::{
+    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
+};
+use datafusion_postgres::pgwire::api::cancel::DefaultCancelHandler;
+use datafusion_postgres::pgwire::api::portal::Format;
+use datafusion_postgres::pgwire::api::portal::Portal;
+use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
+use datafusion_postgres::pgwire::api::stmt::QueryParser;
+use datafusion_postgres::pgwire::api::store::PortalStore;
+use datafusion_postgres::pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type,
+};
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use datafusion_postgres::pgwire::tokio::process_socket;
+use datafusion_postgres::pgwire::tokio::tokio_rustls::TlsAcceptor;
+use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls;
+use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls::pki_types::pem::PemObject;
+use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls::pki_types::{
+    CertificateDer, PrivateKeyDer,
+};
+use datafusion_postgres::{DfSessionService, Parser, QueryHook};
+use futures::Sink;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use super::statements::StatementGuard;
+use crate::cli::error::{CliError, CliResult};
+
+/// How clients log in.
+pub enum Login {
+    /// Any client that reaches the address.
+    Open,
+    /// SCRAM-SHA-256 with one user and password.
+    Password { user: String, password: String },
+}
+
+/// The handlers of one server (the factory pgwire asks per connection).
+pub struct Handlers {
+    service: Arc<LogsqlService>,
+    connections: Arc<ConnectionManager>,
+    auth: Option<Arc<Credentials>>,
+    tls_only: bool,
+}
+
+impl Handlers {
+    /// The handlers of a server over `ctx`.
+    pub fn new(ctx: Arc<SessionContext>, writes: bool, login: Login, tls_only: bool) -> Self {
+        let hooks: Vec<Arc<dyn QueryHook>> = vec![
+            Arc::new(StatementGuard { writes }),
+            Arc::new(CursorStatementHook),
+            Arc::new(SetShowHook),
+            Arc::new(TransactionStatementHook),
+        ];
+        let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
+        let service = Arc::new(LogsqlService {
+            parser: Arc::new(AsofParser(inner.query_parser())),
+            inner,
+        });
+        let auth = match login {
+            Login::Open => None,
+            Login::Password { user, password } => Some(Arc::new(Credentials::new(user, &password))),
+        };
+        Self {
+            service,
+            connections: Arc::new(ConnectionManager::new()),
+            auth,
+            tls_only,
+        }
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        // A new handler per connection: SCRAM's exchange state is the connection's.
+        let kind = match &self.auth {
+            None => StartupKind::Open(OpenStartup {
+                connections: Arc::clone(&self.connections),
+            }),
+            Some(credentials) => {
+                let scram = ScramAuth::new(Arc::clone(credentials) as Arc<dyn AuthSource>);
+                StartupKind::Scram(Box::new(
+                    SASLAuthStartupHandler::new(
+                        Arc::new(DefaultServerParameterProvider::default()),
+                    )
+                    .with_scram(scram)
+                    .with_connection_manager(Arc::clone(&self.connections)),
+                ))
+            }
+        };
+        Arc::new(Startup {
+            kind,
+            tls_only: self.tls_only,
+        })
+    }
+
+    fn cancel_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::cancel::CancelHandler> {
+        Arc::new(DefaultCancelHandler::new(Arc::clone(&self.connections)))
+    }
+}
+
+/// The one user and its salted password (the SCRAM verifier's input).
+#[derive(Debug)]
+struct Credentials {
+    user: String,
+    salt: Vec<u8>,
+    salted: Vec<u8>,
+}
+
+impl Credentials {
+    fn new(user: String, password: &str) -> Self {
+        let salt = random_nonce().into_bytes();
+        let salted = gen_salted_password(password, &salt, SCRAM_ITERATIONS);
+        Self { user, salt, salted }
+    }
+}
+
+#[async_trait]
+impl AuthSource for Credentials {
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        match login.user() {
+            Some(user) if user == self.user => {
+                Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
+            }
+            user => Err(PgWireError::InvalidPassword(
+                user.unwrap_or_default().to_string(),
+            )),
+        }
+    }
+}
+
+/// Start-up without a password.
+struct OpenStartup {
+    connections: Arc<ConnectionManager>,
+}
+
+impl NoopStartupHandler for OpenStartup {
+    fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
+        Some(Arc::clone(&self.connections))
+    }
+}
+
+enum StartupKind {
+    Open(OpenStartup),
+    Scram(Box<SASLAuthStartupHandler<DefaultServerParameterProvider>>),
+}
+
+/// A connection's start-up: TLS required if the server says so, then its login.
+struct Startup {
+    kind: StartupKind,
+    tls_only: bool,
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if self.tls_only && !client.is_secure() {
+            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                "FATAL".to_string(),
+                "28000".to_string(),
+                "this server accepts TLS connections only (sslmode=require)".to_string(),
+            ))));
+        }
+        match &self.kind {
+            StartupKind::Open(h) => h.on_startup(client, message).await,
+            StartupKind::Scram(h) => h.on_startup(client, message).await,
+        }
+    }
+}
+
+/// datafusion-postgres's prepared statement: its text, and its parse and plan.
+type DfStatement = (String, Option<(Statement, LogicalPlan)>);
+
+/// datafusion-postgres's session service, with each statement's `ASOF JOIN`
+/// rewritten first ([`logsql_asof::sql::normalize`]).
+pub struct LogsqlService {
+    inner: Arc<DfSessionService>,
+    parser: Arc<AsofParser>,
+}
+
+/// A statement's text with its `ASOF JOIN`s in the form DataFusion plans
+/// (unchanged when it has none or does not parse: the parser says why).
+fn normalize(sql: &str) -> String {
+    logsql::sql::normalize(sql).unwrap_or_else(|_| sql.to_string())
+}
+
+#[async_trait]
+impl SimpleQueryHandler for LogsqlService {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        SimpleQueryHandler::do_query(&*self.inner, client, &normalize(query)).await
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for LogsqlService {
+    type Statement = DfStatement;
+    type QueryParser = AsofParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        ExtendedQueryHandler::do_query(&*self.inner, client, portal, max_rows).await
+    }
+}
+
+/// datafusion-postgres's parser of prepared statements, after the `ASOF
+/// JOIN` rewrite.
+pub struct AsofParser(Arc<Parser>);
+
+#[async_trait]
+impl QueryParser for AsofParser {
+    type Statement = DfStatement;
+
+    async fn parse_sql<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        self.0.parse_sql(client, &normalize(sql), types).await
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        self.0.get_parameter_types(stmt)
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        self.0.get_result_schema(stmt, column_format)
+    }
+}
+
+/// The TLS acceptor of a certificate chain and key (PEM files).
+pub fn tls_acceptor(cert: &Path, key: &Path) -> CliResult<TlsAcceptor> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| CliError::msg(format!("TLS certificate {}: {e}", cert.display())))?;
+    if certs.is_empty() {
+        return Err(CliError::msg(format!(
+            "TLS certificate {}: no certificate in it",
+            cert.display()
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| CliError::msg(format!("TLS key {}: {e}", key.display())))?;
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| CliError::msg(format!("TLS certificate and key: {e}")))?;
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Accepts connections on `listener` until the process ends, at most
+/// `max_connections` at once (more are closed at once, with a warning).
+pub async fn accept(
+    listener: TcpListener,
+    handlers: Arc<Handlers>,
+    tls: Option<TlsAcceptor>,
+    max_connections: usize,
+) {
+    let open = Arc::new(Semaphore::new(max_connections));
+    loop {
+        let (socket, addr) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                log::warn!("accepting a connection: {e}");
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+            log::warn!(
+                "refused a connection from {addr}: {max_connections} connections are open \
+                 (--max-connections)"
+            );
+            continue;
+        };
+        let handlers = Arc::clone(&handlers);
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            if let Err(e) = process_socket(socket, tls, handlers).await {
+                log::debug!("connection from {addr}: {e}");
+            }
+            drop(permit);
+        });
+    }
+}

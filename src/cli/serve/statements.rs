@@ -1,0 +1,183 @@
+//! Which statements a server runs. Its session is shared by every client, so
+//! nothing a client says may change what the others see or where the
+//! session reads: queries, `EXPLAIN`, `SHOW`, transactions and cursors run;
+//! `SET` of a Postgres client setting (time zone, date style, statement
+//! timeout, ...) applies to that client only, savepoints are answered and do
+//! nothing; `SET` of session options
+//! (`datafusion.*`, `logsql.*`) and every DDL statement (`CREATE`, `DROP`,
+//! `ALTER`, `PREPARE`, ...) are refused; `COPY` and `INSERT` run only with
+//! `--allow-write` (and then write only below its directory, which the plan
+//! guard checks).
+
+use async_trait::async_trait;
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::{Set, Statement};
+use datafusion_postgres::QueryHook;
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::pgwire::api::ClientInfo;
+use datafusion_postgres::pgwire::api::results::{Response, Tag};
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+
+/// Postgres settings datafusion-postgres keeps per client (or answers
+/// without touching the session).
+const CLIENT_SETTINGS: &[&str] = &[
+    "statement_timeout",
+    "datestyle",
+    "bytea_output",
+    "intervalstyle",
+    "application_name",
+    "extra_float_digits",
+    "search_path",
+];
+
+/// The hook refusing statements a shared server session must not run; it
+/// comes before datafusion-postgres's own hooks.
+#[derive(Debug)]
+pub struct StatementGuard {
+    /// Whether `COPY` and `INSERT` may run (`--allow-write`).
+    pub writes: bool,
+}
+
+/// What to do with a statement.
+enum Verdict {
+    /// Run it as datafusion-postgres would.
+    Run,
+    /// Answer with this command tag and do nothing (a Postgres setting
+    /// logsql has no use for, a savepoint of a transaction that writes
+    /// nothing).
+    Ignore(&'static str),
+    /// Refuse it, saying why.
+    Refuse(String),
+}
+
+impl StatementGuard {
+    fn verdict(&self, statement: &Statement) -> Verdict {
+        match statement {
+            Statement::Query(_)
+            | Statement::ShowTables { .. }
+            | Statement::ShowColumns { .. }
+            | Statement::ShowVariable { .. }
+            | Statement::ShowVariables { .. }
+            | Statement::ShowStatus { .. }
+            | Statement::ShowCatalogs { .. }
+            | Statement::ShowSchemas { .. }
+            | Statement::ShowFunctions { .. }
+            | Statement::StartTransaction { .. }
+            | Statement::Commit { .. }
+            | Statement::Rollback { .. }
+            | Statement::Declare { .. }
+            | Statement::Fetch { .. }
+            | Statement::Close { .. } => Verdict::Run,
+            Statement::Explain { statement, .. } => self.verdict(statement),
+            Statement::ExplainTable { .. } => Verdict::Run,
+            Statement::Copy { .. } | Statement::Insert(_) => match self.writes {
+                true => Verdict::Run,
+                false => Verdict::Refuse(
+                    "this server writes no files (start it with --allow-write DIR to allow \
+                     COPY and INSERT below DIR)"
+                        .to_string(),
+                ),
+            },
+            Statement::Set(set) => set_verdict(set),
+            Statement::Savepoint { .. } => Verdict::Ignore("SAVEPOINT"),
+            Statement::ReleaseSavepoint { .. } => Verdict::Ignore("RELEASE"),
+            other => Verdict::Refuse(format!(
+                "{} is not allowed on a logsql server: its tables and options are shared by \
+                 every client and set when it starts",
+                statement_kind(other)
+            )),
+        }
+    }
+
+    fn check(&self, statement: &Statement) -> Option<PgWireResult<Response>> {
+        match self.verdict(statement) {
+            Verdict::Run => None,
+            Verdict::Ignore(tag) => Some(Ok(Response::Execution(Tag::new(tag)))),
+            Verdict::Refuse(why) => Some(Err(refusal(why))),
+        }
+    }
+}
+
+/// `SET` of a client setting runs, of a session option (a dotted name:
+/// `datafusion.*`, `logsql.*`) is refused, of anything else is ignored.
+fn set_verdict(set: &Set) -> Verdict {
+    match set {
+        Set::SingleAssignment { variable, .. } => {
+            let name = variable.to_string().to_ascii_lowercase();
+            if CLIENT_SETTINGS.contains(&name.as_str()) {
+                Verdict::Run
+            } else if name.contains('.') {
+                Verdict::Refuse(format!(
+                    "SET {name}: a server's session options are shared by every client and set \
+                     when it starts"
+                ))
+            } else {
+                Verdict::Ignore("SET")
+            }
+        }
+        Set::SetTimeZone { local: false, .. } => Verdict::Run,
+        _ => Verdict::Ignore("SET"),
+    }
+}
+
+/// The first words of a statement, for messages (`CREATE EXTERNAL TABLE`).
+fn statement_kind(statement: &Statement) -> String {
+    let text = statement.to_string();
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .take_while(|w| w.chars().all(|c| c.is_ascii_alphabetic() || c == '_'))
+        .take(3)
+        .collect();
+    match words.is_empty() {
+        true => "this statement".to_string(),
+        false => words.join(" ").to_ascii_uppercase(),
+    }
+}
+
+/// A refused statement as a Postgres error (SQLSTATE 42501,
+/// insufficient_privilege).
+fn refusal(why: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_string(),
+        "42501".to_string(),
+        why,
+    )))
+}
+
+#[async_trait]
+impl QueryHook for StatementGuard {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        _session_context: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        self.check(statement)
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        _session_context: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        match self.verdict(statement) {
+            Verdict::Refuse(why) => Some(Err(refusal(why))),
+            // An ignored statement is answered at execution.
+            Verdict::Run | Verdict::Ignore(_) => None,
+        }
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        _logical_plan: &LogicalPlan,
+        _params: &ParamValues,
+        _session_context: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        self.check(statement)
+    }
+}

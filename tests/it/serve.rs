@@ -1,0 +1,424 @@
+//! `logsql serve`, driven by a real Postgres client (`psql`) over loopback:
+//! answers equal the CLI's for the same queries on the same files, psql's
+//! catalog commands list the `--table` tables, and what a shared server must
+//! not do (read outside its roots, write without `--allow-write`, change the
+//! session, admit a wrong password, or a plain connection in TLS-only mode)
+//! is refused with a clear error while the server goes on.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+const PSQL: &str = "/usr/bin/psql";
+
+/// psql, or `None` (with the reason printed) when it is not installed; with
+/// `LOGSQL_REQUIRE_FIXTURES=1` its absence fails the test.
+fn psql_available() -> bool {
+    if Path::new(PSQL).exists() {
+        return true;
+    }
+    if std::env::var("LOGSQL_REQUIRE_FIXTURES").as_deref() == Ok("1") {
+        panic!("{PSQL} is required (LOGSQL_REQUIRE_FIXTURES=1) but missing");
+    }
+    eprintln!("skipped: {PSQL} is not installed (Debian's postgresql-client)");
+    false
+}
+
+fn demo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.mcap")
+}
+
+/// A `logsql serve` process on a free loopback port, stopped when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    user: String,
+    password: Option<String>,
+    /// psql's `sslmode`.
+    sslmode: &'static str,
+}
+
+impl Server {
+    /// Starts `logsql serve --pg 127.0.0.1:0 ARGS` and waits for the line
+    /// that names its port.
+    fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .arg("serve")
+            .args(["--pg", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start logsql serve");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let mut seen = String::new();
+        let port = loop {
+            let Some(Ok(line)) = lines.next() else {
+                let status = child.wait().expect("wait");
+                panic!("logsql serve ended ({status}) before listening:\n{seen}");
+            };
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(rest) = line.split("Postgres wire on 127.0.0.1:").nth(1) {
+                let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                break digits.parse().expect("a port");
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            child,
+            port,
+            user: "logsql".to_string(),
+            password: None,
+            sslmode: "disable",
+        }
+    }
+
+    /// Runs `sql` through psql (unaligned, no header, `,` between fields).
+    fn psql(&self, sql: &str) -> Output {
+        self.psql_as(sql, self.password.as_deref())
+    }
+
+    fn psql_as(&self, sql: &str, password: Option<&str>) -> Output {
+        let mut cmd = Command::new(PSQL);
+        cmd.args(["-X", "-A", "-t", "-F", ",", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", &self.user, "-d", "logsql", "-c", sql])
+            .env("PGCONNECT_TIMEOUT", "20")
+            .env("PGSSLMODE", self.sslmode)
+            .stdin(Stdio::null());
+        match password {
+            Some(p) => cmd.env("PGPASSWORD", p),
+            None => cmd.env_remove("PGPASSWORD"),
+        };
+        cmd.output().expect("run psql")
+    }
+
+    /// psql's answer to `sql`, which must succeed.
+    fn ok(&self, sql: &str) -> String {
+        let out = self.psql(sql);
+        assert!(
+            out.status.success(),
+            "psql {sql:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    /// psql's error for `sql`, which must fail.
+    fn err(&self, sql: &str) -> String {
+        let out = self.psql(sql);
+        assert!(
+            !out.status.success(),
+            "psql {sql:?} succeeded:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The CLI's CSV answer to `sql`, without its header line.
+fn cli_rows(sql: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--format", "csv", sql])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run logsql");
+    assert!(
+        out.status.success(),
+        "logsql {sql:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    text.split_once('\n')
+        .map(|(_, rows)| rows.to_string())
+        .unwrap_or_default()
+}
+
+/// A root directory holding a copy of the demo recording.
+fn root() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(demo(), dir.path().join("demo.mcap")).expect("copy demo");
+    dir
+}
+
+#[test]
+fn answers_equal_the_clis() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let file = dir.path().join("demo.mcap");
+    let f = file.display().to_string();
+    let table = format!("demo={f}");
+    let server = Server::start(&["--root", dir.path().to_str().unwrap(), "--table", &table]);
+
+    let queries = [
+        format!("SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic"),
+        "SELECT topic, count(*) AS n FROM demo GROUP BY topic ORDER BY topic".to_string(),
+        format!("SELECT topic, message_type, message_count FROM topics('{f}') ORDER BY topic"),
+        format!(
+            "SELECT count(*) AS n, round(avg(linear_acceleration['z']), 6) AS z \
+             FROM read_topic('{f}', '/imu')"
+        ),
+        // Windows: messages per second of each topic, the busiest seconds.
+        format!(
+            "SELECT topic, CAST(date_bin(INTERVAL '1 second', log_time) AS BIGINT) AS s, \
+             count(*) AS n FROM '{f}' GROUP BY topic, s ORDER BY n DESC, topic, s LIMIT 5"
+        ),
+        // Both ASOF JOIN spellings.
+        format!(
+            "SELECT count(*) AS n, count(i.log_time) AS matched \
+             FROM (SELECT log_time FROM '{f}' WHERE topic = '/tf') t \
+             ASOF JOIN (SELECT log_time FROM '{f}' WHERE topic = '/imu') i \
+             MATCH_CONDITION (t.log_time >= i.log_time)"
+        ),
+        format!(
+            "SELECT count(*) AS n, sum(CAST(t.log_time - i.log_time AS BIGINT)) AS lag \
+             FROM (SELECT log_time FROM '{f}' WHERE topic = '/tf') t \
+             ASOF LEFT JOIN (SELECT log_time FROM '{f}' WHERE topic = '/imu') i \
+             ON t.log_time >= i.log_time"
+        ),
+    ];
+    for sql in &queries {
+        let over_pg = server.ok(sql);
+        let cli = cli_rows(&sql.replace("FROM demo", &format!("FROM '{f}'")));
+        assert_eq!(over_pg, cli, "{sql}");
+    }
+    assert_eq!(
+        server.ok("SELECT topic, count(*) AS n FROM demo GROUP BY topic ORDER BY topic"),
+        "/camera/compressed,100\n/diagnostics,10\n/imu,2000\n/tf,500\n"
+    );
+    // Timestamps arrive as `timestamp with time zone`, in UTC.
+    assert_eq!(
+        server.ok("SELECT min(log_time) FROM demo WHERE topic = '/imu'"),
+        "2023-11-14 22:13:20.000000+00\n"
+    );
+}
+
+#[test]
+fn psql_lists_and_describes_the_tables() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let f = dir.path().join("demo.mcap").display().to_string();
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--table",
+        &format!("demo={f}"),
+        "--table",
+        &format!("logs={}", dir.path().display()),
+    ]);
+    let tables = server.ok("\\dt");
+    assert!(tables.contains("public,demo,table"), "{tables}");
+    assert!(tables.contains("public,logs,table"), "{tables}");
+    let columns = server.ok("\\d demo");
+    for column in ["topic", "log_time", "data", "file"] {
+        assert!(
+            columns
+                .lines()
+                .any(|l| l.starts_with(&format!("{column},"))),
+            "{column} in {columns}"
+        );
+    }
+    let shown = server.ok("SHOW TABLES");
+    assert!(shown.contains(",public,demo,"), "{shown}");
+    let listed = server.ok("SELECT table_name FROM information_schema.tables \
+         WHERE table_schema = 'public' ORDER BY table_name");
+    assert_eq!(listed, "demo\nlogs\n");
+    assert_eq!(server.ok("SELECT count(*) FROM logs"), "2610\n");
+}
+
+#[test]
+fn reads_outside_the_roots_are_refused_and_the_server_goes_on() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let inside = dir.path().join("inside");
+    std::fs::create_dir(&inside).unwrap();
+    std::fs::copy(demo(), inside.join("demo.mcap")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(dir.path().join("demo.mcap"), inside.join("link.mcap")).unwrap();
+    let server = Server::start(&["--root", inside.to_str().unwrap()]);
+
+    let outside = [
+        "/etc/passwd".to_string(),
+        dir.path().join("demo.mcap").display().to_string(),
+        format!("{}/../demo.mcap", inside.display()),
+        inside.join("link.mcap").display().to_string(),
+    ];
+    for path in &outside {
+        let err = server.err(&format!("SELECT count(*) FROM '{path}'"));
+        assert!(err.contains("outside the data roots"), "{path}: {err}");
+        let err = server.err(&format!("SELECT * FROM topics('{path}')"));
+        assert!(err.contains("outside the data roots"), "{path}: {err}");
+    }
+    // The Postgres parser does not read DataFusion's CREATE EXTERNAL TABLE;
+    // other DDL parses, and is refused.
+    server.err(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS MCAP LOCATION '{}'",
+        dir.path().join("demo.mcap").display()
+    ));
+    let err = server.err("CREATE TABLE t AS SELECT 1 AS a");
+    assert!(err.contains("not allowed on a logsql server"), "{err}");
+    let err = server.err("CREATE VIEW v AS SELECT 1 AS a");
+    assert!(err.contains("not allowed on a logsql server"), "{err}");
+    let err = server.err("SELECT * FROM no_such_table");
+    assert!(err.contains("not found"), "{err}");
+    let err = server.err("SET logsql.msg_path = '/etc'");
+    assert!(err.contains("shared by every client"), "{err}");
+
+    let inside_file = inside.join("demo.mcap").display().to_string();
+    assert_eq!(
+        server.ok(&format!("SELECT count(*) FROM '{inside_file}'")),
+        "2610\n"
+    );
+}
+
+#[test]
+fn writes_need_allow_write_and_stay_below_it() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let f = dir.path().join("demo.mcap").display().to_string();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let copy = |target: &Path| {
+        format!(
+            "COPY (SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic) TO '{}'",
+            target.display()
+        )
+    };
+
+    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    let target = out_dir.join("counts.csv");
+    let err = server.err(&copy(&target));
+    assert!(err.contains("writes no files"), "{err}");
+    assert!(!target.exists());
+    assert_eq!(server.ok("SELECT 1"), "1\n");
+    drop(server);
+
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--allow-write",
+        out_dir.to_str().unwrap(),
+    ]);
+    let beside = dir.path().join("counts.csv");
+    let err = server.err(&copy(&beside));
+    assert!(err.contains("outside the data roots"), "{err}");
+    assert!(!beside.exists());
+    server.ok(&copy(&target));
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "topic,n\n/camera/compressed,100\n/diagnostics,10\n/imu,2000\n/tf,500\n"
+    );
+}
+
+#[test]
+fn a_wrong_password_is_refused() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let secret = dir.path().join("password");
+    std::fs::write(&secret, "correct horse\n").unwrap();
+    let mut server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--password-file",
+        secret.to_str().unwrap(),
+    ]);
+    let out = server.psql_as("SELECT 1", Some("wrong"));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(err.contains("password authentication failed"), "{err}");
+    let out = server.psql_as("SELECT 1", None);
+    assert!(!out.status.success());
+
+    server.password = Some("correct horse".to_string());
+    assert_eq!(server.ok("SELECT 1"), "1\n");
+    server.user = "postgres".to_string();
+    let err = server.err("SELECT 1").to_lowercase();
+    assert!(err.contains("password authentication failed"), "{err}");
+}
+
+#[test]
+fn a_query_over_its_time_is_cancelled() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--query-timeout",
+        "1s",
+    ]);
+    let f = dir.path().join("demo.mcap").display().to_string();
+    // Three copies of the recording crossed: 17 billion rows, far beyond a second.
+    let err = server.err(&format!(
+        "SELECT count(*) FROM '{f}' a, '{f}' b, '{f}' c \
+         WHERE a.sequence + b.sequence + c.sequence >= 0"
+    ));
+    assert!(err.contains("query timeout"), "{err}");
+}
+
+#[test]
+fn tls_only_refuses_plain_connections() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        if std::env::var("LOGSQL_REQUIRE_FIXTURES").as_deref() == Ok("1") {
+            panic!("openssl is required (LOGSQL_REQUIRE_FIXTURES=1) to make a test certificate");
+        }
+        eprintln!("skipped: openssl could not make a test certificate");
+        return;
+    }
+    let secret = dir.path().join("password");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let mut server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--password-file",
+        secret.to_str().unwrap(),
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--tls-only",
+    ]);
+    server.password = Some("s3cret".to_string());
+    let err = server.err("SELECT 1");
+    assert!(err.contains("accepts TLS connections only"), "{err}");
+    server.sslmode = "require";
+    let f = dir.path().join("demo.mcap").display().to_string();
+    assert_eq!(server.ok(&format!("SELECT count(*) FROM '{f}'")), "2610\n");
+}
