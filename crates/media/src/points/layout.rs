@@ -143,7 +143,7 @@ impl PointType {
 
 /// One field of a point: `sensor_msgs/PointField` (or a
 /// `foxglove.PackedElementField`, whose count is 1).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PointField {
     /// The field's name (`x`, `intensity`, `ring`, ...).
     pub name: String,
