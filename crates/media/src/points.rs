@@ -11,13 +11,16 @@
 //! are: a NaN coordinate stays NaN.
 //!
 //! - [`layout`]: the datatypes, fields and cloud geometry, and their checks;
-//! - [`builder`]: the Arrow column builder.
+//! - [`builder`]: the Arrow column builder;
+//! - [`files`]: one cloud written as a PCD or PLY file.
 //!
 //! Limits: a cloud may hold at most [`MAX_POINTS_PER_CLOUD`] points, whatever
 //! its header claims; nothing is allocated from a size the data do not back.
 
 pub mod builder;
+pub mod files;
 pub mod layout;
 
 pub use builder::PointsBuilder;
+pub use files::{CloudFormat, write_cloud};
 pub use layout::{Cloud, MAX_POINTS_PER_CLOUD, PointField, PointType, point_fields};
