@@ -278,6 +278,20 @@ pub struct ExportArgs {
     /// file; readers then scan it from the start).
     #[arg(long)]
     pub no_summary: bool,
+    /// Writes one file per message of the --topic into the directory OUTPUT,
+    /// named by its log_time in nanoseconds: `pcd` (binary PCD v0.7) or `ply`
+    /// (binary little-endian PLY) for a point-cloud topic (`read_points`).
+    #[arg(long = "as", value_name = "FORMAT", value_enum)]
+    pub as_files: Option<FilesFormat>,
+}
+
+/// The per-message file formats of `logsql export --as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FilesFormat {
+    /// Binary PCD v0.7 (PCL's point-cloud format).
+    Pcd,
+    /// Binary little-endian PLY.
+    Ply,
 }
 
 /// Arguments of `logsql plot`.

@@ -406,3 +406,145 @@ fn a_topic_that_is_not_a_point_cloud_is_refused() {
         "{e}"
     );
 }
+
+/// Splits a written file at the end of its header line `last`.
+fn split_header<'a>(bytes: &'a [u8], last: &str) -> (String, &'a [u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let end = text.find(last).expect("header end") + last.len();
+    (text[..end].to_string(), &bytes[end..])
+}
+
+#[test]
+fn export_writes_one_pcd_or_ply_file_per_cloud() {
+    let dir = tmp();
+    let f = write_clouds(&dir.path().join("mixed.mcap"), &[mixed(false), mixed(true)]);
+    let f = f.display().to_string();
+    // The packed little-endian values of the four points, as both formats
+    // hold them (PLY with a count byte before the rgb list).
+    let packed = |ply: bool| {
+        let mut b = Vec::new();
+        for p in 0..4u8 {
+            b.push((-(p as i8) - 1) as u8);
+            b.extend((65_000u16 + u16::from(p)).to_le_bytes());
+            if ply {
+                b.push(3);
+            }
+            b.extend([p, 100 + p, 200 + p]);
+            let v = if p == 3 {
+                f32::NAN
+            } else {
+                f32::from(p) * 1.25
+            };
+            b.extend(v.to_le_bytes());
+        }
+        b
+    };
+    for (format, last) in [("pcd", "DATA binary\n"), ("ply", "end_header\n")] {
+        let out_dir = dir.path().join(format);
+        let out = logsql(&[
+            "export",
+            &f,
+            out_dir.to_str().unwrap(),
+            "--topic",
+            "/points",
+            "--as",
+            format,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(&format!(
+                "exported 2 clouds (8 points) to {}",
+                out_dir.display()
+            )),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let mut names: Vec<String> = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                format!("{}.{format}", time(0)),
+                format!("{}.{format}", time(1))
+            ]
+        );
+        for name in &names {
+            let bytes = std::fs::read(out_dir.join(name)).unwrap();
+            let (header, body) = split_header(&bytes, last);
+            if format == "pcd" {
+                assert!(
+                    header.contains(
+                        "VERSION .7\nFIELDS i8 u16 rgb f\nSIZE 1 2 1 4\nTYPE I U U F\nCOUNT 1 1 3 1\nWIDTH 4\nHEIGHT 1\n"
+                    ) && header.contains("\nPOINTS 4"),
+                    "{header}"
+                );
+            } else {
+                assert_eq!(
+                    header,
+                    "ply\nformat binary_little_endian 1.0\nelement vertex 4\nproperty char i8\n\
+                     property ushort u16\nproperty list uchar uchar rgb\nproperty float f\nend_header\n"
+                );
+            }
+            // NaN compares by bits: the same bits are written back.
+            assert_eq!(body, packed(format == "ply").as_slice(), "{name}");
+        }
+    }
+    let out = logsql(&[
+        "export",
+        &f,
+        dir.path().join("x").to_str().unwrap(),
+        "--as",
+        "pcd",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --as pcd writes one topic's messages: give exactly one --topic\n"
+    );
+}
+
+#[test]
+fn the_lidar_bag_exports_to_pcd_with_its_values() {
+    let Some(bag) = fixtures::file("rosbag", "embag-test.bag") else {
+        return;
+    };
+    let dir = tmp();
+    let out = logsql(&[
+        "export",
+        bag.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+        "--topic",
+        "/luminar_pointcloud",
+        "--as",
+        "pcd",
+        "--end",
+        "1604515190.25",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(dir.path().join("1604515190231374463.pcd")).unwrap();
+    let (header, body) = split_header(&bytes, "DATA binary\n");
+    assert!(
+        header.contains("FIELDS x y z intensity time_sec time_nsec laser_id\nSIZE 4 4 4 4 4 4 2\nTYPE F F F F U U U\n")
+            && header.contains("WIDTH 35707\n"),
+        "{header}"
+    );
+    // 26 bytes a point (the 32-byte point_step less its padding); the first
+    // point's x, y, z are the fixture's first data bytes.
+    assert_eq!(body.len(), 35707 * 26);
+    assert_eq!(
+        &body[..12],
+        &[77, 79, 25, 66, 85, 72, 37, 66, 26, 141, 42, 64]
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
