@@ -16,7 +16,7 @@
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
-# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json;
+# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json points;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -24,7 +24,9 @@
 # needs the gen_mcap example beside the logsql binary, which `cargo test` builds;
 # asof_interop.py compares ASOF JOIN with DuckDB's and needs pip `duckdb`;
 # json_interop.py reads NaN and infinities of --format json / ndjson back with
-# Python's json, DuckDB and, when installed, pandas).
+# Python's json, DuckDB and, when installed, pandas;
+# points_interop.py compares read_points with a NumPy structured-array reading
+# of the same bytes and reads `export --as pcd|ply` files back, with pip `plyfile`).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -58,6 +60,10 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-s3} " == *" s3 "* ]] && ! "$venv/bin/python" -c
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6" "boto3>=1.34,<2"
 fi
 
+if [[ " ${LOGSQL_INTEROP_SUITES:-points} " == *" points "* ]] && ! "$venv/bin/python" -c "import mcap_ros2, plyfile" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap-ros2-support>=0.5,<1" "plyfile>=1,<2"
+fi
+
 if [[ " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" asof "* || " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" json "* ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
 fi
@@ -69,7 +75,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json points}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
