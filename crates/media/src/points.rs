@@ -23,4 +23,6 @@ pub mod layout;
 
 pub use builder::PointsBuilder;
 pub use files::{CloudFormat, write_cloud};
-pub use layout::{Cloud, MAX_POINTS_PER_CLOUD, PointField, PointType, point_fields};
+pub use layout::{
+    Cloud, MAX_FIELD_COUNT, MAX_POINTS_PER_CLOUD, PointField, PointType, check_fields, point_fields,
+};

@@ -115,6 +115,7 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
         )));
     };
     let layout = first_layout(state, &inner, convention, topic).await?;
+    PointsBuilder::new(&layout).map_err(|e| DataFusionError::Plan(format!("{what}: {e}")))?;
     let options = LogsqlOptions::from_config(state.config_options());
     let udf = ScalarUDF::new_from_impl(DecodePoints {
         signature: Signature::any(9, Volatility::Immutable),
@@ -346,6 +347,13 @@ struct DecodePoints {
     warn: bool,
 }
 
+impl DecodePoints {
+    /// A builder of the layout (checked at planning).
+    fn builder(&self) -> Result<PointsBuilder> {
+        PointsBuilder::new(&self.layout).map_err(|e| DataFusionError::Internal(e.to_string()))
+    }
+}
+
 impl ScalarUDFImpl for DecodePoints {
     fn name(&self) -> &str {
         "logsql_read_points"
@@ -356,7 +364,7 @@ impl ScalarUDFImpl for DecodePoints {
     }
 
     fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
-        Ok(PointsBuilder::new(&self.layout).data_type())
+        Ok(self.builder()?.data_type())
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -388,7 +396,7 @@ impl ScalarUDFImpl for DecodePoints {
             width.as_primitive::<UInt64Type>(),
             height.as_primitive::<UInt64Type>(),
         );
-        let mut builder = PointsBuilder::new(&self.layout);
+        let mut builder = self.builder()?;
         let mut columns: Option<std::result::Result<FieldColumns, MediaError>> = None;
         for i in 0..n {
             if fields.is_null(i) || data.is_null(i) || step.is_null(i) {

@@ -12,7 +12,7 @@ use arrow_array::{
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
 
-use super::layout::{Cloud, PointField, PointType, point_fields};
+use super::layout::{Cloud, PointField, PointType, check_fields, point_fields};
 use crate::error::{MediaError, Result};
 
 /// Builds the `points` column: `list<struct>`, with the struct's fields
@@ -34,14 +34,17 @@ pub struct PointsBuilder {
 
 impl PointsBuilder {
     /// A builder for clouds with `layout`'s fields (offsets are not used).
-    pub fn new(layout: &[PointField]) -> Self {
-        Self {
+    /// The names must be unique and no count above
+    /// [`MAX_FIELD_COUNT`](super::MAX_FIELD_COUNT).
+    pub fn new(layout: &[PointField]) -> Result<Self> {
+        check_fields(layout)?;
+        Ok(Self {
             layout: layout.to_vec(),
             fields: point_fields(layout),
             columns: layout.iter().map(|f| Values::new(f.datatype)).collect(),
             offsets: vec![0],
             nulls: NullBufferBuilder::new(0),
-        }
+        })
     }
 
     /// The list item: one point, a struct of the layout's fields.
@@ -337,7 +340,7 @@ mod tests {
     fn reads_every_field_at_its_offset_in_either_byte_order() {
         for big in [false, true] {
             let (fields, data) = mixed(big);
-            let mut b = PointsBuilder::new(&fields);
+            let mut b = PointsBuilder::new(&fields).unwrap();
             b.append(&cloud(&fields, &data, big)).unwrap();
             let list = b.finish();
             assert_eq!(list.len(), 1);
@@ -391,7 +394,7 @@ mod tests {
             is_bigendian: false,
             data: &data,
         };
-        let mut b = PointsBuilder::new(&fields);
+        let mut b = PointsBuilder::new(&fields).unwrap();
         b.append(&c).unwrap();
         let list = b.finish();
         let s = list.value(0);
@@ -440,7 +443,7 @@ mod tests {
             is_bigendian: false,
             data,
         };
-        let mut b = PointsBuilder::new(&a);
+        let mut b = PointsBuilder::new(&a).unwrap();
         b.append(&one(&a, &da)).unwrap();
         b.append(&one(&b_fields, &db)).unwrap();
         b.append_null();
@@ -466,6 +469,9 @@ mod tests {
             &[7.0, 3.0]
         );
         assert_eq!(s.column(1).as_primitive::<UInt8Type>().values(), &[9, 5]);
+        let huge = vec![field("x", 0, PointType::Uint8, u32::MAX)];
+        let e = PointsBuilder::new(&huge).unwrap_err();
+        assert!(matches!(e, MediaError::Limit(_)), "{e}");
         // The builder starts again after finish.
         assert_eq!(b.finish().len(), 0);
     }
@@ -473,7 +479,7 @@ mod tests {
     #[test]
     fn empty_clouds_and_zero_counts() {
         let fields = vec![field("pad", 0, PointType::Float32, 0)];
-        let mut b = PointsBuilder::new(&fields);
+        let mut b = PointsBuilder::new(&fields).unwrap();
         b.append(&Cloud {
             fields: &fields,
             width: 2,

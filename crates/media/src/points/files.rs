@@ -335,7 +335,7 @@ mod tests {
             data.extend(rgb);
             data.push(0);
         }
-        let mut b = PointsBuilder::new(&fields);
+        let mut b = PointsBuilder::new(&fields).unwrap();
         b.append(&Cloud {
             fields: &fields,
             width: 2,

@@ -15,6 +15,10 @@ use crate::error::{MediaError, Result};
 /// allocated for it.
 pub const MAX_POINTS_PER_CLOUD: u64 = 1 << 26;
 
+/// The largest count of one point field (an Arrow fixed-size list holds
+/// at most `i32::MAX` values per entry).
+pub const MAX_FIELD_COUNT: u32 = i32::MAX as u32;
+
 /// The datatype of one point field's values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PointType {
@@ -269,14 +273,8 @@ impl<'a> Cloud<'a> {
         if n > MAX_POINTS_PER_CLOUD {
             return Err(too_many(n));
         }
-        let mut names = HashSet::new();
+        check_fields(self.fields)?;
         for f in self.fields {
-            if !names.insert(f.name.as_str()) {
-                return Err(MediaError::Invalid(format!(
-                    "point field {:?} appears twice",
-                    f.name
-                )));
-            }
             if f.end() > u64::from(self.point_step) {
                 return Err(MediaError::Invalid(format!(
                     "point field {} ends at byte {}, past point_step {}",
@@ -307,6 +305,28 @@ impl<'a> Cloud<'a> {
         }
         Ok(())
     }
+}
+
+/// Checks that the names of `fields` are unique and no count is above
+/// [`MAX_FIELD_COUNT`].
+pub fn check_fields(fields: &[PointField]) -> Result<()> {
+    let mut names = HashSet::new();
+    for f in fields {
+        if !names.insert(f.name.as_str()) {
+            return Err(MediaError::Invalid(format!(
+                "point field {:?} appears twice",
+                f.name
+            )));
+        }
+        if f.count > MAX_FIELD_COUNT {
+            return Err(MediaError::Limit(format!(
+                "point field {} has a count of {}, more than {MAX_FIELD_COUNT}",
+                f.describe(),
+                f.count
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The error of a cloud of `n` points, above [`MAX_POINTS_PER_CLOUD`].
