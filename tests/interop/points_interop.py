@@ -13,6 +13,9 @@ Recordings:
   datatype (INT8 .. FLOAT64), unaligned offsets, padding inside the point and
   at the end of each row (row_step > width * point_step), a field of count 3,
   NaN and infinite coordinates, in little- and big-endian clouds;
+- an MCAP file of ``foxglove.PointCloud`` protobuf messages written by
+  ``mcap-protobuf-support`` (little-endian, one row of ``point_stride``-byte
+  points, every datatype in foxglove's numbering, padding, NaN);
 - the real lidar bag of the fixtures (``embag-test.bag``,
   ``/luminar_pointcloud``) when present, read with ``rosbags``.
 
@@ -33,6 +36,8 @@ import sys
 import tempfile
 
 import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+from mcap_protobuf.writer import Writer as ProtobufWriter
 from mcap_ros2.writer import Writer as Ros2Writer
 from plyfile import PlyData
 from rosbags.rosbag1 import Reader as BagReader
@@ -198,6 +203,81 @@ def write_mcap_ros2(path, items):
             }
             w.write_message(TOPIC, schema, msg, log_time=BASE + i * 1000, publish_time=BASE + i * 1000)
         w.finish()
+
+
+# foxglove.PackedElementField.NumericType names -> sensor_msgs/PointField datatypes.
+FOXGLOVE_TYPES = {"UINT8": 2, "INT8": 1, "UINT16": 4, "INT16": 3, "UINT32": 6, "INT32": 5, "FLOAT32": 7, "FLOAT64": 8}
+
+# (name, offset, foxglove type name): unaligned, padding at 34..36 of a 36-byte stride.
+FOXGLOVE_FIELDS = [
+    ("x", 0, "FLOAT32"),
+    ("y", 4, "FLOAT32"),
+    ("z", 8, "FLOAT32"),
+    ("intensity", 12, "FLOAT64"),
+    ("ring", 20, "UINT16"),
+    ("i8", 22, "INT8"),
+    ("u8", 23, "UINT8"),
+    ("i16", 24, "INT16"),
+    ("u32", 26, "UINT32"),
+    ("i32", 30, "INT32"),
+]
+FOXGLOVE_STRIDE = 36
+
+
+def foxglove_point_cloud_class():
+    """foxglove.PointCloud (the fields logsql reads, with foxglove's field
+    numbers), built from a descriptor: no generated code needed."""
+    f = descriptor_pb2.FileDescriptorProto(name="foxglove/PointCloud.proto", package="foxglove", syntax="proto3")
+    f.dependency.append("google/protobuf/timestamp.proto")
+    T = descriptor_pb2.FieldDescriptorProto
+    packed = f.message_type.add(name="PackedElementField")
+    packed.field.add(name="name", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    packed.field.add(name="offset", number=2, type=T.TYPE_FIXED32, label=T.LABEL_OPTIONAL)
+    packed.field.add(name="type", number=3, type=T.TYPE_ENUM, label=T.LABEL_OPTIONAL,
+                     type_name=".foxglove.PackedElementField.NumericType")
+    numeric = packed.enum_type.add(name="NumericType")
+    for number, name in enumerate(["UNKNOWN", "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "FLOAT64"]):
+        numeric.value.add(name=name, number=number)
+    cloud = f.message_type.add(name="PointCloud")
+    cloud.field.add(name="timestamp", number=1, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL,
+                    type_name=".google.protobuf.Timestamp")
+    cloud.field.add(name="frame_id", number=2, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    cloud.field.add(name="point_stride", number=4, type=T.TYPE_FIXED32, label=T.LABEL_OPTIONAL)
+    cloud.field.add(name="fields", number=5, type=T.TYPE_MESSAGE, label=T.LABEL_REPEATED,
+                    type_name=".foxglove.PackedElementField")
+    cloud.field.add(name="data", number=6, type=T.TYPE_BYTES, label=T.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    ts = descriptor_pb2.FileDescriptorProto()
+    timestamp_pb2.DESCRIPTOR.CopyToProto(ts)
+    pool.Add(ts)
+    pool.Add(f)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("foxglove.PointCloud"))
+
+
+def write_mcap_foxglove(path, rng, counts):
+    """Clouds of `counts` points each; returns their expected rows."""
+    PointCloud = foxglove_point_cloud_class()
+    expected = []
+    with open(path, "wb") as f:
+        w = ProtobufWriter(f)
+        for i, n in enumerate(counts):
+            data = bytearray(rng.integers(0, 256, size=n * FOXGLOVE_STRIDE, dtype=np.uint8).tobytes())
+            for p in range(n):
+                at = p * FOXGLOVE_STRIDE
+                xyz = rng.normal(0, 20, 3).astype("<f4")
+                if p % 5 == 0:
+                    xyz[0] = math.nan
+                data[at : at + 12] = xyz.tobytes()
+            msg = PointCloud(frame_id=f"fox{i}", point_stride=FOXGLOVE_STRIDE, data=bytes(data))
+            msg.timestamp.seconds = 1
+            for name, offset, type_name in FOXGLOVE_FIELDS:
+                msg.fields.add(name=name, offset=offset, type=type_name)
+            t = BASE + i * 1000
+            w.write_message(topic=TOPIC, message=msg, log_time=t, publish_time=t)
+            fields = [(name, offset, FOXGLOVE_TYPES[type_name], 1) for name, offset, type_name in FOXGLOVE_FIELDS]
+            expected.append((t, f"fox{i}", fields, n, 1, FOXGLOVE_STRIDE, n * FOXGLOVE_STRIDE, TOPIC, False, bytes(data)))
+        w.finish()
+    return expected
 
 
 def run_logsql(binary, args):
@@ -366,6 +446,9 @@ def main():
     mcap = os.path.join(tmp, "clouds_ros2.mcap")
     write_mcap_ros2(mcap, items)
     check_recording(checks, args.logsql, "MCAP ROS 2", mcap, expected, tmp)
+
+    fox = os.path.join(tmp, "clouds_foxglove.mcap")
+    check_recording(checks, args.logsql, "MCAP foxglove", fox, write_mcap_foxglove(fox, rng, [9, 0, 25]), tmp)
 
     lidar = os.path.join(args.fixtures, "rosbag", "embag-test.bag")
     if os.path.isfile(lidar):

@@ -62,8 +62,8 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-s3} " == *" s3 "* ]] && ! "$venv/bin/python" -c
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6" "boto3>=1.34,<2"
 fi
 
-if [[ " ${LOGSQL_INTEROP_SUITES:-points} " == *" points "* ]] && ! "$venv/bin/python" -c "import mcap_ros2, plyfile" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap-ros2-support>=0.5,<1" "plyfile>=1,<2"
+if [[ " ${LOGSQL_INTEROP_SUITES:-points} " == *" points "* ]] && ! "$venv/bin/python" -c "import mcap_ros2, mcap_protobuf, plyfile" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1" "plyfile>=1,<2"
 fi
 
 if [[ " ${LOGSQL_INTEROP_SUITES:-video} " == *" video "* ]] && ! "$venv/bin/python" -c "import av, numpy" 2>/dev/null; then

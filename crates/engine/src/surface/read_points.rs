@@ -150,7 +150,9 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
                     Box::new(c("point_stride").gt(lit(0u32))),
                     Box::new(
                         cast_expr(
-                            datafusion::functions::string::expr_fn::octet_length(c("data")),
+                            // logsql's `length`: bytes of a binary value.
+                            ScalarUDF::new_from_impl(super::functions::Length::default())
+                                .call(vec![c("data")]),
                             DataType::Int64,
                         ) / cast_expr(c("point_stride"), DataType::Int64),
                     ),
