@@ -16,6 +16,9 @@ Recordings:
 - an MCAP file of ``foxglove.PointCloud`` protobuf messages written by
   ``mcap-protobuf-support`` (little-endian, one row of ``point_stride``-byte
   points, every datatype in foxglove's numbering, padding, NaN);
+- the same foxglove clouds JSON-encoded (``data`` as base64 text, the field
+  types as Foxglove's JSON Schema gives them: a ``oneOf`` of numbered
+  constants), written by the official ``mcap`` writer;
 - the real lidar bag of the fixtures (``embag-test.bag``,
   ``/luminar_pointcloud``) when present, read with ``rosbags``.
 
@@ -280,6 +283,60 @@ def write_mcap_foxglove(path, rng, counts):
     return expected
 
 
+# foxglove.PointCloud's JSON Schema, the parts logsql reads (as Foxglove
+# publishes it: the numeric type a oneOf of constants, data base64 text).
+FOXGLOVE_JSON_SCHEMA = {
+    "title": "foxglove.PointCloud",
+    "type": "object",
+    "properties": {
+        "timestamp": {"type": "object", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
+        "frame_id": {"type": "string"},
+        "point_stride": {"type": "integer", "minimum": 0},
+        "fields": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "offset": {"type": "integer", "minimum": 0},
+                    "type": {
+                        "title": "foxglove.NumericType",
+                        "oneOf": [{"title": n, "const": i} for i, n in enumerate(
+                            ["UNKNOWN", "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "FLOAT64"])],
+                    },
+                },
+            },
+        },
+        "data": {"type": "string", "contentEncoding": "base64"},
+    },
+}
+
+
+def write_mcap_foxglove_json(path, expected):
+    """The clouds of `expected` (from write_mcap_foxglove) as JSON messages."""
+    import base64
+
+    from mcap.writer import Writer as McapWriter
+
+    numbers = {n: i for i, n in enumerate(
+        ["UNKNOWN", "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "FLOAT64"])}
+    with open(path, "wb") as f:
+        w = McapWriter(f)
+        w.start()
+        schema = w.register_schema("foxglove.PointCloud", "jsonschema", json.dumps(FOXGLOVE_JSON_SCHEMA).encode())
+        channel = w.register_channel(TOPIC, "json", schema)
+        for t, frame_id, _, _, _, stride, _, _, _, data in expected:
+            msg = {
+                "timestamp": {"sec": 1, "nsec": 0},
+                "frame_id": frame_id,
+                "point_stride": stride,
+                "fields": [{"name": n, "offset": o, "type": numbers[k]} for n, o, k in FOXGLOVE_FIELDS],
+                "data": base64.b64encode(data).decode(),
+            }
+            w.add_message(channel, log_time=t, data=json.dumps(msg).encode(), publish_time=t)
+        w.finish()
+
+
 def run_logsql(binary, args):
     proc = subprocess.run([binary, *args], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -448,7 +505,11 @@ def main():
     check_recording(checks, args.logsql, "MCAP ROS 2", mcap, expected, tmp)
 
     fox = os.path.join(tmp, "clouds_foxglove.mcap")
-    check_recording(checks, args.logsql, "MCAP foxglove", fox, write_mcap_foxglove(fox, rng, [9, 0, 25]), tmp)
+    fox_clouds = write_mcap_foxglove(fox, rng, [9, 0, 25])
+    check_recording(checks, args.logsql, "MCAP foxglove", fox, fox_clouds, tmp)
+    fox_json = os.path.join(tmp, "clouds_foxglove_json.mcap")
+    write_mcap_foxglove_json(fox_json, fox_clouds)
+    check_recording(checks, args.logsql, "MCAP foxglove JSON", fox_json, fox_clouds, tmp)
 
     lidar = os.path.join(args.fixtures, "rosbag", "embag-test.bag")
     if os.path.isfile(lidar):

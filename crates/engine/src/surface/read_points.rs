@@ -107,12 +107,25 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
     let what = format!("read_points('{path}', '{topic}')");
     let inner = read_topic::plan(state, path, topic, false).await?;
     let schema = inner.schema();
+    let c = |n: &str| Expr::Column(Column::from_name(n));
     let Some(convention) = Convention::of(&schema) else {
         let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
         return Err(DataFusionError::Plan(format!(
             "{what}: topic {topic:?} does not hold point clouds (sensor_msgs/PointCloud2 or foxglove.PointCloud): its messages have the fields {}",
             columns.join(", ")
         )));
+    };
+    // The points' bytes: binary, or base64 text in JSON-encoded clouds.
+    let data = match schema.field_with_name("data")?.data_type() {
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => c("data"),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            datafusion::functions::encoding::expr_fn::decode(c("data"), lit("base64"))
+        }
+        other => {
+            return Err(DataFusionError::Plan(format!(
+                "{what}: the clouds' data is {other}, not bytes"
+            )));
+        }
     };
     let layout = first_layout(state, &inner, convention, topic).await?;
     PointsBuilder::new(&layout).map_err(|e| DataFusionError::Plan(format!("{what}: {e}")))?;
@@ -124,7 +137,6 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
         topic: topic.to_string(),
         warn: options.on_error == OnError::Warn,
     });
-    let c = |n: &str| Expr::Column(Column::from_name(n));
     let null = || lit(ScalarValue::Null);
     let (frame_id, point_count, args) = match convention {
         Convention::Ros => (
@@ -137,7 +149,7 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
                 c("row_step"),
                 c("width"),
                 c("height"),
-                c("data"),
+                data.clone(),
                 c(names::LOG_TIME),
                 c(names::FILE),
             ],
@@ -152,7 +164,7 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
                         cast_expr(
                             // logsql's `length`: bytes of a binary value.
                             ScalarUDF::new_from_impl(super::functions::Length::default())
-                                .call(vec![c("data")]),
+                                .call(vec![data.clone()]),
                             DataType::Int64,
                         ) / cast_expr(c("point_stride"), DataType::Int64),
                     ),
@@ -166,7 +178,7 @@ async fn plan(state: &SessionState, path: &str, topic: &str) -> Result<Arc<dyn T
                 null(),
                 null(),
                 null(),
-                c("data"),
+                data,
                 c(names::LOG_TIME),
                 c(names::FILE),
             ],
@@ -300,6 +312,14 @@ impl FieldColumns {
         })
     }
 
+    /// The datatype of number `n` in the convention's numbering.
+    fn numbered(&self, n: u64) -> std::result::Result<PointType, MediaError> {
+        match self.convention {
+            Convention::Ros => PointType::from_ros(n),
+            Convention::Foxglove => PointType::from_foxglove(n),
+        }
+    }
+
     /// The point fields at `start..end`.
     fn fields(&self, start: usize, end: usize) -> std::result::Result<Vec<PointField>, MediaError> {
         let u32_of = |a: &ArrayRef, i: usize, what: &str| {
@@ -315,14 +335,16 @@ impl FieldColumns {
         (start..end)
             .map(|i| {
                 let datatype = match self.kind.data_type() {
-                    DataType::Utf8 => PointType::from_name(self.kind.as_string::<i32>().value(i))?,
-                    _ => {
-                        let n = u64::from(u32_of(&self.kind, i, "datatype")?);
-                        match self.convention {
-                            Convention::Ros => PointType::from_ros(n)?,
-                            Convention::Foxglove => PointType::from_foxglove(n)?,
+                    // A name (protobuf enums), or a number as JSON text (a
+                    // JSON Schema `oneOf` of constants).
+                    DataType::Utf8 => {
+                        let text = self.kind.as_string::<i32>().value(i);
+                        match text.trim().parse::<u64>() {
+                            Ok(n) => self.numbered(n)?,
+                            Err(_) => PointType::from_name(text)?,
                         }
                     }
+                    _ => self.numbered(u64::from(u32_of(&self.kind, i, "datatype")?))?,
                 };
                 Ok(PointField {
                     name: names.value(i).to_string(),
