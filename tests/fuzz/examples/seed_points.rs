@@ -60,7 +60,14 @@ fn main() {
         (every.clone(), 3, 2, 32, 100, 0),
         (every, 2, 2, 32, 64, 1),
         (lidar.clone(), 8, 1, 32, 256, 0),
-        (lidar.iter().map(|&(n, o, _, c)| (n, o, 7, c)).collect(), 4, 1, 32, 128, 2),
+        (
+            lidar.iter().map(|&(n, o, _, c)| (n, o, 7, c)).collect(),
+            4,
+            1,
+            32,
+            128,
+            2,
+        ),
         (lidar, 2, 3, 24, 50, 1),
     ];
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{dir}: {e}"));

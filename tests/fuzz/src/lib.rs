@@ -308,7 +308,12 @@ pub fn split_points_input(data: &[u8]) -> Option<PointsInput<'_>> {
         let (&datatype, r) = rest.split_first()?;
         rest = r;
         let count = u32_at(&mut rest)?;
-        fields.push((String::from_utf8_lossy(name).into_owned(), offset, datatype, count));
+        fields.push((
+            String::from_utf8_lossy(name).into_owned(),
+            offset,
+            datatype,
+            count,
+        ));
     }
     let width = u32_at(&mut rest)?;
     let height = u32_at(&mut rest)?;
@@ -331,7 +336,9 @@ pub fn split_points_input(data: &[u8]) -> Option<PointsInput<'_>> {
 /// its fields in reverse order, a null), Arrow's full validation of the
 /// column, and the PCD and PLY writers on the points.
 pub fn exercise_points(data: &[u8]) {
-    use logsql_media::points::{CloudFormat, Cloud, PointField, PointType, PointsBuilder, write_cloud};
+    use logsql_media::points::{
+        Cloud, CloudFormat, PointField, PointType, PointsBuilder, write_cloud,
+    };
     let Some(input) = split_points_input(data) else {
         return;
     };
@@ -377,14 +384,22 @@ pub fn exercise_points(data: &[u8]) {
     };
     let reversed: Vec<PointField> = fields.iter().rev().cloned().collect();
     let mut appended = 0;
-    for c in [cloud, Cloud { fields: &reversed, ..cloud }] {
+    for c in [
+        cloud,
+        Cloud {
+            fields: &reversed,
+            ..cloud
+        },
+    ] {
         if builder.append(&c).is_ok() {
             appended += 1;
         }
     }
     builder.append_null();
     let list = builder.finish();
-    list.to_data().validate_full().expect("a valid points column");
+    list.to_data()
+        .validate_full()
+        .expect("a valid points column");
     assert_eq!(list.len(), appended + 1, "one list per cloud");
     if appended == 0 {
         return;
