@@ -245,6 +245,19 @@ fn the_lidar_bag_reads_as_clouds_and_points() {
         &[],
     );
     assert_eq!(rows[1], (36267 + 36457 + 36336).to_string());
+    // The time filter is pushed into read_topic's scan (chunk pruning).
+    let plan = csv(
+        &format!(
+            "EXPLAIN SELECT count(*) FROM read_points('{f}', '/luminar_pointcloud') \
+             WHERE log_time >= '2020-11-04T18:39:50.3Z'"
+        ),
+        &[],
+    )
+    .join("\n");
+    assert!(
+        plan.contains("file_type=read_topic, predicate=log_time@0 >= 1604515190300000000"),
+        "{plan}"
+    );
 }
 
 #[test]
