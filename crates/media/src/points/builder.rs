@@ -188,6 +188,10 @@ wire!(i8, u8, i16, u16, i32, u32, f32, f64);
 /// Appends the `count` values at `offset` of every point of `cloud` to `out`.
 /// The cloud was validated: every read lies inside its data.
 fn read_values<T: Wire>(out: &mut Vec<T>, cloud: &Cloud<'_>, offset: usize, count: usize) {
+    if cloud.point_count() == 0 {
+        // Rows of no points: nothing is read (nor checked to be there).
+        return;
+    }
     let (step, row_step) = (cloud.point_step as usize, cloud.row_step as usize);
     out.reserve(cloud.point_count() as usize * count);
     for r in 0..cloud.height as usize {
@@ -474,6 +478,24 @@ mod tests {
         assert!(matches!(e, MediaError::Limit(_)), "{e}");
         // The builder starts again after finish.
         assert_eq!(b.finish().len(), 0);
+    }
+
+    #[test]
+    fn rows_of_no_points_read_nothing() {
+        // Width 0: three rows of nothing, whatever row_step says.
+        let fields = vec![field("a", 0, PointType::Int8, 1)];
+        let mut b = PointsBuilder::new(&fields).unwrap();
+        b.append(&Cloud {
+            fields: &fields,
+            width: 0,
+            height: 3,
+            point_step: 1,
+            row_step: 100,
+            is_bigendian: false,
+            data: &[0; 5],
+        })
+        .unwrap();
+        assert_eq!(b.finish().value_length(0), 0);
     }
 
     #[test]
