@@ -15,6 +15,7 @@ Tables:
   topics('p'), chunks('p'), attachments('p'), metadata('p'), channels('p')   summary table functions
   series('spot.bddf'), pod('spot.bddf', 'imu/accel'), positions('town.log'), actors('town.log'), ...
   read_topic('p', '/imu' [, 'flatten'])   one topic decoded: every message field a typed column
+  read_points('p', '/lidar')              a point-cloud topic: log_time, frame_id, point_count, points
   Columns: topic, log_time, publish_time, sequence, message_type, message_encoding, data, file
            (+ frame, elapsed for CARLA; additional_indexes for BDDF)
 
@@ -27,6 +28,7 @@ Examples:
   logsql \"COPY (SELECT * FROM 'run.mcap' WHERE topic = '/tf') TO 'tf.parquet'\"
   logsql \"SELECT avg(linear_acceleration.x) FROM read_topic('run.mcap', '/imu')\"
   logsql export run.mcap imu.parquet --topic /imu --decode
+  logsql export run.bag clouds/ --topic /lidar --as pcd
   logsql plot \"SELECT log_time, linear_acceleration FROM read_topic('run.mcap', '/imu')\" -o imu.png
   logsql                                    (interactive shell; \\q to quit)
 
@@ -435,6 +437,20 @@ pub struct ExportArgs {
     /// file; readers then scan it from the start).
     #[arg(long)]
     pub no_summary: bool,
+    /// Writes one file per message of the --topic into the directory OUTPUT,
+    /// named by its log_time in nanoseconds: `pcd` (binary PCD v0.7) or `ply`
+    /// (binary little-endian PLY) for a point-cloud topic (`read_points`).
+    #[arg(long = "as", value_name = "FORMAT", value_enum)]
+    pub as_files: Option<FilesFormat>,
+}
+
+/// The per-message file formats of `logsql export --as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FilesFormat {
+    /// Binary PCD v0.7 (PCL's point-cloud format).
+    Pcd,
+    /// Binary little-endian PLY.
+    Ply,
 }
 
 /// Arguments of `logsql plot`.

@@ -61,6 +61,9 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     if !topics.is_empty() {
         check_topics(&a.input, &topics, &file_topics(app, &a.input)?)?;
     }
+    if let Some(format) = a.as_files {
+        return super::export_points::run(app, a, format, start, end, started, out);
+    }
     let mcap = is_mcap(&a.output);
     let mcap_only = [
         (a.compression.is_some(), "--compression"),

@@ -26,7 +26,7 @@ repo=$(cd "$fuzz_dir/../.." && pwd)
 home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 export LOGSQL_FUZZ_HOME=$home
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
-all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json)
+all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json points)
 
 seconds=30
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then

@@ -6,7 +6,8 @@
 # Format targets (mcap bag apollo bddf carla ros2) get copies of the fixture files
 # of their format, ros2_metadata the fixtures' metadata.yaml files; decoder targets (ros1msg cdr protobuf json) get
 # <type, schema, payload> inputs cut from the MCAP decode fixtures by the
-# `seed` example of the fuzz crate. Existing corpus files are kept.
+# `seed` example of the fuzz crate; `points` gets the generated clouds of the
+# `seed_points` example. Existing corpus files are kept.
 #
 # Environment: LOGSQL_FIXTURES (default: <repo>/../shared/fixtures),
 # LOGSQL_FUZZ_HOME (default: $HOME/.cache/logsql-fuzz; corpora in corpus/<target>).
@@ -19,7 +20,7 @@ home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 corpus=$home/corpus
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
 
-all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json)
+all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json points)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -60,6 +61,10 @@ for t in "${targets[@]}"; do
                     --example seed -- "$fixtures/mcap/decode" "$corpus"
                 decoders_done=1
             fi
+            ;;
+        points)
+            cargo run --quiet --release --manifest-path "$fuzz_dir/Cargo.toml" \
+                --example seed_points -- "$corpus/points"
             ;;
         *)
             echo "seed.sh: unknown target $t (known: ${all_targets[*]})" >&2

@@ -16,7 +16,7 @@
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
-# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve;
+# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -25,7 +25,11 @@
 # asof_interop.py compares ASOF JOIN with DuckDB's and needs pip `duckdb`;
 # json_interop.py reads NaN and infinities of --format json / ndjson back with
 # Python's json, DuckDB and, when installed, pandas; serve_interop.py drives
-# `logsql serve` with psycopg 3 and pandas.read_sql through SQLAlchemy).
+# `logsql serve` with psycopg 3 and pandas.read_sql through SQLAlchemy;
+# points_interop.py compares read_points with a NumPy structured-array reading
+# of the same bytes and reads `export --as pcd|ply` files back, with pip `plyfile`;
+# video_interop.py decodes the H.264 MP4 of logsql-media's encoder with PyAV, pip `av`,
+# and needs the encode_video example beside the logsql binary, which `cargo test` builds).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -62,6 +66,15 @@ fi
 if [[ " ${LOGSQL_INTEROP_SUITES:-serve} " == *" serve "* ]] && ! "$venv/bin/python" -c "import psycopg, pandas, sqlalchemy" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "psycopg[binary]>=3.2,<4" "pandas>=2,<3" "sqlalchemy>=2,<3"
 fi
+
+if [[ " ${LOGSQL_INTEROP_SUITES:-points} " == *" points "* ]] && ! "$venv/bin/python" -c "import mcap_ros2, mcap_protobuf, plyfile" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1" "plyfile>=1,<2"
+fi
+
+if [[ " ${LOGSQL_INTEROP_SUITES:-video} " == *" video "* ]] && ! "$venv/bin/python" -c "import av, numpy" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "av>=12,<20" numpy
+fi
+
 if [[ " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" asof "* || " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" json "* ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
 fi
@@ -73,7 +86,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?

@@ -48,6 +48,7 @@ mod hostile_inputs;
 mod mcap_conformance;
 mod mcap_samples;
 mod mcap_writer;
+mod points;
 mod queries;
 mod ros2_reader;
 mod self_contained;

@@ -14,6 +14,10 @@ pub enum MediaError {
     /// A decoding limit was reached (pixels per image, points per cloud).
     #[error("limit reached: {0}")]
     Limit(String),
+    /// Writing a media file failed (an I/O error, or the file writer refused
+    /// the data).
+    #[error("{0}")]
+    Write(String),
 }
 
 /// The result type of logsql-media.

@@ -7,7 +7,9 @@
 //! - [`images`]: camera images (compressed JPEG/PNG and raw pixel
 //!   encodings): their size and encoding, decoding to pixels, encoding;
 //! - [`points`]: `sensor_msgs/PointCloud2` and `foxglove.PointCloud`
-//!   layouts turned into one Arrow column per point field;
+//!   layouts turned into one Arrow column per point field, and written as
+//!   PCD or PLY files;
+//! - [`video`]: `rgb8` frames encoded as H.264 in an MP4 file;
 //! - [`error`]: the one error type.
 
 #![warn(missing_docs)]
@@ -15,5 +17,7 @@
 pub mod error;
 pub mod images;
 pub mod points;
+#[cfg(feature = "video")]
+pub mod video;
 
 pub use error::{MediaError, Result};

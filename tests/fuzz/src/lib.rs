@@ -12,6 +12,11 @@
 //!   `logsql_decode::decoder_for` and the payload appended to a
 //!   `ColumnBuilder`, whose finished arrays must pass Arrow's full validation.
 //!
+//! - [`exercise_points`]: the input is a point-cloud layout and its bytes
+//!   ([`split_points_input`]); the cloud goes through
+//!   `logsql_media::points` (checks, the Arrow builder, the PCD and PLY
+//!   writers), whose arrays must pass Arrow's full validation.
+//!
 //! Errors are the expected outcome for most inputs and are ignored; only
 //! panics, hangs, out-of-memory and invalid Arrow arrays are findings.
 
@@ -267,9 +272,164 @@ pub fn exercise_decoder(message_encoding: &str, schema_encoding: &str, data: &[u
     check_finish(decoder.as_ref(), &mut builder, rows);
 }
 
+/// A point-cloud fuzz input: the fields, the geometry, the flags and the
+/// data (see [`split_points_input`]).
+#[derive(Debug)]
+pub struct PointsInput<'a> {
+    /// `(name, offset, datatype number, count)`.
+    pub fields: Vec<(String, u32, u8, u32)>,
+    pub width: u32,
+    pub height: u32,
+    pub point_step: u32,
+    pub row_step: u32,
+    /// Bit 0: big-endian; bit 1: a `foxglove.PointCloud` (datatype numbers
+    /// in its order, `point_step` as its stride, no geometry).
+    pub flags: u8,
+    pub data: &'a [u8],
+}
+
+/// Splits a point-cloud fuzz input laid out as `[u8 field count]`, per field
+/// `[u8 name length][name][u32 LE offset][u8 datatype][u32 LE count]`, then
+/// `[u32 LE width][u32 LE height][u32 LE point_step][u32 LE row_step][u8
+/// flags][data...]`. `None` when the input ends before the data.
+pub fn split_points_input(data: &[u8]) -> Option<PointsInput<'_>> {
+    fn u32_at(rest: &mut &[u8]) -> Option<u32> {
+        let (b, r) = rest.split_at_checked(4)?;
+        *rest = r;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    let (&n, mut rest) = data.split_first()?;
+    let mut fields = Vec::new();
+    for _ in 0..n {
+        let (&len, r) = rest.split_first()?;
+        let (name, r) = r.split_at_checked(usize::from(len))?;
+        rest = r;
+        let offset = u32_at(&mut rest)?;
+        let (&datatype, r) = rest.split_first()?;
+        rest = r;
+        let count = u32_at(&mut rest)?;
+        fields.push((
+            String::from_utf8_lossy(name).into_owned(),
+            offset,
+            datatype,
+            count,
+        ));
+    }
+    let width = u32_at(&mut rest)?;
+    let height = u32_at(&mut rest)?;
+    let point_step = u32_at(&mut rest)?;
+    let row_step = u32_at(&mut rest)?;
+    let (&flags, data) = rest.split_first()?;
+    Some(PointsInput {
+        fields,
+        width,
+        height,
+        point_step,
+        row_step,
+        flags,
+        data,
+    })
+}
+
+/// Reads the cloud in `data` ([`split_points_input`]) as `read_points` does:
+/// the datatypes, the checks, the Arrow builder (the cloud, the cloud with
+/// its fields in reverse order, a null), Arrow's full validation of the
+/// column, and the PCD and PLY writers on the points.
+pub fn exercise_points(data: &[u8]) {
+    use logsql_media::points::{
+        Cloud, CloudFormat, PointField, PointType, PointsBuilder, write_cloud,
+    };
+    let Some(input) = split_points_input(data) else {
+        return;
+    };
+    let foxglove = input.flags & 2 != 0;
+    let fields: Result<Vec<PointField>, _> = input
+        .fields
+        .iter()
+        .map(|(name, offset, datatype, count)| {
+            let datatype = if foxglove {
+                PointType::from_foxglove(u64::from(*datatype))
+            } else {
+                PointType::from_ros(u64::from(*datatype))
+            }?;
+            Ok::<_, logsql_media::MediaError>(PointField {
+                name: name.clone(),
+                offset: *offset,
+                datatype,
+                count: if foxglove { 1 } else { *count },
+            })
+        })
+        .collect();
+    let Ok(fields) = fields else {
+        return;
+    };
+    let cloud = if foxglove {
+        match Cloud::foxglove(&fields, input.point_step, input.data) {
+            Ok(c) => c,
+            Err(_) => return,
+        }
+    } else {
+        Cloud {
+            fields: &fields,
+            width: input.width,
+            height: input.height,
+            point_step: input.point_step,
+            row_step: input.row_step,
+            is_bigendian: input.flags & 1 != 0,
+            data: input.data,
+        }
+    };
+    let Ok(mut builder) = PointsBuilder::new(&fields) else {
+        return;
+    };
+    let reversed: Vec<PointField> = fields.iter().rev().cloned().collect();
+    let mut appended = 0;
+    for c in [
+        cloud,
+        Cloud {
+            fields: &reversed,
+            ..cloud
+        },
+    ] {
+        if builder.append(&c).is_ok() {
+            appended += 1;
+        }
+    }
+    builder.append_null();
+    let list = builder.finish();
+    list.to_data()
+        .validate_full()
+        .expect("a valid points column");
+    assert_eq!(list.len(), appended + 1, "one list per cloud");
+    if appended == 0 {
+        return;
+    }
+    assert_eq!(list.value_length(0) as u64, cloud.point_count());
+    let points = list.value(0);
+    let points = arrow_array::cast::AsArray::as_struct(&points);
+    for format in [CloudFormat::Pcd, CloudFormat::Ply] {
+        let _ = write_cloud(std::io::Cursor::new(Vec::new()), points, format);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn points_input_splits() {
+        let mut data = vec![1, 1, b'x', 0, 0, 0, 0, 7, 1, 0, 0, 0];
+        for v in [2u32, 1, 4, 8] {
+            data.extend(v.to_le_bytes());
+        }
+        data.push(0);
+        data.extend(1.5f32.to_le_bytes());
+        data.extend(2.5f32.to_le_bytes());
+        let input = split_points_input(&data).unwrap();
+        assert_eq!(input.fields, [("x".to_string(), 0, 7, 1)]);
+        assert_eq!((input.width, input.point_step, input.data.len()), (2, 4, 8));
+        exercise_points(&data);
+    }
 
     #[test]
     fn decoder_input_round_trips() {

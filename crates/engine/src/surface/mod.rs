@@ -1,6 +1,6 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
 //! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
-//! [`metadata_cache`]) and the message-header counts `topics()` shares with
+//! [`read_points`], [`metadata_cache`]) and the message-header counts `topics()` shares with
 //! `logsql info` ([`header_walk`]), scalar functions ([`functions`]), `ASOF
 //! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
 //! physical rule that reads log tables in file order ([`file_order`]), and the
@@ -12,6 +12,7 @@ pub mod file_order;
 pub mod functions;
 pub mod header_walk;
 pub mod metadata_cache;
+pub mod read_points;
 pub mod read_topic;
 pub mod table_functions;
 pub mod typed_tables;

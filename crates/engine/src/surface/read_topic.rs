@@ -75,7 +75,7 @@ struct Variant {
     where_: String,
 }
 
-async fn plan(
+pub(crate) async fn plan(
     state: &SessionState,
     path: &str,
     topic: &str,

@@ -1,0 +1,498 @@
+//! H.264 video in an MP4 file from camera frames: the encoder core of the
+//! video export.
+//!
+//! [`Mp4Encoder`] takes `rgb8` frames with their times in nanoseconds, one at
+//! a time, encodes each with OpenH264 and writes it to an MP4 file whose
+//! sample durations are the differences of the frame times (variable frame
+//! rate: each frame is shown at its own time, relative to the first).
+//!
+//! Crates:
+//!
+//! - `openh264` builds Cisco's OpenH264 encoder from its bundled source (no
+//!   system library, no ffmpeg binary). Baseline-profile H.264, which every
+//!   player and browser decodes.
+//! - `mp4` (mp4-rust) writes the container. It streams: each sample's bytes
+//!   go to the file as soon as a chunk (one second of samples) is complete,
+//!   and only the sample tables (a few bytes per frame) stay in memory until
+//!   the `moov` box is written at the end; its samples carry their own
+//!   durations, which is what variable frame rate needs. `muxide` was the
+//!   other candidate: it keeps every encoded frame in memory until the file is
+//!   finished (unbounded for an hour of video) and brings JSON and CLI
+//!   dependencies by default.
+//!
+//! Memory is bounded whatever the length: the encoder's reference frames,
+//! one converted frame and one encoded frame waiting for the next frame's
+//! time (its duration), plus the sample tables.
+
+use std::io::{Seek, Write};
+
+use bytes::Bytes;
+use mp4::{AvcConfig, MediaConfig, Mp4Config, Mp4Sample, Mp4Writer, TrackConfig, TrackType};
+use openh264::OpenH264API;
+use openh264::encoder::{
+    Encoder, EncoderConfig, FrameRate, FrameType, IntraFramePeriod, QpRange, RateControlMode,
+    UsageType,
+};
+use openh264::formats::YUVSlices;
+
+use crate::error::{MediaError, Result};
+
+/// Ticks per second of the MP4 track's times: 90 kHz, the usual video
+/// clock (a frame time is kept within 6 microseconds).
+pub const TIMESCALE: u32 = 90_000;
+
+/// The largest frame side encoded (H.264 level 5.1 allows 4096 x 2304).
+pub const MAX_SIDE: u32 = 4096;
+
+/// How a video is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VideoOptions {
+    /// 1 (smallest file) to 100 (best picture); see [`VideoOptions::qp`].
+    pub quality: u8,
+    /// A key frame every this many frames (where a player can seek to).
+    pub keyframe_interval: u32,
+}
+
+impl Default for VideoOptions {
+    /// Quality 75 (quantizer 19: no visible loss on camera images), a key
+    /// frame every 60 frames.
+    fn default() -> Self {
+        Self {
+            quality: 75,
+            keyframe_interval: 60,
+        }
+    }
+}
+
+impl VideoOptions {
+    /// The H.264 quantizer of the quality: 100 gives 10, 1 gives 46 (of
+    /// 0..=51; lower is better and larger).
+    pub fn qp(&self) -> u8 {
+        let q = u32::from(self.quality.clamp(1, 100));
+        (10 + ((100 - q) * 36 + 50) / 99) as u8
+    }
+}
+
+/// An encoded frame waiting for the next frame's time, which gives its
+/// duration.
+#[derive(Debug)]
+struct Pending {
+    /// Ticks since the first frame.
+    start: u64,
+    is_sync: bool,
+    bytes: Bytes,
+}
+
+/// Encodes `rgb8` frames into an H.264 MP4 file; see the module doc.
+pub struct Mp4Encoder<W: Write + Seek> {
+    encoder: Encoder,
+    /// The frame being encoded, as BT.601 planes.
+    planes: Planes,
+    /// Created with the first frame, which carries the SPS and PPS.
+    writer: Option<Mp4Writer<W>>,
+    out: Option<W>,
+    width: u32,
+    height: u32,
+    first_ns: Option<i64>,
+    last_ns: i64,
+    pending: Option<Pending>,
+    frames: u64,
+}
+
+impl<W: Write + Seek> std::fmt::Debug for Mp4Encoder<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mp4Encoder")
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The error of a failed encoder or container call.
+fn video_error(what: &str, e: impl std::fmt::Display) -> MediaError {
+    MediaError::Write(format!("{what}: {e}"))
+}
+
+impl<W: Write + Seek> Mp4Encoder<W> {
+    /// An encoder of `width` x `height` frames (both even, at most
+    /// [`MAX_SIDE`]) writing to `out`.
+    pub fn new(out: W, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
+        if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
+            return Err(MediaError::Unsupported(format!(
+                "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
+            )));
+        }
+        if width > MAX_SIDE || height > MAX_SIDE {
+            return Err(MediaError::Limit(format!(
+                "a {width}x{height} video: at most {MAX_SIDE} pixels a side"
+            )));
+        }
+        let qp = options.qp();
+        let config = EncoderConfig::new()
+            .usage_type(UsageType::CameraVideoRealTime)
+            .rate_control_mode(RateControlMode::Bufferbased)
+            .qp(QpRange::new(qp, qp))
+            .max_frame_rate(FrameRate::from_hz(30.0))
+            .skip_frames(false)
+            .intra_frame_period(IntraFramePeriod::from_num_frames(
+                options.keyframe_interval.max(1),
+            ));
+        let encoder = Encoder::with_api_config(OpenH264API::from_source(), config)
+            .map_err(|e| video_error("starting the H.264 encoder", e))?;
+        Ok(Self {
+            encoder,
+            planes: Planes::new(width as usize, height as usize),
+            writer: None,
+            out: Some(out),
+            width,
+            height,
+            first_ns: None,
+            last_ns: 0,
+            pending: None,
+            frames: 0,
+        })
+    }
+
+    /// Frames added so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Adds a frame of `width * height * 3` bytes (`rgb8`, rows top to
+    /// bottom) shown at `time_ns`, which must be after the previous frame's.
+    pub fn push_rgb8(&mut self, time_ns: i64, rgb: &[u8]) -> Result<()> {
+        let need = self.width as usize * self.height as usize * 3;
+        if rgb.len() != need {
+            return Err(MediaError::Invalid(format!(
+                "a frame of {} bytes in a {}x{} rgb8 video (needs {need})",
+                rgb.len(),
+                self.width,
+                self.height
+            )));
+        }
+        let first = *self.first_ns.get_or_insert(time_ns);
+        if self.frames > 0 && time_ns <= self.last_ns {
+            return Err(MediaError::Invalid(format!(
+                "frame {} at {time_ns} ns is not after the previous frame ({} ns)",
+                self.frames, self.last_ns
+            )));
+        }
+        self.planes.read_rgb8(rgb);
+        let (w, h) = (self.width as usize, self.height as usize);
+        let yuv = YUVSlices::new(
+            (&self.planes.y, &self.planes.u, &self.planes.v),
+            (w, h),
+            (w, w / 2, w / 2),
+        );
+        let encoded = self
+            .encoder
+            .encode(&yuv)
+            .map_err(|e| video_error("encoding a frame", e))?;
+        let is_sync = matches!(encoded.frame_type(), FrameType::IDR | FrameType::I);
+        let annexb = encoded.to_vec();
+        let (sample, sps, pps) = to_sample(&annexb);
+        if self.writer.is_none() {
+            let (Some(sps), Some(pps)) = (sps, pps) else {
+                return Err(MediaError::Write(
+                    "the H.264 encoder gave no SPS/PPS with its first frame".into(),
+                ));
+            };
+            self.start_file(sps, pps)?;
+        }
+        let start = ticks(time_ns - first);
+        self.flush_pending(Some(start))?;
+        self.pending = Some(Pending {
+            start,
+            is_sync,
+            bytes: Bytes::from(sample),
+        });
+        self.last_ns = time_ns;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Writes the last frame and the file's index; returns the output.
+    /// The last frame lasts as long as the one before it (1/30 s when there
+    /// is only one).
+    pub fn finish(mut self) -> Result<W> {
+        self.flush_pending(None)?;
+        match self.writer.take() {
+            Some(mut w) => {
+                w.write_end()
+                    .map_err(|e| video_error("writing the MP4 index", e))?;
+                Ok(w.into_writer())
+            }
+            None => Err(MediaError::Invalid(
+                "a video needs at least one frame".into(),
+            )),
+        }
+    }
+
+    fn start_file(&mut self, sps: Vec<u8>, pps: Vec<u8>) -> Result<()> {
+        let out = self
+            .out
+            .take()
+            .ok_or_else(|| MediaError::Write("the MP4 output is gone".into()))?;
+        let config = Mp4Config {
+            major_brand: "isom".parse().map_err(|e| video_error("MP4 brand", e))?,
+            minor_version: 512,
+            compatible_brands: ["isom", "iso2", "avc1", "mp41"]
+                .iter()
+                .map(|b| b.parse())
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| video_error("MP4 brand", e))?,
+            timescale: TIMESCALE,
+        };
+        let mut w = Mp4Writer::write_start(out, &config)
+            .map_err(|e| video_error("writing the MP4 header", e))?;
+        w.add_track(&TrackConfig {
+            track_type: TrackType::Video,
+            timescale: TIMESCALE,
+            language: "und".into(),
+            media_conf: MediaConfig::AvcConfig(AvcConfig {
+                width: self.width as u16,
+                height: self.height as u16,
+                seq_param_set: sps,
+                pic_param_set: pps,
+            }),
+        })
+        .map_err(|e| video_error("adding the video track", e))?;
+        self.writer = Some(w);
+        Ok(())
+    }
+
+    /// Writes the pending frame, lasting until `next` (ticks), or as long
+    /// as the frame before it when `next` is `None`.
+    fn flush_pending(&mut self, next: Option<u64>) -> Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let default = u64::from(TIMESCALE / 30);
+        let duration = match next {
+            Some(n) => n.saturating_sub(p.start),
+            None if self.frames > 1 => {
+                let before = ticks(self.last_ns - self.first_ns.unwrap_or(self.last_ns));
+                let per_frame = before / (self.frames - 1);
+                per_frame.max(1)
+            }
+            None => default,
+        };
+        let duration = u32::try_from(duration.max(1)).map_err(|_| {
+            MediaError::Limit(format!(
+                "a frame shown for {} s (at most {} s between frames)",
+                duration / u64::from(TIMESCALE),
+                u32::MAX / TIMESCALE
+            ))
+        })?;
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        w.write_sample(
+            1,
+            &Mp4Sample {
+                start_time: p.start,
+                duration,
+                rendering_offset: 0,
+                is_sync: p.is_sync,
+                bytes: p.bytes,
+            },
+        )
+        .map_err(|e| video_error("writing a frame", e))
+    }
+}
+
+/// One frame as 4:2:0 planes, BT.601 limited range (what H.264 players
+/// assume when a stream does not say otherwise).
+///
+/// logsql converts the pixels itself, rounding: the `openh264` crate's own
+/// conversion truncates each value, which shifts colours by one or two
+/// levels (about 3 dB of PSNR on camera images).
+#[derive(Debug)]
+struct Planes {
+    width: usize,
+    y: Vec<u8>,
+    u: Vec<u8>,
+    v: Vec<u8>,
+}
+
+impl Planes {
+    fn new(width: usize, height: usize) -> Self {
+        Self {
+            width,
+            y: vec![0; width * height],
+            u: vec![0; width * height / 4],
+            v: vec![0; width * height / 4],
+        }
+    }
+
+    /// Converts an `rgb8` frame of the planes' size (even width and height):
+    /// Y per pixel, U and V of each 2x2 block's mean, with the integer
+    /// BT.601 coefficients (x 256), rounded.
+    fn read_rgb8(&mut self, rgb: &[u8]) {
+        let w = self.width;
+        let luma = |r: i32, g: i32, b: i32| ((66 * r + 129 * g + 25 * b + 128) >> 8) + 16;
+        for (ys, px) in self.y.iter_mut().zip(rgb.chunks_exact(3)) {
+            let (r, g, b) = (i32::from(px[0]), i32::from(px[1]), i32::from(px[2]));
+            *ys = luma(r, g, b).clamp(0, 255) as u8;
+        }
+        let rows = rgb.chunks_exact(w * 3);
+        let pairs = rows.clone().step_by(2).zip(rows.skip(1).step_by(2));
+        for (j, (top, bottom)) in pairs.enumerate() {
+            for i in 0..w / 2 {
+                let at = i * 6;
+                let sum = |c: usize| {
+                    i32::from(top[at + c])
+                        + i32::from(top[at + 3 + c])
+                        + i32::from(bottom[at + c])
+                        + i32::from(bottom[at + 3 + c])
+                };
+                // Sums of four pixels: the coefficients' scale is 256 * 4.
+                let (r, g, b) = (sum(0), sum(1), sum(2));
+                let u = ((-38 * r - 74 * g + 112 * b + 512) >> 10) + 128;
+                let v = ((112 * r - 94 * g - 18 * b + 512) >> 10) + 128;
+                self.u[j * w / 2 + i] = u.clamp(0, 255) as u8;
+                self.v[j * w / 2 + i] = v.clamp(0, 255) as u8;
+            }
+        }
+    }
+}
+
+/// Nanoseconds to [`TIMESCALE`] ticks, rounded.
+fn ticks(ns: i64) -> u64 {
+    let ns = ns.max(0) as u128;
+    ((ns * u128::from(TIMESCALE) + 500_000_000) / 1_000_000_000) as u64
+}
+
+/// Splits an Annex B access unit into the MP4 sample (each NAL unit prefixed
+/// by its 4-byte length, without the SPS and PPS) and the SPS and PPS it
+/// holds.
+fn to_sample(annexb: &[u8]) -> (Vec<u8>, Option<Vec<u8>>, Option<Vec<u8>>) {
+    let (mut sample, mut sps, mut pps) = (Vec::with_capacity(annexb.len()), None, None);
+    for unit in openh264::nal_units(annexb) {
+        // Without the start code (00 00 01) and trailing zero bytes (a
+        // 4-byte start code's first zero, cabac_zero_words end in 03).
+        let start = unit.iter().position(|&b| b == 1).map_or(0, |i| i + 1);
+        let end = unit.iter().rposition(|&b| b != 0).map_or(start, |i| i + 1);
+        let Some(nal) = unit.get(start..end).filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        match nal[0] & 0x1f {
+            7 => sps = Some(nal.to_vec()),
+            8 => pps = Some(nal.to_vec()),
+            _ => {
+                sample.extend((nal.len() as u32).to_be_bytes());
+                sample.extend(nal);
+            }
+        }
+    }
+    (sample, sps, pps)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+
+    /// A moving gradient with a square: frame `i` of a `w` x `h` video.
+    pub(crate) fn frame(w: usize, h: usize, i: usize) -> Vec<u8> {
+        let mut f = Vec::with_capacity(w * h * 3);
+        for y in 0..h {
+            for x in 0..w {
+                let inside = (x + 4 * i) % w < 16 && (8..24).contains(&y);
+                let v = if inside {
+                    255
+                } else {
+                    ((x + y + i) * 4 % 256) as u8
+                };
+                f.extend([v, (y * 255 / h) as u8, 255 - v]);
+            }
+        }
+        f
+    }
+
+    #[test]
+    fn frames_keep_their_times_in_the_mp4() {
+        let times: Vec<i64> = vec![
+            1_000_000_000,
+            1_033_000_000,
+            1_100_000_000,
+            1_101_000_000,
+            1_500_000_000,
+        ];
+        let mut enc =
+            Mp4Encoder::new(Cursor::new(Vec::new()), 64, 48, VideoOptions::default()).unwrap();
+        for (i, t) in times.iter().enumerate() {
+            enc.push_rgb8(*t, &frame(64, 48, i)).unwrap();
+        }
+        assert_eq!(enc.frames(), 5);
+        let bytes = enc.finish().unwrap().into_inner();
+        let size = bytes.len() as u64;
+        let mut r = mp4::Mp4Reader::read_header(Cursor::new(bytes), size).unwrap();
+        let track = r.tracks().get(&1).unwrap();
+        assert_eq!(track.sample_count(), 5);
+        assert_eq!((track.width(), track.height()), (64, 48));
+        let mut starts = Vec::new();
+        for i in 1..=5 {
+            let s = r.read_sample(1, i).unwrap().unwrap();
+            assert!(!s.bytes.is_empty());
+            if i == 1 {
+                assert!(s.is_sync, "the first frame is a key frame");
+            }
+            starts.push((s.start_time, s.duration));
+        }
+        // Ticks of 90 kHz since the first frame; the last lasts as long as
+        // the average frame before it.
+        assert_eq!(
+            starts,
+            [
+                (0, 2970),
+                (2970, 6030),
+                (9000, 90),
+                (9090, 35910),
+                (45000, 11250)
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_frames_are_refused() {
+        let e =
+            Mp4Encoder::new(Cursor::new(Vec::new()), 63, 48, VideoOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("even width and height"), "{e}");
+        let mut enc =
+            Mp4Encoder::new(Cursor::new(Vec::new()), 16, 16, VideoOptions::default()).unwrap();
+        assert!(enc.push_rgb8(5, &[0; 10]).is_err());
+        enc.push_rgb8(5, &frame(16, 16, 0)).unwrap();
+        let e = enc.push_rgb8(5, &frame(16, 16, 1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "frame 1 at 5 ns is not after the previous frame (5 ns)"
+        );
+        let empty =
+            Mp4Encoder::new(Cursor::new(Vec::new()), 16, 16, VideoOptions::default()).unwrap();
+        assert!(empty.finish().is_err());
+    }
+
+    #[test]
+    fn colours_convert_to_bt601_limited_range() {
+        let mut p = Planes::new(2, 2);
+        // white, black, red, blue: Y 235, 16, 82, 41; U and V of their mean.
+        p.read_rgb8(&[255, 255, 255, 0, 0, 0, 255, 0, 0, 0, 0, 255]);
+        assert_eq!(p.y, [235, 16, 82, 41]);
+        assert_eq!((p.u[0], p.v[0]), (146, 151));
+    }
+
+    #[test]
+    fn quality_maps_to_a_quantizer() {
+        let qp = |quality| {
+            VideoOptions {
+                quality,
+                keyframe_interval: 1,
+            }
+            .qp()
+        };
+        assert_eq!((qp(100), qp(75), qp(1), qp(0)), (10, 19, 46, 46));
+    }
+}

@@ -1,0 +1,189 @@
+//! `logsql export IN OUT_DIR --topic T --as pcd|ply`: one point-cloud file
+//! per message of a point-cloud topic, named by its log_time.
+//!
+//! The clouds come from `read_points` (time pushdown as for any export);
+//! each is written by [`logsql_media::points::write_cloud`] into an
+//! exclusively created temporary file in OUT_DIR, renamed to
+//! `<log_time ns>.<ext>` once complete ([`logsql::atomic_write`]): a failed
+//! write leaves no partial file (the files written before it stay). Two messages with the same log_time
+//! (files of a directory or glob) get `<log_time>_2.<ext>`, `_3`, ...; a
+//! cloud that could not be read (NULL under `--on-error warn`) is skipped
+//! and counted.
+
+use std::collections::HashSet;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::Int64Type;
+use futures::StreamExt;
+
+use logsql::atomic_write::AtomicFile;
+use logsql_media::points::{CloudFormat, write_cloud};
+
+use super::args::{ExportArgs, FilesFormat};
+use super::error::{CliError, CliResult};
+use super::quote;
+use super::units::{bytes, rfc3339};
+
+/// Runs `logsql export --as pcd|ply` and prints a one-line result to `out`.
+pub fn run(
+    app: &super::App,
+    a: &ExportArgs,
+    format: FilesFormat,
+    start: Option<i64>,
+    end: Option<i64>,
+    started: Instant,
+    out: &mut dyn Write,
+) -> CliResult {
+    let format = match format {
+        FilesFormat::Pcd => CloudFormat::Pcd,
+        FilesFormat::Ply => CloudFormat::Ply,
+    };
+    let flag = format!("--as {}", format.extension());
+    let [topic] = a.topics.as_slice() else {
+        return Err(CliError::msg(format!(
+            "{flag} writes one topic's messages: give exactly one --topic"
+        )));
+    };
+    let others = [
+        (a.decode, "--decode"),
+        (a.flatten, "--flatten"),
+        (a.compression.is_some(), "--compression"),
+        (a.chunk_size.is_some(), "--chunk-size"),
+        (a.no_summary, "--no-summary"),
+    ];
+    if let Some((_, other)) = others.iter().find(|(set, _)| *set) {
+        return Err(CliError::msg(format!(
+            "{other} does not apply to {flag} (one file per message)"
+        )));
+    }
+    let dir = &a.output;
+    if dir.exists() && !dir.is_dir() {
+        return Err(CliError::msg(format!(
+            "{}: {flag} writes one file per message into a directory, and this is a file",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| CliError::io(dir.display().to_string(), e))?;
+    let sql = points_sql(&a.input, topic, start, end);
+    log::debug!("export: {sql}");
+    let df = app.rt.block_on(logsql::sql(&app.ctx, &sql))?;
+    let mut stream = app.rt.block_on(df.execute_stream())?;
+    let (mut files, mut points, mut skipped, mut size) = (0u64, 0u64, 0u64, 0u64);
+    let mut names = HashSet::new();
+    while let Some(batch) = app.rt.block_on(stream.next()) {
+        let batch = batch?;
+        let times = batch.column(0).as_primitive::<Int64Type>();
+        let clouds = batch.column(1).as_list::<i32>();
+        for i in 0..batch.num_rows() {
+            if clouds.is_null(i) {
+                skipped += 1;
+                continue;
+            }
+            let cloud = clouds.value(i);
+            let path = file_name(dir, times.value(i), format.extension(), &mut names);
+            size += write_one(&path, cloud.as_struct(), format)?;
+            files += 1;
+            points += cloud.len() as u64;
+        }
+    }
+    let skipped = if skipped > 0 {
+        format!(", {skipped} unreadable clouds skipped")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "exported {files} clouds ({points} points) to {} ({}){skipped} in {:.2} s",
+        dir.display(),
+        bytes(size),
+        started.elapsed().as_secs_f64()
+    )
+    .and_then(|_| out.flush())
+    .map_err(|e| CliError::io("writing output", e))
+}
+
+/// The query of the clouds: `log_time` in nanoseconds and `points`.
+fn points_sql(input: &str, topic: &str, start: Option<i64>, end: Option<i64>) -> String {
+    let mut sql = format!(
+        "SELECT CAST(log_time AS BIGINT) AS t, points FROM read_points({}, {})",
+        quote(input),
+        quote(topic)
+    );
+    let mut filters = Vec::new();
+    if let Some(s) = start {
+        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
+    }
+    if let Some(e) = end {
+        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
+    }
+    if !filters.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&filters.join(" AND "));
+    }
+    sql
+}
+
+/// `<dir>/<log_time>.<ext>`, or `<log_time>_<n>.<ext>` for the n-th cloud
+/// of the same log_time in this export.
+fn file_name(dir: &Path, log_time: i64, ext: &str, taken: &mut HashSet<String>) -> PathBuf {
+    let mut name = format!("{log_time}.{ext}");
+    let mut n = 1;
+    while !taken.insert(name.clone()) {
+        n += 1;
+        name = format!("{log_time}_{n}.{ext}");
+    }
+    dir.join(name)
+}
+
+/// Writes one cloud to `path` atomically; returns the bytes written.
+fn write_one(
+    path: &Path,
+    points: &datafusion::arrow::array::StructArray,
+    format: CloudFormat,
+) -> CliResult<u64> {
+    let name = path.display().to_string();
+    let mut target = AtomicFile::create(path).map_err(|e| CliError::io(name.clone(), e))?;
+    {
+        let mut w = BufWriter::new(target.file());
+        write_cloud(&mut w, points, format).map_err(|e| CliError::msg(format!("{name}: {e}")))?;
+        w.flush().map_err(|e| CliError::io(name.clone(), e))?;
+    }
+    let size = target.file().metadata().map(|m| m.len()).unwrap_or(0);
+    target.commit().map_err(|e| CliError::io(name, e))?;
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_log_times_made_unique() {
+        let mut taken = HashSet::new();
+        let dir = Path::new("out");
+        assert_eq!(
+            file_name(dir, 17, "pcd", &mut taken),
+            Path::new("out/17.pcd")
+        );
+        assert_eq!(
+            file_name(dir, 17, "pcd", &mut taken),
+            Path::new("out/17_2.pcd")
+        );
+        assert_eq!(
+            file_name(dir, 18, "pcd", &mut taken),
+            Path::new("out/18.pcd")
+        );
+    }
+
+    #[test]
+    fn the_query_filters_time() {
+        assert_eq!(
+            points_sql("a's.bag", "/p", Some(1_000_000_000), None),
+            "SELECT CAST(log_time AS BIGINT) AS t, points FROM read_points('a''s.bag', '/p') \
+             WHERE log_time >= '1970-01-01T00:00:01Z'"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Interop test: the H.264 MP4 files of logsql's video encoder
+(``logsql_media::video::Mp4Encoder``) decoded by PyAV (FFmpeg's decoders).
+
+The ``encode_video`` example of ``logsql-media`` (built by ``cargo test``
+beside the logsql binary, in ``examples/``) encodes generated 640x480 camera
+frames at irregular times (about 30 fps with jitter and a 200 ms gap) and
+writes the source frames raw beside the MP4. Checks:
+
+- PyAV opens the file: one H.264 video stream of the frames' size;
+- one decoded frame per source frame;
+- each frame's time (``frame.time``) equals its source time, relative to the
+  first frame, within 1 ms (variable frame rate);
+- every frame's PSNR against its source frame is at least 30 dB at the
+  default quality (and the mean is printed);
+- a lower quality gives a smaller file.
+
+Usage: video_interop.py --logsql PATH/TO/logsql [--encoder PATH] [--keep DIR]
+Prints one line per check and finally ``N passed, M failed``; exits 1 on any failure.
+"""
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import av
+import numpy as np
+
+from common import Checks
+
+WIDTH, HEIGHT, COUNT = 640, 480, 48
+
+
+def encode(encoder, out, raw, quality=None):
+    args = [encoder, out, raw, str(COUNT), str(WIDTH), str(HEIGHT)]
+    if quality is not None:
+        args.append(str(quality))
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{args} failed ({proc.returncode}):\n{proc.stderr.strip()}")
+    lines = proc.stdout.split()
+    times = [int(v) for v in proc.stdout.splitlines() if v.strip().isdigit()]
+    ms = lines[-1]
+    return times, ms, proc.stderr
+
+
+def psnr(a, b):
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return math.inf if mse == 0 else 10 * math.log10(255.0**2 / mse)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--logsql", required=True)
+    ap.add_argument("--encoder")
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    encoder = args.encoder or os.path.join(os.path.dirname(os.path.abspath(args.logsql)), "examples", "encode_video")
+    checks = Checks()
+    tmp_obj = None
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        tmp = args.keep
+    else:
+        tmp_obj = tempfile.TemporaryDirectory(prefix="logsql-video-")
+        tmp = tmp_obj.name
+    if not os.path.isfile(encoder):
+        checks.check("encoder present", lambda: f"{encoder} not found: build it with cargo test (or cargo build -p logsql-media --example encode_video)")
+        print(f"{checks.passed} passed, {checks.failed} failed")
+        sys.exit(1)
+
+    mp4 = os.path.join(tmp, "clip.mp4")
+    raw = os.path.join(tmp, "clip.rgb")
+    times, ms, stderr = encode(encoder, mp4, raw)
+    print(f"info encoder ({os.path.basename(os.path.dirname(os.path.dirname(encoder)))} build): {ms} ms per {WIDTH}x{HEIGHT} frame")
+    checks.check("the encoder writes nothing to stderr", lambda: stderr.strip() or None)
+    source = np.fromfile(raw, dtype=np.uint8).reshape(COUNT, HEIGHT, WIDTH, 3)
+
+    decoded = []
+
+    def opens():
+        with av.open(mp4) as c:
+            streams = c.streams.video
+            if len(streams) != 1:
+                return f"{len(streams)} video streams"
+            s = streams[0]
+            if s.codec_context.name != "h264" or (s.width, s.height) != (WIDTH, HEIGHT):
+                return f"stream {s.codec_context.name} {s.width}x{s.height}"
+            for frame in c.decode(s):
+                decoded.append((frame.time, frame.to_ndarray(format="rgb24")))
+        return None
+
+    checks.check("PyAV opens an H.264 stream of the frames' size", opens)
+    checks.check(
+        "one decoded frame per source frame",
+        lambda: None if len(decoded) == COUNT else f"{len(decoded)} frames, expected {COUNT}",
+    )
+
+    def frame_times():
+        for i, ((t, _), src) in enumerate(zip(decoded, times)):
+            want = (src - times[0]) / 1e9
+            if t is None or abs(t - want) > 0.001:
+                return f"frame {i} at {t} s, expected {want:.6f} s"
+        return None
+
+    checks.check("each frame's time within 1 ms of its source time", frame_times)
+
+    def quality():
+        values = [psnr(img, source[i]) for i, (_, img) in enumerate(decoded)]
+        # The ceiling: the first frame through 4:2:0 and back, without coding.
+        plain = av.VideoFrame.from_ndarray(source[0], format="rgb24").reformat(format="yuv420p")
+        ceiling = psnr(plain.to_ndarray(format="rgb24"), source[0])
+        print(f"info PSNR: mean {np.mean(values):.1f} dB, lowest {min(values):.1f} dB (4:2:0 alone: {ceiling:.1f} dB)")
+        worst = int(np.argmin(values))
+        return None if values and min(values) >= 30 else f"frame {worst}: {values[worst]:.1f} dB"
+
+    checks.check("every frame at least 30 dB PSNR at the default quality", quality)
+
+    def smaller():
+        low = os.path.join(tmp, "low.mp4")
+        encode(encoder, low, os.path.join(tmp, "low.rgb"), quality=20)
+        a, b = os.path.getsize(low), os.path.getsize(mp4)
+        return None if a < b else f"quality 20: {a} bytes, default: {b} bytes"
+
+    checks.check("a lower quality gives a smaller file", smaller)
+    if tmp_obj:
+        tmp_obj.cleanup()
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
