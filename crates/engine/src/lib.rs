@@ -144,6 +144,8 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::metadata_cache::register(ctx);
     typed_tables::register(ctx);
     read_topic::register(ctx);
+    surface::read_images::register(ctx);
+    surface::image_functions::register(ctx);
     functions::register(ctx);
     url_table::install(ctx)?;
     Ok(())

@@ -75,7 +75,9 @@ struct Variant {
     where_: String,
 }
 
-async fn plan(
+/// Plans `read_topic(path, topic [, 'flatten'])`'s table (also the base of
+/// `read_images`).
+pub(crate) async fn plan(
     state: &SessionState,
     path: &str,
     topic: &str,

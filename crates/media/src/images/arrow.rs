@@ -16,15 +16,16 @@ use arrow_schema::{DataType, Field, Fields};
 use super::Image;
 use crate::error::{MediaError, Result};
 
-/// The struct fields of the image type, in order.
+/// The struct fields of the image type, in order. They are nullable so that
+/// a null image's fields are null too (`image['width']` of a null image).
 pub fn image_fields() -> Fields {
     Fields::from(vec![
-        Field::new("encoding", DataType::Utf8, false),
-        Field::new("width", DataType::UInt32, false),
-        Field::new("height", DataType::UInt32, false),
-        Field::new("step", DataType::UInt32, false),
-        Field::new("is_bigendian", DataType::Boolean, false),
-        Field::new("data", DataType::Binary, false),
+        Field::new("encoding", DataType::Utf8, true),
+        Field::new("width", DataType::UInt32, true),
+        Field::new("height", DataType::UInt32, true),
+        Field::new("step", DataType::UInt32, true),
+        Field::new("is_bigendian", DataType::Boolean, true),
+        Field::new("data", DataType::Binary, true),
     ])
 }
 
@@ -119,23 +120,15 @@ impl ImageBuilder {
         }
     }
 
-    /// Appends an image, or a null row.
+    /// Appends an image, or a null row (whose fields are null too).
     pub fn append(&mut self, image: Option<&Image<'_>>) {
-        let empty = Image {
-            encoding: "",
-            width: 0,
-            height: 0,
-            step: 0,
-            is_bigendian: false,
-            data: &[],
-        };
-        let im = image.unwrap_or(&empty);
-        self.encoding.append_value(im.encoding);
-        self.width.append_value(im.width);
-        self.height.append_value(im.height);
-        self.step.append_value(im.step);
-        self.is_bigendian.append_value(im.is_bigendian);
-        self.data.append_value(im.data);
+        self.encoding.append_option(image.map(|im| im.encoding));
+        self.width.append_option(image.map(|im| im.width));
+        self.height.append_option(image.map(|im| im.height));
+        self.step.append_option(image.map(|im| im.step));
+        self.is_bigendian
+            .append_option(image.map(|im| im.is_bigendian));
+        self.data.append_option(image.map(|im| im.data));
         self.nulls.append(image.is_some());
     }
 
@@ -186,6 +179,7 @@ mod tests {
             ("mono16", 1, 2, true, &[1u8, 2][..])
         );
         assert!(col.get(1).is_none());
+        assert!(array.column(1).is_null(1), "a null image's width is null");
         let e = ImageColumn::new(&UInt32Array::from(vec![1])).err().unwrap();
         assert!(e.to_string().contains("not an image value: UInt32"), "{e}");
     }

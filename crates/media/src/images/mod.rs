@@ -71,7 +71,51 @@ pub struct Image<'a> {
     pub data: &'a [u8],
 }
 
-impl Image<'_> {
+impl<'a> Image<'a> {
+    /// The image a compressed-image message holds (`format` as the message
+    /// states it): codec and size from the header, `data` the codec's stream.
+    pub fn compressed(format: &str, data: &'a [u8]) -> Result<Self> {
+        let h = codec::probe(format, data)?;
+        check_pixels(h.width, h.height)?;
+        Ok(Image {
+            encoding: h.codec.name(),
+            width: h.width,
+            height: h.height,
+            step: 0,
+            is_bigendian: false,
+            data: &data[h.offset..],
+        })
+    }
+
+    /// The image a raw-image message holds, checked against its sizes and
+    /// the pixel limit.
+    pub fn raw(
+        encoding: &'a str,
+        width: u32,
+        height: u32,
+        step: u32,
+        is_bigendian: bool,
+        data: &'a [u8],
+    ) -> Result<Self> {
+        RawImage {
+            encoding: RawEncoding::parse(encoding)?,
+            width,
+            height,
+            step,
+            is_bigendian,
+            data,
+        }
+        .check()?;
+        Ok(Image {
+            encoding,
+            width,
+            height,
+            step,
+            is_bigendian,
+            data,
+        })
+    }
+
     /// The image's pixels in the format that keeps the most of it: 16-bit
     /// grey stays 16-bit, 8-bit grey stays 8-bit, everything else is `rgb8`.
     pub fn decode(&self) -> Result<Pixels> {

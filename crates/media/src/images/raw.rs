@@ -68,6 +68,19 @@ impl RawImage<'_> {
         Ok((step as usize, row as usize))
     }
 
+    /// Checks, without decoding, that the data holds the image the sizes
+    /// describe (and that a Bayer image has at least 2x2 pixels).
+    pub fn check(&self) -> Result<()> {
+        self.layout()?;
+        if matches!(self.encoding, RawEncoding::Bayer(_)) && (self.width < 2 || self.height < 2) {
+            return Err(MediaError::Invalid(format!(
+                "a Bayer image needs at least 2x2 pixels, not {}x{}",
+                self.width, self.height
+            )));
+        }
+        Ok(())
+    }
+
     /// The rows without their padding.
     fn rows(&self) -> Result<impl Iterator<Item = &[u8]>> {
         let (step, row) = self.layout()?;
