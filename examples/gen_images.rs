@@ -7,7 +7,7 @@
 //!
 //! | topic | type | messages | what |
 //! | --- | --- | ---: | --- |
-//! | `/cam/jpeg` | CompressedImage | 3 | 32x24 JPEG (quality 90), format `jpeg` |
+//! | `/cam/jpeg` | CompressedImage | 3 | 32x24 JPEG (quality 90) of [`gradient`], format `jpeg` |
 //! | `/cam/png` | CompressedImage | 2 | 32x24 PNG, format `png` |
 //! | `/cam/raw/<encoding>` | Image | 1 | 6x4 pixels of `<encoding>`, rows padded by 2 bytes |
 //! | `/cam/bad` | CompressedImage | 2 | the first a 4x2 PNG, the second bytes that are no image |
@@ -15,7 +15,7 @@
 //! Raw encodings: rgb8, bgr8, rgba8, bgra8, mono8, mono16 (big-endian),
 //! 16UC1, 32FC1, bayer_rggb8, bayer_bggr8, bayer_gbrg8, bayer_grbg8, yuv422,
 //! yuyv. Every message is logged from `1_000_000_000` ns on, 100 ms apart per
-//! topic; frame ids are `camera`. The pixel values are [`sample`]'s.
+//! topic; frame ids are `camera`. The other pixel values are [`sample`]'s.
 
 use std::collections::BTreeMap;
 use std::io::BufWriter;
@@ -123,6 +123,15 @@ fn rgb(n: u32, w: u32, h: u32) -> Pixels {
     Pixels::new(PixelFormat::Rgb8, w, h, data)
 }
 
+/// A smooth 32x24 gradient (JPEG keeps it within a step or two).
+fn gradient(n: u32, w: u32, h: u32) -> Pixels {
+    let data = (0..h)
+        .flat_map(|y| (0..w).flat_map(move |x| [x * 8, y * 10, (x + y) * 4 + n * 20]))
+        .map(|v| v.min(255) as u8)
+        .collect();
+    Pixels::new(PixelFormat::Rgb8, w, h, data)
+}
+
 fn generate(path: &PathBuf) -> Result<(), Box<dyn std::error::Error>> {
     let out = BufWriter::new(std::fs::File::create(path)?);
     let mut w = mcap::WriteOptions::new()
@@ -153,7 +162,7 @@ fn generate(path: &PathBuf) -> Result<(), Box<dyn std::error::Error>> {
     let t = |seq: u32| 1_000_000_000 + u64::from(seq) * 100_000_000;
     let jpeg = w.add_channel(comp, "/cam/jpeg", "ros1", &no_meta)?;
     for n in 0..3 {
-        let data = encode_jpeg(&rgb(n, 32, 24), 90)?;
+        let data = encode_jpeg(&gradient(n, 32, 24), 90)?;
         write(&mut w, jpeg, n, &compressed(n, t(n), "jpeg", &data))?;
     }
     let png = w.add_channel(comp, "/cam/png", "ros1", &no_meta)?;

@@ -278,6 +278,11 @@ pub struct ExportArgs {
     /// file; readers then scan it from the start).
     #[arg(long)]
     pub no_summary: bool,
+    /// Writes one file per message of the one --topic into the directory
+    /// OUTPUT instead: `png` or `jpeg` images of a camera topic, named by
+    /// log_time in nanoseconds.
+    #[arg(long = "as", value_name = "FORMAT", value_parser = ["png", "jpeg"])]
+    pub as_: Option<String>,
 }
 
 /// Arguments of `logsql plot`.

@@ -61,6 +61,9 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     if !topics.is_empty() {
         check_topics(&a.input, &topics, &file_topics(app, &a.input)?)?;
     }
+    if let Some(format) = a.as_.as_deref() {
+        return super::export_images::run(app, a, format, start, end, out);
+    }
     let mcap = is_mcap(&a.output);
     let mcap_only = [
         (a.compression.is_some(), "--compression"),

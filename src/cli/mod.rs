@@ -18,6 +18,7 @@
 pub mod args;
 pub mod error;
 pub mod export;
+pub mod export_images;
 pub mod info;
 pub mod logger;
 pub mod output;

@@ -3,7 +3,9 @@
 //! - `image_thumbnail(image, max_side)`: a PNG at most `max_side` pixels on
 //!   its longer side;
 //! - `image_encode(image, 'png' | 'jpeg' [, quality])`: the image as PNG
-//!   (16-bit grey kept) or JPEG (quality 1 to 100, default 90);
+//!   (16-bit grey kept) or JPEG (quality 1 to 100, default 90); an image
+//!   already in that format (a JPEG without a quality given) is returned as
+//!   it is;
 //! - `image_pixels(image, 'rgb8' | 'mono8' | 'mono16')`: the pixels,
 //!   row-major without padding (`mono16` little-endian).
 //!
@@ -20,7 +22,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 use logsql_media::images::arrow::{ImageColumn, image_type};
-use logsql_media::images::{Codec, DEFAULT_JPEG_QUALITY, Image, PixelFormat};
+use logsql_media::images::{Codec, Image, PixelFormat};
 
 use crate::scanner::options::{LogsqlOptions, OnError};
 
@@ -79,7 +81,7 @@ impl ImageFunction {
 /// One row's second and third arguments.
 enum Param {
     MaxSide(u32),
-    Encode(Codec, u8),
+    Encode(Codec, Option<u8>),
     Pixels(PixelFormat),
 }
 
@@ -185,12 +187,12 @@ impl ImageFunction {
                 let codec = Codec::parse(second.as_string::<i32>().value(i))
                     .map_err(|e| self.plan_err(e))?;
                 let quality = match arrays.get(2) {
-                    None => DEFAULT_JPEG_QUALITY,
+                    None => None,
                     Some(q) if q.is_null(i) => return Ok(None),
                     Some(q) => {
                         let v = q.as_primitive::<Int64Type>().value(i);
                         match u8::try_from(v) {
-                            Ok(n) if (1..=100).contains(&n) => n,
+                            Ok(n) if (1..=100).contains(&n) => Some(n),
                             _ => {
                                 return Err(
                                     self.plan_err(format!("quality must be 1 to 100, not {v}"))

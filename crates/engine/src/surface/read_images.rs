@@ -32,7 +32,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::expressions::Column as PhysicalColumn;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, PhysicalSortExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -280,8 +281,27 @@ impl ImagesExec {
             Some(p) => Arc::new(SCHEMA.project(p)?),
             None => Arc::clone(&SCHEMA),
         };
+        // Rows keep the scan's order: its ordering by log_time (the inner
+        // column 0) holds for the output's log_time, wherever it is projected.
+        let mut eq = EquivalenceProperties::new(Arc::clone(&schema));
+        let first = input.output_ordering().map(|o| o.first().clone());
+        let log_time_out = match &projection {
+            Some(p) => p.iter().position(|&i| i == 0),
+            None => Some(0),
+        };
+        if let (Some(first), Some(at)) = (first, log_time_out)
+            && first
+                .expr
+                .downcast_ref::<PhysicalColumn>()
+                .is_some_and(|c| c.index() == 0)
+        {
+            eq.add_ordering([PhysicalSortExpr::new(
+                Arc::new(PhysicalColumn::new(names::LOG_TIME, at)),
+                first.options,
+            )]);
+        }
         let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&schema)),
+            eq,
             input.output_partitioning().clone(),
             EmissionType::Incremental,
             Boundedness::Bounded,

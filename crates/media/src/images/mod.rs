@@ -139,12 +139,20 @@ impl<'a> Image<'a> {
     }
 
     /// The image encoded as `codec`: PNG keeps 16-bit grey, JPEG holds 8 bits
-    /// (`quality` 1 to 100, for JPEG only).
-    pub fn encode(&self, codec: Codec, quality: u8) -> Result<Vec<u8>> {
+    /// at `quality` (1 to 100; [`DEFAULT_JPEG_QUALITY`] when `None`). A
+    /// compressed image asked for in its own codec (and, for JPEG, without a
+    /// quality) is returned as it is, without a generation of loss.
+    pub fn encode(&self, codec: Codec, quality: Option<u8>) -> Result<Vec<u8>> {
+        let same = Codec::parse(self.encoding).ok() == Some(codec);
+        if same && (codec == Codec::Png || quality.is_none()) {
+            // Still checked: the bytes must decode.
+            codec::probe(self.encoding, self.data)?;
+            return Ok(self.data.to_vec());
+        }
         let p = self.decode()?;
         match codec {
             Codec::Png => codec::encode_png(&p),
-            Codec::Jpeg => codec::encode_jpeg(&p, quality),
+            Codec::Jpeg => codec::encode_jpeg(&p, quality.unwrap_or(DEFAULT_JPEG_QUALITY)),
         }
     }
 
@@ -335,7 +343,7 @@ mod tests {
             data: &[1, 2, 3],
         };
         assert_eq!(raw.pixels(PixelFormat::Rgb8).unwrap().data, [3, 2, 1]);
-        let png = raw.encode(Codec::Png, DEFAULT_JPEG_QUALITY).unwrap();
+        let png = raw.encode(Codec::Png, None).unwrap();
         let compressed = Image {
             encoding: "png",
             width: 0,
@@ -348,6 +356,13 @@ mod tests {
             compressed.pixels(PixelFormat::Rgb8).unwrap().data,
             [3, 2, 1]
         );
+        assert_eq!(
+            compressed.encode(Codec::Png, None).unwrap(),
+            png,
+            "unchanged"
+        );
+        let jpeg = compressed.encode(Codec::Jpeg, Some(80)).unwrap();
+        assert_eq!(codec::probe("jpeg", &jpeg).unwrap().codec, Codec::Jpeg);
         let thumb = compressed.thumbnail_png(8).unwrap();
         assert_eq!(codec::probe("png", &thumb).unwrap().width, 1);
         let e = Image {
