@@ -6,7 +6,8 @@
 # Format targets (mcap bag apollo bddf carla ros2) get copies of the fixture files
 # of their format; decoder targets (ros1msg cdr protobuf json) get
 # <type, schema, payload> inputs cut from the MCAP decode fixtures by the
-# `seed` example of the fuzz crate. Existing corpus files are kept.
+# `seed` example of the fuzz crate; the images target gets PNGs, JPEGs and raw
+# images of every encoding from the `seed_images` example. Existing corpus files are kept.
 #
 # Environment: LOGSQL_FIXTURES (default: <repo>/../shared/fixtures),
 # LOGSQL_FUZZ_HOME (default: $HOME/.cache/logsql-fuzz; corpora in corpus/<target>).
@@ -19,7 +20,7 @@ home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 corpus=$home/corpus
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
 
-all_targets=(mcap bag apollo bddf carla ros2 ros1msg cdr protobuf json)
+all_targets=(mcap bag apollo bddf carla ros2 ros1msg cdr protobuf json images)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -53,6 +54,10 @@ for t in "${targets[@]}"; do
         bddf) copy_files bddf "$fixtures/bddf" -name '*.bddf' ;;
         carla) copy_files carla "$fixtures/carla" -maxdepth 1 -name '*.log' ;;
         ros2) copy_files ros2 "$fixtures/ros2/sqlite3" -name '*.db3' ;;
+        images)
+            cargo run --quiet --release --manifest-path "$fuzz_dir/Cargo.toml" \
+                --example seed_images -- "$corpus/images"
+            ;;
         ros1msg | cdr | protobuf | json)
             if [ $decoders_done = 0 ]; then
                 cargo run --quiet --release --manifest-path "$fuzz_dir/Cargo.toml" \

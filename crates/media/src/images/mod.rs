@@ -37,7 +37,12 @@ use crate::error::{MediaError, Result};
 
 /// Most pixels one image may hold (8192 x 8192); larger images are refused
 /// with [`MediaError::Limit`] before their pixels are decoded.
+#[cfg(not(fuzzing))]
 pub const MAX_PIXELS: u64 = 1 << 26;
+/// Most pixels one image may hold: a smaller cap under the fuzzer, so that
+/// each input stays fast.
+#[cfg(fuzzing)]
+pub const MAX_PIXELS: u64 = 1 << 20;
 
 /// The JPEG quality `image_encode` and exports use when none is given.
 pub const DEFAULT_JPEG_QUALITY: u8 = 90;
