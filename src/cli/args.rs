@@ -437,9 +437,10 @@ pub struct ExportArgs {
     /// file; readers then scan it from the start).
     #[arg(long)]
     pub no_summary: bool,
-    /// Writes one file per message of the --topic into the directory OUTPUT,
-    /// named by its log_time in nanoseconds: `pcd` (binary PCD v0.7) or `ply`
-    /// (binary little-endian PLY) for a point-cloud topic (`read_points`).
+    /// Writes one file per message of the one --topic into the directory
+    /// OUTPUT instead, named by its log_time in nanoseconds: `png` or `jpeg`
+    /// images of a camera topic (`read_images`), `pcd` (binary PCD v0.7) or
+    /// `ply` (binary little-endian PLY) for a point-cloud topic (`read_points`).
     #[arg(long = "as", value_name = "FORMAT", value_enum)]
     pub as_files: Option<FilesFormat>,
 }
@@ -447,10 +448,26 @@ pub struct ExportArgs {
 /// The per-message file formats of `logsql export --as`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FilesFormat {
+    /// PNG images (lossless).
+    Png,
+    /// JPEG images.
+    Jpeg,
     /// Binary PCD v0.7 (PCL's point-cloud format).
     Pcd,
     /// Binary little-endian PLY.
     Ply,
+}
+
+impl FilesFormat {
+    /// The name as `--as` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Png => "png",
+            Self::Jpeg => "jpeg",
+            Self::Pcd => "pcd",
+            Self::Ply => "ply",
+        }
+    }
 }
 
 /// Arguments of `logsql plot`.

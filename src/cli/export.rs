@@ -30,7 +30,7 @@ use logsql::datasource::mcap_sink::{
 };
 use logsql::datasource::mcap_sources::ScannedFiles;
 
-use super::args::ExportArgs;
+use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
 use super::units::{bytes, parse_time, rfc3339};
 use super::{App, logger, quote};
@@ -61,8 +61,14 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     if !topics.is_empty() {
         check_topics(&a.input, &topics, &file_topics(app, &a.input)?)?;
     }
-    if let Some(format) = a.as_files {
-        return super::export_points::run(app, a, format, start, end, started, out);
+    match a.as_files {
+        Some(format @ (FilesFormat::Png | FilesFormat::Jpeg)) => {
+            return super::export_images::run(app, a, format.name(), start, end, out);
+        }
+        Some(format @ (FilesFormat::Pcd | FilesFormat::Ply)) => {
+            return super::export_points::run(app, a, format, start, end, started, out);
+        }
+        None => {}
     }
     let mcap = is_mcap(&a.output);
     let mcap_only = [

@@ -40,6 +40,11 @@ pub fn run(
     let format = match format {
         FilesFormat::Pcd => CloudFormat::Pcd,
         FilesFormat::Ply => CloudFormat::Ply,
+        FilesFormat::Png | FilesFormat::Jpeg => {
+            return Err(CliError::msg(
+                "--as png|jpeg writes images (export_images), not point clouds",
+            ));
+        }
     };
     let flag = format!("--as {}", format.extension());
     let [topic] = a.topics.as_slice() else {

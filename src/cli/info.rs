@@ -79,13 +79,15 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
     let mut all = (opts.timeline && distinct.len() > 1).then(AllTimes::default);
     for (i, file) in files.into_iter().enumerate() {
         let described = match file.read {
-            Ok((loc, cached)) => app
-                .rt
-                .block_on(
-                    app.rt
-                        .spawn_blocking(move || describe(&loc, &cached, opts, limits)),
-                )
-                .map_err(|e| CliError::msg(format!("info task failed: {e}")))?,
+            Ok((loc, cached)) => {
+                let cameras = cameras(app, &loc, &cached.summary);
+                app.rt
+                    .block_on(
+                        app.rt
+                            .spawn_blocking(move || describe(&loc, &cached, opts, limits, cameras)),
+                    )
+                    .map_err(|e| CliError::msg(format!("info task failed: {e}")))?
+            }
             Err(e) => Err(e.into()),
         };
         let described = described.map(|(description, times)| {
@@ -283,6 +285,92 @@ struct Facts {
     attachments: usize,
     metadata: usize,
     timeline: Option<Timeline>,
+    cameras: Vec<Camera>,
+}
+
+/// The message types `read_images` reads.
+const IMAGE_TYPES: &[&str] = &[
+    "sensor_msgs/Image",
+    "sensor_msgs/msg/Image",
+    "sensor_msgs/CompressedImage",
+    "sensor_msgs/msg/CompressedImage",
+    "foxglove.RawImage",
+    "foxglove.CompressedImage",
+    "foxglove_msgs/msg/RawImage",
+    "foxglove_msgs/msg/CompressedImage",
+];
+
+/// A camera topic and what its first image says: encoding and size, or why
+/// it could not be read.
+struct Camera {
+    topic: String,
+    first: Result<(String, u32, u32), String>,
+}
+
+/// Each camera topic of one file, with its first message's image as
+/// `read_images` reads it (a JPEG or PNG header, a raw image's fields).
+fn cameras(app: &App, loc: &FileLocation, summary: &Summary) -> Vec<Camera> {
+    let topics: std::collections::BTreeSet<&str> = summary
+        .channels
+        .values()
+        .filter(|c| {
+            c.message_type
+                .as_deref()
+                .is_some_and(|t| IMAGE_TYPES.contains(&t))
+        })
+        .map(|c| c.topic.as_str())
+        .collect();
+    topics
+        .into_iter()
+        .map(|topic| {
+            let sql = format!(
+                "SELECT encoding, width, height FROM read_images({}, {}) LIMIT 1",
+                super::quote(&loc.display_name()),
+                super::quote(topic)
+            );
+            let first = app
+                .rt
+                .block_on(async { app.ctx.sql(&sql).await?.collect().await })
+                .map_err(|e| short_cause(&super::error::CliError::from(e).to_string()))
+                .and_then(|batches| first_image(&batches));
+            Camera {
+                topic: topic.to_string(),
+                first,
+            }
+        })
+        .collect()
+}
+
+/// The cause in a `read_images` error (`<file>: topic ...: the image logged
+/// at N ns: <cause> (SET ...)`), which the line of its file and topic needs
+/// alone; other errors whole.
+fn short_cause(e: &str) -> String {
+    let cause = e.split_once(" ns: ").map_or(e, |(_, c)| c);
+    cause
+        .split(" (SET logsql.on_error")
+        .next()
+        .unwrap_or(cause)
+        .to_string()
+}
+
+/// The encoding and size of the first row of `read_images` batches.
+fn first_image(
+    batches: &[datafusion::arrow::record_batch::RecordBatch],
+) -> Result<(String, u32, u32), String> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::UInt32Type;
+    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+        return Err("no messages".into());
+    };
+    let (enc, w, h) = (
+        b.column(0).as_string::<i32>(),
+        b.column(1).as_primitive::<UInt32Type>(),
+        b.column(2).as_primitive::<UInt32Type>(),
+    );
+    if enc.is_null(0) {
+        return Err("the first message holds no image".into());
+    }
+    Ok((enc.value(0).to_string(), w.value(0), h.value(0)))
 }
 
 /// One file's message times per topic (sorted) and the bytes decompressed to read them.
@@ -298,6 +386,7 @@ fn describe(
     cached: &CachedSummary,
     opts: InfoOptions,
     limits: Limits,
+    cameras: Vec<Camera>,
 ) -> CliResult<(Described, Option<FileTimes>)> {
     let reader = loc.open()?;
     let (reader, format, summary) = (reader.as_ref(), &*cached.format, &*cached.summary);
@@ -325,6 +414,7 @@ fn describe(
         })
     });
     let mut facts = gather(format, reader, summary, opts.verify, counted.as_ref());
+    facts.cameras = cameras;
     let mut times = counted
         .filter(|_| opts.timeline)
         .map(|(_, walk)| (times, walk.bytes_decompressed));
@@ -485,6 +575,7 @@ fn gather(
         attachments: summary.attachments.len(),
         metadata: summary.metadata.len(),
         timeline: None,
+        cameras: Vec::new(),
     }
 }
 
@@ -551,6 +642,12 @@ fn to_json(f: &Facts) -> Value {
         "attachments": f.attachments,
         "metadata": f.metadata,
         "timeline": f.timeline.as_ref().map(Timeline::json),
+        "cameras": f.cameras.iter().map(|c| match &c.first {
+            Ok((encoding, width, height)) => json!({
+                "topic": c.topic, "encoding": encoding, "width": width, "height": height,
+            }),
+            Err(e) => json!({ "topic": c.topic, "error": e }),
+        }).collect::<Vec<Value>>(),
     })
 }
 
@@ -632,6 +729,18 @@ fn text(f: &Facts, ascii: bool, escape: bool) -> String {
             ]);
         }
         s.push_str(&align(&rows, &[false, false, false, true, true], "  "));
+    }
+    if !f.cameras.is_empty() {
+        let rows: Vec<Vec<String>> = f
+            .cameras
+            .iter()
+            .map(|c| match &c.first {
+                Ok((enc, w, h)) => vec![c.topic.clone(), format!("{w}x{h}"), enc.clone()],
+                Err(e) => vec![c.topic.clone(), "?".into(), e.clone()],
+            })
+            .collect();
+        let _ = writeln!(s, "cameras:      (first image of each topic)");
+        s.push_str(&align(&rows, &[false, true, false], "  "));
     }
     if let Some(t) = &f.timeline {
         let _ = writeln!(s, "timeline:");

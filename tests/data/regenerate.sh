@@ -25,7 +25,7 @@ case "${1:-}" in
 esac
 
 cargo build --quiet --example gen_mcap --example gen_bag --example gen_record \
-    --example gen_bddf --example gen_carla --example gen_db3
+    --example gen_bddf --example gen_carla --example gen_db3 --example gen_images
 bin="${CARGO_TARGET_DIR:-$root/target}/debug/examples"
 
 if [ "$check" = 1 ]; then
@@ -44,10 +44,11 @@ fi
 "$bin/gen_bddf" "$out/demo.bddf" --kb 100 --image-bytes 1000 2>/dev/null
 "$bin/gen_carla" "$out/demo.log" --frames 100 --vehicles 6 --walkers 3 --traffic-lights 2 >/dev/null 2>&1
 "$bin/gen_db3" "$out/demo.db3" --seconds 2 2>/dev/null
+"$bin/gen_images" "$out/images.mcap"
 
 if [ "$check" = 1 ]; then
     status=0
-    for f in demo.mcap demo.bag demo.record demo.bddf demo.log demo.db3; do
+    for f in demo.mcap demo.bag demo.record demo.bddf demo.log demo.db3 images.mcap; do
         if cmp -s "$out/$f" "tests/data/$f"; then
             echo "tests/data/$f: same as the generator writes"
         else

@@ -7,7 +7,8 @@
 # of their format, ros2_metadata the fixtures' metadata.yaml files; decoder targets (ros1msg cdr protobuf json) get
 # <type, schema, payload> inputs cut from the MCAP decode fixtures by the
 # `seed` example of the fuzz crate; `points` gets the generated clouds of the
-# `seed_points` example. Existing corpus files are kept.
+# `seed_points` example, `images` PNGs, JPEGs and raw images of every encoding
+# from the `seed_images` example. Existing corpus files are kept.
 #
 # Environment: LOGSQL_FIXTURES (default: <repo>/../shared/fixtures),
 # LOGSQL_FUZZ_HOME (default: $HOME/.cache/logsql-fuzz; corpora in corpus/<target>).
@@ -20,7 +21,7 @@ home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 corpus=$home/corpus
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
 
-all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json points)
+all_targets=(mcap bag apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json points images)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -55,6 +56,10 @@ for t in "${targets[@]}"; do
         carla) copy_files carla "$fixtures/carla" -maxdepth 1 -name '*.log' ;;
         ros2) copy_files ros2 "$fixtures/ros2/sqlite3" -name '*.db3' ;;
         ros2_metadata) copy_files ros2_metadata "$fixtures/ros2" -name metadata.yaml ;;
+        images)
+            cargo run --quiet --release --manifest-path "$fuzz_dir/Cargo.toml" \
+                --example seed_images -- "$corpus/images"
+            ;;
         ros1msg | cdr | protobuf | json)
             if [ $decoders_done = 0 ]; then
                 cargo run --quiet --release --manifest-path "$fuzz_dir/Cargo.toml" \

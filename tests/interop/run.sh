@@ -16,7 +16,8 @@
 #
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
-# boto3). LOGSQL_INTEROP_SUITES picks suites (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video;
+# boto3, and for images Pillow numpy foxglove-schemas-protobuf). LOGSQL_INTEROP_SUITES picks suites
+# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -29,7 +30,9 @@
 # points_interop.py compares read_points with a NumPy structured-array reading
 # of the same bytes and reads `export --as pcd|ply` files back, with pip `plyfile`;
 # video_interop.py decodes the H.264 MP4 of logsql-media's encoder with PyAV, pip `av`,
-# and needs the encode_video example beside the logsql binary, which `cargo test` builds).
+# and needs the encode_video example beside the logsql binary, which `cargo test` builds;
+# images_interop.py reads camera images the official writers recorded and compares
+# them with Pillow and numpy references).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -59,6 +62,9 @@ fi
 if [[ " ${LOGSQL_INTEROP_SUITES:-mcap_writer} " == *" mcap_writer "* ]] && ! "$venv/bin/python" -c "import mcap_ros1, mcap_ros2, mcap_protobuf" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcap-ros1-support>=0.7,<1" "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1"
 fi
+if [[ " ${LOGSQL_INTEROP_SUITES:-images} " == *" images "* ]] && ! "$venv/bin/python" -c "import PIL, numpy, mcap_ros2, mcap_protobuf, foxglove_schemas_protobuf" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "Pillow>=10,<14" numpy "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1" "foxglove-schemas-protobuf>=0.3,<1"
+fi
 if [[ " ${LOGSQL_INTEROP_SUITES:-s3} " == *" s3 "* ]] && ! "$venv/bin/python" -c "import moto.server, boto3" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6" "boto3>=1.34,<2"
 fi
@@ -86,7 +92,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?

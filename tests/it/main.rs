@@ -9,6 +9,7 @@ mod carla_reader;
 mod cli;
 mod cli_damage;
 mod cli_errors;
+mod cli_images;
 mod cli_plot;
 mod cli_safe_writes;
 #[cfg(unix)]

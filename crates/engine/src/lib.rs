@@ -145,6 +145,8 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     typed_tables::register(ctx);
     read_topic::register(ctx);
     surface::read_points::register(ctx);
+    surface::read_images::register(ctx);
+    surface::image_functions::register(ctx);
     functions::register(ctx);
     url_table::install(ctx)?;
     Ok(())

@@ -11,6 +11,9 @@
 //!   of [`split_decoder_input`]; the decoder is compiled with
 //!   `logsql_decode::decoder_for` and the payload appended to a
 //!   `ColumnBuilder`, whose finished arrays must pass Arrow's full validation.
+//! - [`exercise_image`]: the input is a camera image in the layout of
+//!   [`split_image_input`]; it goes through everything `read_images` and the
+//!   image functions reach in `logsql_media::images`.
 //!
 //! - [`exercise_points`]: the input is a point-cloud layout and its bytes
 //!   ([`split_points_input`]); the cloud goes through
@@ -439,4 +442,97 @@ mod tests {
         assert_eq!(input.schema, b"int32 x\n");
         assert_eq!(input.payload, &[1, 2, 3, 4]);
     }
+}
+
+/// The raw encodings an image input's first byte after the kind picks.
+pub const IMAGE_ENCODINGS: &[&str] = &[
+    "rgb8", "bgr8", "rgba8", "bgra8", "mono8", "8UC1", "mono16", "16UC1", "32FC1",
+    "bayer_rggb8", "bayer_bggr8", "bayer_gbrg8", "bayer_grbg8", "yuv422", "uyvy", "yuyv",
+    "yuv422_yuy2", "rgb16",
+];
+
+/// An image input: `[0][u8 n][format, n bytes][data]` is a compressed
+/// image with its message's format string; `[1][u8 encoding index][u16 LE
+/// width][u16 LE height][u32 LE step][u8 is_bigendian][data]` a raw one.
+pub enum ImageInput<'a> {
+    /// A compressed image's format string and data.
+    Compressed(&'a str, &'a [u8]),
+    /// A raw image's encoding, width, height, step, byte order and data.
+    Raw(&'static str, u32, u32, u32, bool, &'a [u8]),
+}
+
+/// Splits an image input (see [`ImageInput`]); `None` when too short.
+pub fn split_image_input(data: &[u8]) -> Option<ImageInput<'_>> {
+    let (&kind, rest) = data.split_first()?;
+    if kind == 0 {
+        let (&n, rest) = rest.split_first()?;
+        let format = std::str::from_utf8(rest.get(..n as usize)?).ok()?;
+        return Some(ImageInput::Compressed(format, &rest[n as usize..]));
+    }
+    let head = rest.get(..10)?;
+    let encoding = IMAGE_ENCODINGS[head[0] as usize % IMAGE_ENCODINGS.len()];
+    let u16_at = |i: usize| u32::from(u16::from_le_bytes([head[i], head[i + 1]]));
+    let step = u32::from_le_bytes([head[5], head[6], head[7], head[8]]);
+    Some(ImageInput::Raw(encoding, u16_at(1), u16_at(3), step, head[9] & 1 == 1, &rest[10..]))
+}
+
+/// Writes an image input (the inverse of [`split_image_input`]), for seeds.
+pub fn image_input(input: &ImageInput<'_>) -> Vec<u8> {
+    match *input {
+        ImageInput::Compressed(format, data) => {
+            let mut v = vec![0, format.len() as u8];
+            v.extend_from_slice(format.as_bytes());
+            v.extend_from_slice(data);
+            v
+        }
+        ImageInput::Raw(encoding, w, h, step, be, data) => {
+            let index = IMAGE_ENCODINGS.iter().position(|e| *e == encoding).unwrap_or(0);
+            let mut v = vec![1, index as u8];
+            v.extend_from_slice(&(w as u16).to_le_bytes());
+            v.extend_from_slice(&(h as u16).to_le_bytes());
+            v.extend_from_slice(&step.to_le_bytes());
+            v.push(u8::from(be));
+            v.extend_from_slice(data);
+            v
+        }
+    }
+}
+
+/// Runs everything `read_images` and the image functions do with one image:
+/// the header or size check, the Arrow image column, decoding to each pixel
+/// format, PNG and JPEG encoding and a thumbnail. Decoded sizes are checked.
+pub fn exercise_image(data: &[u8]) {
+    use logsql_media::images::arrow::{ImageBuilder, ImageColumn};
+    use logsql_media::images::{Codec, Image, PixelFormat};
+
+    let Some(input) = split_image_input(data) else {
+        return;
+    };
+    let made = match input {
+        ImageInput::Compressed(format, bytes) => Image::compressed(format, bytes),
+        ImageInput::Raw(encoding, w, h, step, be, bytes) => Image::raw(encoding, w, h, step, be, bytes),
+    };
+    let Ok(image) = made else {
+        return;
+    };
+    let mut builder = ImageBuilder::with_capacity(1);
+    builder.append(Some(&image));
+    let array = builder.finish();
+    array.to_data().validate_full().expect("valid image array");
+    let column = ImageColumn::new(&array).expect("an image column");
+    let image = column.get(0).expect("the image");
+    for format in [PixelFormat::Rgb8, PixelFormat::Mono8, PixelFormat::Mono16] {
+        if let Ok(p) = image.pixels(format) {
+            assert_eq!(
+                p.data.len(),
+                p.width as usize * p.height as usize * format.bytes_per_pixel()
+            );
+            if image.width > 0 {
+                assert_eq!((p.width, p.height), (image.width, image.height));
+            }
+        }
+    }
+    let _ = image.encode(Codec::Png, None);
+    let _ = image.encode(Codec::Jpeg, Some(75));
+    let _ = image.thumbnail_png(7);
 }

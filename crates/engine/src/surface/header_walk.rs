@@ -41,7 +41,6 @@ pub(crate) fn walk_headers<'c>(
         payload: false,
         full_header: false,
         limits,
-        ..Default::default()
     };
     let mut walk = HeaderWalk::default();
     for chunk in chunks {

@@ -1,7 +1,7 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
 //! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
-//! [`read_points`], [`metadata_cache`]) and the message-header counts `topics()` shares with
-//! `logsql info` ([`header_walk`]), scalar functions ([`functions`]), `ASOF
+//! [`read_points`], [`read_images`], [`metadata_cache`]) and the message-header counts `topics()` shares with
+//! `logsql info` ([`header_walk`]), scalar functions ([`functions`], [`image_functions`]), `ASOF
 //! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
 //! physical rule that reads log tables in file order ([`file_order`]), and the
 //! one that defers scan errors to the query's root (`defer_errors`). The top
@@ -11,7 +11,9 @@ pub(crate) mod defer_errors;
 pub mod file_order;
 pub mod functions;
 pub mod header_walk;
+pub mod image_functions;
 pub mod metadata_cache;
+pub mod read_images;
 pub mod read_points;
 pub mod read_topic;
 pub mod table_functions;

@@ -75,6 +75,8 @@ struct Variant {
     where_: String,
 }
 
+/// Plans `read_topic(path, topic [, 'flatten'])`'s table (also the base of
+/// `read_images`).
 pub(crate) async fn plan(
     state: &SessionState,
     path: &str,

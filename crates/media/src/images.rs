@@ -1,1 +1,0 @@
-//! Camera images: compressed (JPEG, PNG) and raw pixel encodings.
