@@ -10,9 +10,8 @@
 //! cloud that could not be read (NULL under `--on-error warn`) is skipped
 //! and counted.
 
-use std::collections::HashSet;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use datafusion::arrow::array::{Array, AsArray};
@@ -24,8 +23,8 @@ use logsql_media::points::{CloudFormat, write_cloud};
 
 use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
-use super::quote;
-use super::units::{bytes, rfc3339};
+use super::export_files::{FileNames, output_dir, topic_sql};
+use super::units::bytes;
 
 /// Runs `logsql export --as pcd|ply` and prints a one-line result to `out`.
 pub fn run(
@@ -65,19 +64,13 @@ pub fn run(
         )));
     }
     let dir = &a.output;
-    if dir.exists() && !dir.is_dir() {
-        return Err(CliError::msg(format!(
-            "{}: {flag} writes one file per message into a directory, and this is a file",
-            dir.display()
-        )));
-    }
-    std::fs::create_dir_all(dir).map_err(|e| CliError::io(dir.display().to_string(), e))?;
-    let sql = points_sql(&a.input, topic, start, end);
+    output_dir(dir, &flag)?;
+    let sql = topic_sql("points", "read_points", &a.input, topic, start, end);
     log::debug!("export: {sql}");
     let df = app.rt.block_on(logsql::sql(&app.ctx, &sql))?;
     let mut stream = app.rt.block_on(df.execute_stream())?;
     let (mut files, mut points, mut skipped, mut size) = (0u64, 0u64, 0u64, 0u64);
-    let mut names = HashSet::new();
+    let mut names = FileNames::default();
     while let Some(batch) = app.rt.block_on(stream.next()) {
         let batch = batch?;
         let times = batch.column(0).as_primitive::<Int64Type>();
@@ -88,7 +81,7 @@ pub fn run(
                 continue;
             }
             let cloud = clouds.value(i);
-            let path = file_name(dir, times.value(i), format.extension(), &mut names);
+            let path = names.next(dir, times.value(i), format.extension());
             size += write_one(&path, cloud.as_struct(), format)?;
             files += 1;
             points += cloud.len() as u64;
@@ -110,39 +103,6 @@ pub fn run(
     .map_err(|e| CliError::io("writing output", e))
 }
 
-/// The query of the clouds: `log_time` in nanoseconds and `points`.
-fn points_sql(input: &str, topic: &str, start: Option<i64>, end: Option<i64>) -> String {
-    let mut sql = format!(
-        "SELECT CAST(log_time AS BIGINT) AS t, points FROM read_points({}, {})",
-        quote(input),
-        quote(topic)
-    );
-    let mut filters = Vec::new();
-    if let Some(s) = start {
-        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
-    }
-    if let Some(e) = end {
-        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
-    }
-    if !filters.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&filters.join(" AND "));
-    }
-    sql
-}
-
-/// `<dir>/<log_time>.<ext>`, or `<log_time>_<n>.<ext>` for the n-th cloud
-/// of the same log_time in this export.
-fn file_name(dir: &Path, log_time: i64, ext: &str, taken: &mut HashSet<String>) -> PathBuf {
-    let mut name = format!("{log_time}.{ext}");
-    let mut n = 1;
-    while !taken.insert(name.clone()) {
-        n += 1;
-        name = format!("{log_time}_{n}.{ext}");
-    }
-    dir.join(name)
-}
-
 /// Writes one cloud to `path` atomically; returns the bytes written.
 fn write_one(
     path: &Path,
@@ -159,36 +119,4 @@ fn write_one(
     let size = target.file().metadata().map(|m| m.len()).unwrap_or(0);
     target.commit().map_err(|e| CliError::io(name, e))?;
     Ok(size)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_log_times_made_unique() {
-        let mut taken = HashSet::new();
-        let dir = Path::new("out");
-        assert_eq!(
-            file_name(dir, 17, "pcd", &mut taken),
-            Path::new("out/17.pcd")
-        );
-        assert_eq!(
-            file_name(dir, 17, "pcd", &mut taken),
-            Path::new("out/17_2.pcd")
-        );
-        assert_eq!(
-            file_name(dir, 18, "pcd", &mut taken),
-            Path::new("out/18.pcd")
-        );
-    }
-
-    #[test]
-    fn the_query_filters_time() {
-        assert_eq!(
-            points_sql("a's.bag", "/p", Some(1_000_000_000), None),
-            "SELECT CAST(log_time AS BIGINT) AS t, points FROM read_points('a''s.bag', '/p') \
-             WHERE log_time >= '1970-01-01T00:00:01Z'"
-        );
-    }
 }

@@ -19,6 +19,7 @@
 pub mod args;
 pub mod error;
 pub mod export;
+pub mod export_files;
 pub mod export_images;
 pub mod export_points;
 pub mod info;

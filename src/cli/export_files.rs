@@ -1,0 +1,103 @@
+//! What the per-message file exports share (`export --as png|jpeg` in
+//! [`super::export_images`], `--as pcd|ply` in [`super::export_points`]):
+//! the query of one topic's messages in a time window, the output directory,
+//! and one file name per message.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use super::error::{CliError, CliResult};
+use super::quote;
+use super::units::rfc3339;
+
+/// `SELECT CAST(log_time AS BIGINT) AS t, <column> FROM <function>(input,
+/// topic)` with `--start` / `--end` as `log_time` bounds (pushed to the scan).
+pub fn topic_sql(
+    column: &str,
+    function: &str,
+    input: &str,
+    topic: &str,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> String {
+    let mut sql = format!(
+        "SELECT CAST(log_time AS BIGINT) AS t, {column} FROM {function}({}, {})",
+        quote(input),
+        quote(topic)
+    );
+    let mut filters = Vec::new();
+    if let Some(s) = start {
+        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
+    }
+    if let Some(e) = end {
+        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
+    }
+    if !filters.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&filters.join(" AND "));
+    }
+    sql
+}
+
+/// Creates the output directory `dir` of `flag` (refusing a file there).
+pub fn output_dir(dir: &Path, flag: &str) -> CliResult {
+    if dir.exists() && !dir.is_dir() {
+        return Err(CliError::msg(format!(
+            "{}: {flag} writes one file per message into a directory, and this is a file",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| CliError::io(dir.display().to_string(), e))
+}
+
+/// One file name per message: `DIR/<log_time ns>.<ext>`, and
+/// `DIR/<ns>-1.<ext>`, `-2`, ... for the other messages of the same time.
+#[derive(Debug, Default)]
+pub struct FileNames {
+    taken: HashSet<PathBuf>,
+}
+
+impl FileNames {
+    /// The next message's path.
+    pub fn next(&mut self, dir: &Path, ns: i64, ext: &str) -> PathBuf {
+        let mut path = dir.join(format!("{ns}.{ext}"));
+        let mut k = 1;
+        while self.taken.contains(&path) {
+            path = dir.join(format!("{ns}-{k}.{ext}"));
+            k += 1;
+        }
+        self.taken.insert(path.clone());
+        path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_log_times_made_unique() {
+        let dir = Path::new("/out");
+        let mut names = FileNames::default();
+        assert_eq!(names.next(dir, 5, "png"), dir.join("5.png"));
+        assert_eq!(names.next(dir, 5, "png"), dir.join("5-1.png"));
+        assert_eq!(names.next(dir, 5, "png"), dir.join("5-2.png"));
+        assert_eq!(names.next(dir, 6, "pcd"), dir.join("6.pcd"));
+    }
+
+    #[test]
+    fn the_query_filters_time() {
+        assert_eq!(
+            topic_sql(
+                "points",
+                "read_points",
+                "a's.bag",
+                "/p",
+                Some(1_000_000_000),
+                None
+            ),
+            "SELECT CAST(log_time AS BIGINT) AS t, points FROM read_points('a''s.bag', '/p') \
+             WHERE log_time >= '1970-01-01T00:00:01Z'"
+        );
+    }
+}
