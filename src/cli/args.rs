@@ -443,6 +443,13 @@ pub struct ExportArgs {
     /// `ply` (binary little-endian PLY) for a point-cloud topic (`read_points`).
     #[arg(long = "as", value_name = "FORMAT", value_enum)]
     pub as_files: Option<FilesFormat>,
+    /// For an `.mp4` OUTPUT: frames per second, each the camera's latest image
+    /// at that time (default: one frame per message at its own log_time).
+    #[arg(long, value_name = "N")]
+    pub fps: Option<f64>,
+    /// For an `.mp4` OUTPUT: picture quality, 1 (smallest file) to 100 (best).
+    #[arg(long, value_name = "Q", value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub quality: Option<u8>,
 }
 
 /// The per-message file formats of `logsql export --as`.

@@ -70,6 +70,24 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         }
         None => {}
     }
+    let video = a
+        .output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("mp4"));
+    if video {
+        return super::export_video::run(app, a, start, end, started, out);
+    }
+    if let Some(flag) = [
+        (a.fps.is_some(), "--fps"),
+        (a.quality.is_some(), "--quality"),
+    ]
+    .iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+    {
+        return Err(CliError::msg(format!(
+            "{flag} applies to a video (an .mp4 OUTPUT)"
+        )));
+    }
     let mcap = is_mcap(&a.output);
     let mcap_only = [
         (a.compression.is_some(), "--compression"),

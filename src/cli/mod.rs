@@ -22,6 +22,7 @@ pub mod export;
 pub mod export_files;
 pub mod export_images;
 pub mod export_points;
+pub mod export_video;
 pub mod info;
 pub mod logger;
 pub mod output;

@@ -1,6 +1,6 @@
 //! Camera images through the `logsql` binary: `read_images` over
 //! `tests/data/images.mcap` (written by `examples/gen_images.rs`), the image
-//! functions, `export --as png|jpeg` and the cameras of `logsql info`.
+//! functions, `export --as png|jpeg`, `export clip.mp4` and the cameras of `logsql info`.
 //! Pixel values are checked against the generator's own formulas.
 
 use std::path::Path;
@@ -425,5 +425,82 @@ fn info_lists_cameras() {
         out.contains("  /camera/compressed  ?  corrupt jpeg image")
             || out.contains("  /camera/compressed  ?  unsupported"),
         "{out}"
+    );
+}
+
+/// The frames of an MP4 file: the track's size and each sample's start and
+/// duration in 90 kHz ticks.
+fn mp4_frames(path: &Path) -> ((u16, u16), Vec<(u64, u32)>) {
+    let bytes = std::fs::read(path).unwrap();
+    let size = bytes.len() as u64;
+    let mut reader = mp4::Mp4Reader::read_header(std::io::Cursor::new(bytes), size).unwrap();
+    let track = reader.tracks().get(&1).unwrap();
+    let (dims, count) = ((track.width(), track.height()), track.sample_count());
+    let frames = (1..=count)
+        .map(|i| {
+            let s = reader.read_sample(1, i).unwrap().unwrap();
+            assert!(!s.bytes.is_empty());
+            (s.start_time, s.duration)
+        })
+        .collect();
+    (dims, frames)
+}
+
+/// `export clip.mp4`: one H.264 frame per message at its own log_time
+/// (three JPEGs 100 ms apart), or with `--fps` one every 1/N s; the file is
+/// written whole or not at all.
+#[test]
+fn export_writes_a_camera_topic_as_an_mp4_video() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip = dir.path().join("clip.mp4");
+    let out = ok(&[
+        "export",
+        FILE,
+        clip.to_str().unwrap(),
+        "--topic",
+        "/cam/jpeg",
+    ]);
+    assert!(out.starts_with("exported 3 frames to "), "{out}");
+    let (dims, frames) = mp4_frames(&clip);
+    assert_eq!(dims, (32, 24));
+    // 90 kHz ticks since the first frame: 0, 100 ms, 200 ms.
+    let starts: Vec<u64> = frames.iter().map(|f| f.0).collect();
+    assert_eq!(starts, [0, 9000, 18000]);
+
+    let out = ok(&[
+        "export",
+        FILE,
+        clip.to_str().unwrap(),
+        "--topic",
+        "/cam/jpeg",
+        "--fps",
+        "20",
+        "--quality",
+        "90",
+    ]);
+    assert!(out.starts_with("exported 5 frames to "), "{out}");
+    let (_, frames) = mp4_frames(&clip);
+    let starts: Vec<u64> = frames.iter().map(|f| f.0).collect();
+    assert_eq!(starts, [0, 4500, 9000, 13500, 18000]);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    // A topic without decodable images leaves no file.
+    let bad = dir.path().join("bad.mp4");
+    let out = logsql(&["export", FILE, bad.to_str().unwrap(), "--topic", "/cam/bad"]);
+    assert!(!out.status.success());
+    assert!(!bad.exists());
+    let out = logsql(&[
+        "export",
+        FILE,
+        bad.to_str().unwrap(),
+        "--topic",
+        "/cam/jpeg",
+        "--fps",
+        "0",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--fps 0: a number of frames per second"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
