@@ -360,7 +360,7 @@ fn decompressed_chunks_count_against_the_session_memory_limit() {
     }
     let d = dir.path().to_str().unwrap();
     let sql = format!("SELECT count(*) AS n FROM '{d}' WHERE length(data) > 0");
-    for policy in ["strict", "warn"] {
+    for policy in ["error", "warn"] {
         let r = run(&[
             "--format",
             "csv",
