@@ -111,7 +111,6 @@ pub fn run(
         )));
     };
     let frames = video.finish()?;
-    drop(handle);
     file.commit().map_err(io)?;
     let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     let skipped = match skipped {
