@@ -264,6 +264,9 @@ pub enum Command {
     /// certificate its CA signed.
     #[cfg(feature = "distributed")]
     Worker(WorkerArgs),
+    /// Draws a contact sheet of a camera topic: frames spread evenly over its
+    /// time span, each labelled with its log time, as one PNG.
+    Frames(FramesArgs),
 }
 
 /// Arguments of `logsql worker`.
@@ -397,6 +400,27 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     std::time::Duration::try_from_secs_f64(n * seconds).map_err(|e| format!("'{s}': {e}"))
 }
 
+/// Arguments of `logsql frames`.
+#[derive(Debug, clap::Args)]
+pub struct FramesArgs {
+    /// The log: a file, directory or glob.
+    pub input: String,
+    /// The camera topic.
+    #[arg(long, short = 't', value_name = "TOPIC")]
+    pub topic: String,
+    /// The contact sheet to write (PNG).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// How many frames, spread evenly over the topic's time span.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub count: u32,
+    /// The longer side of each frame on the sheet, in pixels.
+    #[arg(long, value_name = "PIXELS", default_value_t = 320,
+          value_parser = clap::value_parser!(u32).range(16..=1024))]
+    pub size: u32,
+}
+
 /// Arguments of `logsql export`.
 #[derive(Debug, clap::Args)]
 pub struct ExportArgs {
@@ -510,7 +534,7 @@ pub struct PlotArgs {
 fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
     match subcommand {
         "info" => Some(&["format", "no_verify"]),
-        "export" | "plot" | "serve" => Some(&[
+        "export" | "plot" | "serve" | "frames" => Some(&[
             "on_error",
             "target_partitions",
             "descriptors",

@@ -318,24 +318,13 @@ pub fn decoded_sql(
     start: Option<i64>,
     end: Option<i64>,
 ) -> String {
-    let mut sql = format!(
-        "SELECT * FROM read_topic({}, {}{})",
+    format!(
+        "SELECT * FROM read_topic({}, {}{}){}",
         quote(input),
         quote(topic),
-        if flatten { ", 'flatten'" } else { "" }
-    );
-    let mut filters = Vec::new();
-    if let Some(s) = start {
-        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
-    }
-    if let Some(e) = end {
-        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
-    }
-    if !filters.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&filters.join(" AND "));
-    }
-    sql
+        if flatten { ", 'flatten'" } else { "" },
+        super::export_files::time_where(start, end)
+    )
 }
 
 /// Streams the result of `sql` into a Parquet file at `output` (written to an
@@ -428,12 +417,7 @@ pub fn export_sql(
         let list: Vec<String> = topics.iter().map(|t| quote(t)).collect();
         filters.push(format!("topic IN ({})", list.join(", ")));
     }
-    if let Some(s) = start {
-        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
-    }
-    if let Some(e) = end {
-        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
-    }
+    filters.extend(super::export_files::time_filters(start, end));
     let mut sql = format!("SELECT * FROM {}", quote(input));
     if !filters.is_empty() {
         sql.push_str(" WHERE ");

@@ -1,7 +1,8 @@
-//! What the per-message file exports share (`export --as png|jpeg` in
-//! [`super::export_images`], `--as pcd|ply` in [`super::export_points`]):
-//! the query of one topic's messages in a time window, the output directory,
-//! and one file name per message.
+//! What the exports share: the `log_time` bounds of `--start` / `--end`;
+//! and for the per-message file exports (`--as png|jpeg` in
+//! [`super::export_images`], `--as pcd|ply` in [`super::export_points`], the
+//! video in [`super::export_video`]) the query of one topic's messages in a
+//! time window, the output directory, and one file name per message.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -20,11 +21,16 @@ pub fn topic_sql(
     start: Option<i64>,
     end: Option<i64>,
 ) -> String {
-    let mut sql = format!(
-        "SELECT CAST(log_time AS BIGINT) AS t, {column} FROM {function}({}, {})",
+    format!(
+        "SELECT CAST(log_time AS BIGINT) AS t, {column} FROM {function}({}, {}){}",
         quote(input),
-        quote(topic)
-    );
+        quote(topic),
+        time_where(start, end)
+    )
+}
+
+/// The `log_time` bounds of `--start` (inclusive) and `--end` (exclusive).
+pub fn time_filters(start: Option<i64>, end: Option<i64>) -> Vec<String> {
     let mut filters = Vec::new();
     if let Some(s) = start {
         filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
@@ -32,11 +38,17 @@ pub fn topic_sql(
     if let Some(e) = end {
         filters.push(format!("log_time < {}", quote(&rfc3339(e))));
     }
-    if !filters.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&filters.join(" AND "));
+    filters
+}
+
+/// ` WHERE log_time >= START AND log_time < END` of `--start` / `--end`
+/// (empty without them).
+pub fn time_where(start: Option<i64>, end: Option<i64>) -> String {
+    let filters = time_filters(start, end);
+    match filters.is_empty() {
+        true => String::new(),
+        false => format!(" WHERE {}", filters.join(" AND ")),
     }
-    sql
 }
 
 /// Creates the output directory `dir` of `flag` (refusing a file there).

@@ -23,6 +23,7 @@ pub mod export_files;
 pub mod export_images;
 pub mod export_points;
 pub mod export_video;
+pub mod frames;
 pub mod info;
 pub mod logger;
 pub mod output;
@@ -144,6 +145,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             }
             Command::Export(e) => export::run(app, e, out),
             Command::Plot(p) => plot::run(app, p, p.quiet || args.quiet, out),
+            Command::Frames(f) => frames::run(app, f, out),
             Command::Topics { path } => app.run_table_function("topics", path, out),
             Command::Chunks { path } => app.run_table_function("chunks", path, out),
             Command::Attachments { path } => app.run_table_function("attachments", path, out),

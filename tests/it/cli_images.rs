@@ -1,6 +1,6 @@
 //! Camera images through the `logsql` binary: `read_images` over
 //! `tests/data/images.mcap` (written by `examples/gen_images.rs`), the image
-//! functions, `export --as png|jpeg`, `export clip.mp4` and the cameras of `logsql info`.
+//! functions, `export --as png|jpeg`, `export clip.mp4`, `frames` and the cameras of `logsql info`.
 //! Pixel values are checked against the generator's own formulas.
 
 use std::path::Path;
@@ -503,4 +503,63 @@ fn export_writes_a_camera_topic_as_an_mp4_video() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `logsql frames`: a contact sheet of the frames spread over the topic's
+/// span (the three JPEGs of `/cam/jpeg`, however many are asked for), each
+/// over its time label, as a PNG written whole.
+#[test]
+fn frames_draws_a_contact_sheet() {
+    let dir = tempfile::tempdir().unwrap();
+    let sheet = dir.path().join("sheet.png");
+    let out = ok(&[
+        "frames",
+        FILE,
+        "--topic",
+        "/cam/jpeg",
+        "-o",
+        sheet.to_str().unwrap(),
+        "--size",
+        "64",
+    ]);
+    assert!(out.starts_with("wrote 3 frames of /cam/jpeg to "), "{out}");
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&sheet).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    // Two columns and two rows of cells at least 64 pixels wide, with 8-pixel
+    // gaps; the first frame's pixels are not the background.
+    assert!(
+        info.width >= 2 * 64 + 3 * 8,
+        "{}x{}",
+        info.width,
+        info.height
+    );
+    assert!(
+        info.height > 2 * 18 + 3 * 8,
+        "{}x{}",
+        info.width,
+        info.height
+    );
+    let at = |x: u32, y: u32| {
+        let i = ((y * info.width + x) * 3) as usize;
+        [buf[i], buf[i + 1], buf[i + 2]]
+    };
+    assert_eq!(at(0, 0), [32, 32, 32]);
+    let inside = (0..64).any(|d| at(8 + d, 8 + d / 2) != [32, 32, 32]);
+    assert!(inside, "no frame drawn at the first cell");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+    let out = logsql(&[
+        "frames",
+        FILE,
+        "--topic",
+        "/nope",
+        "-o",
+        sheet.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no messages of topic /nope"));
 }

@@ -15,7 +15,7 @@ use super::{Kind, Look};
 use crate::cli::error::{CliError, CliResult};
 
 /// The font family the chart's text is set in.
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 
 /// Series colours, in order (repeating past the last).
 const PALETTE: [RGBColor; 8] = [
@@ -30,7 +30,7 @@ const PALETTE: [RGBColor; 8] = [
 ];
 
 /// Registers the embedded font with plotters (once per process).
-fn register_font() -> CliResult {
+pub(crate) fn register_font() -> CliResult {
     static ONCE: Once = Once::new();
     let mut result = Ok(());
     ONCE.call_once(|| {
@@ -78,7 +78,7 @@ pub fn draw(chart: &Chart, look: &Look, kind: ImageType) -> CliResult<Vec<u8>> {
 }
 
 /// An RGB buffer as PNG bytes.
-fn encode_png(rgb: &[u8], width: u32, height: u32) -> CliResult<Vec<u8>> {
+pub(crate) fn encode_png(rgb: &[u8], width: u32, height: u32) -> CliResult<Vec<u8>> {
     let mut bytes = Vec::new();
     let err = |e: png::EncodingError| CliError::msg(format!("encoding the PNG: {e}"));
     let mut encoder = png::Encoder::new(&mut bytes, width, height);
