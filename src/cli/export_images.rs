@@ -11,13 +11,11 @@
 //! decode is skipped with a warning.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::Instant;
 
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
 use futures::StreamExt;
-use logsql::atomic_write::AtomicFile;
 
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
@@ -70,7 +68,7 @@ pub fn run(
                 continue;
             }
             let path = names.next(&a.output, times.value(i), ext);
-            write_file(&path, images.value(i))?;
+            super::write_atomically(&path, images.value(i))?;
             written += 1;
             size += images.value(i).len() as u64;
         }
@@ -89,12 +87,4 @@ pub fn run(
     )
     .and_then(|_| out.flush())
     .map_err(|e| CliError::io("writing output", e))
-}
-
-/// Writes `bytes` to `path` through a temporary file renamed over it.
-fn write_file(path: &Path, bytes: &[u8]) -> CliResult {
-    let io = |e| CliError::io(path.display().to_string(), e);
-    let mut f = AtomicFile::create(path).map_err(io)?;
-    f.file().write_all(bytes).map_err(io)?;
-    f.commit().map_err(io)
 }

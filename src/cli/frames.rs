@@ -14,7 +14,6 @@ use std::io::Write;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
 use datafusion::arrow::record_batch::RecordBatch;
-use logsql::atomic_write::AtomicFile;
 use plotters::prelude::*;
 
 use super::args::FramesArgs;
@@ -97,11 +96,7 @@ pub fn run(app: &App, a: &FramesArgs, out: &mut dyn Write) -> CliResult {
     }
     let (sheet, width, height) = draw(&frames, a.size)?;
     let bytes = super::plot::image::encode_png(&sheet, width, height)?;
-    let name = a.output.display().to_string();
-    let io = |e| CliError::io(name.clone(), e);
-    let mut file = AtomicFile::create(&a.output).map_err(io)?;
-    file.file().write_all(&bytes).map_err(io)?;
-    file.commit().map_err(io)?;
+    super::write_atomically(&a.output, &bytes)?;
     writeln!(
         out,
         "wrote {} frames of {} to {} ({width}x{height})",

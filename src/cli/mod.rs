@@ -522,6 +522,19 @@ fn worker(app: &App, w: &args::WorkerArgs) -> CliResult<()> {
         .block_on(logsql::distributed::serve(w.listen, options))?)
 }
 
+/// Writes `bytes` to an exclusively created temporary file beside `path`,
+/// then renames it over `path`: a failed write never leaves a half-written
+/// file (an image, a contact sheet, a chart) under the name asked for, nor writes through a link there.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> CliResult {
+    use std::io::Write;
+    let mut file = logsql::atomic_write::AtomicFile::create(path)
+        .map_err(|e| CliError::io(path.display().to_string(), e))?;
+    file.file()
+        .write_all(bytes)
+        .and_then(|()| file.commit())
+        .map_err(|e| CliError::io(path.display().to_string(), e))
+}
+
 /// `s` as a SQL string literal.
 pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))

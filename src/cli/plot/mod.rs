@@ -60,7 +60,7 @@ pub fn run(app: &App, a: &PlotArgs, quiet: bool, out: &mut dyn Write) -> CliResu
                 height: a.height.unwrap_or(600).clamp(150, 16_000),
             };
             let bytes = image::draw(&chart, &look, kind)?;
-            write_atomically(path, &bytes)?;
+            super::write_atomically(path, &bytes)?;
             if !quiet {
                 let target = path.display().to_string();
                 eprintln!("{}", summary(&chart, &target, look.width, "pixel"));
@@ -119,19 +119,6 @@ fn image_type(path: &Path) -> CliResult<ImageType> {
             path.display()
         ))),
     }
-}
-
-/// Writes `bytes` to an exclusively created temporary file beside `path`,
-/// then renames it over `path`: a failed write never leaves a half-written
-/// image under the name asked for, nor writes through a link there.
-fn write_atomically(path: &Path, bytes: &[u8]) -> CliResult {
-    use std::io::Write;
-    let mut file = logsql::atomic_write::AtomicFile::create(path)
-        .map_err(|e| CliError::io(path.display().to_string(), e))?;
-    file.file()
-        .write_all(bytes)
-        .and_then(|()| file.commit())
-        .map_err(|e| CliError::io(path.display().to_string(), e))
 }
 
 /// The terminal's (rows, columns), or (40, 100) when stdout is not a terminal.
