@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
 use super::quote;
 use super::units::rfc3339;
@@ -48,6 +49,28 @@ pub fn time_where(start: Option<i64>, end: Option<i64>) -> String {
     match filters.is_empty() {
         true => String::new(),
         false => format!(" WHERE {}", filters.join(" AND ")),
+    }
+}
+
+/// Refuses the export options set in `a` that `what` (an export of its own
+/// kind, e.g. `--as png (image files)`) does not read: all but `accepted`.
+pub fn refuse_other_flags(a: &ExportArgs, accepted: &[&str], what: &str) -> CliResult {
+    let set = [
+        (a.decode, "--decode"),
+        (a.flatten, "--flatten"),
+        (a.compression.is_some(), "--compression"),
+        (a.chunk_size.is_some(), "--chunk-size"),
+        (a.no_summary, "--no-summary"),
+        (a.as_files.is_some(), "--as"),
+        (a.fps.is_some(), "--fps"),
+        (a.quality.is_some(), "--quality"),
+    ];
+    match set
+        .iter()
+        .find(|(on, flag)| *on && !accepted.contains(flag))
+    {
+        Some((_, flag)) => Err(CliError::msg(format!("{flag} does not apply to {what}"))),
+        None => Ok(()),
     }
 }
 

@@ -19,7 +19,7 @@ use futures::StreamExt;
 
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
-use super::export_files::{FileNames, output_dir, topic_sql};
+use super::export_files::{FileNames, output_dir, refuse_other_flags, topic_sql};
 use super::units::bytes;
 use super::{App, quote};
 
@@ -38,17 +38,7 @@ pub fn run(
             "--as {format} exports one camera topic: give exactly one --topic"
         )));
     };
-    let refused = [
-        (a.decode, "--decode"),
-        (a.compression.is_some(), "--compression"),
-        (a.chunk_size.is_some(), "--chunk-size"),
-        (a.no_summary, "--no-summary"),
-    ];
-    if let Some((_, flag)) = refused.iter().find(|(set, _)| *set) {
-        return Err(CliError::msg(format!(
-            "{flag} does not apply to --as {format} (image files)"
-        )));
-    }
+    refuse_other_flags(a, &["--as"], &format!("--as {format} (image files)"))?;
     let column = format!("image_encode(image, {}) AS bytes", quote(format));
     let sql = topic_sql(&column, "read_images", &a.input, topic, start, end);
     log::debug!("export: {sql}");

@@ -23,7 +23,7 @@ use logsql_media::points::{CloudFormat, write_cloud};
 
 use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
-use super::export_files::{FileNames, output_dir, topic_sql};
+use super::export_files::{FileNames, output_dir, refuse_other_flags, topic_sql};
 use super::units::bytes;
 
 /// Runs `logsql export --as pcd|ply` and prints a one-line result to `out`.
@@ -51,18 +51,7 @@ pub fn run(
             "{flag} writes one topic's messages: give exactly one --topic"
         )));
     };
-    let others = [
-        (a.decode, "--decode"),
-        (a.flatten, "--flatten"),
-        (a.compression.is_some(), "--compression"),
-        (a.chunk_size.is_some(), "--chunk-size"),
-        (a.no_summary, "--no-summary"),
-    ];
-    if let Some((_, other)) = others.iter().find(|(set, _)| *set) {
-        return Err(CliError::msg(format!(
-            "{other} does not apply to {flag} (one file per message)"
-        )));
-    }
+    refuse_other_flags(a, &["--as"], &format!("{flag} (one file per message)"))?;
     let dir = &a.output;
     output_dir(dir, &flag)?;
     let sql = topic_sql("points", "read_points", &a.input, topic, start, end);

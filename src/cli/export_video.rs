@@ -22,7 +22,7 @@ use logsql_media::video::{Mp4Encoder, VideoOptions};
 use super::App;
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
-use super::export_files::topic_sql;
+use super::export_files::{refuse_other_flags, topic_sql};
 use super::units::bytes;
 
 /// Runs `logsql export IN OUT.mp4` and prints a one-line result to `out`.
@@ -39,18 +39,7 @@ pub fn run(
             "an .mp4 export is one camera topic's video: give exactly one --topic",
         ));
     };
-    let refused = [
-        (a.decode, "--decode"),
-        (a.compression.is_some(), "--compression"),
-        (a.chunk_size.is_some(), "--chunk-size"),
-        (a.no_summary, "--no-summary"),
-        (a.as_files.is_some(), "--as"),
-    ];
-    if let Some((_, flag)) = refused.iter().find(|(set, _)| *set) {
-        return Err(CliError::msg(format!(
-            "{flag} does not apply to a video (an .mp4 OUTPUT)"
-        )));
-    }
+    refuse_other_flags(a, &["--fps", "--quality"], "a video (an .mp4 OUTPUT)")?;
     let period = match a.fps {
         Some(fps) if fps.is_finite() && fps > 0.0 && fps <= 1000.0 => Some(1e9 / fps),
         Some(fps) => {
