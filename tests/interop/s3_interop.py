@@ -246,6 +246,42 @@ def main():
 
         checks.check("CREATE EXTERNAL TABLE over s3://", external_table)
 
+        def copy_to_s3():
+            repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            images = os.path.join(repo, "tests", "data", "images.mcap")
+            out = f"s3://{BUCKET}/out"
+            imu = f"SELECT topic, log_time, length(data) AS n FROM '{big}' WHERE topic = '/imu'"
+            for name, sql in [
+                ("imu.parquet", f"COPY ({imu}) TO '{out}/imu.parquet'"),
+                ("imu.csv", f"COPY ({imu}) TO '{out}/imu.csv'"),
+                ("imu.mcap", f"COPY (SELECT * FROM '{big}' WHERE topic = '/imu') TO '{out}/imu.mcap'"),
+                ("clip.mp4", f"COPY (SELECT log_time, image FROM read_images('{images}', '/cam/jpeg')) TO '{out}/clip.mp4'"),
+            ]:
+                proc = subprocess.run([args.logsql, "--format", "csv", sql], capture_output=True, text=True)
+                if proc.returncode != 0:
+                    return f"{name}: {proc.stderr.strip()}"
+            want = logsql.query(f"SELECT count(*) AS n FROM ({imu})")
+            for name in ("imu.parquet", "imu.csv", "imu.mcap"):
+                rows = logsql.query(f"SELECT count(*) AS n FROM '{out}/{name}'")
+                if rows != want:
+                    return f"{name} read back: {rows}, the local query {want}"
+            clip = s3.get_object(Bucket=BUCKET, Key="out/clip.mp4")["Body"].read()
+            if clip[4:8] != b"ftyp":
+                return f"clip.mp4 starts with {clip[:8]!r}"
+            # A failing COPY leaves the object of that name as it was, and no new one.
+            before = {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="out/")["Contents"]}
+            for name in ("imu.parquet", "imu.mcap", "fail.parquet", "fail.mp4"):
+                select = f"SELECT topic, log_time, data, 1 / (length(data) - length(data)) AS x FROM '{big}'"
+                if name.endswith(".mp4"):
+                    select = f"SELECT log_time, image FROM read_images('{images}', '/cam/bad')"
+                proc = subprocess.run([args.logsql, f"COPY ({select}) TO '{out}/{name}'"], capture_output=True, text=True)
+                if proc.returncode == 0:
+                    return f"a failing COPY to {name} succeeded"
+            after = {o["Key"]: o["ETag"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="out/")["Contents"]}
+            return None if after == before else f"objects before {before}, after {after}"
+
+        checks.check("COPY to s3:// in Parquet, CSV, MCAP and MP4, and a failing COPY leaves the objects as they were", copy_to_s3)
+
         def distributed():
             probe = subprocess.run([args.logsql, "worker", "--help"], capture_output=True)
             if probe.returncode != 0:

@@ -158,15 +158,17 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
 }
 
 /// logsql's physical optimizer rules, in the order they run after
-/// DataFusion's own: reading limited scans in file order, then (with
-/// `defer_errors`, i.e. not on a distributed coordinator) staging the files a
-/// `COPY` writes until it succeeded, and deferring scan errors to the root,
-/// which must see the final plan.
+/// DataFusion's own: reading limited scans in file order, staging the files a
+/// `COPY` writes until it succeeded (on a distributed coordinator too: sinks
+/// run there), then (with `defer_errors`, i.e. not on a distributed
+/// coordinator) deferring scan errors to the root, which must see the final
+/// plan.
 fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
-    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> =
-        vec![Arc::new(file_order::FileOrderUnderLimit)];
+    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = vec![
+        Arc::new(file_order::FileOrderUnderLimit),
+        Arc::new(atomic_write::AtomicCopy),
+    ];
     if defer_errors {
-        rules.push(Arc::new(atomic_write::AtomicCopy));
         rules.push(Arc::new(surface::defer_errors::DeferScanErrors));
     }
     rules

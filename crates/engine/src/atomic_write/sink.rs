@@ -1,14 +1,14 @@
 //! The physical optimizer rule [`AtomicCopy`]: the sink of every `COPY ... TO`
 //! (and `INSERT INTO` a listing table) is wrapped in an [`AtomicSink`], which
-//! runs DataFusion's own writer (Parquet, CSV, JSON, Arrow) with the local file
-//! system replaced by a [`StagingStore`]: the files it puts are staged beside
-//! their targets and renamed over them only when the writer succeeded; on an
+//! runs DataFusion's own writer (Parquet, CSV, JSON, Arrow) with every object
+//! store replaced by a [`StagingStore`]: the files it puts are staged (beside
+//! their local targets, or in the temporary directory for another store) and
+//! published (renamed over, or uploaded) only when the writer succeeded; on an
 //! error (a failing expression, a type the format cannot hold) or a cancelled
 //! query they are removed and the old targets are left as they were.
 //! Partitioned output and every format option work unchanged, since the writer
-//! itself is untouched. The MCAP sink writes its local file itself, through an
-//! [`super::AtomicFile`] (wrapping it changes nothing); other object stores are
-//! written as before (their uploads appear only when complete).
+//! itself is untouched. The MCAP and MP4 sinks write their file themselves
+//! (see `datasource::output`; wrapping them changes nothing).
 
 use std::fmt;
 use std::sync::Arc;
@@ -144,18 +144,16 @@ impl DataSink for AtomicSink {
             Arc::new(runtime),
         ));
         let written = inner.write_all(data, &staging_context).await;
-        let mut staged = staged.lock();
+        let set = std::mem::take(&mut *staged.lock());
         match written {
             Ok(rows) => {
-                staged.publish().map_err(|e| {
+                set.publish().await.map_err(|e| {
                     DataFusionError::Execution(format!("writing the COPY output: {e}"))
                 })?;
                 Ok(rows)
             }
-            Err(e) => {
-                staged.discard();
-                Err(e)
-            }
+            // Dropping the set removes its files.
+            Err(e) => Err(e),
         }
     }
 }

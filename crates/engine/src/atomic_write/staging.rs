@@ -1,10 +1,12 @@
-//! [`StagingStore`]: the local file system as DataFusion's file writers see it
+//! [`StagingStore`]: an object store as DataFusion's file writers see it
 //! during one `COPY` / `INSERT`. Each object they put (whole or in parts) is
-//! written to an exclusively created temporary file in the object's
-//! directory; [`Staged::publish`] syncs each one and renames it over its
-//! target once the whole statement succeeded, and [`Staged::discard`] (or
-//! dropping) removes them and any directory created for them. Reads, lists
-//! and deletes go to the underlying store.
+//! written to an exclusively created temporary file: for the local file
+//! system in the object's directory, for any other store in the temporary
+//! directory. [`Staged::publish`] then, once the whole statement succeeded,
+//! syncs each local one and renames it over its target, and uploads each
+//! other one (the object appears only when its upload is complete);
+//! [`Staged::discard`] (or dropping) removes them and any directory created
+//! for them. Reads, lists and deletes go to the underlying store.
 
 use std::fmt;
 use std::io::{Seek, SeekFrom, Write};
@@ -24,24 +26,59 @@ use parking_lot::Mutex;
 use tempfile::NamedTempFile;
 use url::Url;
 
+/// Where a staged file goes when published.
+#[derive(Debug)]
+enum Destination {
+    /// A local file, renamed over.
+    Local(PathBuf),
+    /// An object of another store, uploaded.
+    Remote {
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+    },
+}
+
+impl fmt::Display for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Local(p) => write!(f, "{}", p.display()),
+            Self::Remote { store, path } => write!(f, "{path} in {store}"),
+        }
+    }
+}
+
 /// What the writers of one statement put, not yet published.
 #[derive(Debug, Default)]
 pub(crate) struct Staged {
-    /// Complete files with their targets, in the order they were completed.
-    files: Vec<(NamedTempFile, PathBuf)>,
+    /// Complete files with their destinations, in the order they were completed.
+    files: Vec<(NamedTempFile, Destination)>,
     /// Directories created for them that did not exist, outermost first.
     created_dirs: Vec<PathBuf>,
 }
 
 impl Staged {
-    /// Syncs every staged file and renames it over its target. On an error
-    /// the files not yet renamed are removed.
-    pub(crate) fn publish(&mut self) -> std::io::Result<()> {
-        for (temp, target) in self.files.drain(..) {
-            super::publish(temp, &target)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", target.display())))?;
+    /// Syncs every staged local file and renames it over its target, then
+    /// uploads every staged object. On an error the files not yet published
+    /// are removed.
+    pub(crate) async fn publish(mut self) -> std::io::Result<()> {
+        let files = std::mem::take(&mut self.files);
+        let (local, remote): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .partition(|(_, d)| matches!(d, Destination::Local(_)));
+        for (temp, target) in local {
+            if let Destination::Local(path) = &target {
+                super::publish(temp, path)
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("{target}: {e}")))?;
+            }
         }
         self.created_dirs.clear();
+        for (temp, target) in remote {
+            if let Destination::Remote { store, path } = &target {
+                super::upload(temp.path(), store, path)
+                    .await
+                    .map_err(|e| std::io::Error::other(format!("uploading {target}: {e}")))?;
+            }
+        }
         Ok(())
     }
 
@@ -61,11 +98,13 @@ impl Drop for Staged {
     }
 }
 
-/// The local file system with every put staged (see the module documentation).
+/// A store with every put staged (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct StagingStore {
     inner: Arc<dyn ObjectStore>,
     staged: Arc<Mutex<Staged>>,
+    /// Whether `inner` is the root local file system (else a remote store).
+    local: bool,
 }
 
 impl fmt::Display for StagingStore {
@@ -80,6 +119,17 @@ impl StagingStore {
         Self {
             inner,
             staged: Arc::default(),
+            local: true,
+        }
+    }
+
+    /// Stages the puts made through `inner`, a store other than the local
+    /// file system, with those of `local` (published together).
+    pub(crate) fn remote(inner: Arc<dyn ObjectStore>, local: &StagingStore) -> Self {
+        Self {
+            inner,
+            staged: Arc::clone(&local.staged),
+            local: false,
         }
     }
 
@@ -88,9 +138,29 @@ impl StagingStore {
         Arc::clone(&self.staged)
     }
 
+    /// The temporary file of `location`, and where it goes: for a remote
+    /// store a file in the temporary directory, else see [`Self::create_local`].
+    fn create(&self, location: &Path) -> object_store::Result<(NamedTempFile, Destination)> {
+        if self.local {
+            let (temp, target) = self.create_local(location)?;
+            return Ok((temp, Destination::Local(target)));
+        }
+        let name = location.filename().unwrap_or("output");
+        let temp =
+            super::temp_file_beside(&std::env::temp_dir().join(format!("logsql-upload-{name}")))
+                .map_err(|e| generic(format!("staging {location} for upload: {e}").into()))?;
+        Ok((
+            temp,
+            Destination::Remote {
+                store: Arc::clone(&self.inner),
+                path: location.clone(),
+            },
+        ))
+    }
+
     /// A temporary file beside the file `location` names, creating its
     /// directory (recorded for [`Staged::discard`]) when missing.
-    fn create(&self, location: &Path) -> object_store::Result<(NamedTempFile, PathBuf)> {
+    fn create_local(&self, location: &Path) -> object_store::Result<(NamedTempFile, PathBuf)> {
         let target = local_path(location)?;
         if let Some(dir) = target.parent() {
             let mut missing = Vec::new();
@@ -100,14 +170,14 @@ impl StagingStore {
                 d = p.parent();
             }
             if !missing.is_empty() {
-                std::fs::create_dir_all(dir).map_err(|e| io_error(&target, e))?;
+                std::fs::create_dir_all(dir).map_err(|e| io_error(&target.display(), e))?;
                 self.staged
                     .lock()
                     .created_dirs
                     .extend(missing.into_iter().rev());
             }
         }
-        let temp = super::temp_file_beside(&target).map_err(|e| io_error(&target, e))?;
+        let temp = super::temp_file_beside(&target).map_err(|e| io_error(&target.display(), e))?;
         Ok((temp, target))
     }
 }
@@ -131,8 +201,8 @@ fn generic(source: Box<dyn std::error::Error + Send + Sync>) -> object_store::Er
     }
 }
 
-fn io_error(target: &std::path::Path, e: std::io::Error) -> object_store::Error {
-    generic(format!("writing {}: {e}", target.display()).into())
+fn io_error(target: &impl fmt::Display, e: std::io::Error) -> object_store::Error {
+    generic(format!("writing {target}: {e}").into())
 }
 
 /// Runs blocking file work off the async workers.
@@ -178,7 +248,7 @@ impl ObjectStore for StagingStore {
         let (temp, target) = self.create(location)?;
         Ok(Box::new(StagedUpload {
             temp: Arc::new(Mutex::new(Some(temp))),
-            target,
+            target: Arc::new(target),
             offset: 0,
             staged: Arc::clone(&self.staged),
         }))
@@ -247,7 +317,7 @@ impl ObjectStore for StagingStore {
 struct StagedUpload {
     /// The file until the upload is completed or aborted.
     temp: Arc<Mutex<Option<NamedTempFile>>>,
-    target: PathBuf,
+    target: Arc<Destination>,
     /// Where the next part goes (parts may be written out of order).
     offset: u64,
     staged: Arc<Mutex<Staged>>,
@@ -256,13 +326,17 @@ struct StagedUpload {
 #[async_trait]
 impl MultipartUpload for StagedUpload {
     fn put_part(&mut self, data: PutPayload) -> UploadPart {
-        let (temp, target, at) = (Arc::clone(&self.temp), self.target.clone(), self.offset);
+        let (temp, target, at) = (
+            Arc::clone(&self.temp),
+            Arc::clone(&self.target),
+            self.offset,
+        );
         self.offset += data.content_length() as u64;
         Box::pin(blocking(move || {
             let mut guard = temp.lock();
-            let file = guard.as_mut().ok_or_else(|| {
-                generic(format!("{}: upload already ended", target.display()).into())
-            })?;
+            let file = guard
+                .as_mut()
+                .ok_or_else(|| generic(format!("{target}: upload already ended").into()))?;
             file.seek(SeekFrom::Start(at))
                 .map_err(|e| io_error(&target, e))?;
             for chunk in &data {
@@ -273,10 +347,19 @@ impl MultipartUpload for StagedUpload {
     }
 
     async fn complete(&mut self) -> object_store::Result<PutResult> {
-        let temp = self.temp.lock().take().ok_or_else(|| {
-            generic(format!("{}: upload already ended", self.target.display()).into())
-        })?;
-        self.staged.lock().files.push((temp, self.target.clone()));
+        let temp = self
+            .temp
+            .lock()
+            .take()
+            .ok_or_else(|| generic(format!("{}: upload already ended", self.target).into()))?;
+        let target = match &*self.target {
+            Destination::Local(p) => Destination::Local(p.clone()),
+            Destination::Remote { store, path } => Destination::Remote {
+                store: Arc::clone(store),
+                path: path.clone(),
+            },
+        };
+        self.staged.lock().files.push((temp, target));
         Ok(PutResult {
             e_tag: None,
             version: None,
@@ -290,7 +373,7 @@ impl MultipartUpload for StagedUpload {
 }
 
 /// An object-store registry that answers `file://` with one [`StagingStore`]
-/// and every other URL as `inner` does.
+/// and every other URL with `inner`'s store staged into the same set.
 #[derive(Debug)]
 pub(crate) struct StagingRegistry {
     inner: Arc<dyn ObjectStoreRegistry>,
@@ -321,7 +404,8 @@ impl ObjectStoreRegistry for StagingRegistry {
         if url.scheme() == "file" {
             return Ok(Arc::clone(&self.local) as Arc<dyn ObjectStore>);
         }
-        self.inner.get_store(url)
+        let store = self.inner.get_store(url)?;
+        Ok(Arc::new(StagingStore::remote(store, &self.local)))
     }
 }
 
@@ -370,8 +454,76 @@ mod tests {
             .await
             .unwrap();
         up.complete().await.unwrap();
-        staged.lock().publish().unwrap();
+        let set = std::mem::take(&mut *staged.lock());
+        set.publish().await.unwrap();
         assert_eq!(std::fs::read(&one).unwrap(), b"new");
         assert_eq!(std::fs::read(&nested).unwrap(), b"hello");
+    }
+
+    #[tokio::test]
+    async fn objects_of_other_stores_are_uploaded_only_when_published() {
+        let memory: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let local = StagingStore::new(Arc::new(object_store::local::LocalFileSystem::new()));
+        let remote = StagingStore::remote(Arc::clone(&memory), &local);
+        let old = Path::from("out/one.parquet");
+        memory
+            .put(&old, PutPayload::from_static(b"old"))
+            .await
+            .unwrap();
+        let stage = |remote: &StagingStore| {
+            let remote = StagingStore::remote(Arc::clone(&remote.inner), &local);
+            async move {
+                remote
+                    .put(
+                        &Path::from("out/one.parquet"),
+                        PutPayload::from_static(b"new"),
+                    )
+                    .await
+                    .unwrap();
+                let mut up = remote
+                    .put_multipart(&Path::from("out/p=1/two.parquet"))
+                    .await
+                    .unwrap();
+                up.put_part(PutPayload::from_static(b"hello"))
+                    .await
+                    .unwrap();
+                up.complete().await.unwrap();
+            }
+        };
+        let listed = || async {
+            let mut keys: Vec<String> = memory
+                .list(None)
+                .map(|m| m.unwrap().location.to_string())
+                .collect()
+                .await;
+            keys.sort();
+            keys
+        };
+        use futures::StreamExt;
+        stage(&remote).await;
+        assert_eq!(listed().await, ["out/one.parquet"]);
+        local.staged().lock().discard();
+        drop(std::mem::take(&mut *local.staged().lock()));
+        assert_eq!(listed().await, ["out/one.parquet"]);
+        let read = |p: &'static str| {
+            let memory = Arc::clone(&memory);
+            async move {
+                memory
+                    .get(&Path::from(p))
+                    .await
+                    .unwrap()
+                    .bytes()
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(read("out/one.parquet").await.as_ref(), b"old");
+
+        stage(&remote).await;
+        let set = std::mem::take(&mut *local.staged().lock());
+        set.publish().await.unwrap();
+        assert_eq!(listed().await, ["out/one.parquet", "out/p=1/two.parquet"]);
+        assert_eq!(read("out/one.parquet").await.as_ref(), b"new");
+        assert_eq!(read("out/p=1/two.parquet").await.as_ref(), b"hello");
     }
 }

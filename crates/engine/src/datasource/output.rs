@@ -9,8 +9,8 @@ use std::sync::Arc;
 use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::object_store::ObjectStore;
 use datafusion::object_store::path::Path as ObjectPath;
-use datafusion::object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::atomic_write::AtomicFile;
 use crate::scanner::error::df_err;
@@ -87,9 +87,11 @@ impl Target {
     pub(crate) async fn publish(&self, out: AtomicFile) -> Result<()> {
         match self {
             Self::Local(path) => out.commit().map_err(|e| io_err(path, e)),
-            Self::Store { store, path, url } => upload(out.temp_path(), store, path)
-                .await
-                .map_err(|e| DataFusionError::Execution(format!("uploading {url}: {e}"))),
+            Self::Store { store, path, url } => {
+                crate::atomic_write::upload(out.temp_path(), store, path)
+                    .await
+                    .map_err(|e| DataFusionError::Execution(format!("uploading {url}: {e}")))
+            }
         }
     }
 
@@ -100,28 +102,6 @@ impl Target {
             Self::Store { url, .. } => url.clone(),
         }
     }
-}
-
-/// Streams the local file `from` to `path` in `store` (multipart; the object
-/// appears only when complete).
-async fn upload(from: &Path, store: &Arc<dyn ObjectStore>, path: &ObjectPath) -> Result<()> {
-    use tokio::io::AsyncReadExt;
-    let upload = store.put_multipart(path).await?;
-    let mut w = datafusion::object_store::WriteMultipart::new_with_chunk_size(upload, 8 << 20);
-    let mut f = tokio::fs::File::open(from)
-        .await
-        .map_err(|e| io_err(from, e))?;
-    let mut buf = vec![0u8; 8 << 20];
-    loop {
-        let n = f.read(&mut buf).await.map_err(|e| io_err(from, e))?;
-        if n == 0 {
-            break;
-        }
-        w.wait_for_capacity(4).await?;
-        w.write(&buf[..n]);
-    }
-    w.finish().await?;
-    Ok(())
 }
 
 pub(crate) fn io_err(path: &Path, e: std::io::Error) -> DataFusionError {
