@@ -58,3 +58,4 @@ mod slt;
 mod sql;
 mod summary_counts;
 mod time_order;
+mod walk_sweep;
