@@ -32,6 +32,7 @@
 #   asof          ASOF JOIN against DuckDB                                         asof_compare.py
 #   memory        peak RSS of full scans of ~2 GB files                            memory.sh
 #   distributed   `logsql worker` scale-out on pinned cores                        distributed_pinned.sh
+#   media         camera thumbnails and video against mcap + Pillow + PyAV         media_compare.sh
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
@@ -45,7 +46,7 @@ export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
 results=$BENCH_RESULTS
 mkdir -p "$results"
 
-all=(compare raw bag ros2 formats mcap-write decode asof memory distributed)
+all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media)
 update_docs=${UPDATE_DOCS:-}
 selected=()
 for arg in "$@"; do
@@ -69,6 +70,7 @@ run_one() {
     asof) python3 benches/asof_compare.py ;;
     memory) bash benches/memory.sh ;;
     distributed) bash benches/distributed_pinned.sh ;;
+    media) bash benches/media_compare.sh ;;
     *)
         echo "unknown comparison '$1' (one of: ${all[*]})" >&2
         return 2

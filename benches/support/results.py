@@ -58,7 +58,7 @@ ALIGN = {"-": "", "l": "left", "r": "right", "c": "center"}
 ENV = (
     "RUNS", "PERF_RUNS", "FORMATS", "CACHE", "SKIP_BUILD", "BENCH_DATA", "DB3_SECONDS",
     "SIZE_MB", "CONCURRENT", "FILES", "BAG_SECONDS", "LEFT", "RIGHT", "LOGSQL_BENCH_FILE",
-    "LOGSQL_BENCH_SECONDS", "OLD", "NEW",
+    "LOGSQL_BENCH_SECONDS", "OLD", "NEW", "SECONDS_SHORT",
 )
 
 
