@@ -31,7 +31,7 @@ pub(super) fn check(file: &dyn ReadAt, summary: &Summary, report: &mut Report) {
     };
     let mut found = BTreeMap::new();
     let mut unknown: Option<(u64, u8, u64)> = None;
-    let mut summary_start = None;
+    let summary_start = footer_summary_start(file);
     loop {
         match reader.next_record() {
             Ok(Some(item)) => match item.record {
@@ -44,9 +44,6 @@ pub(super) fn check(file: &dyn ReadAt, summary: &Summary, report: &mut Report) {
                             uncompressed_size: c.header.uncompressed_size,
                         },
                     );
-                }
-                Record::Footer(f) if f.summary_start != 0 => {
-                    summary_start = Some(f.summary_start);
                 }
                 Record::Unknown { opcode, .. } => {
                     unknown.get_or_insert((item.offset, opcode, 0)).2 += 1;
@@ -129,4 +126,25 @@ pub(super) fn check(file: &dyn ReadAt, summary: &Summary, report: &mut Report) {
             format!("the Chunk record at byte {offset} is missing from the chunk index"),
         ));
     }
+}
+
+/// The `summary_start` of the Footer record before the closing magic, when
+/// the file ends with one that points at a summary (read directly: the walk
+/// may stop at damage before it).
+fn footer_summary_start(file: &dyn ReadAt) -> Option<u64> {
+    // Footer: opcode, length (20), summary_start, summary_offset_start, crc; then the magic.
+    const FOOTER: u64 = 1 + 8 + 20;
+    let size = file.size();
+    let at = size.checked_sub(FOOTER + super::MAGIC.len() as u64)?;
+    let bytes = file
+        .read_upto(at, (FOOTER as usize) + super::MAGIC.len())
+        .ok()?;
+    if bytes.len() != FOOTER as usize + super::MAGIC.len()
+        || bytes[0] != super::records::op::FOOTER
+        || &bytes[FOOTER as usize..] != super::MAGIC
+    {
+        return None;
+    }
+    let start = u64::from_le_bytes(bytes[9..17].try_into().ok()?);
+    (start != 0 && start < at).then_some(start)
 }
