@@ -324,9 +324,9 @@ pub struct RecoverArgs {
     /// The MCAP file to write (replaced if it exists).
     #[arg(value_name = "OUTPUT")]
     pub output: PathBuf,
-    /// Memory the time sort may hold before it spills to temporary files
-    /// (`256MiB`, `1GiB`).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    /// Memory the time sort of an input out of time order may hold before
+    /// it spills to temporary files (`64MiB`, `1GiB`).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
     pub memory_limit: usize,
 }
 

@@ -24,6 +24,10 @@ use super::doctor::{self, UNREADABLE};
 use super::error::{CliError, CliResult};
 use super::{App, quote};
 
+/// Rows per batch while recovering: payloads may be large, and the sort
+/// of an input out of time order reserves and spills whole batches.
+const SORT_BATCH_ROWS: usize = 256;
+
 /// Recovers `a.input` into `a.output` and prints the report to `out`.
 pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     let started = Instant::now();
@@ -43,6 +47,8 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     }
     for set in [
         "SET logsql.on_error = 'warn'".to_string(),
+        // Small batches: a sort holds (and spills) payloads a few at a time.
+        format!("SET datafusion.execution.batch_size = {SORT_BATCH_ROWS}"),
         format!(
             "SET datafusion.runtime.memory_limit = '{}K'",
             (a.memory_limit / 1024).max(1)
