@@ -151,7 +151,7 @@ pub fn time_windows(chunks: &[Span], budget: u64) -> Vec<(Option<i64>, Option<i6
         events.push((s, density));
         events.push((e.saturating_add(1), -density));
     }
-    events.sort_by(|a, b| a.0.cmp(&b.0));
+    events.sort_by_key(|e| e.0);
     let budget = budget.max(1) as f64;
     let mut cuts: Vec<u64> = Vec::new();
     let (mut density, mut held) = (0.0_f64, 0.0_f64);

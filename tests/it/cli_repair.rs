@@ -61,7 +61,7 @@ fn flip(at: usize, len: usize) -> impl Fn(&mut Vec<u8>) {
 /// demo.mcap's first ChunkIndex record of a chunk with messages, with its
 /// `message_start_time` moved 1 ms later and the summary CRC cleared (0: not
 /// computed), so the summary is used and disagrees with the chunk.
-fn shift_chunk_index(b: &mut Vec<u8>) {
+fn shift_chunk_index(b: &mut [u8]) {
     let n = b.len();
     let summary_start = u64::from_le_bytes(b[n - 28..n - 20].try_into().unwrap()) as usize;
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
@@ -143,7 +143,7 @@ fn doctor_names_each_injected_problem() {
             &[("invalid-index", Some(245_757)), ("unknown-record", None)],
         ),
         (
-            damaged(t, &mcap, "shifted-index.mcap", shift_chunk_index),
+            damaged(t, &mcap, "shifted-index.mcap", |b| shift_chunk_index(b)),
             &[("index-mismatch", None), ("time-outside-chunk", None)],
         ),
         (
@@ -155,12 +155,7 @@ fn doctor_names_each_injected_problem() {
             &[("corrupt", None)],
         ),
         (
-            damaged(
-                t,
-                &bag,
-                "recording.bag.active",
-                cut(usize::MAX.min(103_573)),
-            ),
+            damaged(t, &bag, "recording.bag.active", |_| {}),
             &[("unclosed-recording", None)],
         ),
         (
@@ -280,12 +275,7 @@ fn recover_writes_what_the_damaged_input_reads_as_a_valid_sorted_mcap() {
         damaged(t, &demo("demo.record"), "zeroed.record", zero(50_000, 4096)),
         damaged(t, &demo("demo.bddf"), "cut.bddf", cut(60_000)),
         damaged(t, &demo("demo.log"), "cut.log", cut(60_000)),
-        damaged(
-            t,
-            &demo("demo.db3"),
-            "alone.db3",
-            cut(usize::MAX.min(106_496)),
-        ),
+        damaged(t, &demo("demo.db3"), "alone.db3", |_| {}),
     ];
     if let Some(torn) = fixtures::file("apollo", "generated/crash_torn_tail.record") {
         inputs.push(torn);
