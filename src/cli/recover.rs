@@ -93,7 +93,13 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
         })
         .collect();
     log::debug!("recover: {} time window(s): {sqls:?}", sqls.len());
-    let rows = write_windows(app, &a.input, &sqls, &a.output)?;
+    // The damage was reported above: the scans' warnings (one per window)
+    // would only repeat it.
+    let level = log::max_level();
+    log::set_max_level(level.min(log::LevelFilter::Error));
+    let rows = write_windows(app, &a.input, &sqls, &a.output);
+    log::set_max_level(level);
+    let rows = rows?;
     let read: u64 = checked
         .iter()
         .filter_map(|c| c.report.as_ref().ok())
