@@ -163,7 +163,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
         };
     }
     if args.sql.is_none() && args.files.is_empty() && args.commands.is_empty() {
-        if io::stdin().is_terminal() {
+        if interactive(args) {
             app.timing = !args.quiet;
             return shell::run(app, out, args.quiet);
         }
@@ -209,9 +209,21 @@ fn output(args: &Args) -> CliResult<(Box<dyn Write>, Option<AtomicFile>)> {
 }
 
 /// Whether stdout is a terminal shown a human format (the table, `info`'s
-/// text): control characters from the data are then escaped ([`terminal`]).
+/// text), or the interactive shell's terminal (whose `\format` may switch to
+/// the table at any time): control characters from the data are then escaped
+/// ([`terminal`]).
 fn escapes_terminal(args: &Args) -> bool {
-    args.format == Format::Table && io::stdout().is_terminal()
+    io::stdout().is_terminal() && (args.format == Format::Table || interactive(args))
+}
+
+/// Whether the run is the interactive shell: no subcommand, no SQL, a
+/// terminal on stdin.
+fn interactive(args: &Args) -> bool {
+    args.command.is_none()
+        && args.sql.is_none()
+        && args.files.is_empty()
+        && args.commands.is_empty()
+        && io::stdin().is_terminal()
 }
 
 /// Fails with a hint when the SQL given is a log file's path (`logsql run.mcap`):

@@ -14,7 +14,8 @@ writes the source frames raw beside the MP4. Checks:
 - every frame's PSNR against its source frame is at least 30 dB at the
   default quality (and the mean is printed);
 - a lower quality gives a smaller file;
-- the CLI's ``logsql export tests/data/images.mcap clip.mp4 --topic /cam/jpeg``:
+- the CLI's ``logsql export tests/data/images.mcap clip.mp4 --topic /cam/jpeg``, and
+  ``COPY (... read_images ...) TO 'clip.mp4' OPTIONS (fps '20')``:
   PyAV decodes one frame per message at its log time (within 1 ms), at least
   30 dB PSNR against the recorded JPEGs.
 
@@ -136,40 +137,52 @@ def main():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     images = os.path.join(repo, "tests", "data", "images.mcap")
 
-    def cli_export():
+    def sources():
         from PIL import Image
         import io
         import json
 
-        clip = os.path.join(tmp, "cli.mp4")
-        proc = subprocess.run(
-            [args.logsql, "export", images, clip, "--topic", "/cam/jpeg"],
-            capture_output=True, text=True, timeout=300,
-        )
-        if proc.returncode != 0:
-            return f"export failed: {proc.stderr.strip()}"
-        with av.open(clip) as c:
-            frames = [(f.time, f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
-        times = [t for t, _ in frames]
-        want = [0.0, 0.1, 0.2]
-        if len(times) != 3 or any(t is None or abs(t - w) > 0.001 for t, w in zip(times, want)):
-            return f"frames at {times} s, expected {want}"
         q = subprocess.run(
             [args.logsql, "--format", "ndjson",
              f"SELECT encode(image_encode(image, 'png'), 'hex') AS png FROM read_images('{images}', '/cam/jpeg') ORDER BY log_time"],
             capture_output=True, text=True, timeout=300,
         )
         if q.returncode != 0:
-            return f"query failed: {q.stderr.strip()}"
-        sources = [
+            raise RuntimeError(f"query failed: {q.stderr.strip()}")
+        return [
             np.asarray(Image.open(io.BytesIO(bytes.fromhex(json.loads(line)["png"]))).convert("RGB"))
             for line in q.stdout.splitlines() if line.strip()
         ]
-        values = [psnr(img, src) for (_, img), src in zip(frames, sources)]
-        print(f"info CLI export PSNR: {', '.join(f'{v:.1f}' for v in values)} dB")
-        return None if len(values) == 3 and min(values) >= 30 else f"PSNR {values}"
+
+    def cli_video(command, clip, want, shown):
+        """Runs `command`, decodes `clip` with PyAV: frames at `want` s,
+        frame i showing recorded image `shown[i]`, at least 30 dB."""
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            return f"{command[1]} failed: {proc.stderr.strip()}"
+        with av.open(clip) as c:
+            frames = [(f.time, f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
+        times = [t for t, _ in frames]
+        if len(times) != len(want) or any(t is None or abs(t - w) > 0.001 for t, w in zip(times, want)):
+            return f"frames at {times} s, expected {want}"
+        src = sources()
+        values = [psnr(img, src[i]) for (_, img), i in zip(frames, shown)]
+        print(f"info {command[1].split()[0]} PSNR: {', '.join(f'{v:.1f}' for v in values)} dB")
+        return None if min(values) >= 30 else f"PSNR {values}"
+
+    def cli_export():
+        clip = os.path.join(tmp, "cli.mp4")
+        command = [args.logsql, "export", images, clip, "--topic", "/cam/jpeg"]
+        return cli_video(command, clip, [0.0, 0.1, 0.2], [0, 1, 2])
+
+    def sql_copy():
+        clip = os.path.join(tmp, "copy.mp4")
+        sql = (f"COPY (SELECT log_time, image FROM read_images('{images}', '/cam/jpeg')) "
+               f"TO '{clip}' OPTIONS (fps '20')")
+        return cli_video([args.logsql, sql], clip, [0.0, 0.05, 0.1, 0.15, 0.2], [0, 0, 1, 1, 2])
 
     checks.check("logsql export clip.mp4: PyAV decodes one frame per message at its log_time, at least 30 dB", cli_export)
+    checks.check("COPY ... TO 'clip.mp4' OPTIONS (fps '20'): PyAV decodes a frame every 50 ms showing the latest image, at least 30 dB", sql_copy)
     if tmp_obj:
         tmp_obj.cleanup()
     print(f"{checks.passed} passed, {checks.failed} failed")

@@ -505,6 +505,83 @@ fn export_writes_a_camera_topic_as_an_mp4_video() {
     );
 }
 
+/// `COPY (...) TO 'clip.mp4'`: the SQL form of the video export, with its
+/// options, a count of frames, a refusal of what is no video, and the old
+/// target left as it was when the query fails.
+#[test]
+fn copy_writes_images_as_an_mp4_video() {
+    let dir = tempfile::tempdir().unwrap();
+    let clip = dir.path().join("clip.mp4");
+    let copy = |topic: &str, target: &Path, options: &str| {
+        format!(
+            "COPY (SELECT log_time, image FROM read_images('{FILE}', '{topic}')) TO '{}'{options}",
+            target.display()
+        )
+    };
+    assert_eq!(rows(&copy("/cam/jpeg", &clip, "")), [["3"]]);
+    let (dims, frames) = mp4_frames(&clip);
+    assert_eq!(dims, (32, 24));
+    let starts: Vec<u64> = frames.iter().map(|f| f.0).collect();
+    assert_eq!(starts, [0, 9000, 18000]);
+
+    // Resampled; `STORED AS MP4` names the format whatever the extension.
+    let other = dir.path().join("clip.video");
+    let sql = copy(
+        "/cam/jpeg",
+        &other,
+        " STORED AS MP4 OPTIONS (fps '20', quality '90')",
+    );
+    assert_eq!(rows(&sql), [["5"]]);
+    let starts: Vec<u64> = mp4_frames(&other).1.iter().map(|f| f.0).collect();
+    assert_eq!(starts, [0, 4500, 9000, 13500, 18000]);
+
+    // A camera smaller than one H.264 macroblock is refused clearly.
+    let raw = dir.path().join("raw.mp4");
+    let out = logsql(&[&copy("/cam/raw/rgb8", &raw, "")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the rgb8 image at log_time 1000000000: unsupported: a 6x4 video: OpenH264 encodes frames of at least 16x16 pixels"),
+        "{err}"
+    );
+
+    // A JPEG that does not decode fails the query and leaves the old file;
+    // under `warn` it is left out (none is left here, so nothing to write).
+    let before = std::fs::read(&clip).unwrap();
+    let out = logsql(&[&copy("/cam/bad", &clip, "")]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1100000000"), "{err}");
+    assert_eq!(std::fs::read(&clip).unwrap(), before);
+    let out = logsql(&[
+        "-c",
+        "SET logsql.on_error = 'warn'",
+        &copy("/cam/bad", &clip, ""),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a video needs at least one image"), "{err}");
+    assert_eq!(std::fs::read(&clip).unwrap(), before);
+
+    // What is no video is refused before anything is written.
+    let out = logsql(&[&format!(
+        "COPY (SELECT log_time FROM read_images('{FILE}', '/cam/jpeg')) TO '{}'",
+        clip.display()
+    )]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("writing MP4 needs an image column (the image value of read_images); the query has: log_time"),
+        "{err}"
+    );
+    let out = logsql(&[&copy("/cam/jpeg", &clip, " OPTIONS (fps '0')")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MP4 fps '0' is not a frame rate"), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["clip.mp4", "clip.video"]);
+}
+
 /// `logsql frames`: a contact sheet of the frames spread over the topic's
 /// span (the three JPEGs of `/cam/jpeg`, however many are asked for), each
 /// over its time label, as a PNG written whole.

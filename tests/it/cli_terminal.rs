@@ -80,3 +80,27 @@ fn machine_formats_and_pipes_keep_the_bytes() {
     let text = String::from_utf8(piped.stdout).unwrap();
     assert!(text.contains(hostile_topic()), "{text:?}");
 }
+
+/// The interactive shell escapes whatever format `\format` switches to: a
+/// shell started with `--format csv` shows the table of `\format table`
+/// escaped as the table of a plain run is.
+#[test]
+fn the_shell_escapes_after_a_format_switch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_hostile_mcap(dir);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_logsql"));
+    cmd.args(["--format", "csv"])
+        .current_dir(dir)
+        .env("TERM", "dumb");
+    let mut shell =
+        rexpect::session::spawn_command(cmd, Some(60_000)).expect("spawn the shell in a pty");
+    shell.send_line("\\format table").unwrap();
+    shell
+        .send_line("SELECT DISTINCT topic FROM 'hostile.mcap';")
+        .unwrap();
+    let table = shell.exp_string("1 row").expect("the table's row count");
+    assert_escaped("the shell's table after \\format", &table);
+    shell.send_line("\\q").unwrap();
+    shell.exp_eof().expect("the shell ends");
+}

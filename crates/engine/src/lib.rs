@@ -92,6 +92,11 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
             .map(|f| LogFileFormatFactory::new(Some(f)))
             .collect();
         factories.push(LogFileFormatFactory::new(None));
+        // MP4 video, written by COPY only.
+        state.register_file_format(
+            Arc::new(datasource::video_sink::VideoFileFormatFactory),
+            true,
+        )?;
         for factory in factories {
             let name = datafusion::common::GetExt::get_ext(&factory).to_uppercase();
             state.register_file_format(Arc::new(factory), true)?;

@@ -28,7 +28,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::{BufWriter, Seek, Write};
-use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
@@ -41,15 +40,13 @@ use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::object_store::path::Path as ObjectPath;
-use datafusion::object_store::{ObjectStore, ObjectStoreExt};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatchStream};
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
 use super::mcap_sources::{ScannedFiles, SourceInfo, SourceResolver};
-use crate::atomic_write::AtomicFile;
-use crate::scanner::error::df_err;
+pub use super::output::Target;
+use super::output::io_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::col;
 use logsql_readers::formats::mcap::target::{McapChannel, named_only};
@@ -192,62 +189,6 @@ pub(crate) fn check_schema(schema: &SchemaRef) -> Result<()> {
     )))
 }
 
-/// Where the finished file goes.
-#[derive(Debug, Clone)]
-pub enum Target {
-    /// A local file.
-    Local(PathBuf),
-    /// An object in a store, under its URL.
-    Store {
-        /// The store.
-        store: Arc<dyn ObjectStore>,
-        /// The object's path.
-        path: ObjectPath,
-        /// The URL the user gave.
-        url: String,
-    },
-}
-
-impl Target {
-    /// The target of a `COPY`.
-    fn of_sink(config: &FileSinkConfig, env: &RuntimeEnv) -> Result<Self> {
-        let table = config.table_paths.first().ok_or_else(|| {
-            DataFusionError::Internal("COPY to MCAP without an output path".into())
-        })?;
-        if table.is_collection() || config.original_url.ends_with('/') {
-            return Err(DataFusionError::Plan(format!(
-                "MCAP is written to one file: '{}' names a directory (give a file name such as out.mcap)",
-                config.original_url
-            )));
-        }
-        if !config.table_partition_cols.is_empty() {
-            return Err(DataFusionError::NotImplemented(
-                "COPY ... PARTITIONED BY is not supported for MCAP output (one file is written)"
-                    .into(),
-            ));
-        }
-        let url: &url::Url = table.as_ref();
-        if url.scheme() == "file" {
-            let path = url.to_file_path().map_err(|_| {
-                DataFusionError::Plan(format!("not a local path: {}", config.original_url))
-            })?;
-            return Ok(Self::Local(path));
-        }
-        Ok(Self::Store {
-            store: env.object_store(&config.object_store_url)?,
-            path: table.prefix().clone(),
-            url: config.original_url.clone(),
-        })
-    }
-
-    fn name(&self) -> String {
-        match self {
-            Self::Local(p) => p.display().to_string(),
-            Self::Store { url, .. } => url.clone(),
-        }
-    }
-}
-
 /// What the writer does with an error in its input stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamErrors {
@@ -275,13 +216,7 @@ pub async fn write_mcap(
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<(u64, Option<DataFusionError>)> {
     check_schema(&stream.schema())?;
-    let mut out = match target {
-        Target::Local(p) => AtomicFile::create(p).map_err(|e| io_err(p, e))?,
-        Target::Store { .. } => {
-            let temp = std::env::temp_dir().join("logsql-upload.mcap");
-            AtomicFile::create(&temp).map_err(|e| io_err(&temp, e))?
-        }
-    };
+    let mut out = target.create()?;
     let file = out
         .file()
         .try_clone()
@@ -345,41 +280,8 @@ pub async fn write_mcap(
             "the MCAP writer stopped early".into(),
         ));
     };
-    match target {
-        Target::Local(path) => out.commit().map_err(|e| io_err(path, e))?,
-        Target::Store { store, path, url } => {
-            upload(out.temp_path(), store, path).await.map_err(|e| {
-                DataFusionError::Execution(format!("uploading the MCAP file to {url}: {e}"))
-            })?;
-        }
-    }
+    target.publish(out).await?;
     Ok((written, failed))
-}
-
-/// Streams the local file `from` to `path` in `store` (multipart; the object
-/// appears only when complete).
-async fn upload(from: &Path, store: &Arc<dyn ObjectStore>, path: &ObjectPath) -> Result<()> {
-    use tokio::io::AsyncReadExt;
-    let upload = store.put_multipart(path).await?;
-    let mut w = datafusion::object_store::WriteMultipart::new_with_chunk_size(upload, 8 << 20);
-    let mut f = tokio::fs::File::open(from)
-        .await
-        .map_err(|e| io_err(from, e))?;
-    let mut buf = vec![0u8; 8 << 20];
-    loop {
-        let n = f.read(&mut buf).await.map_err(|e| io_err(from, e))?;
-        if n == 0 {
-            break;
-        }
-        w.wait_for_capacity(4).await?;
-        w.write(&buf[..n]);
-    }
-    w.finish().await?;
-    Ok(())
-}
-
-fn io_err(path: &Path, e: std::io::Error) -> DataFusionError {
-    df_err(logsql_readers::Error::io(path.display().to_string(), e))
 }
 
 /// What the query side sends the writer thread.
@@ -628,7 +530,7 @@ impl<W: Write + Seek> McapBatchWriter<W> {
 }
 
 /// A time column as nanoseconds (Int64): timestamps of any unit, or integers taken as ns.
-fn nanos(c: &Arc<dyn Array>) -> Result<Arc<dyn Array>> {
+pub(crate) fn nanos(c: &Arc<dyn Array>) -> Result<Arc<dyn Array>> {
     Ok(match c.data_type() {
         DataType::Timestamp(TimeUnit::Nanosecond, _) => cast(c, &DataType::Int64)?,
         DataType::Timestamp(_, tz) => cast(
@@ -700,7 +602,7 @@ impl DataSink for McapSink {
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let env = context.runtime_env();
-        let target = Target::of_sink(&self.config, &env)?;
+        let target = Target::of_sink(&self.config, &env, "MCAP", "out.mcap")?;
         let options = LogsqlOptions::from_config(context.session_config().options());
         let pool = options.descriptor_pool()?;
         let (rows, _) = write_mcap(

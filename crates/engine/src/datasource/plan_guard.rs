@@ -33,6 +33,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::atomic_write::sink::AtomicSink;
 use crate::datasource::mcap_sink::McapSink;
 use crate::datasource::source::LogSource;
+use crate::datasource::video_sink::VideoSink;
 use crate::storage::roots::DataRoots;
 
 /// The plan nodes a query over logs needs, by their `ExecutionPlan::name`:
@@ -226,6 +227,9 @@ fn sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
         return sink_config(atomic.inner().ok()?);
     }
     if let Some(s) = any.downcast_ref::<McapSink>() {
+        return Some(s.config());
+    }
+    if let Some(s) = any.downcast_ref::<VideoSink>() {
         return Some(s.config());
     }
     if let Some(s) = any.downcast_ref::<ParquetSink>() {

@@ -20,6 +20,9 @@
 //!   finished (unbounded for an hour of video) and brings JSON and CLI
 //!   dependencies by default.
 //!
+//! [`VideoWriter`] puts images of any size and times onto the encoder's
+//! frames: cropping to even sizes, and resampling to a fixed frame rate.
+//!
 //! Memory is bounded whatever the length: the encoder's reference frames,
 //! one converted frame and one encoded frame waiting for the next frame's
 //! time (its duration), plus the sample tables.
@@ -37,12 +40,19 @@ use openh264::formats::YUVSlices;
 
 use crate::error::{MediaError, Result};
 
+mod writer;
+
+pub use writer::{MAX_FPS, VideoWriter};
+
 /// Ticks per second of the MP4 track's times: 90 kHz, the usual video
 /// clock (a frame time is kept within 6 microseconds).
 pub const TIMESCALE: u32 = 90_000;
 
 /// The largest frame side encoded (H.264 level 5.1 allows 4096 x 2304).
 pub const MAX_SIDE: u32 = 4096;
+
+/// The smallest frame side OpenH264 encodes (one macroblock).
+pub const MIN_SIDE: u32 = 16;
 
 /// How a video is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,12 +125,17 @@ fn video_error(what: &str, e: impl std::fmt::Display) -> MediaError {
 }
 
 impl<W: Write + Seek> Mp4Encoder<W> {
-    /// An encoder of `width` x `height` frames (both even, at most
-    /// [`MAX_SIDE`]) writing to `out`.
+    /// An encoder of `width` x `height` frames (both even, from
+    /// [`MIN_SIDE`] to [`MAX_SIDE`]) writing to `out`.
     pub fn new(out: W, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
         if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
             return Err(MediaError::Unsupported(format!(
                 "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
+            )));
+        }
+        if width < MIN_SIDE || height < MIN_SIDE {
+            return Err(MediaError::Unsupported(format!(
+                "a {width}x{height} video: OpenH264 encodes frames of at least {MIN_SIDE}x{MIN_SIDE} pixels"
             )));
         }
         if width > MAX_SIDE || height > MAX_SIDE {

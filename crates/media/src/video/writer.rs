@@ -1,0 +1,244 @@
+//! Camera images in, a video out: [`VideoWriter`] puts a stream of images of
+//! one size, in time order, onto an [`Mp4Encoder`]'s frames.
+//!
+//! - The first image sets the video's size; an image of another size is an
+//!   error naming both sizes.
+//! - An odd width or height loses its last column or row (H.264's 4:2:0
+//!   needs even sizes).
+//! - Without a frame rate each image is one frame shown at its own time
+//!   (variable frame rate). With one, a frame every `1/fps` s from the first
+//!   image's time to the last's, each showing the latest image at its time.
+//!
+//! It holds one encoder, one cropped frame and (with a frame rate) the latest
+//! image: memory does not depend on the length of the video.
+
+use std::io::{Seek, Write};
+
+use super::{Mp4Encoder, VideoOptions};
+use crate::error::{MediaError, Result};
+
+/// The highest frame rate a resampled video may have.
+pub const MAX_FPS: f64 = 1000.0;
+
+/// Puts images onto an [`Mp4Encoder`]; see the module documentation.
+pub struct VideoWriter<W: Write + Seek> {
+    options: VideoOptions,
+    /// Nanoseconds between frames, when resampled.
+    period: Option<f64>,
+    /// Until the first image gives the size.
+    out: Option<W>,
+    encoder: Option<Mp4Encoder<W>>,
+    /// The images' size, and the encoded (even) size.
+    size: (u32, u32),
+    even: (u32, u32),
+    /// When resampled: the latest image (time, cropped pixels) and the
+    /// next frame's time.
+    latest: Option<(i64, Vec<u8>)>,
+    next: f64,
+}
+
+impl<W: Write + Seek> std::fmt::Debug for VideoWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VideoWriter")
+            .field("size", &self.size)
+            .field("period", &self.period)
+            .field("frames", &self.frames())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write + Seek> VideoWriter<W> {
+    /// A writer to `out`, one frame per image (`fps` `None`) or resampled to
+    /// `fps` frames per second (above 0, at most [`MAX_FPS`]).
+    pub fn new(out: W, options: VideoOptions, fps: Option<f64>) -> Result<Self> {
+        let period = match fps {
+            None => None,
+            Some(f) if f.is_finite() && f > 0.0 && f <= MAX_FPS => Some(1e9 / f),
+            Some(f) => {
+                return Err(MediaError::Invalid(format!(
+                    "a frame rate of {f}: frames per second above 0, at most {MAX_FPS}"
+                )));
+            }
+        };
+        Ok(Self {
+            options,
+            period,
+            out: Some(out),
+            encoder: None,
+            size: (0, 0),
+            even: (0, 0),
+            latest: None,
+            next: 0.0,
+        })
+    }
+
+    /// Frames encoded so far.
+    pub fn frames(&self) -> u64 {
+        self.encoder.as_ref().map_or(0, Mp4Encoder::frames)
+    }
+
+    /// Adds an `rgb8` image of `width` x `height` taken at `time_ns` (after
+    /// the previous image's).
+    pub fn add_rgb8(&mut self, time_ns: i64, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
+        if let Some(out) = self.out.take() {
+            self.size = (width, height);
+            self.even = (width & !1, height & !1);
+            self.encoder = Some(Mp4Encoder::new(
+                out,
+                self.even.0,
+                self.even.1,
+                self.options,
+            )?);
+        }
+        if (width, height) != self.size {
+            return Err(MediaError::Invalid(format!(
+                "the image at {time_ns} ns is {width}x{height}, the video's first was {}x{}",
+                self.size.0, self.size.1
+            )));
+        }
+        let need = width as usize * height as usize * 3;
+        if rgb.len() != need {
+            return Err(MediaError::Invalid(format!(
+                "the image at {time_ns} ns has {} bytes, a {width}x{height} rgb8 image {need}",
+                rgb.len()
+            )));
+        }
+        let frame = self.crop(rgb);
+        let Some(period) = self.period else {
+            return self.push(time_ns, &frame);
+        };
+        match self.latest.take() {
+            None => self.next = time_ns as f64,
+            Some((t, _)) if time_ns <= t => {
+                return Err(MediaError::Invalid(format!(
+                    "the image at {time_ns} ns is not after the previous one ({t} ns)"
+                )));
+            }
+            Some((_, latest)) => {
+                // Every frame time before this image shows the latest one.
+                while self.next < time_ns as f64 {
+                    self.push(self.next.round() as i64, &latest)?;
+                    self.next += period;
+                }
+            }
+        }
+        self.latest = Some((time_ns, frame));
+        Ok(())
+    }
+
+    /// Ends the video (when resampled, the last image fills the frame times
+    /// up to its own) and returns the output and the frame count. A video
+    /// without an image is an error.
+    pub fn finish(mut self) -> Result<(W, u64)> {
+        if let (Some((t, latest)), Some(period)) = (self.latest.take(), self.period) {
+            while self.next <= t as f64 {
+                self.push(self.next.round() as i64, &latest)?;
+                self.next += period;
+            }
+        }
+        let Some(encoder) = self.encoder else {
+            return Err(MediaError::Invalid(
+                "a video needs at least one image".into(),
+            ));
+        };
+        let frames = encoder.frames();
+        Ok((encoder.finish()?, frames))
+    }
+
+    fn push(&mut self, time_ns: i64, frame: &[u8]) -> Result<()> {
+        match &mut self.encoder {
+            Some(e) => e.push_rgb8(time_ns, frame).map_err(|e| match e {
+                MediaError::Invalid(m) => {
+                    MediaError::Invalid(format!("the frame at {time_ns} ns: {m}"))
+                }
+                other => other,
+            }),
+            None => Err(MediaError::Write("the video has no encoder".into())),
+        }
+    }
+
+    /// The pixels without an odd last column or row.
+    fn crop(&self, rgb: &[u8]) -> Vec<u8> {
+        let (w, h) = (self.size.0 as usize, self.size.1 as usize);
+        let (ew, eh) = (self.even.0 as usize, self.even.1 as usize);
+        if (w, h) == (ew, eh) {
+            return rgb.to_vec();
+        }
+        rgb.chunks_exact(w * 3)
+            .take(eh)
+            .flat_map(|row| &row[..ew * 3])
+            .copied()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::super::tests::frame;
+    use super::*;
+
+    fn sample_times(bytes: Vec<u8>) -> Vec<u64> {
+        let size = bytes.len() as u64;
+        let mut r = mp4::Mp4Reader::read_header(Cursor::new(bytes), size).unwrap();
+        let n = r.tracks().get(&1).unwrap().sample_count();
+        (1..=n)
+            .map(|i| r.read_sample(1, i).unwrap().unwrap().start_time)
+            .collect()
+    }
+
+    #[test]
+    fn images_resample_to_a_frame_rate() {
+        let mut w =
+            VideoWriter::new(Cursor::new(Vec::new()), VideoOptions::default(), Some(10.0)).unwrap();
+        // Images at 0, 0.25 and 0.5 s: frames every 0.1 s from 0 to 0.5 s.
+        for (i, t) in [0i64, 250_000_000, 500_000_000].into_iter().enumerate() {
+            w.add_rgb8(t, 32, 16, &frame(32, 16, i)).unwrap();
+        }
+        let (out, frames) = w.finish().unwrap();
+        assert_eq!(frames, 6);
+        assert_eq!(
+            sample_times(out.into_inner()),
+            [0, 9000, 18000, 27000, 36000, 45000]
+        );
+    }
+
+    #[test]
+    fn odd_sizes_are_cropped_and_other_sizes_refused() {
+        let mut w =
+            VideoWriter::new(Cursor::new(Vec::new()), VideoOptions::default(), None).unwrap();
+        let odd = vec![7u8; 33 * 17 * 3];
+        w.add_rgb8(0, 33, 17, &odd).unwrap();
+        let e = w.add_rgb8(10, 32, 16, &frame(32, 16, 0)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the image at 10 ns is 32x16, the video's first was 33x17"
+        );
+        let e = w.add_rgb8(10, 33, 17, &odd[..30]).unwrap_err();
+        assert!(e.to_string().contains("has 30 bytes"), "{e}");
+        w.add_rgb8(20, 33, 17, &odd).unwrap();
+        let (out, frames) = w.finish().unwrap();
+        assert_eq!(frames, 2);
+        let bytes = out.into_inner();
+        let size = bytes.len() as u64;
+        let r = mp4::Mp4Reader::read_header(Cursor::new(bytes), size).unwrap();
+        let t = r.tracks().get(&1).unwrap();
+        assert_eq!((t.width(), t.height()), (32, 16));
+    }
+
+    #[test]
+    fn bad_rates_and_empty_videos_are_refused() {
+        for fps in [0.0, -1.0, f64::NAN, 1001.0] {
+            assert!(
+                VideoWriter::new(Cursor::new(Vec::new()), VideoOptions::default(), Some(fps))
+                    .is_err()
+            );
+        }
+        let w = VideoWriter::new(Cursor::new(Vec::new()), VideoOptions::default(), None).unwrap();
+        assert_eq!(
+            w.finish().unwrap_err().to_string(),
+            "a video needs at least one image"
+        );
+    }
+}
