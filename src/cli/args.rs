@@ -264,6 +264,21 @@ pub enum Command {
     /// certificate its CA signed.
     #[cfg(feature = "distributed")]
     Worker(WorkerArgs),
+    /// Checks log files and lists each problem with where it is (byte offset,
+    /// log time): damaged or missing indexes, checksum mismatches, chunks and
+    /// index records that disagree, messages outside their chunk's times,
+    /// overlapping chunks (information), a cut tail, an unclosed recording,
+    /// unknown records. Exit status 0 healthy, 1 problems, 2 unreadable.
+    Doctor {
+        /// Log files; a directory stands for the log files under it.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        paths: Vec<String>,
+    },
+    /// Writes every readable message of a (damaged) log into a valid,
+    /// indexed, time-sorted MCAP file with its channels, schemas, metadata
+    /// and attachments, and reports what was lost. Never writes INPUT; OUTPUT
+    /// appears only when complete.
+    Recover(RecoverArgs),
     /// Draws a contact sheet of a camera topic: frames spread evenly over its
     /// time span, each labelled with its log time, as one PNG.
     Frames(FramesArgs),
@@ -298,6 +313,21 @@ pub struct WorkerArgs {
     /// run queries over the data roots. For a trusted network only.
     #[arg(long)]
     pub insecure: bool,
+}
+
+/// Arguments of `logsql recover`.
+#[derive(Debug, clap::Args)]
+pub struct RecoverArgs {
+    /// The damaged log: a file, or a ROS 2 bag directory.
+    #[arg(value_name = "INPUT")]
+    pub input: String,
+    /// The MCAP file to write (replaced if it exists).
+    #[arg(value_name = "OUTPUT")]
+    pub output: PathBuf,
+    /// Memory the time sort of an input out of time order may hold before
+    /// it spills to temporary files (`64MiB`, `1GiB`).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
+    pub memory_limit: usize,
 }
 
 /// Arguments of `logsql serve`.
@@ -534,6 +564,8 @@ pub struct PlotArgs {
 fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
     match subcommand {
         "info" => Some(&["format", "no_verify"]),
+        "doctor" => Some(&["format"]),
+        "recover" => Some(&["target_partitions", "descriptors", "msg_path"]),
         "export" | "plot" | "serve" | "frames" => Some(&[
             "on_error",
             "target_partitions",

@@ -24,6 +24,9 @@ pub enum CliError {
     BrokenPipe,
     /// Anything else, already phrased for the user.
     Message(String),
+    /// An outcome already reported on stdout, ending with this exit status
+    /// and no error line (`logsql doctor`'s 1 and 2).
+    Status(u8),
 }
 
 /// Result alias of the CLI.
@@ -53,6 +56,7 @@ impl fmt::Display for CliError {
             CliError::Io(what, e) => write!(f, "{what}: {e}"),
             CliError::BrokenPipe => f.write_str("broken pipe"),
             CliError::Message(m) => f.write_str(m),
+            CliError::Status(n) => write!(f, "exit status {n}"),
         }
     }
 }

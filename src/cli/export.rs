@@ -150,7 +150,7 @@ fn is_mcap(output: &Path) -> bool {
 ///
 /// As with Parquet, a query that fails after delivering rows (a damaged file)
 /// leaves a complete MCAP file of those rows, and the error says so.
-fn write_mcap_file(
+pub(crate) fn write_mcap_file(
     app: &App,
     input: &str,
     sql: &str,

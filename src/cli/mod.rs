@@ -5,6 +5,8 @@
 //! - [`statements`]: splitting scripts at `;`;
 //! - [`shell`]: the interactive shell;
 //! - [`info`]: `logsql info`, a human summary of log files;
+//! - [`doctor`] and [`recover`]: `logsql doctor` (each file's problems) and
+//!   `logsql recover` (every readable message into a valid MCAP);
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
@@ -17,6 +19,7 @@
 //! output never blocks the runtime's workers.
 
 pub mod args;
+pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod export_files;
@@ -28,6 +31,7 @@ pub mod info;
 pub mod logger;
 pub mod output;
 pub mod plot;
+pub mod recover;
 pub mod serve;
 pub mod shell;
 pub mod statements;
@@ -69,6 +73,7 @@ pub fn main() -> ExitCode {
     logger::init();
     match run(args) {
         Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(CliError::Status(n)) => ExitCode::from(n),
         Err(e) => {
             eprintln!("error: {}", terminal::for_stderr(&e.to_string()));
             ExitCode::FAILURE
@@ -144,6 +149,8 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
                 info::run(app, files, opts, out)
             }
             Command::Export(e) => export::run(app, e, out),
+            Command::Doctor { paths } => doctor::run(app, paths, args.format, out),
+            Command::Recover(r) => recover::run(app, r, out),
             Command::Plot(p) => plot::run(app, p, p.quiet || args.quiet, out),
             Command::Frames(f) => frames::run(app, f, out),
             Command::Topics { path } => app.run_table_function("topics", path, out),

@@ -17,7 +17,7 @@
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
 # boto3, and for images Pillow numpy foxglove-schemas-protobuf). LOGSQL_INTEROP_SUITES picks suites
-# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images;
+# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -32,7 +32,9 @@
 # video_interop.py decodes the H.264 MP4 of logsql-media's encoder with PyAV, pip `av`,
 # and needs the encode_video example beside the logsql binary, which `cargo test` builds;
 # images_interop.py reads camera images the official writers recorded and compares
-# them with Pillow and numpy references).
+# them with Pillow and numpy references; recover_interop.py kills the official MCAP, ROS1 bag
+# and ROS 2 writers with SIGKILL mid-write, recovers with `logsql recover` and opens the result
+# with the official mcap reader, CRCs validated).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -92,7 +94,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover}; do
     log=$(mktemp)
     status=0
     "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?

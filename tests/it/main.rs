@@ -11,6 +11,7 @@ mod cli_damage;
 mod cli_errors;
 mod cli_images;
 mod cli_plot;
+mod cli_repair;
 mod cli_safe_writes;
 #[cfg(unix)]
 mod cli_shell;

@@ -13,12 +13,14 @@
 //! - [`table`]: the typed side tables some formats offer;
 //! - [`proto_syntax`]: the protobuf-library guard readers and decoders share;
 //! - [`ros2_interfaces`]: ROS 2 `.msg` definitions by type name;
+//! - [`doctor`]: the health checks of one file (`logsql doctor`);
 //! - [`error`]: the one error type.
 
 #![warn(missing_docs)]
 
 pub mod byte_buf;
 pub mod compression;
+pub mod doctor;
 pub mod error;
 pub mod formats;
 pub mod io;

@@ -119,6 +119,28 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         false
     }
 
+    /// Whether files of this format normally carry an index or summary, so
+    /// that one without it is a problem `logsql doctor` reports (default
+    /// `true`; CARLA recordings have none).
+    fn keeps_index(&self) -> bool {
+        true
+    }
+
+    /// Whether the format allows chunks whose times overlap or go back
+    /// (default `true`): `logsql doctor` then reports them as information,
+    /// not damage.
+    fn chunks_may_overlap(&self) -> bool {
+        true
+    }
+
+    /// The checks only this format can make, added to `report` by
+    /// [`crate::doctor::check`] after the shared ones (unknown records, chunk
+    /// headers that disagree with the index, an unclosed recording). The
+    /// default adds nothing.
+    fn doctor(&self, file: &dyn ReadAt, summary: &Summary, report: &mut crate::doctor::Report) {
+        let _ = (file, summary, report);
+    }
+
     /// Format-specific `messages` columns after the common ones, filled from
     /// [`Message::extra`](crate::model::Message::extra).
     fn extra_columns(&self) -> &'static [ExtraColumn] {

@@ -70,6 +70,17 @@ pub const FORMAT: &str = "record";
 pub struct ApolloFormat;
 
 impl FormatReader for ApolloFormat {
+    /// A record without its index section was never closed by its writer.
+    fn doctor(&self, _file: &dyn ReadAt, summary: &Summary, report: &mut crate::doctor::Report) {
+        if !summary.indexed {
+            report.add(crate::doctor::Problem::new(
+                crate::doctor::ProblemKind::UnclosedRecording,
+                None,
+                "no index section: the writer never closed the record",
+            ));
+        }
+    }
+
     fn name(&self) -> &'static str {
         FORMAT
     }

@@ -68,6 +68,17 @@ impl FormatReader for BagFormat {
         true
     }
 
+    /// A file still named `.bag.active` was never closed by `rosbag record`.
+    fn doctor(&self, file: &dyn ReadAt, _summary: &Summary, report: &mut crate::doctor::Report) {
+        if file.name().ends_with(".bag.active") {
+            report.add(crate::doctor::Problem::new(
+                crate::doctor::ProblemKind::UnclosedRecording,
+                None,
+                "named .bag.active: the recorder never closed it (its index is usually missing)",
+            ));
+        }
+    }
+
     fn name(&self) -> &'static str {
         "bag"
     }

@@ -76,6 +76,10 @@ impl FormatReader for CarlaFormat {
         true
     }
 
+    fn keeps_index(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         "carla"
     }

@@ -29,7 +29,8 @@
 //! - [`index`]: the reader-private summary data and channel/schema conversion;
 //! - `summary`: footer, summary section, fallbacks, summary assembly;
 //! - `walk`: the linear structural walk and pseudo-chunk reading;
-//! - `chunk`: loading, decompressing and reading one chunk; the message-index fast path.
+//! - `chunk`: loading, decompressing and reading one chunk; the message-index fast path;
+//! - `doctor`: the checks only MCAP makes for `logsql doctor`.
 
 use crate::error::{ErrorContext, Result};
 use crate::formats::FormatReader;
@@ -37,6 +38,7 @@ use crate::io::ReadAt;
 use crate::model::{ChannelTimes, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
 
 mod chunk;
+mod doctor;
 pub mod index;
 pub mod reader;
 pub mod records;
@@ -56,6 +58,10 @@ pub struct McapFormat;
 impl FormatReader for McapFormat {
     fn chunk_times_enclose_messages(&self) -> bool {
         true
+    }
+
+    fn doctor(&self, file: &dyn ReadAt, summary: &Summary, report: &mut crate::doctor::Report) {
+        doctor::check(file, summary, report);
     }
 
     fn name(&self) -> &'static str {

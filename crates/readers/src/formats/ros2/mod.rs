@@ -123,6 +123,35 @@ fn split(lo: i64, hi: i64, k: u64) -> Vec<(i64, i64)> {
 }
 
 impl FormatReader for Ros2Format {
+    /// A database with a `-wal` file beside it was not closed by its writer;
+    /// one without `metadata.yaml` beside it is a bag `ros2 bag record` never
+    /// finished (or a copied database).
+    fn doctor(&self, file: &dyn ReadAt, _summary: &Summary, report: &mut crate::doctor::Report) {
+        use crate::doctor::{Problem, ProblemKind};
+        let path = std::path::Path::new(file.name());
+        if !path.is_file() {
+            return;
+        }
+        let wal = format!("{}-wal", file.name());
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            report.add(Problem::new(
+                ProblemKind::UnclosedRecording,
+                None,
+                format!("{wal} is beside it: the writer never closed the database (SQLite replays it on open)"),
+            ));
+        }
+        if path
+            .parent()
+            .is_some_and(|d| !d.join("metadata.yaml").is_file())
+        {
+            report.add(Problem::new(
+                ProblemKind::UnclosedRecording,
+                None,
+                "no metadata.yaml beside it: the recorder never finished the bag (or the database was copied alone)",
+            ));
+        }
+    }
+
     fn reads_by_path(&self) -> bool {
         true
     }

@@ -1,0 +1,315 @@
+//! `logsql recover`: every readable message of a damaged log into a valid,
+//! indexed, time-sorted MCAP file, and a report of what was lost.
+//!
+//! The loss report is `doctor`'s ([`super::doctor`]): the byte ranges no
+//! reader can use, the chunks dropped and, where the file's index states
+//! them, the messages lost. The messages are then written as `logsql export
+//! OUT.mcap` writes them ([`super::export::write_mcap_file`]): `SELECT * FROM
+//! 'INPUT' ORDER BY log_time` under `logsql.on_error = 'warn'`, with each
+//! channel's schema, metadata and attachments from the input, into a
+//! temporary file renamed over OUTPUT only when complete.
+//!
+//! Memory does not grow with the input. A file whose chunks are in time
+//! order streams through without a sort. Otherwise the time axis is cut into
+//! windows ([`time_windows`]) that each hold about half of `--memory-limit`
+//! of messages by the chunks' stated times and sizes, and the windows are
+//! sorted and written one after the other (`... WHERE log_time >= a AND
+//! log_time < b ORDER BY log_time`; time pushdown reads only the chunks
+//! overlapping each window). A window that holds more than estimated is
+//! spilled to temporary files by DataFusion's sort.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use std::sync::Arc;
+
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+use logsql::LogsqlOptions;
+use logsql::datasource::mcap_sink::{McapWriteOptions, StreamErrors, Target, write_mcap};
+use logsql::datasource::mcap_sources::ScannedFiles;
+use logsql_readers::formats;
+use logsql_readers::io::FileReader;
+use logsql_readers::limits::Limits;
+
+use super::App;
+use super::args::RecoverArgs;
+use super::doctor::{self, UNREADABLE};
+use super::error::{CliError, CliResult};
+
+/// Rows per batch while recovering: payloads may be large, and the sort
+/// of an input out of time order reserves and spills whole batches.
+const SORT_BATCH_ROWS: usize = 256;
+
+/// Recovers `a.input` into `a.output` and prints the report to `out`.
+pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
+    let started = Instant::now();
+    refuse_same_file(&a.input, &a.output)?;
+    let limits = LogsqlOptions::from_config(app.ctx.state().config_options()).limits();
+    let checked: Vec<_> = doctor::expand(std::slice::from_ref(&a.input))?
+        .iter()
+        .map(|p| doctor::check_path(p, &limits))
+        .collect();
+    let mut report = String::new();
+    for c in &checked {
+        report.push_str(&doctor::text(c));
+    }
+    write(out, &report)?;
+    if checked.iter().all(|c| c.report.is_err()) {
+        return Err(CliError::Status(UNREADABLE));
+    }
+    for set in [
+        "SET logsql.on_error = 'warn'".to_string(),
+        // Small batches: a sort holds (and spills) payloads a few at a time.
+        format!("SET datafusion.execution.batch_size = {SORT_BATCH_ROWS}"),
+        format!(
+            "SET datafusion.runtime.memory_limit = '{}K'",
+            (a.memory_limit / 1024).max(1)
+        ),
+    ] {
+        app.run_statement(&set, out)?;
+    }
+    let chunks = chunk_spans(&checked, &limits);
+    let windows = time_windows(&chunks, (a.memory_limit / 2) as u64);
+    let sqls: Vec<String> = windows
+        .iter()
+        .map(|&(start, end)| {
+            let mut sql = super::export::export_sql(&a.input, &Default::default(), start, end);
+            if windows.len() > 1 {
+                // Payloads copied out of the chunk buffers they view: a
+                // window's sort then holds its own messages, not every
+                // chunk any of them came from.
+                sql = sql.replacen(
+                    "SELECT *",
+                    "SELECT * EXCLUDE (data), arrow_cast(data, 'Binary') AS data",
+                    1,
+                );
+            }
+            sql.push_str(" ORDER BY log_time");
+            sql
+        })
+        .collect();
+    log::debug!("recover: {} time window(s): {sqls:?}", sqls.len());
+    // The damage was reported above: the scans' warnings (one per window)
+    // would only repeat it.
+    let level = log::max_level();
+    log::set_max_level(level.min(log::LevelFilter::Error));
+    let rows = write_windows(app, &a.input, &sqls, &a.output);
+    log::set_max_level(level);
+    let rows = rows?;
+    let read: u64 = checked
+        .iter()
+        .filter_map(|c| c.report.as_ref().ok())
+        .map(|r| r.messages)
+        .sum();
+    write(
+        out,
+        &format!(
+            "recovered {rows} messages into {} ({read} read by the check) in {:.1} s\n",
+            a.output.display(),
+            started.elapsed().as_secs_f64()
+        ),
+    )
+}
+
+/// A chunk's stated time span (inclusive) and its size in bytes.
+type Span = (u64, u64, u64);
+
+/// The stated time spans and sizes of the chunks of every readable file
+/// checked; empty when some file's chunks state no times (then one window).
+fn chunk_spans(checked: &[doctor::Checked], limits: &Limits) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for c in checked.iter().filter(|c| c.report.is_ok()) {
+        let summary = FileReader::open(&c.path).and_then(|f| {
+            let format = formats::detect(&f)?;
+            format.summary_with_limits(&f, limits)
+        });
+        let Ok(summary) = summary else { continue };
+        for chunk in &summary.chunks {
+            let (Some(s), Some(e)) = (chunk.start_time, chunk.end_time) else {
+                return Vec::new();
+            };
+            let bytes = chunk.uncompressed_size.unwrap_or(chunk.length).max(1);
+            spans.push((s.min(e), e.max(s), bytes));
+        }
+    }
+    spans
+}
+
+/// Cuts the time axis into windows `[start, end)` (`None`: unbounded) that
+/// each hold about `budget` bytes of messages, estimated from the chunks'
+/// stated spans and sizes with messages spread evenly over each span. One
+/// window, unbounded, when everything fits or the chunks are in time order
+/// and disjoint (the scan then streams in order without a sort).
+pub fn time_windows(chunks: &[Span], budget: u64) -> Vec<(Option<i64>, Option<i64>)> {
+    let total: u64 = chunks.iter().map(|c| c.2).sum();
+    let ordered = chunks.windows(2).all(|w| w[0].1 < w[1].0);
+    if total <= budget || ordered {
+        return vec![(None, None)];
+    }
+    // Sweep over every chunk start and end: bytes per nanosecond in between.
+    let mut events: Vec<(u64, f64)> = Vec::with_capacity(chunks.len() * 2);
+    for &(s, e, bytes) in chunks {
+        let density = bytes as f64 / ((e - s) as f64 + 1.0);
+        events.push((s, density));
+        events.push((e.saturating_add(1), -density));
+    }
+    events.sort_by_key(|e| e.0);
+    let budget = budget.max(1) as f64;
+    let mut cuts: Vec<u64> = Vec::new();
+    let (mut density, mut held) = (0.0_f64, 0.0_f64);
+    for pair in events.windows(2) {
+        density += pair[0].1;
+        let (from, to) = (pair[0].0, pair[1].0);
+        if to <= from || density <= 0.0 {
+            continue;
+        }
+        let mut at = from;
+        let mut bytes = density * (to - from) as f64;
+        while held + bytes > budget {
+            // Cut where the window is full (at least 1 ns on, when empty).
+            let room = ((budget - held) / density).floor().max(0.0) as u64;
+            let room = if room == 0 && held == 0.0 { 1 } else { room };
+            at = at.saturating_add(room).min(to);
+            if at >= to {
+                break;
+            }
+            cuts.push(at);
+            held = 0.0;
+            bytes = density * (to - at) as f64;
+        }
+        held += bytes;
+    }
+    cuts.dedup();
+    let bound = |t: u64| i64::try_from(t).ok();
+    let mut windows = Vec::with_capacity(cuts.len() + 1);
+    let mut start = None;
+    for cut in cuts {
+        let Some(cut) = bound(cut) else { break };
+        windows.push((start, Some(cut)));
+        start = Some(cut);
+    }
+    windows.push((start, None));
+    windows
+}
+
+/// Writes the result of each of `sqls`, one after the other, as one MCAP
+/// file at `output` (see [`logsql::datasource::mcap_sink`]). Returns the rows
+/// written.
+fn write_windows(app: &App, input: &str, sqls: &[String], output: &Path) -> CliResult<u64> {
+    // One local file is read in one partition (as `export` reads it): its
+    // scan in declared time order then needs no merge of partitions.
+    let ctx = if Path::new(input).is_file() {
+        let mut one = app.ctx.state();
+        one.config_mut().options_mut().execution.target_partitions = 1;
+        SessionContext::new_with_state(one)
+    } else {
+        app.ctx.clone()
+    };
+    let mut plans: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(sqls.len());
+    for sql in sqls {
+        let df = app.rt.block_on(ctx.sql(sql))?;
+        plans.push(app.rt.block_on(df.create_physical_plan())?);
+    }
+    let scanned = ScannedFiles::of_plan(&plans[0]);
+    let schema = plans[0].schema();
+    let task = ctx.task_ctx();
+    let batches = futures::stream::iter(plans).flat_map(move |plan| {
+        match execute_stream(plan, Arc::clone(&task)) {
+            Ok(stream) => stream.boxed(),
+            Err(e) => futures::stream::once(async { Err(e) }).boxed(),
+        }
+    });
+    let stream = Box::pin(RecordBatchStreamAdapter::new(schema, batches));
+    let pool = LogsqlOptions::from_config(app.ctx.state().config_options()).descriptor_pool()?;
+    let (rows, failed) = app.rt.block_on(write_mcap(
+        stream,
+        app.ctx.runtime_env(),
+        pool,
+        &scanned,
+        &McapWriteOptions::default(),
+        &Target::Local(output.to_path_buf()),
+        StreamErrors::KeepRows,
+        &|_| {},
+    ))?;
+    match failed {
+        None => Ok(rows),
+        Some(e) => Err(CliError::from(e.context(format!(
+            "{} holds the {rows} messages read before the error (a complete MCAP file)",
+            output.display()
+        )))),
+    }
+}
+
+/// Refuses an OUTPUT that is INPUT (or a file inside an INPUT directory):
+/// recover never writes its input.
+fn refuse_same_file(input: &str, output: &Path) -> CliResult {
+    let (Ok(input), Some(parent)) = (
+        std::fs::canonicalize(input),
+        output.parent().map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        }),
+    ) else {
+        return Ok(());
+    };
+    let Ok(parent) = std::fs::canonicalize(parent) else {
+        return Ok(());
+    };
+    let target = parent.join(output.file_name().unwrap_or_default());
+    if target == input || (input.is_dir() && target.starts_with(&input)) {
+        return Err(CliError::msg(format!(
+            "{}: recover never writes its input; name another output file",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+fn write(out: &mut dyn Write, s: &str) -> CliResult {
+    out.write_all(s.as_bytes())
+        .and_then(|_| out.flush())
+        .map_err(|e| CliError::io("writing output", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_windows;
+
+    #[test]
+    fn ordered_or_small_inputs_are_one_window() {
+        let ordered = [(0, 9, 100), (10, 19, 100), (20, 29, 100)];
+        assert_eq!(time_windows(&ordered, 10), [(None, None)]);
+        let small = [(0, 99, 10), (50, 150, 10)];
+        assert_eq!(time_windows(&small, 100), [(None, None)]);
+        assert_eq!(time_windows(&[], 1), [(None, None)]);
+    }
+
+    #[test]
+    fn overlapping_chunks_are_cut_into_windows_of_about_the_budget() {
+        // Two chunks over the same second, 1000 bytes each: 2000 bytes
+        // evenly over 0..1000, windows of 500 bytes hold 250 ns each.
+        let chunks = [(0, 999, 1000), (0, 999, 1000)];
+        assert_eq!(
+            time_windows(&chunks, 500),
+            [
+                (None, Some(250)),
+                (Some(250), Some(500)),
+                (Some(500), Some(750)),
+                (Some(750), None)
+            ]
+        );
+        // Out of file order but disjoint: cut between them.
+        let chunks = [(100, 199, 1000), (0, 99, 1000)];
+        assert_eq!(
+            time_windows(&chunks, 1000),
+            [(None, Some(100)), (Some(100), None)]
+        );
+    }
+}

@@ -1,0 +1,354 @@
+//! `logsql doctor` and `logsql recover` at the CLI, on damaged copies made
+//! here the ways recordings really break: cut at an offset, a zeroed page,
+//! flipped bytes in chunk data and in the index, an unclosed recording.
+//! `doctor` must name each injected problem (kind and byte offset) and call
+//! a clean file healthy; `recover`'s output, read back with the strict
+//! policy, must hold exactly the messages logsql reads from the damaged
+//! input under `warn` (topic, time, payload hash), in time order, with the
+//! input left untouched.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use logsql_readers::formats::mcap::reader::RecordReader;
+use logsql_readers::formats::mcap::records::Record;
+use logsql_readers::io::FileReader;
+use serde_json::Value;
+
+use crate::fixtures;
+
+/// Runs the CLI: (exit code, stdout, stderr).
+fn logsql(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn demo(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// A damaged copy of `source` at `dir/name`, `damage` applied to its bytes.
+fn damaged(dir: &Path, source: &Path, name: &str, damage: impl Fn(&mut Vec<u8>)) -> PathBuf {
+    let mut bytes = std::fs::read(source).unwrap();
+    damage(&mut bytes);
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn cut(at: usize) -> impl Fn(&mut Vec<u8>) {
+    move |b| b.truncate(at)
+}
+
+fn zero(at: usize, len: usize) -> impl Fn(&mut Vec<u8>) {
+    move |b| b[at..at + len].fill(0)
+}
+
+fn flip(at: usize, len: usize) -> impl Fn(&mut Vec<u8>) {
+    move |b| b[at..at + len].iter_mut().for_each(|x| *x ^= 0xff)
+}
+
+/// demo.mcap's first ChunkIndex record of a chunk with messages, with its
+/// `message_start_time` moved 1 ms later and the summary CRC cleared (0: not
+/// computed), so the summary is used and disagrees with the chunk.
+fn shift_chunk_index(b: &mut [u8]) {
+    let n = b.len();
+    let summary_start = u64::from_le_bytes(b[n - 28..n - 20].try_into().unwrap()) as usize;
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let mut p = summary_start;
+    while b[p] != 0x08 || u64_at(b, p + 9) == 0 {
+        p += 9 + u64_at(b, p + 1) as usize;
+    }
+    let field = p + 9;
+    let t = u64_at(b, field) + 1_000_000;
+    b[field..field + 8].copy_from_slice(&t.to_le_bytes());
+    b[n - 12..n - 8].fill(0);
+}
+
+/// `doctor --format json` of one file: (exit code, its report).
+fn doctor(path: &Path) -> (i32, Value) {
+    let (code, stdout, stderr) = logsql(&["doctor", "--format", "json", path.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {stdout} {stderr}", path.display()));
+    (code, v[0].clone())
+}
+
+/// Whether `report` names a problem of `kind` (at `offset`, when given).
+fn names(report: &Value, kind: &str, offset: Option<u64>) -> bool {
+    report["problems"].as_array().unwrap().iter().any(|p| {
+        p["kind"] == kind
+            && p["severity"] == "problem"
+            && offset.is_none_or(|o| p["offset"].as_u64() == Some(o))
+    })
+}
+
+#[test]
+fn doctor_calls_clean_files_healthy() {
+    for name in [
+        "demo.mcap",
+        "demo.bag",
+        "demo.record",
+        "demo.bddf",
+        "demo.log",
+    ] {
+        let (code, report) = doctor(&demo(name));
+        assert_eq!(
+            (code, report["status"].as_str()),
+            (0, Some("healthy")),
+            "{name}: {report:#}"
+        );
+        assert!(report["messages"].as_u64().unwrap() > 0, "{name}");
+        assert_eq!(report["lost"], serde_json::json!([]), "{name}");
+    }
+    // A ROS 2 bag directory with its metadata.yaml.
+    let Some(talker) = fixtures::dir("ros2") else {
+        return;
+    };
+    let (code, stdout, _) = logsql(&["doctor", talker.join("sqlite3/talker").to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(
+        stdout.contains("20 messages read (index states 20): healthy"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn doctor_names_each_injected_problem() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let mcap = demo("demo.mcap");
+    let bag = demo("demo.bag");
+    type Case = (PathBuf, &'static [(&'static str, Option<u64>)]);
+    let cases: Vec<Case> = vec![
+        (
+            damaged(t, &mcap, "cut.mcap", cut(170_000)),
+            &[("truncated-tail", Some(167_535)), ("missing-index", None)],
+        ),
+        (
+            damaged(t, &mcap, "flipped-chunk.mcap", flip(112_800, 4)),
+            &[("checksum", Some(112_676))],
+        ),
+        (
+            damaged(t, &mcap, "zeroed-summary.mcap", zero(248_000, 4096)),
+            &[("invalid-index", Some(245_757)), ("unknown-record", None)],
+        ),
+        (
+            damaged(t, &mcap, "shifted-index.mcap", |b| shift_chunk_index(b)),
+            &[("index-mismatch", None), ("time-outside-chunk", None)],
+        ),
+        (
+            damaged(t, &bag, "cut.bag", cut(60_000)),
+            &[("truncated-tail", Some(59_877)), ("missing-index", None)],
+        ),
+        (
+            damaged(t, &bag, "zeroed.bag", zero(20_000, 4096)),
+            &[("corrupt", None)],
+        ),
+        (
+            damaged(t, &bag, "recording.bag.active", |_| {}),
+            &[("unclosed-recording", None)],
+        ),
+        (
+            damaged(t, &demo("demo.record"), "zeroed.record", zero(50_000, 4096)),
+            &[("corrupt", Some(50_119))],
+        ),
+        (
+            damaged(t, &demo("demo.bddf"), "flipped.bddf", flip(50_000, 1)),
+            &[("checksum", None)],
+        ),
+        (
+            damaged(t, &demo("demo.bddf"), "cut.bddf", cut(60_000)),
+            &[("truncated-tail", None)],
+        ),
+    ];
+    for (path, wanted) in &cases {
+        let (code, report) = doctor(path);
+        assert_eq!(code, 1, "{}: {report:#}", path.display());
+        for (kind, offset) in *wanted {
+            assert!(
+                names(&report, kind, *offset),
+                "{}: no {kind} at {offset:?} in {report:#}",
+                path.display()
+            );
+        }
+    }
+    // The flipped chunk: its range and the messages its index counted are lost.
+    let (_, report) = doctor(&t.join("flipped-chunk.mcap"));
+    assert_eq!(
+        report["lost"],
+        serde_json::json!([{"start": 112_676, "end": 127_562, "what": "chunk 7", "messages": 197}])
+    );
+    assert_eq!(report["messages"], 2413);
+    // Text output says the same, one line per problem.
+    let (code, stdout, _) = logsql(&["doctor", t.join("cut.mcap").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains("problem truncated-tail at byte 167535"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("lost: bytes 167535..170000 (the end of the file)"),
+        "{stdout}"
+    );
+    // A file no format reads: unreadable, exit status 2.
+    let junk = t.join("junk.mcap");
+    std::fs::write(&junk, b"not a log").unwrap();
+    let (code, report) = doctor(&junk);
+    assert_eq!((code, report["status"].as_str()), (2, Some("unreadable")));
+}
+
+#[test]
+fn doctor_names_unclosed_ros2_and_apollo_recordings() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A .db3 alone: no metadata.yaml beside it.
+    let db3 = tmp.path().join("alone.db3");
+    std::fs::copy(demo("demo.db3"), &db3).unwrap();
+    let (code, report) = doctor(&db3);
+    assert_eq!(code, 1);
+    assert!(names(&report, "unclosed-recording", None), "{report:#}");
+    assert!(
+        report["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("metadata.yaml")
+    );
+    // A record the recorder never closed.
+    let Some(torn) = fixtures::file("apollo", "generated/crash_torn_tail.record") else {
+        return;
+    };
+    let (code, report) = doctor(&torn);
+    assert_eq!(code, 1);
+    assert!(names(&report, "unclosed-recording", None), "{report:#}");
+    assert!(
+        names(&report, "truncated-tail", Some(106_102)),
+        "{report:#}"
+    );
+}
+
+/// Every message of `path` as sorted CSV lines: topic, log time, payload hash.
+fn messages(path: &Path, policy: &str) -> Vec<String> {
+    let sql = format!(
+        "SELECT topic, CAST(log_time AS BIGINT) AS t, encode(sha256(data), 'hex') AS h \
+         FROM '{}' ORDER BY topic, t, h",
+        path.display()
+    );
+    let (code, stdout, stderr) = logsql(&["--on-error", policy, "--format", "csv", &sql]);
+    assert_eq!(code, 0, "{}: {stderr}", path.display());
+    stdout.lines().skip(1).map(str::to_string).collect()
+}
+
+/// The log times of `mcap`'s messages in file order.
+fn file_order_times(mcap: &Path) -> Vec<u64> {
+    let file = FileReader::open(mcap).unwrap();
+    let mut reader = RecordReader::new(&file).unwrap();
+    let mut times = Vec::new();
+    while let Some(item) = reader.next_record().unwrap() {
+        if let Record::Message(m) = item.record {
+            times.push(m.header.log_time);
+        }
+    }
+    times
+}
+
+#[test]
+fn recover_writes_what_the_damaged_input_reads_as_a_valid_sorted_mcap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let mcap = demo("demo.mcap");
+    let bag = demo("demo.bag");
+    let mut inputs = vec![
+        damaged(t, &mcap, "cut.mcap", cut(170_000)),
+        damaged(t, &mcap, "flipped-chunk.mcap", flip(112_800, 4)),
+        damaged(t, &mcap, "zeroed-summary.mcap", zero(248_000, 4096)),
+        damaged(t, &bag, "cut.bag", cut(60_000)),
+        damaged(t, &bag, "zeroed.bag", zero(20_000, 4096)),
+        damaged(t, &demo("demo.record"), "zeroed.record", zero(50_000, 4096)),
+        damaged(t, &demo("demo.bddf"), "cut.bddf", cut(60_000)),
+        damaged(t, &demo("demo.log"), "cut.log", cut(60_000)),
+        damaged(t, &demo("demo.db3"), "alone.db3", |_| {}),
+    ];
+    if let Some(torn) = fixtures::file("apollo", "generated/crash_torn_tail.record") {
+        inputs.push(torn);
+    }
+    if let Some(unsorted) = fixtures::file("rosbag", "rosbagjs-example-unsorted-chunks.bag") {
+        inputs.push(unsorted);
+    }
+    for input in &inputs {
+        let before = std::fs::read(input).unwrap();
+        let out = t.join(format!(
+            "recovered-{}.mcap",
+            input.file_name().unwrap().to_string_lossy()
+        ));
+        let (code, stdout, stderr) =
+            logsql(&["recover", input.to_str().unwrap(), out.to_str().unwrap()]);
+        assert_eq!(code, 0, "{}: {stdout} {stderr}", input.display());
+        assert!(stdout.contains("recovered "), "{stdout}");
+        assert_eq!(
+            std::fs::read(input).unwrap(),
+            before,
+            "{}: input changed",
+            input.display()
+        );
+        let expected = messages(input, "warn");
+        assert!(!expected.is_empty(), "{}", input.display());
+        assert_eq!(messages(&out, "error"), expected, "{}", input.display());
+        let times = file_order_times(&out);
+        assert_eq!(times.len(), expected.len());
+        assert!(times.is_sorted(), "{}: not in time order", out.display());
+        let (code, report) = doctor(&out);
+        assert_eq!(code, 0, "{}: {report:#}", out.display());
+        // Channels keep their message types and encodings.
+        let channels = |p: &Path| {
+            let sql = format!(
+                "SELECT DISTINCT topic, message_type, message_encoding FROM '{}' ORDER BY topic",
+                p.display()
+            );
+            logsql(&["--on-error", "warn", "--format", "csv", &sql]).1
+        };
+        assert_eq!(channels(&out), channels(input), "{}", input.display());
+    }
+    // Metadata and attachments of an MCAP input come along.
+    let out = t.join("recovered-flipped-chunk.mcap.mcap");
+    for table in ["metadata", "attachments"] {
+        let sql = format!("SELECT name FROM {table}('{}')", out.display());
+        let (_, stdout, _) = logsql(&["--format", "csv", &sql]);
+        assert!(stdout.lines().count() > 1, "{table}: {stdout}");
+    }
+}
+
+#[test]
+fn recover_never_writes_its_input_nor_a_partial_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in.mcap");
+    std::fs::copy(demo("demo.mcap"), &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let (code, _, stderr) = logsql(&["recover", input.to_str().unwrap(), input.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("recover never writes its input"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+    // Nothing readable: exit status 2 and no output at all.
+    let junk = tmp.path().join("junk.mcap");
+    std::fs::write(&junk, b"not a log").unwrap();
+    let out = tmp.path().join("out.mcap");
+    let (code, stdout, _) = logsql(&["recover", junk.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stdout}");
+    assert!(stdout.contains("unreadable"), "{stdout}");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        2,
+        "only the inputs remain"
+    );
+}
