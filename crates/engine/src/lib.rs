@@ -144,6 +144,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::metadata_cache::register(ctx);
     typed_tables::register(ctx);
     read_topic::register(ctx);
+    surface::time_grid::register(ctx);
     surface::read_points::register(ctx);
     surface::read_images::register(ctx);
     surface::image_functions::register(ctx);
