@@ -99,6 +99,8 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 .table_factories_mut()
                 .insert(name, Arc::new(StoreAwareTableFactory::default()));
         }
+        // `COPY ... STORED AS LEROBOT`: LeRobot datasets (written only).
+        state.register_file_format(Arc::new(datasource::lerobot::LeRobotFormatFactory), true)?;
         if state
             .config()
             .options()
