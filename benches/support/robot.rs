@@ -68,20 +68,21 @@ pub fn command(seed: u32, j: usize, t_s: f64) -> f64 {
 }
 
 /// Channel `c` of pixel (x, y) of front frame `n`: a gradient moving one
-/// pixel a frame, with a bright square.
+/// pixel a frame, with a soft bright blob moving across it (camera-like:
+/// no hard edges).
 pub fn front_pixel(n: u32, x: u32, y: u32, c: u32, w: u32, h: u32) -> u8 {
-    let xs = (x + n) % w;
-    let square = (xs / 8 + y / 8 + n / 10) % 5 == 0;
+    // A triangle wave: the gradient folds back instead of wrapping (no edge).
+    let p = (x + n) % (2 * w);
+    let xs = if p < w { p } else { 2 * w - 1 - p };
     let v = match c {
-        0 => xs * 200 / w + 20,
-        1 => y * 200 / h + 20,
+        0 => xs * 180 / w + 20,
+        1 => y * 180 / h + 20,
         _ => (xs + y) * 100 / (w + h) + 60,
     };
-    if square {
-        (v + 40).min(255) as u8
-    } else {
-        v as u8
-    }
+    let (cx, cy) = ((n * 2 % w) as f64, (h / 2) as f64);
+    let d2 = (f64::from(x) - cx).powi(2) + (f64::from(y) - cy).powi(2);
+    let blob = 50.0 * (-d2 / 60.0).exp();
+    (f64::from(v) + blob).round().min(255.0) as u8
 }
 
 /// Channel `c` of pixel (x, y) of wrist frame `n`: a smooth diagonal gradient.

@@ -35,7 +35,7 @@ pub struct LeRobotOptions {
     pub robot_type: Option<String>,
     /// Where images go.
     pub images: ImageStorage,
-    /// H.264 quality, 1 to 100 (see `logsql_media::video::VideoOptions`).
+    /// H.264 quality, 1 to 100 (see `logsql_media::video::VideoOptions`); 75 by default.
     pub quality: u8,
     /// Files per `chunk-XXX` directory.
     pub chunks_size: u64,
