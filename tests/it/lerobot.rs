@@ -430,3 +430,66 @@ fn a_topic_missing_from_a_recording_and_a_used_target_are_refused() {
     )]);
     assert!(e.contains("OPTIONS (fps '30')"), "{e}");
 }
+
+#[test]
+fn dataset_writes_what_its_spec_describes_and_prints_its_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "input = \"{}/\"\nfps = 30\nrobot_type = \"demo_arm\"\ntask = \"pick the cube\"\n\
+             [features]\n\"observation.state\" = {{ topic = \"/joint_states\", field = \"position\" }}\n\
+             \"observation.effort\" = {{ topic = \"/joint_states\", fields = [\"header.seq\"] }}\n\
+             \"action\" = {{ topic = \"/cmd\", field = \"position\" }}\n\
+             [cameras]\n\"observation.images.front\" = \"/camera/front\"\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("ds");
+    let sql = ok(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--print-sql",
+    ]);
+    assert!(sql.starts_with("COPY (\nSELECT g.episode_index"), "{sql}");
+    assert!(
+        sql.contains("STORED AS LEROBOT OPTIONS (fps '30', robot_type 'demo_arm')"),
+        "{sql}"
+    );
+    assert!(!out.exists(), "--print-sql writes nothing");
+    let said = ok(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(said.contains("148 frames written"), "{said}");
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta/info.json")).unwrap())
+            .unwrap();
+    assert_eq!(info["total_frames"], 148);
+    let effort = &info["features"]["observation.effort"];
+    assert_eq!(effort["names"], serde_json::json!(["header.seq"]));
+    assert_eq!(effort["shape"], serde_json::json!([1]));
+    // The values of the issue's example query.
+    let data = out.join("data/chunk-000/file-000.parquet");
+    let rows = json_rows(&format!(
+        "SELECT \"observation.state\" s, \"observation.effort\" e FROM '{}' WHERE \"index\" = 0",
+        data.display()
+    ));
+    let t0 = 2.0 / 30.0;
+    let want = latest(
+        |j, at| crate::robot::joint_position(0, j, at),
+        t0,
+        0.0,
+        0.01,
+    );
+    assert_eq!(f32s(&rows[0]["s"]), want);
+    // Joint state 6 (60 ms).
+    assert_eq!(f32s(&rows[0]["e"]), [6.0]);
+}
