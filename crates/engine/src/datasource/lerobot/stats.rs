@@ -227,8 +227,8 @@ impl ImageAccumulator {
         let row = width as usize * 3;
         for line in rgb.chunks_exact(row).step_by(k) {
             for px in line.chunks_exact(3).step_by(k) {
-                for c in 0..3 {
-                    self.counts[c][px[c] as usize] += 1;
+                for (counts, v) in self.counts.iter_mut().zip(px) {
+                    counts[*v as usize] += 1;
                 }
             }
         }
@@ -249,7 +249,7 @@ impl ImageAccumulator {
         for hist in &self.counts {
             let present = || (0..256).filter(|&v| hist[v] > 0);
             let min = present().next().unwrap_or(0) as f64;
-            let max = present().last().unwrap_or(0) as f64;
+            let max = present().next_back().unwrap_or(0) as f64;
             let n: u64 = hist.iter().sum();
             let nf = n.max(1) as f64;
             let mean = present().map(|v| v as f64 * hist[v] as f64).sum::<f64>() / nf;
