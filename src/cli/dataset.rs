@@ -365,11 +365,11 @@ task = "it's"
         .unwrap();
         let sql = spec.copy_sql("out");
         assert!(
-            sql.contains("t0.\"position\" AS \"observation.state\""),
+            sql.contains("t1.\"position\" AS \"observation.state\""),
             "{sql}"
         );
         assert!(
-            sql.contains("named_struct('linear.x', t1.\"linear\"['x'], 'angular.z', t1.\"angular\"['z']) AS \"action\""),
+            sql.contains("named_struct('linear.x', t0.\"linear\"['x'], 'angular.z', t0.\"angular\"['z']) AS \"action\""),
             "{sql}"
         );
         assert!(sql.contains("'it''s' AS task"), "{sql}");
