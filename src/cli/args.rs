@@ -282,6 +282,24 @@ pub enum Command {
     /// Draws a contact sheet of a camera topic: frames spread evenly over its
     /// time span, each labelled with its log time, as one PNG.
     Frames(FramesArgs),
+    /// Writes a LeRobot v3 dataset from recordings, as a TOML spec describes
+    /// it (input, fps, features as topic + field, cameras, task): the spec
+    /// becomes `COPY (...) TO 'OUT_DIR' STORED AS LEROBOT`, which
+    /// --print-sql prints.
+    Dataset(DatasetArgs),
+}
+
+/// Arguments of `logsql dataset`.
+#[derive(Debug, clap::Args)]
+pub struct DatasetArgs {
+    /// The dataset spec (TOML; see docs/datasets.md).
+    pub spec: PathBuf,
+    /// The dataset directory to write (must not exist, or be empty).
+    #[arg(short = 'o', long = "output", value_name = "OUT_DIR")]
+    pub output: PathBuf,
+    /// Prints the SQL statement the spec becomes instead of running it.
+    #[arg(long)]
+    pub print_sql: bool,
 }
 
 /// Arguments of `logsql worker`.

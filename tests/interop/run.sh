@@ -34,7 +34,11 @@
 # images_interop.py reads camera images the official writers recorded and compares
 # them with Pillow and numpy references; recover_interop.py kills the official MCAP, ROS1 bag
 # and ROS 2 writers with SIGKILL mid-write, recovers with `logsql recover` and opens the result
-# with the official mcap reader, CRCs validated).
+# with the official mcap reader, CRCs validated; lerobot_interop.py, not in the default list,
+# loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
+# package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
+# (default ~/.cache/logsql-lerobot-venv), and needs the gen_robot example beside the
+# logsql binary, which `cargo test` builds).
 # Prints "N passed, M failed" last; exits non-zero on any mismatch.
 set -euo pipefail
 
@@ -87,6 +91,16 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" asof "* || " ${LOGSQL_INTERO
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
 fi
 
+if [[ " ${LOGSQL_INTEROP_SUITES:-} " == *" lerobot "* ]]; then
+    lerobot_venv=${LOGSQL_LEROBOT_VENV:-$HOME/.cache/logsql-lerobot-venv}
+    if [[ ! -x "$lerobot_venv/bin/python" ]]; then
+        python3 -m venv "$lerobot_venv"
+    fi
+    if ! "$lerobot_venv/bin/python" -c "import lerobot, mcap, rosbags, PIL, av" 2>/dev/null; then
+        "$lerobot_venv/bin/python" -m pip install --quiet --disable-pip-version-check "lerobot>=0.4,<0.5" "mcap>=1.2,<2" "rosbags>=0.11,<0.12" Pillow av
+    fi
+fi
+
 args=(--logsql "$bin")
 if [[ -n "${LOGSQL_INTEROP_KEEP:-}" ]]; then
     args+=(--keep "$LOGSQL_INTEROP_KEEP")
@@ -97,7 +111,13 @@ failed=0
 for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover}; do
     log=$(mktemp)
     status=0
-    "$venv/bin/python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
+    python="$venv/bin/python"
+    if [[ $suite == lerobot ]]; then
+        # Offline: the dataset is loaded from its directory, never the Hub.
+        python="$lerobot_venv/bin/python"
+        export HF_HUB_OFFLINE=1
+    fi
+    "$python" "$root/tests/interop/${suite}_interop.py" "${args[@]}" >"$log" 2>&1 || status=$?
     # The suite's own closing line, labelled; everything else as is.
     sed -E "s/^([0-9]+ passed, [0-9]+ failed)$/${suite}: \\1/" "$log"
     last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)

@@ -47,11 +47,15 @@ mod gen_support;
 mod hardening_alloc;
 mod hardening_sweeps;
 mod hostile_inputs;
+mod lerobot;
 mod mcap_conformance;
 mod mcap_samples;
 mod mcap_writer;
 mod points;
 mod queries;
+/// The robot recording generator of the LeRobot tests and benchmark.
+#[path = "../../benches/support/robot.rs"]
+mod robot;
 mod ros2_reader;
 mod self_contained;
 mod serve;

@@ -104,6 +104,8 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 .table_factories_mut()
                 .insert(name, Arc::new(StoreAwareTableFactory::default()));
         }
+        // `COPY ... STORED AS LEROBOT`: LeRobot datasets (written only).
+        state.register_file_format(Arc::new(datasource::lerobot::LeRobotFormatFactory), true)?;
         if state
             .config()
             .options()
@@ -149,6 +151,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::metadata_cache::register(ctx);
     typed_tables::register(ctx);
     read_topic::register(ctx);
+    surface::time_grid::register(ctx);
     surface::read_points::register(ctx);
     surface::read_images::register(ctx);
     surface::image_functions::register(ctx);

@@ -1,6 +1,6 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
 //! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
-//! [`read_points`], [`read_images`], [`metadata_cache`]) and the message-header counts `topics()` shares with
+//! [`read_points`], [`read_images`], [`time_grid`], [`metadata_cache`]) and the message-header counts `topics()` shares with
 //! `logsql info` ([`header_walk`]), scalar functions ([`functions`], [`image_functions`]), `ASOF
 //! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
 //! physical rule that reads log tables in file order ([`file_order`]), and the
@@ -17,5 +17,6 @@ pub mod read_images;
 pub mod read_points;
 pub mod read_topic;
 pub mod table_functions;
+pub mod time_grid;
 pub mod typed_tables;
 pub mod url_table;

@@ -1,0 +1,324 @@
+//! `COPY (query) TO 'dir' STORED AS LEROBOT OPTIONS (fps '30', ...)`: the
+//! query's rows (one per frame) written as a LeRobot v3 dataset.
+//!
+//! - [`columns`]: what each column becomes (episode, time, task, features);
+//! - [`writer`]: the dataset writer (data files, videos, leading rows
+//!   dropped, the checks that name file, feature and time);
+//! - [`stats`]: the statistics as LeRobot computes them;
+//! - [`meta`]: `meta/info.json`, `stats.json`, `tasks.parquet`, episodes;
+//! - [`options`]: the `OPTIONS` keys.
+//!
+//! The dataset is written into a new temporary directory beside the target
+//! (`.<name>.<random>.tmp`) on a blocking thread fed through a bounded
+//! channel, and renamed to the target only when complete: a failed or
+//! cancelled query leaves no dataset (and no temporary directory). The target
+//! must not exist, or be an empty directory.
+
+pub(crate) mod columns;
+pub(crate) mod meta;
+pub(crate) mod options;
+pub(crate) mod stats;
+pub(crate) mod writer;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::Session;
+use datafusion::common::{GetExt, Statistics};
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
+use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
+use datafusion::datasource::table_schema::TableSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::TaskContext;
+use datafusion::object_store::{ObjectMeta, ObjectStore};
+use datafusion::physical_expr::LexRequirement;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, SendableRecordBatchStream,
+};
+use futures::StreamExt;
+
+use columns::ColumnPlan;
+pub use options::{ImageStorage, LeRobotOptions};
+use writer::DatasetWriter;
+
+/// The name of the format (`STORED AS LEROBOT`).
+pub const FORMAT_NAME: &str = "lerobot";
+
+/// Batches queued between the query and the writer thread.
+const QUEUE: usize = 2;
+
+fn write_only() -> DataFusionError {
+    DataFusionError::NotImplemented(
+        "LeRobot datasets are written by logsql (COPY ... TO 'dir' STORED AS LEROBOT), not read: read their data/*.parquet files"
+            .into(),
+    )
+}
+
+/// The LeRobot dataset format (write only).
+#[derive(Debug, Clone, Default)]
+pub struct LeRobotFormat {
+    options: LeRobotOptions,
+}
+
+#[async_trait]
+impl FileFormat for LeRobotFormat {
+    fn get_ext(&self) -> String {
+        String::new()
+    }
+
+    fn get_ext_with_compression(&self, _c: &FileCompressionType) -> Result<String> {
+        Ok(String::new())
+    }
+
+    fn compression_type(&self) -> Option<FileCompressionType> {
+        None
+    }
+
+    async fn infer_schema(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _objects: &[ObjectMeta],
+    ) -> Result<SchemaRef> {
+        Err(write_only())
+    }
+
+    async fn infer_stats(
+        &self,
+        _state: &dyn Session,
+        _store: &Arc<dyn ObjectStore>,
+        _table_schema: SchemaRef,
+        _object: &ObjectMeta,
+    ) -> Result<Statistics> {
+        Err(write_only())
+    }
+
+    async fn create_physical_plan(
+        &self,
+        _state: &dyn Session,
+        _conf: FileScanConfig,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Err(write_only())
+    }
+
+    async fn create_writer_physical_plan(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        _state: &dyn Session,
+        conf: FileSinkConfig,
+        order_requirements: Option<LexRequirement>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // Refuse a query that cannot be written before it runs.
+        ColumnPlan::of(conf.output_schema())?;
+        self.options.fps()?;
+        if !conf.table_partition_cols.is_empty() {
+            return Err(DataFusionError::NotImplemented(
+                "COPY ... PARTITIONED BY is not supported for LeRobot datasets".into(),
+            ));
+        }
+        let target = target_dir(&conf)?;
+        let sink = Arc::new(LeRobotSink {
+            config: conf,
+            options: self.options.clone(),
+            target,
+        });
+        Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
+    }
+
+    fn file_source(&self, _table_schema: TableSchema) -> Arc<dyn FileSource> {
+        unreachable!("LeRobot datasets are never scanned: infer_schema refuses first")
+    }
+}
+
+/// The local directory a `COPY` names.
+fn target_dir(conf: &FileSinkConfig) -> Result<PathBuf> {
+    let table = conf
+        .table_paths
+        .first()
+        .ok_or_else(|| DataFusionError::Internal("COPY to LeRobot without a path".into()))?;
+    let url: &url::Url = table.as_ref();
+    if url.scheme() != "file" {
+        return Err(DataFusionError::NotImplemented(format!(
+            "LeRobot datasets are written to a local directory ('{}' is not one)",
+            conf.original_url
+        )));
+    }
+    url.to_file_path()
+        .map_err(|_| DataFusionError::Plan(format!("not a local path: {}", conf.original_url)))
+}
+
+/// Creates [`LeRobotFormat`]s for `STORED AS LEROBOT OPTIONS (...)`.
+#[derive(Debug, Default)]
+pub struct LeRobotFormatFactory;
+
+impl GetExt for LeRobotFormatFactory {
+    fn get_ext(&self) -> String {
+        FORMAT_NAME.to_string()
+    }
+}
+
+impl FileFormatFactory for LeRobotFormatFactory {
+    fn create(
+        &self,
+        _state: &dyn Session,
+        options: &HashMap<String, String>,
+    ) -> Result<Arc<dyn FileFormat>> {
+        Ok(Arc::new(LeRobotFormat {
+            options: LeRobotOptions::from_map(options)?,
+        }))
+    }
+
+    fn default(&self) -> Arc<dyn FileFormat> {
+        Arc::new(LeRobotFormat::default())
+    }
+}
+
+/// The sink writing the dataset.
+struct LeRobotSink {
+    config: FileSinkConfig,
+    options: LeRobotOptions,
+    target: PathBuf,
+}
+
+impl fmt::Debug for LeRobotSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LeRobotSink")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DisplayAs for LeRobotSink {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LeRobotSink: {}", self.target.display())
+    }
+}
+
+/// Fails unless `target` can take the dataset: absent, or an empty
+/// directory.
+fn check_target(target: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(target) {
+        Err(_) => Ok(()),
+        Ok(m) if m.is_dir() => {
+            let empty = std::fs::read_dir(target)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if empty {
+                Ok(())
+            } else {
+                Err(DataFusionError::Plan(format!(
+                    "{} exists and is not empty: a LeRobot dataset is written to a new directory (remove it or choose another name)",
+                    target.display()
+                )))
+            }
+        }
+        Ok(_) => Err(DataFusionError::Plan(format!(
+            "{} exists and is not a directory",
+            target.display()
+        ))),
+    }
+}
+
+/// A new temporary directory beside `target`.
+fn temp_dir_beside(target: &Path) -> Result<tempfile::TempDir> {
+    let parent = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| DataFusionError::Execution(format!("{}: {e}", parent.display())))?;
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(target.file_name().unwrap_or_else(|| "dataset".as_ref()));
+    prefix.push(".");
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempdir_in(&parent)
+        .map_err(|e| DataFusionError::Execution(format!("{}: {e}", parent.display())))
+}
+
+/// Writes `stream` as a LeRobot dataset at `target` (atomically: see the
+/// module documentation); `progress` is called with the episodes and frames
+/// written. Returns the frames written.
+pub async fn write_dataset(
+    mut stream: SendableRecordBatchStream,
+    target: &Path,
+    options: LeRobotOptions,
+    progress: &(dyn Fn(usize, u64) + Send + Sync),
+) -> Result<u64> {
+    check_target(target)?;
+    let temp = temp_dir_beside(target)?;
+    let root = temp.path().to_path_buf();
+    let mut writer = DatasetWriter::new(root, &stream.schema(), options)?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordBatch>(QUEUE);
+    let (ptx, mut prx) = tokio::sync::watch::channel((0usize, 0u64));
+    let task = tokio::task::spawn_blocking(move || -> Result<u64> {
+        while let Some(batch) = rx.blocking_recv() {
+            writer.write_batch(&batch)?;
+            let _ = ptx.send((writer.episodes(), writer.frames()));
+        }
+        writer.finish()
+    });
+    let mut failed = None;
+    while let Some(next) = stream.next().await {
+        match next {
+            Ok(batch) => {
+                if tx.send(batch).await.is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+        if prx.has_changed().unwrap_or(false) {
+            let (e, f) = *prx.borrow_and_update();
+            progress(e, f);
+        }
+    }
+    drop(tx);
+    let written = task
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let frames = written?;
+    // An empty directory at the target is replaced.
+    if target.is_dir() {
+        std::fs::remove_dir(target)
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", target.display())))?;
+    }
+    let kept = temp.keep();
+    std::fs::rename(&kept, target).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&kept);
+        DataFusionError::Execution(format!(
+            "moving the finished dataset to {}: {e}",
+            target.display()
+        ))
+    })?;
+    Ok(frames)
+}
+
+#[async_trait]
+impl DataSink for LeRobotSink {
+    fn schema(&self) -> &SchemaRef {
+        self.config.output_schema()
+    }
+
+    async fn write_all(
+        &self,
+        data: SendableRecordBatchStream,
+        _context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        write_dataset(data, &self.target, self.options.clone(), &|_, _| {}).await
+    }
+}

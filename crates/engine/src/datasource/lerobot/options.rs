@@ -1,0 +1,123 @@
+//! The `COPY ... STORED AS LEROBOT OPTIONS (...)` keys.
+
+use std::collections::HashMap;
+
+use datafusion::error::{DataFusionError, Result};
+
+use crate::surface::time_grid::parse_fps;
+
+/// The known keys (without DataFusion's `format.` prefix).
+pub const OPTION_KEYS: &[&str] = &[
+    "fps",
+    "robot_type",
+    "images",
+    "quality",
+    "chunks_size",
+    "data_files_size_in_mb",
+    "video_files_size_in_mb",
+];
+
+/// How camera frames are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageStorage {
+    /// H.264 MP4 files under `videos/` (feature dtype `video`).
+    Video,
+    /// PNG image values in the data files (feature dtype `image`).
+    Parquet,
+}
+
+/// How a LeRobot dataset is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeRobotOptions {
+    /// Frames per second (required).
+    pub fps: Option<f64>,
+    /// `robot_type` of `meta/info.json`.
+    pub robot_type: Option<String>,
+    /// Where images go.
+    pub images: ImageStorage,
+    /// H.264 quality, 1 to 100 (see `logsql_media::video::VideoOptions`); 75 by default.
+    pub quality: u8,
+    /// Files per `chunk-XXX` directory.
+    pub chunks_size: u64,
+    /// A data file is closed at the first episode end past this size.
+    pub data_files_size_in_mb: u64,
+    /// A video file is closed at the first episode end past this size.
+    pub video_files_size_in_mb: u64,
+}
+
+impl Default for LeRobotOptions {
+    fn default() -> Self {
+        Self {
+            fps: None,
+            robot_type: None,
+            images: ImageStorage::Video,
+            quality: 75,
+            chunks_size: 1000,
+            data_files_size_in_mb: 100,
+            video_files_size_in_mb: 200,
+        }
+    }
+}
+
+impl LeRobotOptions {
+    /// The options of `COPY ... OPTIONS (...)`; unknown keys are refused with
+    /// the known ones listed.
+    pub fn from_map(options: &HashMap<String, String>) -> Result<Self> {
+        let mut out = Self::default();
+        let positive = |key: &str, v: &str| -> Result<u64> {
+            match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(DataFusionError::Configuration(format!(
+                    "LeRobot option {key} '{v}' is not a positive whole number"
+                ))),
+            }
+        };
+        for (key, value) in options {
+            let bare = key.strip_prefix("format.").unwrap_or(key);
+            match bare {
+                "fps" => out.fps = Some(parse_fps(value)?),
+                "robot_type" => out.robot_type = Some(value.clone()),
+                "images" => {
+                    out.images = match value.trim().to_ascii_lowercase().as_str() {
+                        "video" => ImageStorage::Video,
+                        "parquet" | "image" => ImageStorage::Parquet,
+                        _ => {
+                            return Err(DataFusionError::Configuration(format!(
+                                "LeRobot option images '{value}' is not 'video' or 'parquet'"
+                            )));
+                        }
+                    }
+                }
+                "quality" => {
+                    out.quality = match value.trim().parse::<u8>() {
+                        Ok(q) if (1..=100).contains(&q) => q,
+                        _ => {
+                            return Err(DataFusionError::Configuration(format!(
+                                "LeRobot option quality '{value}' is not 1 to 100"
+                            )));
+                        }
+                    }
+                }
+                "chunks_size" => out.chunks_size = positive(bare, value)?,
+                "data_files_size_in_mb" => out.data_files_size_in_mb = positive(bare, value)?,
+                "video_files_size_in_mb" => out.video_files_size_in_mb = positive(bare, value)?,
+                _ => {
+                    return Err(DataFusionError::Configuration(format!(
+                        "unknown option '{key}' for LeRobot output (known: {})",
+                        OPTION_KEYS.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The frame rate, or the error of a `COPY` without one.
+    pub fn fps(&self) -> Result<f64> {
+        self.fps.ok_or_else(|| {
+            DataFusionError::Plan(
+                "a LeRobot dataset needs its frame rate: COPY (...) TO 'dir' STORED AS LEROBOT OPTIONS (fps '30')".into(),
+            )
+        })
+    }
+}

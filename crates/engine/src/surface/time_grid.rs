@@ -1,0 +1,287 @@
+//! `time_grid('path', fps)`: a fixed-rate time grid over recordings, one
+//! episode per recording, to `ASOF JOIN` topics onto (the frames of a
+//! LeRobot dataset).
+//!
+//! Each log file the path names (in the order of its `file` name, which is
+//! the order `read_topic` tables sort in) is one episode: `episode_index`
+//! counts from 0, `frame_index` from 0 in each, and `log_time` is the
+//! recording's first message time plus `frame_index / fps` seconds, up to its
+//! last message time. `file` names the recording as `read_topic`'s `file`
+//! column does, so `ON g.file = t.file` pairs each frame with its own
+//! recording. Times come from the file summaries (no message is read); the
+//! rows are generated as they are consumed (memory does not grow with the
+//! recording), and the table declares its order (`file`, `log_time`), which
+//! `ASOF JOIN` needs.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::streaming::StreamingTable;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, SessionState, TaskContext};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
+use datafusion::prelude::{SessionContext, col as column};
+
+use super::table_functions::{literal_text, plan_on_thread};
+use super::url_table::resolve;
+use crate::scanner::damage::report;
+use crate::scanner::options::LogsqlOptions;
+use crate::scanner::schema::{col, timestamp_type};
+
+/// Rows per generated batch.
+const BATCH_ROWS: usize = 8192;
+
+/// The highest frame rate accepted.
+const MAX_FPS: f64 = 100_000.0;
+
+/// Registers `time_grid`.
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udtf("time_grid", Arc::new(TimeGridFunction));
+}
+
+#[derive(Debug)]
+struct TimeGridFunction;
+
+impl TableFunctionImpl for TimeGridFunction {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let texts: Vec<Option<String>> = args.exprs().iter().map(literal_text).collect();
+        let usage = "time_grid() takes a path (file, directory or glob) and a frame rate, e.g. time_grid('runs/', 30)";
+        let (path, fps) = match texts.as_slice() {
+            [Some(p), Some(f)] => (p.clone(), f.clone()),
+            _ => return Err(DataFusionError::Plan(usage.into())),
+        };
+        let fps = parse_fps(&fps)?;
+        plan_on_thread(
+            &args,
+            &format!("time_grid('{path}', {fps})"),
+            |state| async move { plan(&state, &path, fps).await },
+        )
+    }
+}
+
+/// A frame rate: a positive number of frames per second.
+pub fn parse_fps(text: &str) -> Result<f64> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= MAX_FPS => Ok(f),
+        _ => Err(DataFusionError::Plan(format!(
+            "frame rate '{text}' is not a number of frames per second (above 0, at most {MAX_FPS})"
+        ))),
+    }
+}
+
+/// The table's schema.
+pub fn grid_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("episode_index", DataType::Int64, false),
+        Field::new("frame_index", DataType::Int64, false),
+        Field::new(col::LOG_TIME, timestamp_type(), false),
+        Field::new(col::FILE, DataType::Utf8, false),
+    ]))
+}
+
+/// One recording's span.
+#[derive(Debug, Clone)]
+struct Recording {
+    file: String,
+    start_ns: i64,
+    end_ns: i64,
+}
+
+async fn plan(state: &SessionState, path: &str, fps: f64) -> Result<Arc<dyn TableProvider>> {
+    let on_error = LogsqlOptions::from_config(state.config_options()).on_error;
+    let resolved = resolve(state, path).await?;
+    for e in resolved.unrecognised_errors().await? {
+        report(on_error, e, None)?;
+    }
+    let mut recordings = Vec::new();
+    for ((loc, _), summary) in resolved.summaries(state).await? {
+        let summary = match summary {
+            Ok(s) => s.summary,
+            Err(e) => {
+                report(on_error, e, None)?;
+                continue;
+            }
+        };
+        let (Some(start), Some(end)) = (summary.start_time, summary.end_time) else {
+            continue;
+        };
+        let (Ok(start_ns), Ok(end_ns)) = (i64::try_from(start), i64::try_from(end)) else {
+            continue;
+        };
+        recordings.push(Recording {
+            file: loc.display_name(),
+            start_ns,
+            end_ns,
+        });
+    }
+    if recordings.is_empty() {
+        return Err(DataFusionError::Plan(format!(
+            "time_grid('{path}', {fps}): no recording there has messages"
+        )));
+    }
+    recordings.sort_by(|a, b| a.file.cmp(&b.file));
+    let schema = grid_schema();
+    let stream = Arc::new(GridStream {
+        schema: Arc::clone(&schema),
+        recordings: Arc::new(recordings),
+        fps,
+    });
+    let order = vec![
+        column(col::FILE).sort(true, true),
+        column(col::LOG_TIME).sort(true, true),
+    ];
+    Ok(Arc::new(
+        StreamingTable::try_new(schema, vec![stream])?.with_sort_order(order),
+    ))
+}
+
+/// The time of frame `frame` of a grid starting at `start_ns` (rounded to
+/// the nanosecond).
+pub fn frame_time(start_ns: i64, frame: i64, fps: f64) -> i64 {
+    start_ns + (frame as f64 * 1e9 / fps).round() as i64
+}
+
+/// Generates the grid's rows batch by batch.
+#[derive(Debug)]
+struct GridStream {
+    schema: SchemaRef,
+    recordings: Arc<Vec<Recording>>,
+    fps: f64,
+}
+
+impl PartitionStream for GridStream {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let rows = GridRows {
+            recordings: Arc::clone(&self.recordings),
+            fps: self.fps,
+            episode: 0,
+            frame: 0,
+        };
+        let schema = Arc::clone(&self.schema);
+        let batches = rows.map(move |b| b.to_batch(&schema));
+        Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            futures::stream::iter(batches),
+        ))
+    }
+}
+
+/// The position of the generator: the next frame of the next episode.
+struct GridRows {
+    recordings: Arc<Vec<Recording>>,
+    fps: f64,
+    episode: usize,
+    frame: i64,
+}
+
+/// The columns of one batch being built.
+#[derive(Default)]
+struct GridBatch {
+    episode: Vec<i64>,
+    frame: Vec<i64>,
+    time: Vec<i64>,
+    file: Vec<Arc<str>>,
+}
+
+impl GridBatch {
+    fn to_batch(&self, schema: &SchemaRef) -> Result<RecordBatch> {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(self.episode.clone())),
+            Arc::new(Int64Array::from(self.frame.clone())),
+            Arc::new(TimestampNanosecondArray::from(self.time.clone()).with_timezone("UTC")),
+            Arc::new(StringArray::from_iter_values(
+                self.file.iter().map(|f| f.as_ref()),
+            )),
+        ];
+        Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+    }
+}
+
+impl Iterator for GridRows {
+    type Item = GridBatch;
+
+    fn next(&mut self) -> Option<GridBatch> {
+        let mut out = GridBatch::default();
+        while out.episode.len() < BATCH_ROWS {
+            let Some(rec) = self.recordings.get(self.episode) else {
+                break;
+            };
+            let name: Arc<str> = Arc::from(rec.file.as_str());
+            while out.episode.len() < BATCH_ROWS {
+                let t = frame_time(rec.start_ns, self.frame, self.fps);
+                if t > rec.end_ns {
+                    break;
+                }
+                out.episode.push(self.episode as i64);
+                out.frame.push(self.frame);
+                out.time.push(t);
+                out.file.push(Arc::clone(&name));
+                self.frame += 1;
+            }
+            if out.episode.len() < BATCH_ROWS {
+                self.episode += 1;
+                self.frame = 0;
+            }
+        }
+        (!out.episode.is_empty()).then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_run_from_the_first_to_the_last_message_of_each_recording() {
+        let recordings = Arc::new(vec![
+            Recording {
+                file: "a".into(),
+                start_ns: 1_000_000_000,
+                end_ns: 1_100_000_000,
+            },
+            Recording {
+                file: "b".into(),
+                start_ns: 5,
+                end_ns: 5,
+            },
+        ]);
+        let rows = GridRows {
+            recordings,
+            fps: 30.0,
+            episode: 0,
+            frame: 0,
+        };
+        let batches: Vec<GridBatch> = rows.collect();
+        assert_eq!(batches.len(), 1);
+        let b = &batches[0];
+        assert_eq!(b.episode, [0, 0, 0, 0, 1]);
+        assert_eq!(b.frame, [0, 1, 2, 3, 0]);
+        assert_eq!(
+            b.time,
+            [
+                1_000_000_000,
+                1_033_333_333,
+                1_066_666_667,
+                1_100_000_000,
+                5
+            ]
+        );
+    }
+
+    #[test]
+    fn fps_must_be_positive() {
+        assert_eq!(parse_fps("30").unwrap(), 30.0);
+        assert!(parse_fps("0").is_err());
+        assert!(parse_fps("-1").is_err());
+        assert!(parse_fps("x").is_err());
+    }
+}
