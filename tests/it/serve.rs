@@ -33,6 +33,7 @@ pub(crate) struct Server {
     child: Child,
     port: u16,
     /// The Flight SQL port, when started with `--flight`.
+    #[cfg_attr(not(feature = "flight"), allow(dead_code))]
     pub(crate) flight_port: Option<u16>,
     user: String,
     password: Option<String>,

@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
+#[cfg(feature = "flight")]
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{Set, Statement};
 use datafusion_postgres::QueryHook;
@@ -90,6 +91,7 @@ impl StatementGuard {
     /// Why a statement as DataFusion parses it (its extensions `CREATE
     /// EXTERNAL TABLE`, `COPY ... TO`, `EXPLAIN`, `RESET` included) may not
     /// run over Flight SQL, if it may not.
+    #[cfg(feature = "flight")]
     pub fn refusal(&self, statement: &DFStatement) -> Option<String> {
         let refused = |kind: &str| {
             Some(format!(
