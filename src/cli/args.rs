@@ -365,16 +365,21 @@ pub struct ServeArgs {
     /// at start).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:5432")]
     pub pg: std::net::SocketAddr,
-    /// File holding the password clients must give (SCRAM-SHA-256; the first
-    /// line, without its line break). Without it, any client that reaches
-    /// the address may query.
+    /// Also serves Arrow Flight SQL (ADBC, `pyarrow.flight`, JDBC) on ADDR
+    /// (`127.0.0.1:50051`; port 0: any free port, printed at start).
+    #[arg(long, value_name = "ADDR")]
+    pub flight: Option<std::net::SocketAddr>,
+    /// File holding the password clients must give (SCRAM-SHA-256 over
+    /// Postgres wire, basic auth then a bearer token over Flight SQL; the
+    /// first line, without its line break). Without it, any client that
+    /// reaches the address may query.
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
     /// The user name clients log in as when --password-file is given.
     #[arg(long, value_name = "NAME", default_value = "logsql")]
     pub user: String,
-    /// TLS certificate chain (PEM); with --tls-key, clients may (and with
-    /// --tls-only must) connect over TLS.
+    /// TLS certificate chain (PEM); with --tls-key, Postgres clients may
+    /// (and with --tls-only must) connect over TLS; Flight SQL is TLS only.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM, PKCS#8 or PKCS#1 or SEC1).

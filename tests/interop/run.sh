@@ -26,7 +26,9 @@
 # asof_interop.py compares ASOF JOIN with DuckDB's and needs pip `duckdb`;
 # json_interop.py reads NaN and infinities of --format json / ndjson back with
 # Python's json, DuckDB and, when installed, pandas; serve_interop.py drives
-# `logsql serve` with psycopg 3 and pandas.read_sql through SQLAlchemy;
+# `logsql serve` with psycopg 3 and pandas.read_sql through SQLAlchemy, and its
+# Flight SQL (a binary built with `--features flight`; skipped otherwise, failed
+# with LOGSQL_REQUIRE_FLIGHT=1) with adbc-driver-flightsql and pyarrow.flight;
 # points_interop.py compares read_points with a NumPy structured-array reading
 # of the same bytes and reads `export --as pcd|ply` files back, with pip `plyfile`;
 # video_interop.py decodes the H.264 MP4 of logsql-media's encoder with PyAV, pip `av`,
@@ -77,6 +79,9 @@ fi
 
 if [[ " ${LOGSQL_INTEROP_SUITES:-serve} " == *" serve "* ]] && ! "$venv/bin/python" -c "import psycopg, pandas, sqlalchemy" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "psycopg[binary]>=3.2,<4" "pandas>=2,<3" "sqlalchemy>=2,<3"
+fi
+if [[ " ${LOGSQL_INTEROP_SUITES:-serve} " == *" serve "* ]] && ! "$venv/bin/python" -c "import adbc_driver_flightsql, pyarrow.flight" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "adbc-driver-flightsql>=1,<2" "adbc-driver-manager>=1,<2" "pyarrow>=16"
 fi
 
 if [[ " ${LOGSQL_INTEROP_SUITES:-points} " == *" points "* ]] && ! "$venv/bin/python" -c "import mcap_ros2, mcap_protobuf, plyfile" 2>/dev/null; then

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Interop test: ``logsql serve`` driven by Python's Postgres clients, psycopg 3
 (simple and parameterised queries, timestamps, ``bytea``) and
-``pandas.read_sql`` through SQLAlchemy, each answer compared with the logsql
-CLI's for the same query on the same file (the demo recording).
+``pandas.read_sql`` through SQLAlchemy, and by Arrow Flight SQL clients (the
+ADBC Flight SQL driver and ``pyarrow.flight``) when the binary has Flight SQL,
+each answer compared with the logsql CLI's for the same query on the same file
+(the demo recording); reads outside the roots, writes and wrong passwords are
+refused.
 
 Usage: serve_interop.py --logsql PATH/TO/logsql [--keep DIR]
 Prints one line per check and finally ``N passed, M failed``; exits 1 on any failure.
@@ -10,6 +13,7 @@ Prints one line per check and finally ``N passed, M failed``; exits 1 on any fai
 
 import argparse
 import datetime
+import json
 import os
 import re
 import shutil
@@ -17,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import pandas as pd
 import psycopg
@@ -32,23 +37,33 @@ def expect(checks, name, passed, detail):
     checks.check(name, lambda: None if passed else detail)
 
 
-def start(binary, root, demo):
-    """``logsql serve`` on a free loopback port; returns (process, port)."""
+def start(binary, root, demo, *extra, flight=False):
+    """``logsql serve`` on free loopback ports; returns (process, Postgres
+    port, Flight SQL port or None)."""
+    args = [binary, "serve", "--pg", "127.0.0.1:0", "--root", root, "--table", f"demo={demo}"]
+    if flight:
+        args += ["--flight", "127.0.0.1:0"]
     proc = subprocess.Popen(
-        [binary, "serve", "--pg", "127.0.0.1:0", "--root", root, "--table", f"demo={demo}"],
+        args + list(extra),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
     seen = []
+    pg = fl = None
     for line in proc.stderr:
         seen.append(line)
         m = re.search(r"Postgres wire on 127\.0\.0\.1:(\d+)", line)
         if m:
+            pg = int(m.group(1))
+        m = re.search(r"Arrow Flight SQL on 127\.0\.0\.1:(\d+)", line)
+        if m:
+            fl = int(m.group(1))
+        if pg and (fl or not flight):
             # Keep draining stderr so the server never blocks on a full pipe.
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, int(m.group(1))
+            return proc, pg, fl
     proc.wait()
     raise RuntimeError("logsql serve ended before listening:\n" + "".join(seen))
 
@@ -65,14 +80,160 @@ def main():
         os.makedirs(root, exist_ok=True)
         demo = os.path.join(root, "demo.mcap")
         shutil.copy(DEMO, demo)
-        proc, port = start(args.logsql, root, demo)
+        proc, port, _ = start(args.logsql, root, demo)
         try:
             run(checks, cli, port, demo)
         finally:
             proc.kill()
             proc.wait()
+        run_flight(checks, cli, args.logsql, root, demo)
+        run_cancels(checks, args.logsql, root, demo)
+        run_load(checks, cli, args.logsql, root, demo)
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
+
+
+import serve_load  # noqa: E402
+from serve_load import ENDLESS_COUNT, ENDLESS_ROWS  # noqa: E402
+
+
+def run_load(checks, cli, binary, root, demo):
+    """The bounded load run (serve_load.py), over Flight SQL too when the
+    binary has it."""
+    extra = ["--query-timeout", "60s", "--max-connections", "128"]
+    try:
+        proc, port, fport = start(binary, root, demo, *extra, flight=True)
+    except RuntimeError as e:
+        if "built without Arrow Flight SQL" not in str(e):
+            raise
+        proc, port, fport = start(binary, root, demo, *extra)
+    try:
+        serve_load.run(checks, cli, proc, port, fport, demo)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def run_cancels(checks, binary, root, demo):
+    """A cancelled or abandoned query stops and frees its slot: the server
+    runs one query at a time (``--max-queries 1``), so the query after it
+    runs only once the stopped one let go of its slot (within the timeout,
+    the wait would fail naming the slots)."""
+    flight = True
+    try:
+        proc, port, fport = start(
+            binary, root, demo, "--max-queries", "1", "--query-timeout", "90s", flight=True
+        )
+    except RuntimeError as e:
+        if "built without Arrow Flight SQL" not in str(e):
+            raise
+        flight = False
+        proc, port, fport = start(binary, root, demo, "--max-queries", "1", "--query-timeout", "90s")
+
+    def next_query_runs():
+        """The next query's answer, or its error (a slot never freed times it out)."""
+        try:
+            with psycopg.connect(host="127.0.0.1", port=port, user="logsql", dbname="logsql") as conn:
+                return conn.execute("SELECT count(*) FROM demo").fetchone()[0]
+        except psycopg.Error as e:
+            return str(e)
+
+    try:
+        conn = psycopg.connect(host="127.0.0.1", port=port, user="logsql", dbname="logsql")
+        outcome = {}
+
+        def long_query():
+            try:
+                conn.execute(ENDLESS_COUNT).fetchall()
+                outcome["error"] = None
+            except psycopg.Error as e:
+                outcome["error"] = e
+
+        with serve_load.cancelling(conn):
+            long_query()
+        conn.close()
+        expect(
+            checks,
+            "psycopg: conn.cancel() stops a running query with query_canceled",
+            isinstance(outcome.get("error"), psycopg.errors.QueryCanceled),
+            repr(outcome),
+        )
+        got = next_query_runs()
+        expect(checks, "psycopg: after a cancel the server runs the next query (slot freed)", got == 2610, got)
+
+        psql = shutil.which("psql")
+        if psql:
+            client = subprocess.Popen(
+                [psql, "-X", "-h", "127.0.0.1", "-p", str(port), "-U", "logsql", "-d", "logsql", "-c", ENDLESS_ROWS],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1.5)
+            client.kill()
+            client.wait()
+            got = next_query_runs()
+            expect(
+                checks,
+                "psql killed mid-stream: the server stops its query and runs the next (slot freed)",
+                got == 2610,
+                got,
+            )
+
+        if flight:
+            import pyarrow.flight as fl
+            import serve_flight
+
+            client = fl.FlightClient(f"grpc://127.0.0.1:{fport}")
+            info = client.get_flight_info(fl.FlightDescriptor.for_command(serve_flight.statement_query(ENDLESS_ROWS)))
+            reader = client.do_get(info.endpoints[0].ticket)
+            first = reader.read_chunk()
+            reader.cancel()
+            client.close()
+            got = next_query_runs()
+            expect(
+                checks,
+                "pyarrow.flight: a DoGet stream dropped after its first batch frees the slot",
+                first.data.num_rows > 0 and got == 2610,
+                f"{first.data.num_rows} rows, then {got}",
+            )
+        if proc.poll() is not None:
+            expect(checks, "the server is still running after the cancels", False, proc.returncode)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def run_flight(checks, cli, binary, root, demo):
+    """The Flight SQL checks (serve_flight.py), on a server without a
+    password and on one with ``--password-file``; skipped, saying why, when
+    the binary was built without Flight SQL (unless LOGSQL_REQUIRE_FLIGHT=1)."""
+    try:
+        proc, _, port = start(binary, root, demo, flight=True)
+    except RuntimeError as e:
+        if "built without Arrow Flight SQL" not in str(e):
+            raise
+        if os.environ.get("LOGSQL_REQUIRE_FLIGHT") == "1":
+            checks.check("Flight SQL: the binary serves Flight SQL", lambda: str(e))
+        else:
+            print("skipped Flight SQL: the binary was built without it (cargo build --features flight)")
+        return
+    import serve_flight
+
+    try:
+        serve_flight.run_open(checks, cli, port, demo)
+    finally:
+        proc.kill()
+        proc.wait()
+    password = "correct horse battery staple"
+    password_file = os.path.join(root, "flight-password")
+    with open(password_file, "w") as f:
+        f.write(password + "\n")
+    proc, _, port = start(binary, root, demo, "--password-file", password_file, flight=True)
+    try:
+        serve_flight.run_password(checks, cli, port, demo, password)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def run(checks, cli, port, demo):
@@ -123,6 +284,24 @@ def run(checks, cli, port, demo):
             got[0] == ref["n"] and abs(float(got[1]) - ref["z"]) < 1e-9,
             f"{got} vs {ref}",
         )
+
+        sql = (
+            f"SELECT linear_acceleration, orientation_covariance FROM read_topic('{demo}', '/imu') "
+            f"WHERE header['seq'] >= {{}} ORDER BY log_time LIMIT 3"
+        )
+        ref = cli.query(sql.format(5))
+        want_json = [(r["linear_acceleration"], r["orientation_covariance"]) for r in ref]
+        for how, got_rows in [
+            ("simple query", conn.execute(sql.format(5)).fetchall()),
+            ("parameterised", conn.execute(sql.format("%s"), [5]).fetchall()),
+        ]:
+            expect(
+                checks,
+                f"psycopg: nested struct and list columns arrive as JSON text equal to the CLI's ({how})",
+                all(isinstance(v, str) for row in got_rows for v in row)
+                and [(json.loads(a), json.loads(b)) for a, b in got_rows] == want_json,
+                f"{got_rows[:1]} vs {want_json[:1]}",
+            )
 
         try:
             conn.execute("SELECT count(*) FROM '/etc/passwd'")

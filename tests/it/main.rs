@@ -59,6 +59,8 @@ mod robot;
 mod ros2_reader;
 mod self_contained;
 mod serve;
+#[cfg(feature = "flight")]
+mod serve_flight;
 mod slt;
 mod sql;
 mod summary_counts;

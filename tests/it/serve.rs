@@ -29,9 +29,12 @@ fn demo() -> PathBuf {
 }
 
 /// A `logsql serve` process on a free loopback port, stopped when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     port: u16,
+    /// The Flight SQL port, when started with `--flight`.
+    #[cfg_attr(not(feature = "flight"), allow(dead_code))]
+    pub(crate) flight_port: Option<u16>,
     user: String,
     password: Option<String>,
     /// psql's `sslmode`.
@@ -41,7 +44,7 @@ struct Server {
 impl Server {
     /// Starts `logsql serve --pg 127.0.0.1:0 ARGS` and waits for the line
     /// that names its port.
-    fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
             .arg("serve")
             .args(["--pg", "127.0.0.1:0"])
@@ -53,23 +56,30 @@ impl Server {
             .expect("start logsql serve");
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let mut seen = String::new();
-        let port = loop {
+        let flight = args.contains(&"--flight");
+        let (mut port, mut flight_port) = (None, None);
+        while port.is_none() || (flight && flight_port.is_none()) {
             let Some(Ok(line)) = lines.next() else {
                 let status = child.wait().expect("wait");
                 panic!("logsql serve ended ({status}) before listening:\n{seen}");
             };
             seen.push_str(&line);
             seen.push('\n');
-            if let Some(rest) = line.split("Postgres wire on 127.0.0.1:").nth(1) {
+            let port_after = |label: &str| {
+                let rest = line.split(label).nth(1)?;
                 let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                break digits.parse().expect("a port");
-            }
-        };
+                Some(digits.parse::<u16>().expect("a port"))
+            };
+            port = port.or(port_after("Postgres wire on 127.0.0.1:"));
+            flight_port = flight_port.or(port_after("Arrow Flight SQL on 127.0.0.1:"));
+        }
+        let port = port.expect("the Postgres port");
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         Server {
             child,
             port,
+            flight_port,
             user: "logsql".to_string(),
             password: None,
             sslmode: "disable",
@@ -127,7 +137,7 @@ impl Drop for Server {
 }
 
 /// The CLI's CSV answer to `sql`, without its header line.
-fn cli_rows(sql: &str) -> String {
+pub(crate) fn cli_rows(sql: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
         .args(["--format", "csv", sql])
         .stdin(Stdio::null())
@@ -145,7 +155,7 @@ fn cli_rows(sql: &str) -> String {
 }
 
 /// A root directory holding a copy of the demo recording.
-fn root() -> tempfile::TempDir {
+pub(crate) fn root() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::copy(demo(), dir.path().join("demo.mcap")).expect("copy demo");
     dir
@@ -421,4 +431,60 @@ fn tls_only_refuses_plain_connections() {
     server.sslmode = "require";
     let f = dir.path().join("demo.mcap").display().to_string();
     assert_eq!(server.ok(&format!("SELECT count(*) FROM '{f}'")), "2610\n");
+}
+
+#[test]
+fn nested_columns_arrive_as_json_text() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let f = dir.path().join("demo.mcap").display().to_string();
+    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    for column in ["linear_acceleration", "orientation_covariance", "header"] {
+        let sql = format!(
+            "SELECT {column} FROM read_topic('{f}', '/imu') ORDER BY log_time LIMIT 3 OFFSET 7"
+        );
+        let over_pg: Vec<serde_json::Value> = server
+            .ok(&sql)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+            .collect();
+        let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .args(["--format", "ndjson", &sql])
+            .output()
+            .expect("run logsql");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cli: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()[column].clone())
+            .collect();
+        assert_eq!(over_pg.len(), 3, "{column}");
+        if column == "header" {
+            // Times inside a struct are RFC 3339 text in both; compare the rest.
+            for (pg, cli) in over_pg.iter().zip(&cli) {
+                assert_eq!(pg["seq"], cli["seq"]);
+                assert_eq!(pg["frame_id"], cli["frame_id"]);
+                assert!(
+                    pg["stamp"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("2023-11-14T22:13:2"),
+                    "{pg}"
+                );
+            }
+        } else {
+            assert_eq!(over_pg, cli, "{column}");
+        }
+    }
+    // Flat columns keep their types next to a nested one.
+    let row = server.ok(&format!(
+        "SELECT header['seq'] AS seq, linear_acceleration FROM read_topic('{f}', '/imu') ORDER BY log_time LIMIT 1"
+    ));
+    assert!(row.starts_with("0,{\"x\":"), "{row}");
 }

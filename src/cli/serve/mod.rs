@@ -1,8 +1,12 @@
-//! `logsql serve`: the logsql session behind the Postgres wire protocol, for
-//! the tools teams already run (psql, Grafana, DBeaver, pandas, ...).
+//! `logsql serve`: the logsql session behind the Postgres wire protocol and
+//! Arrow Flight SQL, for the tools teams already run (psql, Grafana,
+//! DBeaver, pandas, ADBC, ...).
 //!
 //! - [`pg`]: the Postgres-wire handlers, login, TLS and the accept loop;
+//! - [`cancel`]: Postgres cancel requests that stop a streaming query;
+//! - [`flight`]: the Flight SQL service, its login and statement checks;
 //! - [`statements`]: which statements a shared session runs;
+//! - [`json_text`]: nested columns as JSON text over Postgres wire;
 //! - [`limits`]: the plan guard and the per-query slot, time and memory
 //!   limits, as the session's last physical optimizer rule.
 //!
@@ -10,6 +14,10 @@
 //! and option) with the data roots installed, so every path a query names is
 //! checked before anything is listed, and every plan before it runs.
 
+pub mod cancel;
+#[cfg(feature = "flight")]
+pub mod flight;
+pub mod json_text;
 pub mod limits;
 pub mod pg;
 pub mod statements;
@@ -44,17 +52,33 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
         Some(dir) => Some(Arc::new(DataRoots::parse(&[dir])?)),
         None => None,
     };
-    let login = match &serve.password_file {
-        Some(file) => Login::Password {
-            user: serve.user.clone(),
-            password: read_password(file)?,
-        },
+    let password = match &serve.password_file {
+        Some(file) => Some((serve.user.clone(), read_password(file)?)),
+        None => None,
+    };
+    let login = match password.clone() {
+        Some((user, password)) => Login::Password { user, password },
         None => Login::Open,
     };
     let tls = match (&serve.tls_cert, &serve.tls_key) {
         (Some(cert), Some(key)) => Some(pg::tls_acceptor(cert, key)?),
         _ => None,
     };
+    #[cfg(feature = "flight")]
+    let flight_server = match (serve.flight, &serve.tls_cert, &serve.tls_key) {
+        (None, ..) => None,
+        (Some(_), Some(cert), Some(key)) => {
+            Some(flight::server(Some(flight::tls_config(cert, key)?))?)
+        }
+        (Some(_), ..) => Some(flight::server(None)?),
+    };
+    #[cfg(not(feature = "flight"))]
+    if serve.flight.is_some() {
+        return Err(CliError::msg(
+            "--flight: this logsql was built without Arrow Flight SQL (build it with \
+             `cargo build --features flight`)",
+        ));
+    }
 
     let roots = Arc::new(roots);
     let app = App::with_config(args, |config| roots.as_ref().clone().install(config))?;
@@ -81,6 +105,20 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
     app.ctx.register_udf(version_udf());
     app.ctx.register_udf(to_regtype_udf());
 
+    #[cfg(not(feature = "flight"))]
+    let flight = None;
+    #[cfg(feature = "flight")]
+    let flight = match (serve.flight, flight_server) {
+        (Some(addr), Some(server)) => {
+            let (listener, addr) = app.rt.block_on(flight::bind(addr))?;
+            let service =
+                flight::LogsqlFlight::new(app.ctx.state(), password, write_roots.is_some());
+            app.rt.spawn(flight::serve(server, listener, service));
+            Some(addr)
+        }
+        _ => None,
+    };
+
     let ctx = Arc::new(app.ctx.clone());
     let handlers = Arc::new(Handlers::new(
         ctx,
@@ -95,7 +133,7 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
     let addr = listener
         .local_addr()
         .map_err(|e| CliError::io("the listening address", e))?;
-    announce(serve, addr, &roots, tls.is_some());
+    announce(serve, addr, flight, &roots, tls.is_some());
     app.rt.block_on(pg::accept(
         listener,
         handlers,
@@ -194,7 +232,13 @@ async fn register_tables(ctx: &SessionContext, tables: &[String]) -> CliResult {
 
 /// Says on stderr where the server listens and how to connect; warns when
 /// it listens beyond this machine without a password.
-fn announce(serve: &ServeArgs, addr: SocketAddr, roots: &DataRoots, tls: bool) {
+fn announce(
+    serve: &ServeArgs,
+    addr: SocketAddr,
+    flight: Option<SocketAddr>,
+    roots: &DataRoots,
+    tls: bool,
+) {
     let user = match serve.password_file {
         Some(_) => serve.user.as_str(),
         None => "logsql",
@@ -205,11 +249,17 @@ fn announce(serve: &ServeArgs, addr: SocketAddr, roots: &DataRoots, tls: bool) {
         addr.ip(),
         addr.port()
     );
-    if !addr.ip().is_loopback() && serve.password_file.is_none() {
-        eprintln!(
-            "warning: listening on {addr}, beyond this machine, without a password: anyone who \
-             reaches it can read every file below the roots (give --password-file, and TLS with \
-             --tls-cert/--tls-key)"
-        );
+    if let Some(flight) = flight {
+        let scheme = if tls { "grpc+tls" } else { "grpc" };
+        eprintln!("logsql serve: Arrow Flight SQL on {flight}\n  uri {scheme}://{flight}");
+    }
+    for addr in std::iter::once(addr).chain(flight) {
+        if !addr.ip().is_loopback() && serve.password_file.is_none() {
+            eprintln!(
+                "warning: listening on {addr}, beyond this machine, without a password: anyone \
+                 who reaches it can read every file below the roots (give --password-file, and \
+                 TLS with --tls-cert/--tls-key)"
+            );
+        }
     }
 }

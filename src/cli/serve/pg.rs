@@ -1,7 +1,7 @@
 //! The Postgres-wire side of `logsql serve`, on datafusion-postgres and
 //! pgwire: the handlers (datafusion-postgres's session service behind
 //! logsql's statement guard, with every `ASOF JOIN` spelling rewritten to
-//! the form DataFusion plans), SCRAM-SHA-256 password authentication, TLS,
+//! the form DataFusion plans and nested columns sent as JSON text), SCRAM-SHA-256 password authentication, TLS,
 //! and the accept loop with its connection limit.
 
 use std::fmt::Debug;
@@ -23,7 +23,6 @@ use datafusion_postgres::pgwire::api::auth::sasl::scram::{
 use datafusion_postgres::pgwire::api::auth::{
     AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
 };
-use datafusion_postgres::pgwire::api::cancel::DefaultCancelHandler;
 use datafusion_postgres::pgwire::api::portal::Format;
 use datafusion_postgres::pgwire::api::portal::Portal;
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
@@ -47,6 +46,8 @@ use futures::Sink;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use super::cancel::{Cancels, RunningQueries};
+use super::json_text::NestedAsJson;
 use super::statements::StatementGuard;
 use crate::cli::error::{CliError, CliResult};
 
@@ -62,6 +63,7 @@ pub enum Login {
 pub struct Handlers {
     service: Arc<LogsqlService>,
     connections: Arc<ConnectionManager>,
+    running: Arc<RunningQueries>,
     auth: Option<Arc<Credentials>>,
     tls_only: bool,
 }
@@ -71,14 +73,17 @@ impl Handlers {
     pub fn new(ctx: Arc<SessionContext>, writes: bool, login: Login, tls_only: bool) -> Self {
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(StatementGuard { writes }),
+            Arc::new(NestedAsJson),
             Arc::new(CursorStatementHook),
             Arc::new(SetShowHook),
             Arc::new(TransactionStatementHook),
         ];
         let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
+        let running = Arc::new(RunningQueries::default());
         let service = Arc::new(LogsqlService {
             parser: Arc::new(AsofParser(inner.query_parser())),
             inner,
+            running: Arc::clone(&running),
         });
         let auth = match login {
             Login::Open => None,
@@ -87,6 +92,7 @@ impl Handlers {
         Self {
             service,
             connections: Arc::new(ConnectionManager::new()),
+            running,
             auth,
             tls_only,
         }
@@ -126,7 +132,10 @@ impl PgWireServerHandlers for Handlers {
     }
 
     fn cancel_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::cancel::CancelHandler> {
-        Arc::new(DefaultCancelHandler::new(Arc::clone(&self.connections)))
+        Arc::new(Cancels::new(
+            Arc::clone(&self.connections),
+            Arc::clone(&self.running),
+        ))
     }
 }
 
@@ -216,6 +225,7 @@ type DfStatement = (String, Option<(Statement, LogicalPlan)>);
 pub struct LogsqlService {
     inner: Arc<DfSessionService>,
     parser: Arc<AsofParser>,
+    running: Arc<RunningQueries>,
 }
 
 /// A statement's text with its `ASOF JOIN`s in the form DataFusion plans
@@ -233,7 +243,10 @@ impl SimpleQueryHandler for LogsqlService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        SimpleQueryHandler::do_query(&*self.inner, client, &normalize(query)).await
+        let mut responses =
+            SimpleQueryHandler::do_query(&*self.inner, client, &normalize(query)).await?;
+        self.running.watch(client, &mut responses);
+        Ok(responses)
     }
 }
 
@@ -258,7 +271,11 @@ impl ExtendedQueryHandler for LogsqlService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        ExtendedQueryHandler::do_query(&*self.inner, client, portal, max_rows).await
+        let mut response =
+            ExtendedQueryHandler::do_query(&*self.inner, client, portal, max_rows).await?;
+        self.running
+            .watch(client, std::slice::from_mut(&mut response));
+        Ok(response)
     }
 }
 

@@ -7,12 +7,16 @@
 //! (`datafusion.*`, `logsql.*`) and every DDL statement (`CREATE`, `DROP`,
 //! `ALTER`, `PREPARE`, ...) are refused; `COPY` and `INSERT` run only with
 //! `--allow-write` (and then write only below its directory, which the plan
-//! guard checks).
+//! guard checks). Over Flight SQL, which has no per-client settings, a
+//! statement is checked as DataFusion parsed it ([`StatementGuard::refusal`]),
+//! and `SET` is refused.
 
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
+#[cfg(feature = "flight")]
+use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{Set, Statement};
 use datafusion_postgres::QueryHook;
 use datafusion_postgres::hooks::HookClient;
@@ -72,14 +76,7 @@ impl StatementGuard {
             | Statement::Close { .. } => Verdict::Run,
             Statement::Explain { statement, .. } => self.verdict(statement),
             Statement::ExplainTable { .. } => Verdict::Run,
-            Statement::Copy { .. } | Statement::Insert(_) => match self.writes {
-                true => Verdict::Run,
-                false => Verdict::Refuse(
-                    "this server writes no files (start it with --allow-write DIR to allow \
-                     COPY and INSERT below DIR)"
-                        .to_string(),
-                ),
-            },
+            Statement::Copy { .. } | Statement::Insert(_) => self.verdict_of_writes(),
             Statement::Set(set) => set_verdict(set),
             Statement::Savepoint { .. } => Verdict::Ignore("SAVEPOINT"),
             Statement::ReleaseSavepoint { .. } => Verdict::Ignore("RELEASE"),
@@ -88,6 +85,45 @@ impl StatementGuard {
                  every client and set when it starts",
                 statement_kind(other)
             )),
+        }
+    }
+
+    /// Why a statement as DataFusion parses it (its extensions `CREATE
+    /// EXTERNAL TABLE`, `COPY ... TO`, `EXPLAIN`, `RESET` included) may not
+    /// run over Flight SQL, if it may not.
+    #[cfg(feature = "flight")]
+    pub fn refusal(&self, statement: &DFStatement) -> Option<String> {
+        let refused = |kind: &str| {
+            Some(format!(
+                "{kind} is not allowed on a logsql server: its tables and options are shared by \
+                 every client and set when it starts"
+            ))
+        };
+        match statement {
+            DFStatement::Statement(statement) => match self.verdict(statement) {
+                Verdict::Run if !matches!(**statement, Statement::Set(_)) => None,
+                Verdict::Refuse(why) => Some(why),
+                Verdict::Run | Verdict::Ignore(_) => refused(&statement_kind(statement)),
+            },
+            DFStatement::CopyTo(_) => match self.verdict_of_writes() {
+                Verdict::Refuse(why) => Some(why),
+                _ => None,
+            },
+            DFStatement::Explain(explain) => self.refusal(&explain.statement),
+            DFStatement::CreateExternalTable(_) => refused("CREATE EXTERNAL TABLE"),
+            DFStatement::Reset(_) => refused("RESET"),
+        }
+    }
+
+    /// Whether `COPY` and `INSERT` run.
+    fn verdict_of_writes(&self) -> Verdict {
+        match self.writes {
+            true => Verdict::Run,
+            false => Verdict::Refuse(
+                "this server writes no files (start it with --allow-write DIR to allow \
+                 COPY and INSERT below DIR)"
+                    .to_string(),
+            ),
         }
     }
 
