@@ -115,7 +115,11 @@ async fn random_trees_of_links_list_every_file_once() {
             }
         }
         let unique: BTreeSet<PathBuf> = listed.iter().cloned().collect();
-        assert_eq!(unique.len(), listed.len(), "seed {seed}: a path listed twice");
+        assert_eq!(
+            unique.len(),
+            listed.len(),
+            "seed {seed}: a path listed twice"
+        );
         for p in &listed {
             assert!(p.exists(), "seed {seed}: {} does not exist", p.display());
         }
