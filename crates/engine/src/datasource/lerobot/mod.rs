@@ -124,12 +124,31 @@ impl FileFormat for LeRobotFormat {
             ));
         }
         let target = target_dir(&conf)?;
+        // Rows grouped by episode, in time order within each: DataFusion
+        // merges or sorts the input unless it already comes so.
+        let schema = input.schema();
+        let asc = Some(datafusion::arrow::compute::SortOptions {
+            descending: false,
+            nulls_first: false,
+        });
+        let mut order = Vec::new();
+        for name in ["episode_index", "log_time", "timestamp"] {
+            if let Ok(c) = datafusion::physical_plan::expressions::col(name, &schema) {
+                order.push(datafusion::physical_expr::PhysicalSortRequirement::new(
+                    c, asc,
+                ));
+                if name != "episode_index" {
+                    break;
+                }
+            }
+        }
+        let order = LexRequirement::new(order).or(order_requirements);
         let sink = Arc::new(LeRobotSink {
             config: conf,
             options: self.options.clone(),
             target,
         });
-        Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
+        Ok(Arc::new(DataSinkExec::new(input, sink, order)))
     }
 
     fn file_source(&self, _table_schema: TableSchema) -> Arc<dyn FileSource> {
