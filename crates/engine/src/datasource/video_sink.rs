@@ -405,13 +405,11 @@ impl Encoder {
                 self.left_out += 1;
                 continue;
             }
-            let added = image.pixels(PixelFormat::Rgb8).and_then(|px| {
-                self.writer
-                    .add_rgb8(t, px.width, px.height, &px.data)
-                    .map(|()| px)
-            });
+            let added = image
+                .pixels(PixelFormat::Rgb8)
+                .and_then(|px| self.writer.add_rgb8(t, px.width, px.height, &px.data));
             match added {
-                Ok(_) => self.last = Some(t),
+                Ok(()) => self.last = Some(t),
                 Err(e) => {
                     let source = files
                         .filter(|f| f.is_valid(i))
