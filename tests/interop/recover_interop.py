@@ -112,9 +112,21 @@ DB3_WRITER = textwrap.dedent(
 
 
 def size_of(path):
+    """Bytes in `path` (a file, or a directory's files) while a writer changes it.
+
+    SQLite creates and deletes its `-journal` beside the database as it
+    commits, so a file listed a moment ago may be gone: it counts as empty.
+    """
+
+    def one(file):
+        try:
+            return os.path.getsize(file)
+        except FileNotFoundError:
+            return 0
+
     if os.path.isdir(path):
-        return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
-    return os.path.getsize(path) if os.path.exists(path) else 0
+        return sum(one(os.path.join(path, f)) for f in os.listdir(path))
+    return one(path)
 
 
 def killed_mid_write(script, path, grow_to):
