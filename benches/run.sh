@@ -33,6 +33,8 @@
 #   memory        peak RSS of full scans of ~2 GB files                            memory.sh
 #   distributed   `logsql worker` scale-out on pinned cores                        distributed_pinned.sh
 #   media         camera thumbnails and video against mcap + Pillow + PyAV         media_compare.sh
+#   serve         psql first-row latency, Flight SQL full scans                    serve_compare.sh
+#   recover       recover of a damaged ~1 GB MCAP: time against scan + write, RSS  recover_compare.sh
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
@@ -46,7 +48,7 @@ export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
 results=$BENCH_RESULTS
 mkdir -p "$results"
 
-all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media)
+all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve)
 update_docs=${UPDATE_DOCS:-}
 selected=()
 for arg in "$@"; do
@@ -71,6 +73,8 @@ run_one() {
     memory) bash benches/memory.sh ;;
     distributed) bash benches/distributed_pinned.sh ;;
     media) bash benches/media_compare.sh ;;
+    recover) bash benches/recover_compare.sh ;;
+    serve) bash benches/serve_compare.sh ;;
     *)
         echo "unknown comparison '$1' (one of: ${all[*]})" >&2
         return 2

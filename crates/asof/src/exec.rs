@@ -79,10 +79,10 @@ impl AsofJoinExec {
         }
         // Left columns come first, at their input indices: the left ordering
         // and partitioning hold for the output too.
+        // Every ordering of the left input holds (a time grid is ordered by
+        // its recording and by its episode at once).
         let mut eq = EquivalenceProperties::new(Arc::clone(&schema));
-        if let Some(ordering) = left.output_ordering() {
-            eq.add_orderings([ordering.clone()]);
-        }
+        eq.add_orderings(left.equivalence_properties().oeq_class().iter().cloned());
         let properties = PlanProperties::new(
             eq,
             left.output_partitioning().clone(),

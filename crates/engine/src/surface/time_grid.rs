@@ -10,22 +10,30 @@
 //! column does, so `ON g.file = t.file` pairs each frame with its own
 //! recording. Times come from the file summaries (no message is read); the
 //! rows are generated as they are consumed (memory does not grow with the
-//! recording), and the table declares its order (`file`, `log_time`), which
-//! `ASOF JOIN` needs.
+//! recording), and the table declares its orders: (`file`, `log_time`), which
+//! `ASOF JOIN ... ON g.file = t.file` needs, and (`episode_index`,
+//! `log_time`), which the LeRobot writer needs (so no sort of the joined
+//! frames, images included, stands between the two).
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use datafusion::arrow::array::{
     ArrayRef, Int64Array, RecordBatch, StringArray, TimestampNanosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::catalog::streaming::StreamingTable;
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, SessionState, TaskContext};
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::equivalence::project_ordering;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::prelude::{SessionContext, col as column};
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
+use datafusion::prelude::SessionContext;
 
 use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::resolve;
@@ -131,13 +139,69 @@ async fn plan(state: &SessionState, path: &str, fps: f64) -> Result<Arc<dyn Tabl
         recordings: Arc::new(recordings),
         fps,
     });
-    let order = vec![
-        column(col::FILE).sort(true, true),
-        column(col::LOG_TIME).sort(true, true),
-    ];
-    Ok(Arc::new(
-        StreamingTable::try_new(schema, vec![stream])?.with_sort_order(order),
-    ))
+    Ok(Arc::new(GridTable { schema, stream }))
+}
+
+/// The grid as a table: one partition, generated as it is read, in the
+/// orders of [`GridTable::orderings`].
+#[derive(Debug)]
+struct GridTable {
+    schema: SchemaRef,
+    stream: Arc<GridStream>,
+}
+
+impl GridTable {
+    /// (`file`, `log_time`) and (`episode_index`, `log_time`): recordings
+    /// come in `file` order and are numbered in it.
+    fn orderings(&self) -> Vec<LexOrdering> {
+        let sort = |name: &str| {
+            let i = self.schema.index_of(name).expect("grid column");
+            PhysicalSortExpr::new_default(Arc::new(Column::new(name, i)))
+        };
+        [col::FILE, "episode_index"]
+            .into_iter()
+            .filter_map(|first| LexOrdering::new([sort(first), sort(col::LOG_TIME)]))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl TableProvider for GridTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let projected = match projection {
+            Some(p) => Arc::new(self.schema.project(p)?),
+            None => Arc::clone(&self.schema),
+        };
+        // An ordering keeps its leading columns the projection keeps.
+        let orderings: Vec<LexOrdering> = self
+            .orderings()
+            .iter()
+            .filter_map(|o| project_ordering(o, &projected))
+            .collect();
+        let partition: Arc<dyn PartitionStream> = Arc::clone(&self.stream) as _;
+        Ok(Arc::new(StreamingTableExec::try_new(
+            Arc::clone(&self.schema),
+            vec![partition],
+            projection,
+            orderings,
+            false,
+            limit,
+        )?))
+    }
 }
 
 /// The time of frame `frame` of a grid starting at `start_ns` (rounded to
