@@ -240,7 +240,7 @@ impl Db3Writer {
                 None => (timestamp, timestamp),
             });
             self.messages += 1;
-            if self.messages % COMMIT_ROWS == 0 {
+            if self.messages.is_multiple_of(COMMIT_ROWS) {
                 self.conn.execute_batch("COMMIT; BEGIN").map_err(err)?;
             }
         }
