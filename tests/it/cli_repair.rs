@@ -368,13 +368,24 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// The channels of `path` as a reader lists them, one JSON line per (topic,
 /// type), the first file's lowest channel id where several share them:
-/// encodings, schema hash and metadata (connection header fields, QoS
-/// profiles).
+/// encodings, schema hash and the metadata a bag keeps (connection header
+/// fields, QoS profiles).
 fn channel_lines(path: &Path) -> Vec<String> {
+    let meta: Vec<String> = [
+        "md5sum",
+        "callerid",
+        "latching",
+        "offered_qos_profiles",
+        "type_description_hash",
+    ]
+    .iter()
+    .map(|k| format!("metadata['{k}'] AS {k}"))
+    .collect();
     let sql = format!(
         "SELECT DISTINCT ON (topic, message_type) topic, message_type, message_encoding, \
-         schema_encoding, encode(sha256(schema), 'hex') AS schema, metadata \
+         schema_encoding, encode(sha256(schema), 'hex') AS schema, {} \
          FROM channels('{}') ORDER BY topic, message_type, file, channel_id",
+        meta.join(", "),
         path.display()
     );
     let (code, stdout, stderr) = logsql(&["--on-error", "warn", "--format", "ndjson", &sql]);
@@ -434,6 +445,15 @@ fn recover_to_bag_writes_an_indexed_bag_of_what_the_damaged_bag_reads() {
             (f("rosbagjs-example-unsorted-chunks.bag"), false),
         ]);
     }
+    // An MCAP of ROS1 messages (the ros1 profile) holds connection headers too.
+    let ros1_mcap = t.join("ros1.mcap");
+    let (code, _, stderr) = logsql(&[
+        "recover",
+        bag.to_str().unwrap(),
+        ros1_mcap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    inputs.push((ros1_mcap, false));
     for (input, explicit) in &inputs {
         let before = std::fs::read(input).unwrap();
         let name = input.file_name().unwrap().to_string_lossy().into_owned();
@@ -513,11 +533,14 @@ fn recover_to_db3_writes_a_ros2_bag_directory_of_what_the_damaged_bag_reads() {
         t.join("alone/a.db3"),
     )
     .unwrap();
+    // A ROS 2 bag recorded with MCAP storage.
+    copy_dir(&ros2.join("mcap/cdr_test"), &t.join("mcap_storage"));
     let inputs = [
         t.join("talker"),
         t.join("no_metadata"),
         t.join("cut"),
         t.join("alone/a.db3"),
+        t.join("mcap_storage"),
     ];
     for input in &inputs {
         let name = input.file_name().unwrap().to_string_lossy().into_owned();

@@ -86,7 +86,8 @@ pub struct Db3Topic {
 impl Db3Topic {
     /// The topic of a channel as the readers describe it (the ROS 2
     /// reader's: type, serialization format, `offered_qos_profiles` and
-    /// `type_description_hash` metadata, the stored definition).
+    /// `type_description_hash` metadata, the stored definition; an MCAP
+    /// reader's channels of a ROS 2 bag the same, with `topic_type_hash`).
     pub fn from_channel(channel: &Channel) -> Self {
         let meta = |k: &str| channel.metadata.get(k).cloned().unwrap_or_default();
         let definition = match (&channel.schema_encoding, &channel.schema) {
@@ -100,7 +101,13 @@ impl Db3Topic {
             type_name: channel.message_type.clone().unwrap_or_default(),
             serialization_format: channel.message_encoding.clone(),
             offered_qos_profiles: meta("offered_qos_profiles"),
-            type_description_hash: meta("type_description_hash"),
+            // rosbag2's MCAP storage names it `topic_type_hash`.
+            type_description_hash: channel
+                .metadata
+                .get("type_description_hash")
+                .or_else(|| channel.metadata.get("topic_type_hash"))
+                .cloned()
+                .unwrap_or_default(),
             definition,
         }
     }
