@@ -107,10 +107,15 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     // would only repeat it.
     let level = log::max_level();
     log::set_max_level(level.min(log::LevelFilter::Error));
+    let mut left_out = 0;
     let rows = match &plan {
         None => write_windows(app, &a.input, &sqls, &a.output),
         Some(plan) => window_stream(app, &a.input, &sqls)
-            .and_then(|(stream, _)| recover_to::write(app, plan, stream, &a.output)),
+            .and_then(|(stream, _)| recover_to::write(app, plan, stream, &a.output))
+            .map(|w| {
+                left_out = w.left_out;
+                w.rows
+            }),
     };
     log::set_max_level(level);
     let rows = rows?;
@@ -119,6 +124,15 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
         .filter_map(|c| c.report.as_ref().ok())
         .map(|r| r.messages)
         .sum();
+    if left_out > 0 {
+        write(
+            out,
+            &format!(
+                "left out {left_out} messages without a topic and type (their connection record was lost): {} cannot hold them (an MCAP output keeps them)\n",
+                a.output.display()
+            ),
+        )?;
+    }
     write(
         out,
         &format!(

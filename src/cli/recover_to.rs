@@ -18,7 +18,9 @@
 //! input's size. Which connection or topic a row belongs to comes from its
 //! topic and message type, matched against the channels the input's
 //! summaries list; a channel a format cannot carry (not `ros1` for a bag,
-//! not `cdr` for a ROS 2 bag) is refused before anything is written.
+//! not `cdr` for a ROS 2 bag) is refused before anything is written, and the
+//! messages of a channel without a type (a bag connection whose record was
+//! lost) are left out and counted.
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -33,7 +35,7 @@ use futures::StreamExt;
 use logsql::atomic_write::{AtomicDir, AtomicFile};
 use logsql_readers::formats::bag::write::{BagConnection, BagWriter};
 use logsql_readers::formats::ros2::write::{Db3Topic, Db3Writer};
-use logsql_readers::model::Summary;
+use logsql_readers::model::{Channel, Summary};
 
 use super::App;
 use super::args::RecoverTo;
@@ -60,11 +62,13 @@ pub struct Keyed<T> {
 impl<T> Keyed<T> {
     /// One item per (topic, message type) of the channels of `summaries`
     /// (the lowest channel id of a file, the first file, wins), made by
-    /// `make`.
+    /// `make`: `Ok(None)` for a channel whose messages cannot be written
+    /// (they are left out and counted), an error for one that makes the
+    /// input unfit for the format.
     fn new(
         summaries: &[Summary],
-        make: impl Fn(&logsql_readers::model::Channel) -> Result<T, String>,
-    ) -> CliResult<Self> {
+        make: impl Fn(&Channel) -> Result<Option<T>, String>,
+    ) -> Result<Self, String> {
         let mut keyed = Self {
             items: Vec::new(),
             index: HashMap::new(),
@@ -74,37 +78,51 @@ impl<T> Keyed<T> {
             if keyed.index.contains_key(&key) {
                 continue;
             }
-            keyed.items.push(make(channel).map_err(CliError::msg)?);
-            keyed.index.insert(key, keyed.items.len() - 1);
+            if let Some(item) = make(channel)? {
+                keyed.items.push(item);
+                keyed.index.insert(key, keyed.items.len() - 1);
+            }
         }
         Ok(keyed)
     }
 
-    /// The item of a row.
-    fn of(&self, topic: &str, message_type: Option<&str>) -> Result<usize, DataFusionError> {
+    /// The item of a row, `None` for a row of a channel left out.
+    fn of(&self, topic: &str, message_type: Option<&str>) -> Option<usize> {
         self.index
             .get(&(topic.to_string(), message_type.map(str::to_string)))
             .copied()
-            .ok_or_else(|| {
-                DataFusionError::Execution(format!(
-                    "a message of topic {topic:?} (type {message_type:?}) matches no channel of the input"
-                ))
-            })
+    }
+}
+
+/// The name of `to` as `--to` spells it.
+fn spelled(to: RecoverTo) -> &'static str {
+    match to {
+        RecoverTo::Mcap => "mcap",
+        RecoverTo::Bag => "bag",
+        RecoverTo::Db3 => "db3",
     }
 }
 
 impl Plan {
     /// The plan for writing `to` from the channels of `summaries`, or why
-    /// the input cannot be written so.
+    /// the input cannot be written so. A channel without a message type
+    /// (a bag connection whose record was lost with its chunk: its messages
+    /// have no topic either) cannot be written and is left out; a channel of
+    /// another encoding refuses the input.
     pub fn new(to: RecoverTo, input: &str, summaries: &[Summary]) -> CliResult<Self> {
-        let refuse = |why: String| {
-            CliError::msg(format!("{input}: cannot recover --to {to:?}: {why}").to_lowercase())
-        };
-        match to {
-            RecoverTo::Mcap => Err(CliError::msg("recover --to mcap has no bag plan")),
-            RecoverTo::Bag => Keyed::new(summaries, BagConnection::from_channel)
-                .map(Plan::Bag)
-                .map_err(|e| refuse(format!("{e} (connection headers are ROS1's)"))),
+        let plan = match to {
+            RecoverTo::Mcap => Err("MCAP needs no plan".to_string()),
+            RecoverTo::Bag => Keyed::new(summaries, |c| {
+                if c.message_encoding == "ros1"
+                    && (c.message_type.is_none() || !c.metadata.contains_key("md5sum"))
+                {
+                    return Ok(None);
+                }
+                BagConnection::from_channel(c)
+                    .map(Some)
+                    .map_err(|e| format!("{e} (connection headers are ROS1's)"))
+            })
+            .map(Plan::Bag),
             RecoverTo::Db3 => Keyed::new(summaries, |c| {
                 if c.message_encoding != "cdr" {
                     return Err(format!(
@@ -112,15 +130,26 @@ impl Plan {
                         c.topic, c.message_encoding
                     ));
                 }
-                if c.message_type.is_none() {
-                    return Err(format!("topic {:?} has no message type", c.topic));
-                }
-                Ok(Db3Topic::from_channel(c))
+                Ok(c.message_type.is_some().then(|| Db3Topic::from_channel(c)))
             })
-            .map(Plan::Db3)
-            .map_err(|e| refuse(e.to_string())),
-        }
+            .map(Plan::Db3),
+        };
+        plan.map_err(|why| {
+            CliError::msg(format!(
+                "{input}: cannot recover --to {}: {why}",
+                spelled(to)
+            ))
+        })
     }
+}
+
+/// What [`write`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// Messages written.
+    pub rows: u64,
+    /// Messages left out: their channel has no message type (see [`Plan::new`]).
+    pub left_out: u64,
 }
 
 /// What `--to` means when not given: a bag for an OUTPUT named `.bag`, MCAP
@@ -146,7 +175,8 @@ pub fn write(
     plan: &Plan,
     stream: SendableRecordBatchStream,
     output: &Path,
-) -> CliResult<u64> {
+) -> CliResult<Written> {
+    let mut left_out = 0u64;
     let out_err = |e: &dyn std::fmt::Display| CliError::msg(format!("{}: {e}", output.display()));
     let (rows, failed) = match plan {
         Plan::Bag(conns) => {
@@ -159,7 +189,11 @@ pub fn write(
                 .map(|c| w.add_connection(c.clone()))
                 .collect();
             let failed = app.rt.block_on(drain(stream, |topic, mtype, time, data| {
-                let conn = ids[conns.of(topic, mtype)?];
+                let Some(i) = conns.of(topic, mtype) else {
+                    left_out += 1;
+                    return Ok(());
+                };
+                let conn = ids[i];
                 let time = u64::try_from(time).map_err(|_| {
                     DataFusionError::Execution(format!("log time {time} is before 1970"))
                 })?;
@@ -193,7 +227,10 @@ pub fn write(
             let failed = app.rt.block_on(drain_batches(stream, |batch| {
                 batch_rows.clear();
                 each_row(batch, |topic, mtype, time, data| {
-                    batch_rows.push((ids[topics.of(topic, mtype)?], time, data.to_vec()));
+                    match topics.of(topic, mtype) {
+                        Some(i) => batch_rows.push((ids[i], time, data.to_vec())),
+                        None => left_out += 1,
+                    }
                     Ok(())
                 })?;
                 w.write_all(batch_rows.iter().map(|(t, time, d)| (*t, *time, &d[..])))
@@ -211,7 +248,7 @@ pub fn write(
         }
     };
     match failed {
-        None => Ok(rows),
+        None => Ok(Written { rows, left_out }),
         Some(e) => Err(CliError::from(e.context(format!(
             "{} holds the {rows} messages read before the error (complete and indexed)",
             output.display()
@@ -279,4 +316,25 @@ fn each_row(
         row(topic.value(i), mt, time.value(i), data.value(i))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bag_name_means_a_bag_unless_told_otherwise() {
+        assert_eq!(infer(None, Path::new("out.bag")), RecoverTo::Bag);
+        assert_eq!(infer(None, Path::new("dir/OUT.BAG")), RecoverTo::Bag);
+        assert_eq!(infer(None, Path::new("out.mcap")), RecoverTo::Mcap);
+        assert_eq!(infer(None, Path::new("bagdir")), RecoverTo::Mcap);
+        assert_eq!(
+            infer(Some(RecoverTo::Db3), Path::new("x.bag")),
+            RecoverTo::Db3
+        );
+        assert_eq!(
+            infer(Some(RecoverTo::Mcap), Path::new("x.bag")),
+            RecoverTo::Mcap
+        );
+    }
 }

@@ -501,6 +501,41 @@ fn recover_to_bag_writes_an_indexed_bag_of_what_the_damaged_bag_reads() {
 }
 
 #[test]
+fn recover_to_bag_leaves_out_messages_whose_connection_record_was_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // Bytes flipped in the first chunk's connection records, the index cut off.
+    let input = damaged(t, &demo("demo.bag"), "lost-connections.bag", |b| {
+        flip(4300, 4)(b);
+        b.truncate(60_000);
+    });
+    let all = messages(&input, "warn");
+    let keep: Vec<String> = all
+        .iter()
+        .filter(|m| !m.starts_with(','))
+        .cloned()
+        .collect();
+    assert!(!keep.is_empty() && keep.len() < all.len());
+    let out = t.join("out.bag");
+    let (code, stdout, stderr) =
+        logsql(&["recover", input.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout} {stderr}");
+    let left = all.len() - keep.len();
+    assert!(
+        stdout.contains(&format!(
+            "left out {left} messages without a topic and type"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("recovered {} messages", keep.len())),
+        "{stdout}"
+    );
+    assert_eq!(messages(&out, "error"), keep);
+    assert_eq!(doctor(&out).0, 0);
+}
+
+#[test]
 fn recover_to_db3_writes_a_ros2_bag_directory_of_what_the_damaged_bag_reads() {
     let Some(ros2) = fixtures::dir("ros2") else {
         return;
@@ -590,6 +625,14 @@ fn recover_to_db3_writes_a_ros2_bag_directory_of_what_the_damaged_bag_reads() {
         // Topics keep their types, definitions and QoS profiles.
         assert_eq!(channel_lines(&out), channel_lines(input), "{name}");
     }
+    // No temporary directory is left beside the outputs.
+    assert!(
+        std::fs::read_dir(t).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
     // The talker's QoS profiles are those of its topics table.
     let yaml = std::fs::read_to_string(t.join("recovered-talker/metadata.yaml")).unwrap();
     assert!(yaml.contains("sec: 2147483647"), "{yaml}");
