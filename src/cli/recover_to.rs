@@ -167,93 +167,117 @@ pub fn infer(to: Option<RecoverTo>, output: &Path) -> RecoverTo {
     })
 }
 
-/// Writes `stream` to `output` as `plan` says; returns the rows written.
-/// An error in the stream after some rows (a damaged input) still completes
-/// the output, and is returned with a note saying so.
+/// Writes `stream` to `output` as `plan` says. An error in the stream after
+/// some rows (a damaged input) still completes the output, and is returned
+/// with a note saying so.
 pub fn write(
     app: &App,
     plan: &Plan,
     stream: SendableRecordBatchStream,
     output: &Path,
 ) -> CliResult<Written> {
-    let mut left_out = 0u64;
-    let out_err = |e: &dyn std::fmt::Display| CliError::msg(format!("{}: {e}", output.display()));
-    let (rows, failed) = match plan {
-        Plan::Bag(conns) => {
-            let mut file = AtomicFile::create(output)
-                .map_err(|e| CliError::io(format!("creating {}", output.display()), e))?;
-            let mut w = BagWriter::new(BufWriter::new(file.file())).map_err(|e| out_err(&e))?;
-            let ids: Vec<u32> = conns
-                .items
-                .iter()
-                .map(|c| w.add_connection(c.clone()))
-                .collect();
-            let failed = app.rt.block_on(drain(stream, |topic, mtype, time, data| {
-                let Some(i) = conns.of(topic, mtype) else {
-                    left_out += 1;
-                    return Ok(());
-                };
-                let conn = ids[i];
-                let time = u64::try_from(time).map_err(|_| {
-                    DataFusionError::Execution(format!("log time {time} is before 1970"))
-                })?;
-                w.write(conn, time, data)
-                    .map_err(|e| DataFusionError::External(Box::new(e)))
-            }))?;
-            let rows = w.messages();
-            w.finish()
-                .map_err(|e| out_err(&e))?
-                .flush()
-                .map_err(|e| out_err(&e))?;
-            file.commit()
-                .map_err(|e| CliError::io(format!("writing {}", output.display()), e))?;
-            (rows, failed)
-        }
-        Plan::Db3(topics) => {
-            let dir = AtomicDir::create(output)
-                .map_err(|e| CliError::io(format!("creating {}", output.display()), e))?;
-            let name = output
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "recovered".into());
-            let db_name = format!("{name}_0.db3");
-            let mut w =
-                Db3Writer::create(&dir.path().join(&db_name), "").map_err(|e| out_err(&e))?;
-            let mut ids = Vec::with_capacity(topics.items.len());
-            for t in &topics.items {
-                ids.push(w.add_topic(t.clone()).map_err(|e| out_err(&e))?);
-            }
-            let mut batch_rows: Vec<(i64, i64, Vec<u8>)> = Vec::new();
-            let failed = app.rt.block_on(drain_batches(stream, |batch| {
-                batch_rows.clear();
-                each_row(batch, |topic, mtype, time, data| {
-                    match topics.of(topic, mtype) {
-                        Some(i) => batch_rows.push((ids[i], time, data.to_vec())),
-                        None => left_out += 1,
-                    }
-                    Ok(())
-                })?;
-                w.write_all(batch_rows.iter().map(|(t, time, d)| (*t, *time, &d[..])))
-                    .map_err(|e| DataFusionError::External(Box::new(e)))
-            }))?;
-            let rows = w.messages();
-            let metadata = w.metadata(&db_name, "");
-            w.finish(&metadata).map_err(|e| out_err(&e))?;
-            std::fs::write(dir.path().join("metadata.yaml"), metadata.to_yaml()).map_err(|e| {
-                CliError::io(format!("writing {}/metadata.yaml", output.display()), e)
-            })?;
-            dir.commit()
-                .map_err(|e| CliError::io(format!("writing {}", output.display()), e))?;
-            (rows, failed)
-        }
+    let (written, failed) = match plan {
+        Plan::Bag(conns) => write_bag(app, conns, stream, output)?,
+        Plan::Db3(topics) => write_db3(app, topics, stream, output)?,
     };
     match failed {
-        None => Ok(Written { rows, left_out }),
+        None => Ok(written),
         Some(e) => Err(CliError::from(e.context(format!(
-            "{} holds the {rows} messages read before the error (complete and indexed)",
-            output.display()
+            "{} holds the {} messages read before the error (complete and indexed)",
+            output.display(),
+            written.rows
         )))),
     }
+}
+
+/// What a writer wrote, and the stream's error after which it completed
+/// the output.
+type Outcome = (Written, Option<DataFusionError>);
+
+/// An error of writing `output`.
+fn out_err(output: &Path, e: &dyn std::fmt::Display) -> CliError {
+    CliError::msg(format!("{}: {e}", output.display()))
+}
+
+/// The bag: a temporary file beside `output`, renamed over it when complete.
+fn write_bag(
+    app: &App,
+    conns: &Keyed<BagConnection>,
+    stream: SendableRecordBatchStream,
+    output: &Path,
+) -> CliResult<Outcome> {
+    let mut left_out = 0u64;
+    let mut file = AtomicFile::create(output)
+        .map_err(|e| CliError::io(format!("creating {}", output.display()), e))?;
+    let mut w = BagWriter::new(BufWriter::new(file.file())).map_err(|e| out_err(output, &e))?;
+    let ids: Vec<u32> = conns
+        .items
+        .iter()
+        .map(|c| w.add_connection(c.clone()))
+        .collect();
+    let failed = app.rt.block_on(drain(stream, |topic, mtype, time, data| {
+        let Some(i) = conns.of(topic, mtype) else {
+            left_out += 1;
+            return Ok(());
+        };
+        let time = u64::try_from(time)
+            .map_err(|_| DataFusionError::Execution(format!("log time {time} is before 1970")))?;
+        w.write(ids[i], time, data)
+            .map_err(|e| DataFusionError::External(Box::new(e)))
+    }))?;
+    let rows = w.messages();
+    w.finish()
+        .map_err(|e| out_err(output, &e))?
+        .flush()
+        .map_err(|e| out_err(output, &e))?;
+    file.commit()
+        .map_err(|e| CliError::io(format!("writing {}", output.display()), e))?;
+    Ok((Written { rows, left_out }, failed))
+}
+
+/// The ROS 2 bag directory: `OUTDIR_0.db3` and `metadata.yaml` in a
+/// temporary directory beside `output`, renamed to it when complete.
+fn write_db3(
+    app: &App,
+    topics: &Keyed<Db3Topic>,
+    stream: SendableRecordBatchStream,
+    output: &Path,
+) -> CliResult<Outcome> {
+    let mut left_out = 0u64;
+    let dir = AtomicDir::create(output)
+        .map_err(|e| CliError::io(format!("creating {}", output.display()), e))?;
+    let name = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "recovered".into());
+    let db_name = format!("{name}_0.db3");
+    let mut w =
+        Db3Writer::create(&dir.path().join(&db_name), "").map_err(|e| out_err(output, &e))?;
+    let mut ids = Vec::with_capacity(topics.items.len());
+    for t in &topics.items {
+        ids.push(w.add_topic(t.clone()).map_err(|e| out_err(output, &e))?);
+    }
+    let mut batch_rows: Vec<(i64, i64, Vec<u8>)> = Vec::new();
+    let failed = app.rt.block_on(drain_batches(stream, |batch| {
+        batch_rows.clear();
+        each_row(batch, |topic, mtype, time, data| {
+            match topics.of(topic, mtype) {
+                Some(i) => batch_rows.push((ids[i], time, data.to_vec())),
+                None => left_out += 1,
+            }
+            Ok(())
+        })?;
+        w.write_all(batch_rows.iter().map(|(t, time, d)| (*t, *time, &d[..])))
+            .map_err(|e| DataFusionError::External(Box::new(e)))
+    }))?;
+    let rows = w.messages();
+    let metadata = w.metadata(&db_name, "");
+    w.finish(&metadata).map_err(|e| out_err(output, &e))?;
+    std::fs::write(dir.path().join("metadata.yaml"), metadata.to_yaml())
+        .map_err(|e| CliError::io(format!("writing {}/metadata.yaml", output.display()), e))?;
+    dir.commit()
+        .map_err(|e| CliError::io(format!("writing {}", output.display()), e))?;
+    Ok((Written { rows, left_out }, failed))
 }
 
 /// Calls `row(topic, message type, log time ns, payload)` for every row of
