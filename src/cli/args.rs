@@ -333,15 +333,32 @@ pub struct WorkerArgs {
     pub insecure: bool,
 }
 
+/// What `logsql recover` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecoverTo {
+    /// An indexed, chunked MCAP file.
+    Mcap,
+    /// A reindexed ROS1 bag (format 2.0).
+    Bag,
+    /// A ROS 2 bag directory: one `.db3` and its `metadata.yaml`.
+    Db3,
+}
+
 /// Arguments of `logsql recover`.
 #[derive(Debug, clap::Args)]
 pub struct RecoverArgs {
     /// The damaged log: a file, or a ROS 2 bag directory.
     #[arg(value_name = "INPUT")]
     pub input: String,
-    /// The MCAP file to write (replaced if it exists).
+    /// The file to write (replaced if it exists), or with `--to db3` the
+    /// ROS 2 bag directory (new, or empty).
     #[arg(value_name = "OUTPUT")]
     pub output: PathBuf,
+    /// What to write: an MCAP file (the default), a ROS1 bag 2.0 (the
+    /// default for an OUTPUT named `.bag`; ROS1 input only) or a ROS 2 bag
+    /// directory with SQLite storage (CDR input only).
+    #[arg(long, value_name = "FORMAT")]
+    pub to: Option<RecoverTo>,
     /// Memory the time sort of an input out of time order may hold before
     /// it spills to temporary files (`64MiB`, `1GiB`).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]

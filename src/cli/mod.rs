@@ -6,7 +6,8 @@
 //! - [`shell`]: the interactive shell;
 //! - [`info`]: `logsql info`, a human summary of log files;
 //! - [`doctor`] and [`recover`]: `logsql doctor` (each file's problems) and
-//!   `logsql recover` (every readable message into a valid MCAP);
+//!   `logsql recover` (every readable message into a valid MCAP), with
+//!   [`recover_to`] for its `--to bag|db3` outputs;
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
@@ -33,6 +34,7 @@ pub mod logger;
 pub mod output;
 pub mod plot;
 pub mod recover;
+pub mod recover_to;
 pub mod serve;
 pub mod shell;
 pub mod statements;

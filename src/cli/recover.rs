@@ -1,5 +1,6 @@
 //! `logsql recover`: every readable message of a damaged log into a valid,
-//! indexed, time-sorted MCAP file, and a report of what was lost.
+//! indexed, time-sorted MCAP file (or, with `--to`, a ROS1 bag or a ROS 2
+//! bag directory: [`super::recover_to`]), and a report of what was lost.
 //!
 //! The loss report is `doctor`'s ([`super::doctor`]): the byte ranges no
 //! reader can use, the chunks dropped and, where the file's index states
@@ -25,7 +26,7 @@ use std::time::Instant;
 use std::sync::Arc;
 
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, execute_stream};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use logsql::LogsqlOptions;
@@ -34,11 +35,13 @@ use logsql::datasource::mcap_sources::ScannedFiles;
 use logsql_readers::formats;
 use logsql_readers::io::FileReader;
 use logsql_readers::limits::Limits;
+use logsql_readers::model::Summary;
 
 use super::App;
-use super::args::RecoverArgs;
+use super::args::{RecoverArgs, RecoverTo};
 use super::doctor::{self, UNREADABLE};
 use super::error::{CliError, CliResult};
+use super::recover_to;
 
 /// Rows per batch while recovering: payloads may be large, and the sort
 /// of an input out of time order reserves and spills whole batches.
@@ -47,6 +50,7 @@ const SORT_BATCH_ROWS: usize = 256;
 /// Recovers `a.input` into `a.output` and prints the report to `out`.
 pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     let started = Instant::now();
+    let to = recover_to::infer(a.to, &a.output);
     refuse_same_file(&a.input, &a.output)?;
     let limits = LogsqlOptions::from_config(app.ctx.state().config_options()).limits();
     let checked: Vec<_> = doctor::expand(std::slice::from_ref(&a.input))?
@@ -61,6 +65,11 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     if checked.iter().all(|c| c.report.is_err()) {
         return Err(CliError::Status(UNREADABLE));
     }
+    let summaries = summaries(&checked, &limits);
+    let plan = match to {
+        RecoverTo::Mcap => None,
+        to => Some(recover_to::Plan::new(to, &a.input, &summaries)?),
+    };
     for set in [
         "SET logsql.on_error = 'warn'".to_string(),
         // Small batches: a sort holds (and spills) payloads a few at a time.
@@ -72,16 +81,17 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     ] {
         app.run_statement(&set, out)?;
     }
-    let chunks = chunk_spans(&checked, &limits);
+    let chunks = chunk_spans(&summaries);
     let windows = time_windows(&chunks, (a.memory_limit / 2) as u64);
     let sqls: Vec<String> = windows
         .iter()
         .map(|&(start, end)| {
             let mut sql = super::export::export_sql(&a.input, &Default::default(), start, end);
-            if windows.len() > 1 {
+            if windows.len() > 1 || checked.len() > 1 {
                 // Payloads copied out of the chunk buffers they view: a
-                // window's sort then holds its own messages, not every
-                // chunk any of them came from.
+                // window's sort (or the sort that merges several files)
+                // then holds its own messages, not every chunk any of them
+                // came from.
                 sql = sql.replacen(
                     "SELECT *",
                     "SELECT * EXCLUDE (data), arrow_cast(data, 'Binary') AS data",
@@ -97,7 +107,16 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     // would only repeat it.
     let level = log::max_level();
     log::set_max_level(level.min(log::LevelFilter::Error));
-    let rows = write_windows(app, &a.input, &sqls, &a.output);
+    let mut left_out = 0;
+    let rows = match &plan {
+        None => write_windows(app, &a.input, &sqls, &a.output),
+        Some(plan) => window_stream(app, &a.input, &sqls)
+            .and_then(|(stream, _)| recover_to::write(app, plan, stream, &a.output))
+            .map(|w| {
+                left_out = w.left_out;
+                w.rows
+            }),
+    };
     log::set_max_level(level);
     let rows = rows?;
     let read: u64 = checked
@@ -105,6 +124,15 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
         .filter_map(|c| c.report.as_ref().ok())
         .map(|r| r.messages)
         .sum();
+    if left_out > 0 {
+        write(
+            out,
+            &format!(
+                "left out {left_out} messages without a topic and type (their connection record was lost): {} cannot hold them (an MCAP output keeps them)\n",
+                a.output.display()
+            ),
+        )?;
+    }
     write(
         out,
         &format!(
@@ -118,16 +146,25 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
 /// A chunk's stated time span (inclusive) and its size in bytes.
 type Span = (u64, u64, u64);
 
-/// The stated time spans and sizes of the chunks of every readable file
-/// checked; empty when some file's chunks state no times (then one window).
-fn chunk_spans(checked: &[doctor::Checked], limits: &Limits) -> Vec<Span> {
+/// The summaries of every readable file checked.
+fn summaries(checked: &[doctor::Checked], limits: &Limits) -> Vec<Summary> {
+    checked
+        .iter()
+        .filter(|c| c.report.is_ok())
+        .filter_map(|c| {
+            let f = FileReader::open(&c.path).ok()?;
+            formats::detect(&f)
+                .and_then(|format| format.summary_with_limits(&f, limits))
+                .ok()
+        })
+        .collect()
+}
+
+/// The stated time spans and sizes of the chunks of every summary; empty
+/// when some file's chunks state no times (then one window).
+fn chunk_spans(summaries: &[Summary]) -> Vec<Span> {
     let mut spans = Vec::new();
-    for c in checked.iter().filter(|c| c.report.is_ok()) {
-        let summary = FileReader::open(&c.path).and_then(|f| {
-            let format = formats::detect(&f)?;
-            format.summary_with_limits(&f, limits)
-        });
-        let Ok(summary) = summary else { continue };
+    for summary in summaries {
         for chunk in &summary.chunks {
             let (Some(s), Some(e)) = (chunk.start_time, chunk.end_time) else {
                 return Vec::new();
@@ -196,10 +233,13 @@ pub fn time_windows(chunks: &[Span], budget: u64) -> Vec<(Option<i64>, Option<i6
     windows
 }
 
-/// Writes the result of each of `sqls`, one after the other, as one MCAP
-/// file at `output` (see [`logsql::datasource::mcap_sink`]). Returns the rows
-/// written.
-fn write_windows(app: &App, input: &str, sqls: &[String], output: &Path) -> CliResult<u64> {
+/// The rows of each of `sqls`, one after the other, as one stream, and the
+/// files the queries scan.
+fn window_stream(
+    app: &App,
+    input: &str,
+    sqls: &[String],
+) -> CliResult<(SendableRecordBatchStream, ScannedFiles)> {
     // One local file is read in one partition (as `export` reads it): its
     // scan in declared time order then needs no merge of partitions.
     let ctx = if Path::new(input).is_file() {
@@ -223,7 +263,16 @@ fn write_windows(app: &App, input: &str, sqls: &[String], output: &Path) -> CliR
             Err(e) => futures::stream::once(async { Err(e) }).boxed(),
         }
     });
-    let stream = Box::pin(RecordBatchStreamAdapter::new(schema, batches));
+    let stream: SendableRecordBatchStream =
+        Box::pin(RecordBatchStreamAdapter::new(schema, batches));
+    Ok((stream, scanned))
+}
+
+/// Writes the result of each of `sqls`, one after the other, as one MCAP
+/// file at `output` (see [`logsql::datasource::mcap_sink`]). Returns the rows
+/// written.
+fn write_windows(app: &App, input: &str, sqls: &[String], output: &Path) -> CliResult<u64> {
+    let (stream, scanned) = window_stream(app, input, sqls)?;
     let pool = LogsqlOptions::from_config(app.ctx.state().config_options()).descriptor_pool()?;
     let (rows, failed) = app.rt.block_on(write_mcap(
         stream,

@@ -36,7 +36,8 @@
 # images_interop.py reads camera images the official writers recorded and compares
 # them with Pillow and numpy references; recover_interop.py kills the official MCAP, ROS1 bag
 # and ROS 2 writers with SIGKILL mid-write, recovers with `logsql recover` and opens the result
-# with the official mcap reader, CRCs validated; lerobot_interop.py, not in the default list,
+# with the official mcap reader, CRCs validated, and the `--to bag` / `--to db3` results with
+# rosbags' own ROS1 and ROS 2 readers; lerobot_interop.py, not in the default list,
 # loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
 # package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
 # (default ~/.cache/logsql-lerobot-venv), and needs the gen_robot example beside the

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 
 use logsql_readers::formats::mcap::reader::RecordReader;
 use logsql_readers::formats::mcap::records::Record;
+use logsql_readers::formats::ros2::bag_meta::BagMetadata;
 use logsql_readers::io::FileReader;
 use serde_json::Value;
 
@@ -351,4 +352,327 @@ fn recover_never_writes_its_input_nor_a_partial_output() {
         2,
         "only the inputs remain"
     );
+}
+
+/// A writable copy of the directory `from` at `to` (files only).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            let bytes = std::fs::read(entry.path()).unwrap();
+            std::fs::write(to.join(entry.file_name()), bytes).unwrap();
+        }
+    }
+}
+
+/// The channels of `path` as a reader lists them, one JSON line per (topic,
+/// type), the first file's lowest channel id where several share them:
+/// encodings, schema hash and the metadata a bag keeps (connection header
+/// fields, QoS profiles).
+fn channel_lines(path: &Path) -> Vec<String> {
+    let meta: Vec<String> = [
+        "md5sum",
+        "callerid",
+        "latching",
+        "offered_qos_profiles",
+        "type_description_hash",
+    ]
+    .iter()
+    .map(|k| format!("metadata['{k}'] AS {k}"))
+    .collect();
+    let sql = format!(
+        "SELECT DISTINCT ON (topic, message_type) topic, message_type, message_encoding, \
+         schema_encoding, encode(sha256(schema), 'hex') AS schema, {} \
+         FROM channels('{}') ORDER BY topic, message_type, file, channel_id",
+        meta.join(", "),
+        path.display()
+    );
+    let (code, stdout, stderr) = logsql(&["--on-error", "warn", "--format", "ndjson", &sql]);
+    assert_eq!(code, 0, "{}: {stderr}", path.display());
+    stdout.lines().map(str::to_string).collect()
+}
+
+/// Every message of the bag `path` in file order: (topic, log time).
+fn bag_file_order(path: &Path) -> Vec<(String, u64)> {
+    use logsql_readers::formats::FormatReader;
+    use logsql_readers::formats::bag::BagFormat;
+    use logsql_readers::model::{Flow, Message, Selection};
+    let file = FileReader::open(path).unwrap();
+    let summary = BagFormat.summary(&file).unwrap();
+    assert!(summary.indexed, "{}: not indexed", path.display());
+    let mut got = Vec::new();
+    for chunk in &summary.chunks {
+        let mut sink = |m: Message<'_>| {
+            got.push((m.channel.topic.clone(), m.log_time));
+            Flow::Continue
+        };
+        BagFormat
+            .read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink)
+            .unwrap();
+    }
+    got
+}
+
+#[test]
+fn recover_to_bag_writes_an_indexed_bag_of_what_the_damaged_bag_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let bag = demo("demo.bag");
+    // (input, whether `--to bag` is given: otherwise the `.bag` name says it)
+    let mut inputs = vec![
+        (damaged(t, &bag, "cut.bag", cut(60_000)), false),
+        (damaged(t, &bag, "recording.bag.active", cut(90_000)), true),
+        (damaged(t, &bag, "zeroed.bag", zero(20_000, 4096)), false),
+    ];
+    if let Some(dir) = fixtures::dir("rosbag") {
+        let f = |name: &str| dir.join(name);
+        inputs.extend([
+            // bz2 chunks; a flipped byte makes chunk 4 undecodable.
+            (
+                damaged(
+                    t,
+                    &f("robot_localization-test1.bag"),
+                    "flipped.bag",
+                    flip(700_000, 4),
+                ),
+                false,
+            ),
+            (
+                damaged(t, &f("embag-test.bag"), "lz4.bag.active", cut(2_000_000)),
+                true,
+            ),
+            (f("rosbagjs-example-unsorted-chunks.bag"), false),
+        ]);
+    }
+    // An MCAP of ROS1 messages (the ros1 profile) holds connection headers too.
+    let ros1_mcap = t.join("ros1.mcap");
+    let (code, _, stderr) = logsql(&[
+        "recover",
+        bag.to_str().unwrap(),
+        ros1_mcap.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    inputs.push((ros1_mcap, false));
+    for (input, explicit) in &inputs {
+        let before = std::fs::read(input).unwrap();
+        let name = input.file_name().unwrap().to_string_lossy().into_owned();
+        let out = if *explicit {
+            t.join(format!("recovered-{name}.out"))
+        } else {
+            t.join(format!("recovered-{name}.bag"))
+        };
+        let mut args = vec!["recover", input.to_str().unwrap(), out.to_str().unwrap()];
+        if *explicit {
+            args.extend(["--to", "bag"]);
+        }
+        let (code, stdout, stderr) = logsql(&args);
+        assert_eq!(code, 0, "{name}: {stdout} {stderr}");
+        assert!(stdout.contains("recovered "), "{stdout}");
+        assert_eq!(
+            std::fs::read(input).unwrap(),
+            before,
+            "{name}: input changed"
+        );
+        assert!(std::fs::read(&out).unwrap().starts_with(b"#ROSBAG V2.0\n"));
+        let expected = messages(input, "warn");
+        assert!(!expected.is_empty(), "{name}");
+        assert_eq!(messages(&out, "error"), expected, "{name}");
+        let (code, report) = doctor(&out);
+        assert_eq!(code, 0, "{name}: {report:#}");
+        assert_eq!(report["indexed_messages"], expected.len(), "{name}");
+        let order = bag_file_order(&out);
+        assert_eq!(order.len(), expected.len());
+        assert!(
+            order.iter().map(|m| m.1).is_sorted(),
+            "{name}: not in time order"
+        );
+        // Connection headers (type, md5sum, definition, callerid, latching) kept.
+        assert_eq!(channel_lines(&out), channel_lines(input), "{name}");
+    }
+    // No stray temporary file beside the outputs.
+    assert!(
+        std::fs::read_dir(t).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
+}
+
+#[test]
+fn recover_to_bag_leaves_out_messages_whose_connection_record_was_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // Bytes flipped in the first chunk's connection records, the index cut off.
+    let input = damaged(t, &demo("demo.bag"), "lost-connections.bag", |b| {
+        flip(4300, 4)(b);
+        b.truncate(60_000);
+    });
+    let all = messages(&input, "warn");
+    let keep: Vec<String> = all
+        .iter()
+        .filter(|m| !m.starts_with(','))
+        .cloned()
+        .collect();
+    assert!(!keep.is_empty() && keep.len() < all.len());
+    let out = t.join("out.bag");
+    let (code, stdout, stderr) =
+        logsql(&["recover", input.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout} {stderr}");
+    let left = all.len() - keep.len();
+    assert!(
+        stdout.contains(&format!(
+            "left out {left} messages without a topic and type"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("recovered {} messages", keep.len())),
+        "{stdout}"
+    );
+    assert_eq!(messages(&out, "error"), keep);
+    assert_eq!(doctor(&out).0, 0);
+}
+
+#[test]
+fn recover_to_db3_writes_a_ros2_bag_directory_of_what_the_damaged_bag_reads() {
+    let Some(ros2) = fixtures::dir("ros2") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let sqlite = ros2.join("sqlite3");
+    // The recorder never checkpointed: the messages are in talker.db3-wal.
+    copy_dir(&sqlite.join("talker"), &t.join("talker"));
+    // No metadata.yaml: three databases of one recording.
+    copy_dir(
+        &sqlite.join("multiple_files_no_metadata"),
+        &t.join("no_metadata"),
+    );
+    // A split bag without its metadata.yaml, its last database cut.
+    copy_dir(&sqlite.join("wbag"), &t.join("cut"));
+    std::fs::remove_file(t.join("cut/metadata.yaml")).unwrap();
+    let last = t.join("cut/wbag_4.db3");
+    let len = std::fs::metadata(&last).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .unwrap()
+        .set_len(len * 2 / 3)
+        .unwrap();
+    // A lone database copied out of its bag.
+    std::fs::create_dir(t.join("alone")).unwrap();
+    std::fs::copy(
+        sqlite.join("cdr_test/cdr_test_0.db3"),
+        t.join("alone/a.db3"),
+    )
+    .unwrap();
+    // A ROS 2 bag recorded with MCAP storage.
+    copy_dir(&ros2.join("mcap/cdr_test"), &t.join("mcap_storage"));
+    let inputs = [
+        t.join("talker"),
+        t.join("no_metadata"),
+        t.join("cut"),
+        t.join("alone/a.db3"),
+        t.join("mcap_storage"),
+    ];
+    for input in &inputs {
+        let name = input.file_name().unwrap().to_string_lossy().into_owned();
+        let files = |p: &Path| -> Vec<(String, Vec<u8>)> {
+            let dir = if p.is_dir() { p } else { p.parent().unwrap() };
+            let mut v: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    let bytes = std::fs::read(e.path()).unwrap();
+                    (e.file_name().to_string_lossy().into_owned(), bytes)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let before = files(input);
+        let out = t.join(format!("recovered-{name}"));
+        let (code, stdout, stderr) = logsql(&[
+            "recover",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--to",
+            "db3",
+        ]);
+        assert_eq!(code, 0, "{name}: {stdout} {stderr}");
+        assert_eq!(files(input), before, "{name}: input changed");
+        let expected = messages(input, "warn");
+        assert!(!expected.is_empty(), "{name}");
+        assert_eq!(messages(&out, "error"), expected, "{name}");
+        // One database and its metadata.yaml; doctor calls it healthy.
+        let db = format!("recovered-{name}_0.db3");
+        let listed: Vec<String> = files(&out).into_iter().map(|f| f.0).collect();
+        assert_eq!(listed, ["metadata.yaml".to_string(), db.clone()], "{name}");
+        let (code, stdout, _) = logsql(&["doctor", out.to_str().unwrap()]);
+        assert_eq!(code, 0, "{name}: {stdout}");
+        assert!(stdout.contains("healthy"), "{stdout}");
+        let yaml = std::fs::read_to_string(out.join("metadata.yaml")).unwrap();
+        let meta = BagMetadata::parse(&yaml).unwrap();
+        assert_eq!(meta.storage_identifier, "sqlite3");
+        assert_eq!(meta.relative_file_paths, std::slice::from_ref(&db));
+        assert_eq!(meta.message_count, Some(expected.len() as u64), "{name}");
+        let counted: u64 = meta.topics.iter().filter_map(|t| t.message_count).sum();
+        assert_eq!(counted, expected.len() as u64);
+        assert_eq!(meta.compression_mode, "");
+        assert_eq!(meta.files[0].message_count, meta.message_count);
+        // Topics keep their types, definitions and QoS profiles.
+        assert_eq!(channel_lines(&out), channel_lines(input), "{name}");
+    }
+    // No temporary directory is left beside the outputs.
+    assert!(
+        std::fs::read_dir(t).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
+    // The talker's QoS profiles are those of its topics table.
+    let yaml = std::fs::read_to_string(t.join("recovered-talker/metadata.yaml")).unwrap();
+    assert!(yaml.contains("sec: 2147483647"), "{yaml}");
+    // An existing directory with files in it is never replaced.
+    let (code, _, stderr) = logsql(&[
+        "recover",
+        t.join("talker").to_str().unwrap(),
+        t.join("cut").to_str().unwrap(),
+        "--to",
+        "db3",
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("not an empty directory"), "{stderr}");
+    assert!(t.join("cut/wbag_0.db3").is_file());
+}
+
+#[test]
+fn recover_to_refuses_inputs_the_format_cannot_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // MCAP with json and protobuf channels: no ROS1 connection headers.
+    let out = t.join("out.bag");
+    let (code, _, stderr) = logsql(&[
+        "recover",
+        demo("demo.mcap").to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("cannot recover --to bag"), "{stderr}");
+    assert!(stderr.contains("ros1"), "{stderr}");
+    // A ROS1 bag is not a ROS 2 bag.
+    let (code, _, stderr) = logsql(&[
+        "recover",
+        demo("demo.bag").to_str().unwrap(),
+        t.join("ros2").to_str().unwrap(),
+        "--to",
+        "db3",
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("cannot recover --to db3"), "{stderr}");
+    assert!(stderr.contains("cdr"), "{stderr}");
+    assert_eq!(std::fs::read_dir(t).unwrap().count(), 0, "nothing written");
 }

@@ -7,6 +7,8 @@
 //!
 //! - [`AtomicFile`]: one such file, for writers that own their output (the
 //!   MCAP writer, the CLI's Parquet export, `-o`, plots);
+//! - [`AtomicDir`]: the same for a whole directory (`logsql recover --to
+//!   db3`'s ROS 2 bag directory);
 //! - [`staging`]: an object store over the local file system that stages every
 //!   file DataFusion's own writers (Parquet, CSV, JSON, Arrow) put;
 //! - [`sink`]: the sink wrapper and physical optimizer rule that give every
@@ -14,6 +16,7 @@
 //! - [`upload`]: a complete local file streamed to an object store (for
 //!   targets in a store: the object appears only when complete).
 
+mod dir;
 pub(crate) mod sink;
 pub(crate) mod staging;
 
@@ -27,6 +30,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 
 use tempfile::NamedTempFile;
 
+pub use dir::AtomicDir;
 pub(crate) use sink::AtomicCopy;
 
 /// A file being written under a temporary name beside its target; see

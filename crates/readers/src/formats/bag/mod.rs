@@ -42,7 +42,8 @@
 //! - [`index`]: the reader-private summary data and connection conversion;
 //! - `summary`: bag header, index section, fallback, discovery, assembly;
 //! - [`walk`]: top-level records in file order, the recovery walk;
-//! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts.
+//! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts;
+//! - [`write`]: the writer of indexed bags (`logsql recover --to bag`).
 
 use crate::error::{ErrorContext, Result};
 use crate::formats::FormatReader;
@@ -54,6 +55,7 @@ pub mod index;
 pub mod records;
 mod summary;
 pub mod walk;
+pub mod write;
 
 pub use index::{BagIndex, ChunkDetail};
 pub use records::MAGIC;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_yaml_ng::Value;
+use serde_yaml_ng::{Mapping, Value};
 
 /// What `metadata.yaml` says about the bag.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -177,6 +177,121 @@ impl BagMetadata {
             put(&format!("custom_data.{k}"), Some(v.clone()));
         }
         m
+    }
+}
+
+impl BagMetadata {
+    /// The `rosbag2_bagfile_information` mapping as YAML text (what rosbag2
+    /// stores in a database's `metadata` table).
+    pub fn info_yaml(&self) -> String {
+        serde_yaml_ng::to_string(&self.info_value()).unwrap_or_default()
+    }
+
+    /// The whole `metadata.yaml` text.
+    pub fn to_yaml(&self) -> String {
+        let mut doc = Mapping::new();
+        doc.insert("rosbag2_bagfile_information".into(), self.info_value());
+        serde_yaml_ng::to_string(&doc).unwrap_or_default()
+    }
+
+    /// The fields rosbag2 writes for version 8: `ros_distro` and
+    /// `custom_data` (empty mapping) too, each topic's
+    /// `type_description_hash`, the `files` list.
+    fn info_value(&self) -> Value {
+        fn map<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+            Value::Mapping(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (Value::from(k), v))
+                    .collect(),
+            )
+        }
+        let ns = |v: Option<u64>| Value::from(v.unwrap_or(0));
+        let topics = self
+            .topics
+            .iter()
+            .map(|t| {
+                map([
+                    (
+                        "topic_metadata",
+                        map([
+                            ("name", t.name.as_str().into()),
+                            ("type", t.type_name.as_str().into()),
+                            (
+                                "serialization_format",
+                                t.serialization_format.as_str().into(),
+                            ),
+                            (
+                                "offered_qos_profiles",
+                                t.offered_qos_profiles.as_str().into(),
+                            ),
+                            (
+                                "type_description_hash",
+                                t.type_description_hash.as_str().into(),
+                            ),
+                        ]),
+                    ),
+                    ("message_count", ns(t.message_count)),
+                ])
+            })
+            .collect();
+        let files = self
+            .files
+            .iter()
+            .map(|f| {
+                map([
+                    ("path", f.path.as_str().into()),
+                    (
+                        "starting_time",
+                        map([("nanoseconds_since_epoch", ns(f.starting_time_ns))]),
+                    ),
+                    ("duration", map([("nanoseconds", ns(f.duration_ns))])),
+                    ("message_count", ns(f.message_count)),
+                ])
+            })
+            .collect();
+        map([
+            ("version", ns(self.version)),
+            (
+                "storage_identifier",
+                self.storage_identifier.as_str().into(),
+            ),
+            (
+                "relative_file_paths",
+                Value::Sequence(
+                    self.relative_file_paths
+                        .iter()
+                        .map(|p| p.as_str().into())
+                        .collect(),
+                ),
+            ),
+            ("duration", map([("nanoseconds", ns(self.duration_ns))])),
+            (
+                "starting_time",
+                map([("nanoseconds_since_epoch", ns(self.starting_time_ns))]),
+            ),
+            ("message_count", ns(self.message_count)),
+            ("topics_with_message_count", Value::Sequence(topics)),
+            (
+                "compression_format",
+                self.compression_format.as_str().into(),
+            ),
+            ("compression_mode", self.compression_mode.as_str().into()),
+            ("files", Value::Sequence(files)),
+            (
+                "custom_data",
+                Value::Mapping(
+                    self.custom_data
+                        .iter()
+                        .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+                        .collect(),
+                ),
+            ),
+            (
+                "ros_distro",
+                self.ros_distro.as_deref().unwrap_or_default().into(),
+            ),
+        ])
     }
 }
 

@@ -35,6 +35,9 @@
 //!   `sequence` are null (no rosbag2 SQLite schema stores them).
 //! - [`FormatReader::schema_of`]: CDR with the `ros2msg` definitions of the
 //!   bag (see [`crate::ros2_interfaces`] for bags without them).
+//!
+//! [`write`] writes a new bag's database and `metadata.yaml` (`logsql
+//! recover --to db3`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -53,6 +56,7 @@ use super::FormatReader;
 pub mod bag_meta;
 pub mod db;
 pub mod temp;
+pub mod write;
 
 pub(crate) use bag_meta::BagMetadata;
 
