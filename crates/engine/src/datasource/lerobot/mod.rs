@@ -4,6 +4,8 @@
 //! - [`columns`]: what each column becomes (episode, time, task, features);
 //! - [`writer`]: the dataset writer (data files, videos, leading rows
 //!   dropped, the checks that name file, feature and time);
+//! - [`staging`]: an episode's rows and encoded frames until it is kept
+//!   (or skipped, `skip_bad_episodes`);
 //! - [`stats`]: the statistics as LeRobot computes them;
 //! - [`meta`]: `meta/info.json`, `stats.json`, `tasks.parquet`, episodes;
 //! - [`options`]: the `OPTIONS` keys.
@@ -17,6 +19,7 @@
 pub(crate) mod columns;
 pub(crate) mod meta;
 pub(crate) mod options;
+pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod writer;
 
@@ -44,9 +47,11 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::source::LogSource;
 use columns::ColumnPlan;
 pub use options::{ImageStorage, LeRobotOptions};
 use writer::DatasetWriter;
+pub use writer::{SkippedEpisode, Written};
 
 /// The name of the format (`STORED AS LEROBOT`).
 pub const FORMAT_NAME: &str = "lerobot";
@@ -151,8 +156,10 @@ impl FileFormat for LeRobotFormat {
         Ok(Arc::new(DataSinkExec::new(input, sink, order)))
     }
 
-    fn file_source(&self, _table_schema: TableSchema) -> Arc<dyn FileSource> {
-        unreachable!("LeRobot datasets are never scanned: infer_schema refuses first")
+    /// Never scanned (`create_physical_plan` refuses); the source exists
+    /// because the trait asks for one.
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(LogSource::new(None, table_schema))
     }
 }
 
@@ -265,20 +272,20 @@ fn temp_dir_beside(target: &Path) -> Result<tempfile::TempDir> {
 
 /// Writes `stream` as a LeRobot dataset at `target` (atomically: see the
 /// module documentation); `progress` is called with the episodes and frames
-/// written. Returns the frames written.
+/// written. Returns what was written (and the episodes skipped).
 pub async fn write_dataset(
     mut stream: SendableRecordBatchStream,
     target: &Path,
     options: LeRobotOptions,
     progress: &(dyn Fn(usize, u64) + Send + Sync),
-) -> Result<u64> {
+) -> Result<Written> {
     check_target(target)?;
     let temp = temp_dir_beside(target)?;
     let root = temp.path().to_path_buf();
     let mut writer = DatasetWriter::new(root, &stream.schema(), options)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordBatch>(QUEUE);
     let (ptx, mut prx) = tokio::sync::watch::channel((0usize, 0u64));
-    let task = tokio::task::spawn_blocking(move || -> Result<u64> {
+    let task = tokio::task::spawn_blocking(move || -> Result<Written> {
         while let Some(batch) = rx.blocking_recv() {
             writer.write_batch(&batch)?;
             let _ = ptx.send((writer.episodes(), writer.frames()));
@@ -310,7 +317,7 @@ pub async fn write_dataset(
     if let Some(e) = failed {
         return Err(e);
     }
-    let frames = written?;
+    let written = written?;
     // An empty directory at the target is replaced.
     if target.is_dir() {
         std::fs::remove_dir(target)
@@ -324,7 +331,7 @@ pub async fn write_dataset(
             target.display()
         ))
     })?;
-    Ok(frames)
+    Ok(written)
 }
 
 #[async_trait]
@@ -338,6 +345,7 @@ impl DataSink for LeRobotSink {
         data: SendableRecordBatchStream,
         _context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        write_dataset(data, &self.target, self.options.clone(), &|_, _| {}).await
+        let written = write_dataset(data, &self.target, self.options.clone(), &|_, _| {}).await?;
+        Ok(written.frames)
     }
 }
