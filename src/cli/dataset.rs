@@ -637,4 +637,44 @@ task = "it's"
             Spec::parse(Path::new("s.toml"), "input = 'x'\nfps = 30\nfeatuers = 1").unwrap_err();
         assert!(e.to_string().contains("unknown key 'featuers'"), "{e}");
     }
+
+    #[test]
+    fn episodes_inputs_and_tasks_are_checked() {
+        let parse = |body: &str| {
+            Spec::parse(
+                Path::new("s.toml"),
+                &format!(
+                    "fps = 30\n{body}\n[features]\n\"s\" = {{ topic = \"/j\", field = \"p\" }}\n"
+                ),
+            )
+        };
+        let e = |body: &str| parse(body).unwrap_err().to_string();
+        assert!(e("input = 3").contains("input must be text or a list of text"));
+        assert!(e("input = ['a', 1]").contains("every entry must be text"));
+        assert!(e("input = 'a'\ntask = { topic = '/t' }").contains("task must be text, {"));
+        assert!(
+            e("input = 'a'\n[episodes]\nsplit_on_gap = 'soon'")
+                .contains("'soon' is not a duration")
+        );
+        assert!(e("input = 'a'\n[episodes]\nsplit_on_gap = '0s'").contains("above 0"));
+        assert!(
+            e("input = 'a'\n[episodes]\nsplit = '1s'")
+                .contains("unknown key 'split' in [episodes]")
+        );
+        let spec = parse("input = ['a', 'b']\ntask = { metadata = 'ep', key = 'task' }").unwrap();
+        let sql = spec.select();
+        assert!(sql.contains("FROM time_grid('b', 30) g"), "{sql}");
+        assert!(sql.contains("metadata('b') WHERE name = 'ep'"), "{sql}");
+        assert!(sql.contains("       m.task\n"), "{sql}");
+        assert_eq!(
+            spec.count_sql(),
+            "SELECT count(*) FROM (SELECT 1 FROM time_grid('a', 30) UNION ALL SELECT 1 FROM time_grid('b', 30))"
+        );
+        let one = parse("input = 'a'\n[episodes]\nsplit_on_gap = '1s'").unwrap();
+        assert!(
+            one.select()
+                .contains("CAST(t0.log_time AS BIGINT) AS last_message"),
+            "one topic: no least()"
+        );
+    }
 }

@@ -575,6 +575,38 @@ mod tests {
     }
 
     #[test]
+    fn frames_of_several_encoders_follow_one_another_in_one_track() {
+        let mut mp4 =
+            Mp4Encoder::new(Cursor::new(Vec::new()), 64, 48, VideoOptions::default()).unwrap();
+        let mut n = 0i64;
+        for _ in 0..2 {
+            let mut enc = H264Encoder::new(64, 48, VideoOptions::default()).unwrap();
+            for i in 0..3 {
+                let f = enc.encode_rgb8(&frame(64, 48, i)).unwrap();
+                assert_eq!(f.sps.is_some(), i == 0, "the first frame carries the SPS");
+                mp4.push_encoded(n * 33_333_333, f).unwrap();
+                n += 1;
+            }
+        }
+        let other = EncodedFrame {
+            sample: vec![0, 0, 0, 1, 0x65],
+            is_sync: true,
+            sps: Some(vec![0x67, 1, 2]),
+            pps: Some(vec![0x68, 3]),
+        };
+        let e = mp4.push_encoded(n * 33_333_333, other).unwrap_err();
+        assert!(e.to_string().contains("other H.264 parameter sets"), "{e}");
+        let bytes = mp4.finish().unwrap().into_inner();
+        let size = bytes.len() as u64;
+        let mut r = mp4::Mp4Reader::read_header(Cursor::new(bytes), size).unwrap();
+        assert_eq!(r.tracks().get(&1).unwrap().sample_count(), 6);
+        let sync: Vec<bool> = (1..=6)
+            .map(|i| r.read_sample(1, i).unwrap().unwrap().is_sync)
+            .collect();
+        assert_eq!(sync, [true, false, false, true, false, false]);
+    }
+
+    #[test]
     fn bad_frames_are_refused() {
         let e =
             Mp4Encoder::new(Cursor::new(Vec::new()), 63, 48, VideoOptions::default()).unwrap_err();

@@ -119,8 +119,11 @@ struct Episode {
     tasks_before: usize,
     /// Each feature's (vector length, frame size) before the episode (a
     /// skipped episode's first values do not set them).
-    shapes_before: Vec<(Option<usize>, Option<(u32, u32)>)>,
+    shapes_before: Vec<Shape>,
 }
+
+/// A feature's vector length and camera frame size, once known.
+type Shape = (Option<usize>, Option<(u32, u32)>);
 
 /// An episode left out of the dataset (`skip_bad_episodes`).
 #[derive(Debug, Clone, PartialEq, Eq)]
