@@ -42,7 +42,7 @@ use datafusion::arrow::datatypes::Int64Type;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::{DatasetArgs, parse_duration};
-use super::error::{CliError, CliResult};
+use super::error::{CliError, CliResult, render};
 use super::{App, logger, quote};
 use logsql::datasource::lerobot::{LeRobotOptions, write_dataset};
 
@@ -563,7 +563,7 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
         logger::set_progress(None);
         b.finish_and_clear();
     }
-    let written = written.map_err(|e| CliError::msg(spec.with_topics(&e.to_string())))?;
+    let written = written.map_err(|e| CliError::msg(spec.with_topics(&render(&e))))?;
     let mut say = |line: String| writeln!(out, "{line}").map_err(|e| CliError::io("stdout", e));
     say(format!(
         "{target}: {} frames written ({} episodes)",
