@@ -349,3 +349,18 @@ impl DataSink for LeRobotSink {
         Ok(written.frames)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    #[test]
+    fn the_format_gives_a_file_source_and_refuses_to_be_read() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
+        let format = LeRobotFormat::default();
+        let source = format.file_source(TableSchema::from(schema));
+        assert_eq!(source.file_type(), "log");
+        assert!(write_only().to_string().contains("not read"));
+    }
+}
