@@ -745,7 +745,8 @@ fn skip_bad_episodes_is_a_copy_option_and_a_topic_missing_from_a_recording_is_sk
     let stderr = String::from_utf8(o.stderr).unwrap();
     assert!(
         stderr.contains(&format!(
-            "skipping episode 0 ({runs}/a.mcap): no row has every feature"
+            "skipping episode 0 ({runs}/a.mcap): no row has every feature: camera \"observation.images.wrist\" never has a value from log_time {START} ns to log_time {} ns: is a topic missing from the recording?",
+            START + 2_000_000_000
         )),
         "{stderr}"
     );
@@ -759,6 +760,27 @@ fn skip_bad_episodes_is_a_copy_option_and_a_topic_missing_from_a_recording_is_sk
         e.contains("skip_bad_episodes 'maybe' is not 'true' or 'false'"),
         "{e}"
     );
+    // Through a spec, the error names the camera's topic.
+    let spec = spec(
+        dir.path(),
+        &[Path::new(runs)],
+        "[features]\n\"observation.state\" = { topic = \"/joint_states\", field = \"position\" }\n\
+         [cameras]\n\"observation.images.wrist\" = \"/camera/wrist\"\n",
+    );
+    let out2 = dir.path().join("ds2");
+    let e = err(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains(&format!(
+            "episode 0 ({runs}/a.mcap): no row has every feature: camera \"observation.images.wrist\" (topic /camera/wrist) never has a value from log_time {START} ns"
+        )),
+        "{e}"
+    );
+    assert!(!out2.exists());
 }
 
 #[test]

@@ -113,6 +113,11 @@ struct Episode {
     /// seconds are exact enough within an episode, see `row_seconds`).
     start: Option<RowTime>,
     dropped: u64,
+    /// Leading rows: which features had a value in one of them, and the
+    /// times of the first and last (for the error of an episode where no row
+    /// has every feature).
+    seen: Vec<bool>,
+    span: Option<(RowTime, RowTime)>,
     tasks: Vec<String>,
     /// Tasks known before the episode (a skipped episode's new ones are
     /// forgotten).
@@ -389,6 +394,15 @@ impl DatasetWriter {
         if let Some((_, f)) = missing {
             if episode.frames == 0 {
                 episode.dropped += 1;
+                for (k, seen) in episode.seen.iter_mut().enumerate() {
+                    *seen |= match (&numeric[k], &images[k]) {
+                        (Some(n), _) => row_values(n, row).is_some(),
+                        (_, Some(i)) => i.get(row).is_some(),
+                        _ => false,
+                    };
+                }
+                let first = episode.span.map_or(time, |(first, _)| first);
+                episode.span = Some((first, time));
                 return Ok(Ok(()));
             }
             return Ok(Err(format!(
@@ -483,6 +497,8 @@ impl DatasetWriter {
             frames: 0,
             start: None,
             dropped: 0,
+            seen: vec![false; self.features.len()],
+            span: None,
             tasks: Vec::new(),
             tasks_before: self.tasks.len(),
             shapes_before: self.features.iter().map(|f| (f.dims, f.size)).collect(),
@@ -784,12 +800,32 @@ impl DatasetWriter {
             return Ok(Ok(()));
         };
         if episode.frames == 0 {
-            let missing: Vec<&str> = self.features.iter().map(|f| f.name.as_str()).collect();
+            // The features that never had a value, named as the other
+            // errors name them.
+            let never: Vec<String> = self
+                .features
+                .iter()
+                .zip(&episode.seen)
+                .filter(|(_, seen)| !**seen)
+                .map(|(f, _)| match f.kind {
+                    FeatureKind::Camera => format!("camera \"{}\"", f.name),
+                    FeatureKind::Numeric(_) => format!("feature \"{}\"", f.name),
+                })
+                .collect();
+            let span = episode
+                .span
+                .map(|(a, b)| format!(" from {} to {}", a.describe(), b.describe()))
+                .unwrap_or_default();
+            let detail = if never.is_empty() {
+                let all: Vec<&str> = self.features.iter().map(|f| f.name.as_str()).collect();
+                format!(" ({}){span}", all.join(", "))
+            } else {
+                format!(": {} never has a value{span}", never.join(", "))
+            };
             return Ok(Err(format!(
-                "episode {}{}: no row has every feature ({}): is a topic missing from the recording?",
+                "episode {}{}: no row has every feature{detail}: is a topic missing from the recording?",
                 episode.source,
                 where_(&episode.file),
-                missing.join(", ")
             )));
         }
         let Some(episode) = self.episode.take() else {
