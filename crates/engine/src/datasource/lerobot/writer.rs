@@ -5,12 +5,15 @@
 //! leading rows where a feature is still NULL are dropped (the episode starts
 //! when every feature is present); after that a NULL feature, a vector whose
 //! length changes, a frame whose size changes or a row off the `1/fps` grid is
-//! an error naming the feature, the episode, its recording (`file`) and the
-//! time. Data rows go to `data/chunk-XXX/file-XXX.parquet` as they come (a
-//! batch at a time), camera frames to one H.264 encoder per camera
-//! (`videos/<key>/chunk-XXX/file-XXX.mp4`, several episodes a file, each at
-//! its `from_timestamp`); a file is closed at the first episode end past its
-//! size limit. Memory holds one batch, the encoders' state and the current
+//! a problem of the episode, named with the feature, the episode, its
+//! recording (`file`) and the time: it fails the export, or with
+//! `skip_bad_episodes` the episode is left out and listed. An episode's data
+//! rows and each camera's encoded frames (one H.264 encoder per camera and
+//! episode) wait in [`staging`](super::staging) files until it ends; then
+//! they are appended to `data/chunk-XXX/file-XXX.parquet` and
+//! `videos/<key>/chunk-XXX/file-XXX.mp4` (several episodes a file, each at its
+//! `from_timestamp`); a file is closed at the first episode end past its size
+//! limit. Memory holds one batch, the encoders' state and the current
 //! episode's numeric values (for its quantiles).
 
 use std::collections::HashMap;
