@@ -557,7 +557,7 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
                 b.set_message(format!("{episodes} episodes"));
             }
         };
-        write_dataset(stream, &a.output, options, &progress).await
+        write_dataset(stream, &a.output, options, &progress, interrupted()).await
     });
     if let Some(b) = bar {
         logger::set_progress(None);
@@ -577,6 +577,29 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// Completes at Ctrl-C (SIGINT) or SIGTERM: the export then stops and
+/// leaves nothing behind.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// A bar of frames on stderr when it is a terminal.

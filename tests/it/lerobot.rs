@@ -971,3 +971,78 @@ fn dataset_takes_the_task_from_each_recordings_metadata() {
     );
     assert_eq!(info(&out)["total_tasks"], 2);
 }
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_dataset_export_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let long = RobotOptions {
+        seconds: 60.0,
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("a.mcap"), &long).unwrap();
+    let spec = spec(dir.path(), &[&runs], STATE_AND_FRONT);
+    let out = dir.path().join("ds");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "dataset",
+            spec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a camera frame is staged, the export is under way (and listening
+    // for signals): stop it.
+    let staged = || {
+        std::fs::read_dir(dir.path()).unwrap().any(|e| {
+            let p = e.unwrap().path();
+            p.is_dir()
+                && std::fs::read_dir(&p).unwrap().any(|f| {
+                    f.unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with(".episode-camera")
+                })
+        })
+    };
+    let started = std::time::Instant::now();
+    while !staged() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the export ended before it could be interrupted"
+        );
+        assert!(started.elapsed().as_secs() < 120, "no frame staged");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "LeRobot dataset: interrupted: nothing was written to {}",
+            out.display()
+        )),
+        "{stderr}"
+    );
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["runs", "spec.toml"],
+        "no dataset, no temporary directory"
+    );
+}
