@@ -13,6 +13,12 @@
 //!
 //! Message `i` of a topic of period `P` is logged at `start + offset + i * P`
 //! nanoseconds (`publish_time` the same) until `start + seconds`.
+//!
+//! Variations for the tests: `gap` (no message of any topic in a time
+//! range), `tasks` (a `/task` topic of `std_msgs/String`), `metadata` (MCAP
+//! metadata records), `joints_after` (`/joint_states` has another number of
+//! joints from a time on) and `resize_after` (front frames of half the width
+//! from a time on).
 
 #![allow(dead_code)]
 
@@ -41,6 +47,19 @@ pub struct RobotOptions {
     pub wrist: bool,
     /// Varies the signals between recordings.
     pub seed: u32,
+    /// No message of any topic from `.0` to `.1` seconds after the start
+    /// (both excluded).
+    pub gap: Option<(f64, f64)>,
+    /// `/task` messages (`std_msgs/String`): (seconds after the start, text).
+    pub tasks: Vec<(f64, String)>,
+    /// MCAP metadata records: (name, key-value pairs).
+    pub metadata: Vec<(String, Vec<(String, String)>)>,
+    /// From this many seconds after the start, `/joint_states` has this
+    /// many joints (positions `joint_position` of the first ones).
+    pub joints_after: Option<(f64, usize)>,
+    /// From this many seconds after the start, front frames are half as
+    /// wide.
+    pub resize_after: Option<f64>,
 }
 
 impl Default for RobotOptions {
@@ -53,6 +72,11 @@ impl Default for RobotOptions {
             joint_hz: 100,
             wrist: false,
             seed: 0,
+            gap: None,
+            tasks: Vec::new(),
+            metadata: Vec::new(),
+            joints_after: None,
+            resize_after: None,
         }
     }
 }
@@ -136,8 +160,8 @@ impl Ros1 {
 
 fn joint_state(seq: u32, t: u64, position: &[f64], velocity: &[f64], effort: &[f64]) -> Vec<u8> {
     let mut m = Ros1::header(seq, t, "base");
-    m.u32(JOINTS as u32);
-    for j in 0..JOINTS {
+    m.u32(position.len() as u32);
+    for j in 0..position.len() {
         m.bytes(format!("j{j}").as_bytes());
     }
     m.f64s(position);
@@ -190,6 +214,18 @@ pub fn write_robot(path: &Path, o: &RobotOptions) -> Result<(), Box<dyn std::err
     } else {
         None
     };
+    let task = if o.tasks.is_empty() {
+        None
+    } else {
+        let schema = w.add_schema("std_msgs/String", "ros1msg", b"string data\n")?;
+        Some(w.add_channel(schema, "/task", "ros1", &none)?)
+    };
+    for (name, pairs) in &o.metadata {
+        w.write_metadata(&mcap::records::Metadata {
+            name: name.clone(),
+            metadata: pairs.iter().cloned().collect(),
+        })?;
+    }
     let end = o.start_ns + (o.seconds * 1e9) as u64;
     // (time, topic order, channel, sequence) of every message, in time order.
     let mut events: Vec<(u64, u8, u16, u32)> = Vec::new();
@@ -210,27 +246,49 @@ pub fn write_robot(path: &Path, o: &RobotOptions) -> Result<(), Box<dyn std::err
     if let Some(ch) = wrist {
         add(ch, 3, 70_000_000, 1_000_000_000 / 15);
     }
+    if let Some(ch) = task {
+        for (i, (at, _)) in o.tasks.iter().enumerate() {
+            events.push((o.start_ns + (at * 1e9) as u64, 4, ch, i as u32));
+        }
+    }
+    if let Some((from, to)) = o.gap {
+        let (from, to) = (
+            o.start_ns + (from * 1e9) as u64,
+            o.start_ns + (to * 1e9) as u64,
+        );
+        events.retain(|e| e.0 <= from || e.0 >= to);
+    }
     events.sort();
     for (t, _, ch, seq) in events {
         let t_s = (t - o.start_ns) as f64 / 1e9;
-        let payload = if ch == joints {
-            let p: Vec<f64> = (0..JOINTS)
-                .map(|j| joint_position(o.seed, j, t_s))
-                .collect();
-            let v: Vec<f64> = (0..JOINTS).map(|j| p[j] * 0.5).collect();
-            let e: Vec<f64> = (0..JOINTS).map(|j| j as f64 - p[j]).collect();
+        let payload = if Some(ch) == task {
+            let mut m = Ros1(Vec::new());
+            m.bytes(o.tasks[seq as usize].1.as_bytes());
+            m.0
+        } else if ch == joints {
+            let n = match o.joints_after {
+                Some((after, n)) if t_s >= after => n,
+                _ => JOINTS,
+            };
+            let p: Vec<f64> = (0..n).map(|j| joint_position(o.seed, j, t_s)).collect();
+            let v: Vec<f64> = p.iter().map(|x| x * 0.5).collect();
+            let e: Vec<f64> = p.iter().enumerate().map(|(j, x)| j as f64 - x).collect();
             joint_state(seq, t, &p, &v, &e)
         } else if ch == cmd {
             let p: Vec<f64> = (0..JOINTS).map(|j| command(o.seed, j, t_s)).collect();
             joint_state(seq, t, &p, &[], &[])
         } else if ch == front {
+            let width = match o.resize_after {
+                Some(after) if t_s >= after => o.width / 2,
+                _ => o.width,
+            };
             let mut m = Ros1::header(seq, t, "front");
             m.u32(o.height);
-            m.u32(o.width);
+            m.u32(width);
             m.bytes(b"rgb8");
             m.0.push(0);
-            m.u32(o.width * 3);
-            m.bytes(&frame(front_pixel, seq, o.width, o.height));
+            m.u32(width * 3);
+            m.bytes(&frame(front_pixel, seq, width, o.height));
             m.0
         } else {
             let px = frame(wrist_pixel, seq, o.width, o.height);

@@ -300,6 +300,11 @@ pub struct DatasetArgs {
     /// Prints the SQL statement the spec becomes instead of running it.
     #[arg(long)]
     pub print_sql: bool,
+    /// Leaves out an episode with a problem (a vector whose length changes,
+    /// a frame whose size changes, a topic missing from its recording, ...)
+    /// and lists it, instead of failing.
+    #[arg(long)]
+    pub skip_bad_episodes: bool,
 }
 
 /// Arguments of `logsql worker`.
@@ -451,7 +456,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 /// Parses a duration: a number with `ms`, `s`, `min` or `h`.
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

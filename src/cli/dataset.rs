@@ -1,20 +1,28 @@
-//! `logsql dataset SPEC.toml -o OUT_DIR [--print-sql]`: a LeRobot dataset
-//! from a small spec instead of SQL.
+//! `logsql dataset SPEC.toml -o OUT_DIR [--print-sql] [--skip-bad-episodes]`:
+//! a LeRobot dataset from a small spec instead of SQL.
 //!
-//! The spec names the recordings (`input`: a file, directory, glob or URL;
-//! one episode per recording), `fps`, the features (a topic and one field,
-//! or several fields, which become the feature's `names`), the cameras
-//! (topics) and the task text; it becomes the query of
-//! `COPY (...) TO 'dir' STORED AS LEROBOT` (`time_grid` with one `ASOF JOIN`
-//! per topic), which `--print-sql` prints. The dataset is written through
-//! the same writer, with a progress bar of episodes and frames.
+//! The spec names the recordings (`input`: a file, directory, glob or URL,
+//! or a list of them; one episode per recording), where episodes are cut
+//! (`[episodes]`: at gaps, or where a SQL condition becomes true), `fps`,
+//! the features (a topic and one field, or several fields, which become the
+//! feature's `names`), the cameras (topics) and the task text (constant,
+//! from a topic, or from the recording's metadata); it becomes the query of
+//! `COPY (...) TO 'dir' STORED AS LEROBOT` (`time_grid` with one
+//! `ASOF JOIN` per topic, window functions for the cuts), which
+//! `--print-sql` prints. The dataset is written through the same writer,
+//! with a progress bar of episodes and frames.
 //!
 //! ```toml
-//! input = "runs/"
+//! input = ["runs/", "more/*.mcap"]
 //! fps = 30
 //! robot_type = "so100"
-//! task = "pick the cube"
+//! task = "pick the cube"      # or { topic = "/task", field = "data" }
+//!                             # or { metadata = "episode", key = "task" }
 //! images = "video"            # or "parquet"
+//!
+//! [episodes]
+//! split_on_gap = "2s"
+//! split_when = "\"observation.state\"[1] > 0.5"
 //!
 //! [features]
 //! "observation.state" = { topic = "/joint_states", field = "position" }
@@ -33,8 +41,8 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::Int64Type;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::args::DatasetArgs;
-use super::error::{CliError, CliResult};
+use super::args::{DatasetArgs, parse_duration};
+use super::error::{CliError, CliResult, render};
 use super::{App, logger, quote};
 use logsql::datasource::lerobot::{LeRobotOptions, write_dataset};
 
@@ -47,44 +55,72 @@ enum Fields {
     Named(Vec<String>),
 }
 
+/// Where the task text comes from.
+#[derive(Debug, Clone, PartialEq)]
+enum Task {
+    /// `task = "text"`: the same for every frame.
+    Text(String),
+    /// `task = { topic = "/task", field = "data" }`: the latest message's
+    /// field at each frame (ASOF-joined like a feature).
+    Topic { topic: String, field: String },
+    /// `task = { metadata = "name", key = "key" }`: the value of `key` in
+    /// the recording's metadata record `name`.
+    Metadata { name: String, key: String },
+}
+
 /// A parsed spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
-    input: String,
+    inputs: Vec<String>,
     fps: u32,
     robot_type: Option<String>,
-    task: Option<String>,
+    task: Option<Task>,
     images: Option<String>,
     /// (key, topic, field paths: `field` is one, the field itself; `fields`
     /// a struct of them, whose names become the feature's `names`).
     features: Vec<(String, String, Fields)>,
     /// (key, topic).
     cameras: Vec<(String, String)>,
+    /// `[episodes] split_on_gap`: nanoseconds.
+    split_on_gap: Option<u64>,
+    /// `[episodes] split_when`: a SQL condition on a frame's row.
+    split_when: Option<String>,
 }
 
 fn spec_err(path: &Path, m: impl std::fmt::Display) -> CliError {
     CliError::msg(format!("{}: {m}", path.display()))
 }
 
+/// Fails on a key of `table` (named `what`) not in `known`.
+fn known_keys(path: &Path, what: &str, table: &toml::Table, known: &[&str]) -> CliResult {
+    if let Some(k) = table.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(spec_err(
+            path,
+            format!("unknown key '{k}'{what} (known: {})", known.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
 impl Spec {
     /// Parses the TOML text of `path`.
     pub fn parse(path: &Path, text: &str) -> CliResult<Self> {
         let table: toml::Table = text.parse().map_err(|e| spec_err(path, e))?;
-        let known = [
-            "input",
-            "fps",
-            "robot_type",
-            "task",
-            "images",
-            "features",
-            "cameras",
-        ];
-        if let Some(k) = table.keys().find(|k| !known.contains(&k.as_str())) {
-            return Err(spec_err(
-                path,
-                format!("unknown key '{k}' (known: {})", known.join(", ")),
-            ));
-        }
+        known_keys(
+            path,
+            "",
+            &table,
+            &[
+                "input",
+                "fps",
+                "robot_type",
+                "task",
+                "images",
+                "episodes",
+                "features",
+                "cameras",
+            ],
+        )?;
         let text_of = |key: &str| -> CliResult<Option<String>> {
             match table.get(key) {
                 None => Ok(None),
@@ -92,12 +128,27 @@ impl Spec {
                 Some(v) => Err(spec_err(path, format!("{key} must be text, not {v}"))),
             }
         };
-        let input = text_of("input")?.ok_or_else(|| {
+        let bad_input = || {
             spec_err(
                 path,
-                "input (the recordings: a file, directory or glob) is missing",
+                "input (the recordings: a file, directory, glob or URL, or a list of them) is missing",
             )
-        })?;
+        };
+        let inputs = match table.get("input") {
+            Some(toml::Value::String(s)) => vec![s.clone()],
+            Some(toml::Value::Array(a)) if !a.is_empty() => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| spec_err(path, "input: every entry must be text"))?,
+            Some(v) => {
+                return Err(spec_err(
+                    path,
+                    format!("input must be text or a list of text, not {v}"),
+                ));
+            }
+            None => return Err(bad_input()),
+        };
         let fps = match table.get("fps") {
             Some(toml::Value::Integer(n)) if (1..=100_000).contains(n) => *n as u32,
             Some(v) => {
@@ -108,6 +159,50 @@ impl Spec {
             }
             None => return Err(spec_err(path, "fps is missing")),
         };
+        let task = match table.get("task") {
+            None => None,
+            Some(toml::Value::String(s)) => Some(Task::Text(s.clone())),
+            Some(toml::Value::Table(t)) => {
+                known_keys(path, " in task", t, &["topic", "field", "metadata", "key"])?;
+                let get = |k: &str| t.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                match (get("topic"), get("field"), get("metadata"), get("key")) {
+                    (Some(topic), Some(field), None, None) => Some(Task::Topic { topic, field }),
+                    (None, None, Some(name), Some(key)) => Some(Task::Metadata { name, key }),
+                    _ => {
+                        return Err(spec_err(
+                            path,
+                            "task must be text, { topic = \"/task\", field = \"data\" } or { metadata = \"name\", key = \"key\" }",
+                        ));
+                    }
+                }
+            }
+            Some(v) => return Err(spec_err(path, format!("task must be text, not {v}"))),
+        };
+        let (mut split_on_gap, mut split_when) = (None, None);
+        if let Some(e) = table.get("episodes") {
+            let e = e
+                .as_table()
+                .ok_or_else(|| spec_err(path, "[episodes] must be a table"))?;
+            known_keys(path, " in [episodes]", e, &["split_on_gap", "split_when"])?;
+            if let Some(v) = e.get("split_on_gap") {
+                let text = v.as_str().ok_or_else(|| {
+                    spec_err(path, "split_on_gap must be a duration such as \"2s\"")
+                })?;
+                let d = parse_duration(text)
+                    .map_err(|e| spec_err(path, format!("split_on_gap: {e}")))?;
+                if d.is_zero() {
+                    return Err(spec_err(path, "split_on_gap must be above 0"));
+                }
+                split_on_gap = Some(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+            }
+            if let Some(v) = e.get("split_when") {
+                let text = v
+                    .as_str()
+                    .filter(|t| !t.trim().is_empty())
+                    .ok_or_else(|| spec_err(path, "split_when must be a SQL condition (text)"))?;
+                split_when = Some(text.to_string());
+            }
+        }
         let mut features = Vec::new();
         if let Some(f) = table.get("features") {
             let f = f
@@ -165,19 +260,32 @@ impl Spec {
             ));
         }
         Ok(Self {
-            input,
+            inputs,
             fps,
             robot_type: text_of("robot_type")?,
-            task: text_of("task")?,
+            task,
             images: text_of("images")?,
             features,
             cameras,
+            split_on_gap,
+            split_when,
         })
     }
 
-    /// The `SELECT` giving one row per frame.
-    pub fn select(&self) -> String {
-        let input = quote(&self.input);
+    /// Whether the rows need numbering into episodes in SQL (several inputs
+    /// or cuts), rather than `time_grid`'s one episode per recording.
+    fn numbered(&self) -> bool {
+        self.inputs.len() > 1 || self.split_on_gap.is_some() || self.split_when.is_some()
+    }
+
+    /// The rows of input `n` (`input`): one per frame of `time_grid`, with a
+    /// join per topic. Numbered (see [`Self::numbered`]), they carry the
+    /// input's number and the recording's `episode_index` as `input` and
+    /// `recording`, and (with `split_on_gap`) as `last_message` the time
+    /// (nanoseconds) of the stalest of the feature and camera topics' latest
+    /// messages: a frame is that far from a gap.
+    fn frames(&self, n: usize, input: &str) -> String {
+        let input = quote(input);
         // One join per distinct topic.
         let mut topics: BTreeMap<(String, bool), String> = BTreeMap::new();
         let mut alias = |topic: &str, image: bool| -> String {
@@ -187,11 +295,17 @@ impl Spec {
                 .or_insert_with(|| format!("t{n}"))
                 .clone()
         };
-        let mut columns = vec![
-            "g.episode_index".to_string(),
-            "g.log_time".to_string(),
-            "g.file".to_string(),
-        ];
+        let mut columns = if self.numbered() {
+            vec![
+                format!("{n} AS input"),
+                "g.episode_index AS recording".to_string(),
+            ]
+        } else {
+            vec!["g.episode_index".to_string()]
+        };
+        columns.push("g.log_time".into());
+        columns.push("g.file".into());
+        let mut watched = Vec::new();
         for (key, topic, fields) in &self.features {
             let a = alias(topic, false);
             let value = match fields {
@@ -205,13 +319,42 @@ impl Spec {
                 }
             };
             columns.push(format!("{value} AS {}", ident(key)));
+            watched.push(a);
         }
         for (key, topic) in &self.cameras {
             let a = alias(topic, true);
             columns.push(format!("{a}.image AS {}", ident(key)));
+            watched.push(a);
         }
-        if let Some(task) = &self.task {
-            columns.push(format!("{} AS task", quote(task)));
+        let mut metadata_join = None;
+        match &self.task {
+            Some(Task::Text(task)) => columns.push(format!("{} AS task", quote(task))),
+            Some(Task::Topic { topic, field }) => {
+                let a = alias(topic, false);
+                columns.push(format!("{} AS task", field_expr(&a, field)));
+            }
+            Some(Task::Metadata { name, key }) => {
+                columns.push("m.task".into());
+                metadata_join = Some(format!(
+                    "\nLEFT JOIN (SELECT file, max(metadata[{}]) AS task FROM metadata({input}) WHERE name = {} GROUP BY file) m ON g.file = m.file",
+                    quote(key),
+                    quote(name)
+                ));
+            }
+            None => {}
+        }
+        if self.split_on_gap.is_some() {
+            watched.sort();
+            watched.dedup();
+            let times: Vec<String> = watched
+                .iter()
+                .map(|a| format!("CAST({a}.log_time AS BIGINT)"))
+                .collect();
+            let latest = match times.as_slice() {
+                [one] => one.clone(),
+                _ => format!("least({})", times.join(", ")),
+            };
+            columns.push(format!("{latest} AS last_message"));
         }
         let mut joins: Vec<(String, String, bool)> = topics
             .into_iter()
@@ -230,11 +373,80 @@ impl Spec {
                 quote(&topic)
             ));
         }
+        if let Some(j) = metadata_join {
+            sql.push_str(&j);
+        }
+        sql
+    }
+
+    /// The `SELECT` giving one row per frame, grouped by episode in time
+    /// order.
+    pub fn select(&self) -> String {
+        if !self.numbered() {
+            return format!(
+                "{}\nORDER BY g.episode_index, g.log_time",
+                self.frames(0, &self.inputs[0])
+            );
+        }
+        let branches: Vec<String> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(n, input)| self.frames(n, input))
+            .collect();
+        let mut sql = format!("WITH frames AS (\n{}\n)", branches.join("\nUNION ALL\n"));
+        let mut from = "frames";
+        let mut order = "input, recording";
+        let cut = self.split_on_gap.is_some() || self.split_when.is_some();
+        if cut {
+            // A frame starts an episode where the condition becomes true, or
+            // after a gap: where `last_message` jumps by more than the gap, or
+            // where the frame before was left out; frames further than the
+            // gap from `last_message` are left out.
+            let mut starts = Vec::new();
+            if let Some(c) = &self.split_when {
+                starts.push(format!(
+                    "coalesce(({c}) AND NOT coalesce(lag({c}) OVER w, false), false)"
+                ));
+            }
+            let mut keep = String::new();
+            if let Some(gap) = self.split_on_gap {
+                starts.push(format!(
+                    "coalesce(last_message - lag(last_message) OVER w > {gap}, false)"
+                ));
+                starts.push(format!(
+                    "coalesce(lag(CAST(log_time AS BIGINT) - last_message) OVER w > {gap}, false)"
+                ));
+                keep = format!(
+                    "\nWHERE last_message IS NULL OR CAST(log_time AS BIGINT) - last_message <= {gap}"
+                );
+            }
+            sql.push_str(&format!(
+                ",\ncuts AS (\nSELECT *, {} AS cut\nFROM frames\nWINDOW w AS (PARTITION BY input, recording ORDER BY log_time)\n),\nparts AS (\nSELECT *, sum(CASE WHEN cut THEN 1 ELSE 0 END) OVER (PARTITION BY input, recording ORDER BY log_time ROWS UNBOUNDED PRECEDING) AS part\nFROM cuts{keep}\n)",
+                starts.join("\n    OR ")
+            ));
+            from = "parts";
+            order = "input, recording, part";
+        }
+        let mut columns = vec![
+            format!("CAST(dense_rank() OVER (ORDER BY {order}) AS BIGINT) - 1 AS episode_index"),
+            "log_time".into(),
+            "file".into(),
+        ];
+        columns.extend(self.features.iter().map(|(k, _, _)| ident(k)));
+        columns.extend(self.cameras.iter().map(|(k, _)| ident(k)));
+        if self.task.is_some() {
+            columns.push("task".into());
+        }
+        sql.push_str(&format!(
+            "\nSELECT {}\nFROM {from}\nORDER BY episode_index, log_time",
+            columns.join(",\n       ")
+        ));
         sql
     }
 
     /// The `OPTIONS` of the `COPY`, as (key, value).
-    fn options(&self) -> Vec<(String, String)> {
+    fn options(&self, skip_bad_episodes: bool) -> Vec<(String, String)> {
         let mut o = vec![("fps".to_string(), self.fps.to_string())];
         if let Some(r) = &self.robot_type {
             o.push(("robot_type".into(), r.clone()));
@@ -242,13 +454,16 @@ impl Spec {
         if let Some(i) = &self.images {
             o.push(("images".into(), i.clone()));
         }
+        if skip_bad_episodes {
+            o.push(("skip_bad_episodes".into(), "true".into()));
+        }
         o
     }
 
     /// The whole statement writing the dataset to `out`.
-    pub fn copy_sql(&self, out: &str) -> String {
+    pub fn copy_sql(&self, out: &str, skip_bad_episodes: bool) -> String {
         let options: Vec<String> = self
-            .options()
+            .options(skip_bad_episodes)
             .iter()
             .map(|(k, v)| format!("{k} {}", quote(v)))
             .collect();
@@ -258,6 +473,35 @@ impl Spec {
             quote(out),
             options.join(", ")
         )
+    }
+
+    /// The frames of every input's grid (the progress bar's length).
+    fn count_sql(&self) -> String {
+        let grids: Vec<String> = self
+            .inputs
+            .iter()
+            .map(|i| format!("SELECT 1 FROM time_grid({}, {})", quote(i), self.fps))
+            .collect();
+        format!("SELECT count(*) FROM ({})", grids.join(" UNION ALL "))
+    }
+
+    /// `message` with each feature and camera it names followed by its
+    /// topic (the writer knows the columns, the spec their topics).
+    fn with_topics(&self, message: &str) -> String {
+        let mut m = message.to_string();
+        for (key, topic, fields) in &self.features {
+            let field = match fields {
+                Fields::One(f) => f.clone(),
+                Fields::Named(fs) => fs.join(", "),
+            };
+            let named = format!("feature \"{key}\"");
+            m = m.replace(&named, &format!("{named} (topic {topic}, field {field})"));
+        }
+        for (key, topic) in &self.cameras {
+            let named = format!("camera \"{key}\"");
+            m = m.replace(&named, &format!("{named} (topic {topic})"));
+        }
+        m
     }
 }
 
@@ -283,18 +527,15 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     let spec = Spec::parse(&a.spec, &text)?;
     let target = a.output.display().to_string();
     if a.print_sql {
-        writeln!(out, "{};", spec.copy_sql(&target)).map_err(|e| CliError::io("stdout", e))?;
+        writeln!(out, "{};", spec.copy_sql(&target, a.skip_bad_episodes))
+            .map_err(|e| CliError::io("stdout", e))?;
         return Ok(());
     }
-    let map = spec.options().into_iter().collect();
+    let map = spec.options(a.skip_bad_episodes).into_iter().collect();
     let options = LeRobotOptions::from_map(&map)?;
     // The grid's frames: the bar's length (leading frames without every
     // feature are dropped, so the count ends a little short of it).
-    let count_sql = format!(
-        "SELECT count(*) FROM time_grid({}, {})",
-        quote(&spec.input),
-        spec.fps
-    );
+    let count_sql = spec.count_sql();
     let batches = app
         .rt
         .block_on(async { logsql::sql(&app.ctx, &count_sql).await?.collect().await })?;
@@ -305,7 +546,7 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     let bar = progress_bar(total);
     let select = spec.select();
     log::debug!("dataset: {select}");
-    let frames = app.rt.block_on(async {
+    let written = app.rt.block_on(async {
         let stream = logsql::sql(&app.ctx, &select)
             .await?
             .execute_stream()
@@ -316,15 +557,49 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
                 b.set_message(format!("{episodes} episodes"));
             }
         };
-        write_dataset(stream, &a.output, options, &progress).await
+        write_dataset(stream, &a.output, options, &progress, interrupted()).await
     });
     if let Some(b) = bar {
         logger::set_progress(None);
         b.finish_and_clear();
     }
-    let frames = frames?;
-    writeln!(out, "{target}: {frames} frames written").map_err(|e| CliError::io("stdout", e))?;
+    let written = written.map_err(|e| CliError::msg(spec.with_topics(&render(&e))))?;
+    let mut say = |line: String| writeln!(out, "{line}").map_err(|e| CliError::io("stdout", e));
+    say(format!(
+        "{target}: {} frames written ({} episodes)",
+        written.frames, written.episodes
+    ))?;
+    if !written.skipped.is_empty() {
+        say(format!("{} episodes skipped:", written.skipped.len()))?;
+        // Each reason names the episode and its recording.
+        for s in &written.skipped {
+            say(format!("  {}", spec.with_topics(&s.reason)))?;
+        }
+    }
     Ok(())
+}
+
+/// Completes at Ctrl-C (SIGINT) or SIGTERM: the export then stops and
+/// leaves nothing behind.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// A bar of frames on stderr when it is a terminal.
@@ -363,7 +638,7 @@ task = "it's"
 "#,
         )
         .unwrap();
-        let sql = spec.copy_sql("out");
+        let sql = spec.copy_sql("out", false);
         assert!(
             sql.contains("t1.\"position\" AS \"observation.state\""),
             "{sql}"
@@ -384,5 +659,45 @@ task = "it's"
         let e =
             Spec::parse(Path::new("s.toml"), "input = 'x'\nfps = 30\nfeatuers = 1").unwrap_err();
         assert!(e.to_string().contains("unknown key 'featuers'"), "{e}");
+    }
+
+    #[test]
+    fn episodes_inputs_and_tasks_are_checked() {
+        let parse = |body: &str| {
+            Spec::parse(
+                Path::new("s.toml"),
+                &format!(
+                    "fps = 30\n{body}\n[features]\n\"s\" = {{ topic = \"/j\", field = \"p\" }}\n"
+                ),
+            )
+        };
+        let e = |body: &str| parse(body).unwrap_err().to_string();
+        assert!(e("input = 3").contains("input must be text or a list of text"));
+        assert!(e("input = ['a', 1]").contains("every entry must be text"));
+        assert!(e("input = 'a'\ntask = { topic = '/t' }").contains("task must be text, {"));
+        assert!(
+            e("input = 'a'\n[episodes]\nsplit_on_gap = 'soon'")
+                .contains("'soon' is not a duration")
+        );
+        assert!(e("input = 'a'\n[episodes]\nsplit_on_gap = '0s'").contains("above 0"));
+        assert!(
+            e("input = 'a'\n[episodes]\nsplit = '1s'")
+                .contains("unknown key 'split' in [episodes]")
+        );
+        let spec = parse("input = ['a', 'b']\ntask = { metadata = 'ep', key = 'task' }").unwrap();
+        let sql = spec.select();
+        assert!(sql.contains("FROM time_grid('b', 30) g"), "{sql}");
+        assert!(sql.contains("metadata('b') WHERE name = 'ep'"), "{sql}");
+        assert!(sql.contains("       m.task\n"), "{sql}");
+        assert_eq!(
+            spec.count_sql(),
+            "SELECT count(*) FROM (SELECT 1 FROM time_grid('a', 30) UNION ALL SELECT 1 FROM time_grid('b', 30))"
+        );
+        let one = parse("input = 'a'\n[episodes]\nsplit_on_gap = '1s'").unwrap();
+        assert!(
+            one.select()
+                .contains("CAST(t0.log_time AS BIGINT) AS last_message"),
+            "one topic: no least()"
+        );
     }
 }

@@ -493,3 +493,556 @@ fn dataset_writes_what_its_spec_describes_and_prints_its_sql() {
     // Joint state 6 (60 ms).
     assert_eq!(f32s(&rows[0]["e"]), [6.0]);
 }
+
+/// Writes a spec of `body` (after `input = ...` and `fps = 30`) and returns
+/// its path.
+fn spec(dir: &Path, inputs: &[&Path], body: &str) -> PathBuf {
+    let inputs: Vec<String> = inputs
+        .iter()
+        .map(|p| format!("\"{}\"", p.display()))
+        .collect();
+    let input = match inputs.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    let path = dir.join("spec.toml");
+    std::fs::write(&path, format!("input = {input}\nfps = 30\n{body}")).unwrap();
+    path
+}
+
+/// The state feature and the front camera.
+const STATE_AND_FRONT: &str = "[features]\n\"observation.state\" = { topic = \"/joint_states\", field = \"position\" }\n\
+    [cameras]\n\"observation.images.front\" = \"/camera/front\"\n";
+
+fn info(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("meta/info.json")).unwrap()).unwrap()
+}
+
+/// (episode_index, length, dataset_from_index, dataset_to_index, tasks) of
+/// each episode.
+fn episode_rows(out: &Path) -> Vec<(i64, i64, i64, i64, serde_json::Value)> {
+    json_rows(&format!(
+        "SELECT episode_index, length, dataset_from_index f, dataset_to_index t, tasks \
+         FROM '{}' ORDER BY episode_index",
+        out.join("meta/episodes/chunk-000/file-000.parquet")
+            .display()
+    ))
+    .iter()
+    .map(|r| {
+        (
+            r["episode_index"].as_i64().unwrap(),
+            r["length"].as_i64().unwrap(),
+            r["f"].as_i64().unwrap(),
+            r["t"].as_i64().unwrap(),
+            r["tasks"].clone(),
+        )
+    })
+    .collect()
+}
+
+/// (episode_index, frame_index, index, task_index) of the data rows, and
+/// the first row's state of each episode.
+fn data_rows(out: &Path) -> Vec<serde_json::Value> {
+    json_rows(&format!(
+        "SELECT episode_index e, frame_index k, \"index\" i, task_index ti, \"observation.state\" s \
+         FROM '{}' ORDER BY \"index\"",
+        out.join("data/chunk-000/file-000.parquet").display()
+    ))
+}
+
+fn state(seed: u32, t: f64) -> Vec<f32> {
+    latest(
+        |j, at| crate::robot::joint_position(seed, j, at),
+        t,
+        0.0,
+        0.01,
+    )
+}
+
+fn video_samples(out: &Path) -> (u32, Vec<(u64, bool)>) {
+    let mp4 =
+        std::fs::read(out.join("videos/observation.images.front/chunk-000/file-000.mp4")).unwrap();
+    let size = mp4.len() as u64;
+    let mut r = mp4::Mp4Reader::read_header(std::io::Cursor::new(mp4), size).unwrap();
+    let n = r.tracks().get(&1).unwrap().sample_count();
+    let samples = (1..=n)
+        .map(|i| {
+            let s = r.read_sample(1, i).unwrap().unwrap();
+            (s.start_time, s.is_sync)
+        })
+        .collect();
+    (n, samples)
+}
+
+#[test]
+fn skip_bad_episodes_leaves_them_out_renumbers_the_rest_and_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    write_robot(&runs.join("a.mcap"), &RobotOptions::default()).unwrap();
+    // b: /joint_states has 4 joints from 1 s on; c: front frames half as
+    // wide from 1 s on; d: good, 3 s.
+    let b = RobotOptions {
+        seed: 1,
+        joints_after: Some((1.0, 4)),
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("b.mcap"), &b).unwrap();
+    let c = RobotOptions {
+        seed: 2,
+        resize_after: Some(1.0),
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("c.mcap"), &c).unwrap();
+    let d = RobotOptions {
+        seconds: 3.0,
+        seed: 3,
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("d.mcap"), &d).unwrap();
+    let spec = spec(dir.path(), &[&runs], STATE_AND_FRONT);
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let out_s = out.to_str().unwrap();
+    let rb = format!("{}/b.mcap", runs.display());
+    let rc = format!("{}/c.mcap", runs.display());
+
+    // Without the flag: the first bad episode fails the export, naming the
+    // file, the feature's topic and the time, and nothing is left.
+    let e = err(&["dataset", spec, "-o", out_s]);
+    assert!(
+        e.contains(&format!(
+            "episode 1 ({rb}): feature \"observation.state\" (topic /joint_states, field position) has 4 values at log_time {} ns, but 6 before",
+            START + 1_000_000_000
+        )),
+        "{e}"
+    );
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "runs and spec.toml only"
+    );
+
+    let sql = ok(&[
+        "dataset",
+        spec,
+        "-o",
+        out_s,
+        "--print-sql",
+        "--skip-bad-episodes",
+    ]);
+    assert!(
+        sql.trim_end()
+            .ends_with("OPTIONS (fps '30', skip_bad_episodes 'true');"),
+        "{sql}"
+    );
+    let out_run = logsql(&["dataset", spec, "-o", out_s, "--skip-bad-episodes"]);
+    assert!(out_run.status.success());
+    let said = String::from_utf8(out_run.stdout).unwrap();
+    let stderr = String::from_utf8(out_run.stderr).unwrap();
+    assert!(said.contains("148 frames written (2 episodes)"), "{said}");
+    assert!(said.contains("2 episodes skipped:"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "  episode 1 ({rb}): feature \"observation.state\" (topic /joint_states, field position) has 4 values"
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "  episode 2 ({rc}): camera \"observation.images.front\" (topic /camera/front) has a 32x48 frame at log_time {} ns, but 64x48 before",
+            START + 1_033_333_333
+        )),
+        "{said}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "warning: LeRobot dataset: skipping episode 1 ({rb})"
+        )),
+        "{stderr}"
+    );
+    // Episodes a and d, renumbered 0 and 1, their indices consecutive.
+    let info = info(&out);
+    assert_eq!(info["total_episodes"], 2);
+    assert_eq!(info["total_frames"], 148);
+    assert_eq!(
+        info["features"]["observation.state"]["shape"],
+        serde_json::json!([6])
+    );
+    let eps = episode_rows(&out);
+    assert_eq!(
+        eps.iter().map(|e| (e.0, e.1, e.2, e.3)).collect::<Vec<_>>(),
+        [(0, 59, 0, 59), (1, 89, 59, 148)]
+    );
+    let rows = data_rows(&out);
+    assert_eq!(rows.len(), 148);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["i"], i as i64);
+        let (e, k) = if i < 59 { (0, i) } else { (1, i - 59) };
+        assert_eq!(
+            (r["e"].as_i64(), r["k"].as_i64()),
+            (Some(e), Some(k as i64))
+        );
+    }
+    let t0 = 2.0 / 30.0;
+    assert_eq!(f32s(&rows[0]["s"]), state(0, t0));
+    assert_eq!(
+        f32s(&rows[59]["s"]),
+        state(3, t0),
+        "episode 1 is recording d"
+    );
+    // The video holds the kept episodes' frames only, each episode from a
+    // key frame, 1/30 s apart.
+    let (n, samples) = video_samples(&out);
+    assert_eq!(n, 148);
+    assert_eq!(samples[59], (59 * 3000, true));
+    assert_eq!(samples[147].0, 147 * 3000);
+    let stats: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta/stats.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        stats["observation.state"]["count"],
+        serde_json::json!([148])
+    );
+    assert_eq!(floats(&stats["episode_index"]["max"]), [1.0]);
+    assert_eq!(
+        stats["observation.images.front"]["count"],
+        serde_json::json!([148])
+    );
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "staging files left: {left:?}");
+}
+
+#[test]
+fn skip_bad_episodes_is_a_copy_option_and_a_topic_missing_from_a_recording_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let with_wrist = RobotOptions {
+        wrist: true,
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("a.mcap"), &RobotOptions::default()).unwrap();
+    write_robot(&runs.join("b.mcap"), &with_wrist).unwrap();
+    let runs = runs.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let sql = format!(
+        "COPY (SELECT g.episode_index, g.log_time, g.file, j.position AS \"observation.state\", \
+           w.image AS \"observation.images.wrist\" \
+         FROM time_grid('{runs}/', 30) g \
+         ASOF JOIN read_topic('{runs}/', '/joint_states') j MATCH_CONDITION (g.log_time >= j.log_time) ON g.file = j.file \
+         ASOF JOIN read_images('{runs}/', '/camera/wrist') w MATCH_CONDITION (g.log_time >= w.log_time) ON g.file = w.file \
+        ) TO '{}' STORED AS LEROBOT OPTIONS (fps '30', skip_bad_episodes 'true')",
+        out.display()
+    );
+    let o = logsql(&[&sql]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "skipping episode 0 ({runs}/a.mcap): no row has every feature: camera \"observation.images.wrist\" never has a value from log_time {START} ns to log_time {} ns: is a topic missing from the recording?",
+            START + 2_000_000_000
+        )),
+        "{stderr}"
+    );
+    // b's wrist camera starts at 70 ms: grid frames 3.. (100 ms on).
+    assert_eq!(info(&out)["total_episodes"], 1);
+    let eps = episode_rows(&out);
+    assert_eq!(eps[0].0, 0);
+    assert_eq!(eps[0].1, 58);
+    let e = err(&[&sql.replace("'true'", "'maybe'")]);
+    assert!(
+        e.contains("skip_bad_episodes 'maybe' is not 'true' or 'false'"),
+        "{e}"
+    );
+    // Through a spec, the error names the camera's topic.
+    let spec = spec(
+        dir.path(),
+        &[Path::new(runs)],
+        "[features]\n\"observation.state\" = { topic = \"/joint_states\", field = \"position\" }\n\
+         [cameras]\n\"observation.images.wrist\" = \"/camera/wrist\"\n",
+    );
+    let out2 = dir.path().join("ds2");
+    let e = err(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains(&format!(
+            "episode 0 ({runs}/a.mcap): no row has every feature: camera \"observation.images.wrist\" (topic /camera/wrist) never has a value from log_time {START} ns"
+        )),
+        "{e}"
+    );
+    assert!(!out2.exists());
+}
+
+#[test]
+fn dataset_takes_several_inputs_one_episode_per_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let more = dir.path().join("more");
+    std::fs::create_dir_all(&more).unwrap();
+    let c = RobotOptions {
+        seed: 2,
+        start_ns: START + 200_000_000_000,
+        ..RobotOptions::default()
+    };
+    write_robot(&more.join("c.mcap"), &c).unwrap();
+    // A glob and a directory: a.mcap and b.mcap, then c.mcap.
+    let glob = runs.join("*.mcap");
+    let spec = spec(dir.path(), &[&glob, &more], STATE_AND_FRONT);
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let sql = ok(&["dataset", spec, "-o", out.to_str().unwrap(), "--print-sql"]);
+    assert!(sql.contains("UNION ALL\nSELECT 1 AS input"), "{sql}");
+    assert!(
+        sql.contains(
+            "CAST(dense_rank() OVER (ORDER BY input, recording) AS BIGINT) - 1 AS episode_index"
+        ),
+        "{sql}"
+    );
+    let said = ok(&["dataset", spec, "-o", out.to_str().unwrap()]);
+    assert!(said.contains("207 frames written (3 episodes)"), "{said}");
+    let eps = episode_rows(&out);
+    assert_eq!(
+        eps.iter().map(|e| (e.0, e.1, e.2, e.3)).collect::<Vec<_>>(),
+        [(0, 59, 0, 59), (1, 89, 59, 148), (2, 59, 148, 207)]
+    );
+    let rows = data_rows(&out);
+    let t0 = 2.0 / 30.0;
+    assert_eq!(f32s(&rows[0]["s"]), state(0, t0));
+    assert_eq!(f32s(&rows[59]["s"]), state(1, t0));
+    assert_eq!(f32s(&rows[148]["s"]), state(2, t0));
+    assert_eq!(rows[206]["k"], 58);
+    assert_eq!(video_samples(&out).0, 207);
+}
+
+#[test]
+fn dataset_cuts_episodes_at_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    // 4 s with no message from 1.5 s to 2.5 s.
+    let o = RobotOptions {
+        seconds: 4.0,
+        gap: Some((1.5, 2.5)),
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("a.mcap"), &o).unwrap();
+    let spec = spec(
+        dir.path(),
+        &[&runs.join("a.mcap")],
+        &format!("[episodes]\nsplit_on_gap = \"500ms\"\n{STATE_AND_FRONT}"),
+    );
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let sql = ok(&["dataset", spec, "-o", out.to_str().unwrap(), "--print-sql"]);
+    assert!(
+        sql.contains(
+            "least(CAST(t0.log_time AS BIGINT), CAST(t1.log_time AS BIGINT)) AS last_message"
+        ),
+        "{sql}"
+    );
+    assert!(
+        sql.contains(
+            "WHERE last_message IS NULL OR CAST(log_time AS BIGINT) - last_message <= 500000000"
+        ),
+        "{sql}"
+    );
+    ok(&["dataset", spec, "-o", out.to_str().unwrap()]);
+    // The last front frame before the gap is at 1.4833 s: grid frames up to
+    // 59 (1.9667 s) are within 500 ms of every topic's latest message. After
+    // it, the front camera's first frame is at 2.5167 s: frame 76 (2.5333 s)
+    // starts episode 1, up to frame 120 (4 s).
+    let eps = episode_rows(&out);
+    assert_eq!(
+        eps.iter().map(|e| (e.0, e.1, e.2, e.3)).collect::<Vec<_>>(),
+        [(0, 58, 0, 58), (1, 45, 58, 103)]
+    );
+    let rows = data_rows(&out);
+    // Frame 59 shows the joint state of 1.5 s, the last before the gap.
+    assert_eq!(f32s(&rows[57]["s"]), state(0, 1.5));
+    assert_eq!(f32s(&rows[58]["s"]), state(0, 76.0 / 30.0));
+    assert_eq!(
+        (rows[58]["e"].as_i64(), rows[58]["k"].as_i64()),
+        (Some(1), Some(0))
+    );
+}
+
+#[test]
+fn dataset_cuts_episodes_where_a_condition_becomes_true_with_the_task_from_a_topic() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let o = RobotOptions {
+        seconds: 4.0,
+        tasks: vec![(0.0, "reach".into()), (1.0, "grasp".into())],
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("a.mcap"), &o).unwrap();
+    // Joint 1 (sin(1.4 t + 1) * 1.1) is positive until 1.53 s and again from
+    // 3.774 s: the joint state of 3.78 s, first seen by frame 114 (3.8 s).
+    let spec = spec(
+        dir.path(),
+        &[&runs.join("a.mcap")],
+        &format!(
+            "task = {{ topic = \"/task\", field = \"data\" }}\n\
+             [episodes]\nsplit_when = '\"observation.state\"[2] > 0'\n{STATE_AND_FRONT}"
+        ),
+    );
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let sql = ok(&["dataset", spec, "-o", out.to_str().unwrap(), "--print-sql"]);
+    assert!(sql.contains("t2.\"data\" AS task"), "{sql}");
+    assert!(sql.contains("ASOF JOIN read_topic("), "{sql}");
+    assert!(
+        sql.contains("coalesce((\"observation.state\"[2] > 0) AND NOT coalesce(lag(\"observation.state\"[2] > 0) OVER w, false), false) AS cut"),
+        "{sql}"
+    );
+    ok(&["dataset", spec, "-o", out.to_str().unwrap()]);
+    let eps = episode_rows(&out);
+    assert_eq!(
+        eps.iter().map(|e| (e.0, e.1, e.2, e.3)).collect::<Vec<_>>(),
+        [(0, 112, 0, 112), (1, 7, 112, 119)]
+    );
+    assert_eq!(eps[0].4, serde_json::json!(["reach", "grasp"]));
+    assert_eq!(eps[1].4, serde_json::json!(["grasp"]));
+    let rows = data_rows(&out);
+    assert_eq!(f32s(&rows[112]["s"]), state(0, 114.0 / 30.0));
+    // Frames before 1 s (grid frame 30) have "reach", from it "grasp".
+    assert_eq!(rows[27]["ti"], 0);
+    assert_eq!(rows[28]["ti"], 1);
+    let tasks = json_rows(&format!(
+        "SELECT task_index, __index_level_0__ t FROM '{}' ORDER BY task_index",
+        out.join("meta/tasks.parquet").display()
+    ));
+    assert_eq!(tasks[0]["t"], "reach");
+    assert_eq!(tasks[1]["t"], "grasp");
+}
+
+#[test]
+fn dataset_takes_the_task_from_each_recordings_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    for (name, task) in [("a", "stack the blocks"), ("b", "open the door")] {
+        let o = RobotOptions {
+            metadata: vec![(
+                "episode".into(),
+                vec![
+                    ("task".into(), task.into()),
+                    ("operator".into(), "x".into()),
+                ],
+            )],
+            ..RobotOptions::default()
+        };
+        write_robot(&runs.join(format!("{name}.mcap")), &o).unwrap();
+    }
+    let spec = spec(
+        dir.path(),
+        &[&runs],
+        &format!("task = {{ metadata = \"episode\", key = \"task\" }}\n{STATE_AND_FRONT}"),
+    );
+    let spec = spec.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let sql = ok(&["dataset", spec, "-o", out.to_str().unwrap(), "--print-sql"]);
+    assert!(
+        sql.contains(&format!(
+            "LEFT JOIN (SELECT file, max(metadata['task']) AS task FROM metadata('{}') WHERE name = 'episode' GROUP BY file) m ON g.file = m.file",
+            runs.display()
+        )),
+        "{sql}"
+    );
+    ok(&["dataset", spec, "-o", out.to_str().unwrap()]);
+    let eps = episode_rows(&out);
+    assert_eq!(eps[0].4, serde_json::json!(["stack the blocks"]));
+    assert_eq!(eps[1].4, serde_json::json!(["open the door"]));
+    let rows = data_rows(&out);
+    assert_eq!(
+        (rows[0]["ti"].as_i64(), rows[59]["ti"].as_i64()),
+        (Some(0), Some(1))
+    );
+    assert_eq!(info(&out)["total_tasks"], 2);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_dataset_export_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let long = RobotOptions {
+        seconds: 60.0,
+        ..RobotOptions::default()
+    };
+    write_robot(&runs.join("a.mcap"), &long).unwrap();
+    let spec = spec(dir.path(), &[&runs], STATE_AND_FRONT);
+    let out = dir.path().join("ds");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "dataset",
+            spec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a camera frame is staged, the export is under way (and listening
+    // for signals): stop it.
+    let staged = || {
+        std::fs::read_dir(dir.path()).unwrap().any(|e| {
+            let p = e.unwrap().path();
+            p.is_dir()
+                && std::fs::read_dir(&p).unwrap().any(|f| {
+                    f.unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with(".episode-camera")
+                })
+        })
+    };
+    let started = std::time::Instant::now();
+    while !staged() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the export ended before it could be interrupted"
+        );
+        assert!(started.elapsed().as_secs() < 120, "no frame staged");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "LeRobot dataset: interrupted: nothing was written to {}",
+            out.display()
+        )),
+        "{stderr}"
+    );
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["runs", "spec.toml"],
+        "no dataset, no temporary directory"
+    );
+}

@@ -93,41 +93,45 @@ struct Pending {
     bytes: Bytes,
 }
 
-/// Encodes `rgb8` frames into an H.264 MP4 file; see the module doc.
-pub struct Mp4Encoder<W: Write + Seek> {
+/// One encoded frame: the MP4 sample (length-prefixed NAL units) and, on
+/// the first frame of an encoder, the SPS and PPS the track needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedFrame {
+    /// The NAL units of the frame, each prefixed by its 4-byte length.
+    pub sample: Vec<u8>,
+    /// Whether the frame is a key frame (where decoding can start).
+    pub is_sync: bool,
+    /// The sequence parameter set, when the frame carries one.
+    pub sps: Option<Vec<u8>>,
+    /// The picture parameter set, when the frame carries one.
+    pub pps: Option<Vec<u8>>,
+}
+
+/// Encodes `rgb8` frames of one size into H.264 (no container): the first
+/// frame is a key frame carrying the SPS and PPS. Frames of several
+/// encoders of the same size and options can follow one another in one
+/// [`Mp4Encoder`] (see [`Mp4Encoder::push_encoded`]).
+pub struct H264Encoder {
     encoder: Encoder,
     /// The frame being encoded, as BT.601 planes.
     planes: Planes,
-    /// Created with the first frame, which carries the SPS and PPS.
-    writer: Option<Mp4Writer<W>>,
-    out: Option<W>,
     width: u32,
     height: u32,
-    first_ns: Option<i64>,
-    last_ns: i64,
-    pending: Option<Pending>,
-    frames: u64,
 }
 
-impl<W: Write + Seek> std::fmt::Debug for Mp4Encoder<W> {
+impl std::fmt::Debug for H264Encoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mp4Encoder")
+        f.debug_struct("H264Encoder")
             .field("width", &self.width)
             .field("height", &self.height)
-            .field("frames", &self.frames)
             .finish_non_exhaustive()
     }
 }
 
-/// The error of a failed encoder or container call.
-fn video_error(what: &str, e: impl std::fmt::Display) -> MediaError {
-    MediaError::Write(format!("{what}: {e}"))
-}
-
-impl<W: Write + Seek> Mp4Encoder<W> {
+impl H264Encoder {
     /// An encoder of `width` x `height` frames (both even, from
-    /// [`MIN_SIDE`] to [`MAX_SIDE`]) writing to `out`.
-    pub fn new(out: W, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
+    /// [`MIN_SIDE`] to [`MAX_SIDE`]).
+    pub fn new(width: u32, height: u32, options: VideoOptions) -> Result<Self> {
         if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
             return Err(MediaError::Unsupported(format!(
                 "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
@@ -158,25 +162,14 @@ impl<W: Write + Seek> Mp4Encoder<W> {
         Ok(Self {
             encoder,
             planes: Planes::new(width as usize, height as usize),
-            writer: None,
-            out: Some(out),
             width,
             height,
-            first_ns: None,
-            last_ns: 0,
-            pending: None,
-            frames: 0,
         })
     }
 
-    /// Frames added so far.
-    pub fn frames(&self) -> u64 {
-        self.frames
-    }
-
-    /// Adds a frame of `width * height * 3` bytes (`rgb8`, rows top to
-    /// bottom) shown at `time_ns`, which must be after the previous frame's.
-    pub fn push_rgb8(&mut self, time_ns: i64, rgb: &[u8]) -> Result<()> {
+    /// Encodes a frame of `width * height * 3` bytes (`rgb8`, rows top to
+    /// bottom).
+    pub fn encode_rgb8(&mut self, rgb: &[u8]) -> Result<EncodedFrame> {
         let need = self.width as usize * self.height as usize * 3;
         if rgb.len() != need {
             return Err(MediaError::Invalid(format!(
@@ -184,13 +177,6 @@ impl<W: Write + Seek> Mp4Encoder<W> {
                 rgb.len(),
                 self.width,
                 self.height
-            )));
-        }
-        let first = *self.first_ns.get_or_insert(time_ns);
-        if self.frames > 0 && time_ns <= self.last_ns {
-            return Err(MediaError::Invalid(format!(
-                "frame {} at {time_ns} ns is not after the previous frame ({} ns)",
-                self.frames, self.last_ns
             )));
         }
         self.planes.read_rgb8(rgb);
@@ -207,23 +193,140 @@ impl<W: Write + Seek> Mp4Encoder<W> {
         let is_sync = matches!(encoded.frame_type(), FrameType::IDR | FrameType::I);
         let annexb = encoded.to_vec();
         let (sample, sps, pps) = to_sample(&annexb);
-        if self.writer.is_none() {
-            let (Some(sps), Some(pps)) = (sps, pps) else {
+        Ok(EncodedFrame {
+            sample,
+            is_sync,
+            sps,
+            pps,
+        })
+    }
+}
+
+/// Encodes `rgb8` frames into an H.264 MP4 file; see the module doc.
+pub struct Mp4Encoder<W: Write + Seek> {
+    /// Made with the first `rgb8` frame ([`Mp4Encoder::push_encoded`]
+    /// takes frames encoded elsewhere).
+    encoder: Option<H264Encoder>,
+    options: VideoOptions,
+    /// Created with the first frame, which carries the SPS and PPS.
+    writer: Option<Mp4Writer<W>>,
+    out: Option<W>,
+    width: u32,
+    height: u32,
+    /// The track's SPS and PPS.
+    params: Option<(Vec<u8>, Vec<u8>)>,
+    first_ns: Option<i64>,
+    last_ns: i64,
+    pending: Option<Pending>,
+    frames: u64,
+}
+
+impl<W: Write + Seek> std::fmt::Debug for Mp4Encoder<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mp4Encoder")
+            .field("width", &self.width)
+            .field("height", &self.height)
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The error of a failed encoder or container call.
+fn video_error(what: &str, e: impl std::fmt::Display) -> MediaError {
+    MediaError::Write(format!("{what}: {e}"))
+}
+
+impl<W: Write + Seek> Mp4Encoder<W> {
+    /// An encoder of `width` x `height` frames (both even, from
+    /// [`MIN_SIDE`] to [`MAX_SIDE`]) writing to `out`.
+    pub fn new(out: W, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
+        // Checks the size (and that OpenH264 starts) before any frame.
+        let encoder = H264Encoder::new(width, height, options)?;
+        Ok(Self {
+            encoder: Some(encoder),
+            options,
+            writer: None,
+            out: Some(out),
+            width,
+            height,
+            params: None,
+            first_ns: None,
+            last_ns: 0,
+            pending: None,
+            frames: 0,
+        })
+    }
+
+    /// Frames added so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The track's SPS and PPS, once the first frame is in.
+    pub fn parameter_sets(&self) -> Option<(&[u8], &[u8])> {
+        self.params
+            .as_ref()
+            .map(|(s, p)| (s.as_slice(), p.as_slice()))
+    }
+
+    /// Adds a frame of `width * height * 3` bytes (`rgb8`, rows top to
+    /// bottom) shown at `time_ns`, which must be after the previous frame's.
+    pub fn push_rgb8(&mut self, time_ns: i64, rgb: &[u8]) -> Result<()> {
+        self.check_time(time_ns)?;
+        let encoder = match &mut self.encoder {
+            Some(e) => e,
+            None => self
+                .encoder
+                .insert(H264Encoder::new(self.width, self.height, self.options)?),
+        };
+        let frame = encoder.encode_rgb8(rgb)?;
+        self.push_encoded(time_ns, frame)
+    }
+
+    /// Adds a frame encoded by an [`H264Encoder`] of this size, shown at
+    /// `time_ns` (after the previous frame's). The first frame must carry
+    /// the SPS and PPS; a later frame carrying different ones is refused
+    /// (the track has one pair: start a new file).
+    pub fn push_encoded(&mut self, time_ns: i64, frame: EncodedFrame) -> Result<()> {
+        self.check_time(time_ns)?;
+        let first = *self.first_ns.get_or_insert(time_ns);
+        match (&self.params, frame.sps, frame.pps) {
+            (None, Some(sps), Some(pps)) => {
+                self.start_file(sps.clone(), pps.clone())?;
+                self.params = Some((sps, pps));
+            }
+            (None, _, _) => {
                 return Err(MediaError::Write(
                     "the H.264 encoder gave no SPS/PPS with its first frame".into(),
                 ));
-            };
-            self.start_file(sps, pps)?;
+            }
+            (Some((s0, p0)), sps, pps) => {
+                if sps.is_some_and(|s| &s != s0) || pps.is_some_and(|p| &p != p0) {
+                    return Err(MediaError::Invalid(
+                        "a frame with other H.264 parameter sets than the track's".into(),
+                    ));
+                }
+            }
         }
         let start = ticks(time_ns - first);
         self.flush_pending(Some(start))?;
         self.pending = Some(Pending {
             start,
-            is_sync,
-            bytes: Bytes::from(sample),
+            is_sync: frame.is_sync,
+            bytes: Bytes::from(frame.sample),
         });
         self.last_ns = time_ns;
         self.frames += 1;
+        Ok(())
+    }
+
+    fn check_time(&self, time_ns: i64) -> Result<()> {
+        if self.frames > 0 && time_ns <= self.last_ns {
+            return Err(MediaError::Invalid(format!(
+                "frame {} at {time_ns} ns is not after the previous frame ({} ns)",
+                self.frames, self.last_ns
+            )));
+        }
         Ok(())
     }
 
@@ -469,6 +572,38 @@ mod tests {
                 (45000, 11250)
             ]
         );
+    }
+
+    #[test]
+    fn frames_of_several_encoders_follow_one_another_in_one_track() {
+        let mut mp4 =
+            Mp4Encoder::new(Cursor::new(Vec::new()), 64, 48, VideoOptions::default()).unwrap();
+        let mut n = 0i64;
+        for _ in 0..2 {
+            let mut enc = H264Encoder::new(64, 48, VideoOptions::default()).unwrap();
+            for i in 0..3 {
+                let f = enc.encode_rgb8(&frame(64, 48, i)).unwrap();
+                assert_eq!(f.sps.is_some(), i == 0, "the first frame carries the SPS");
+                mp4.push_encoded(n * 33_333_333, f).unwrap();
+                n += 1;
+            }
+        }
+        let other = EncodedFrame {
+            sample: vec![0, 0, 0, 1, 0x65],
+            is_sync: true,
+            sps: Some(vec![0x67, 1, 2]),
+            pps: Some(vec![0x68, 3]),
+        };
+        let e = mp4.push_encoded(n * 33_333_333, other).unwrap_err();
+        assert!(e.to_string().contains("other H.264 parameter sets"), "{e}");
+        let bytes = mp4.finish().unwrap().into_inner();
+        let size = bytes.len() as u64;
+        let mut r = mp4::Mp4Reader::read_header(Cursor::new(bytes), size).unwrap();
+        assert_eq!(r.tracks().get(&1).unwrap().sample_count(), 6);
+        let sync: Vec<bool> = (1..=6)
+            .map(|i| r.read_sample(1, i).unwrap().unwrap().is_sync)
+            .collect();
+        assert_eq!(sync, [true, false, false, true, false, false]);
     }
 
     #[test]

@@ -4,19 +4,23 @@
 //! - [`columns`]: what each column becomes (episode, time, task, features);
 //! - [`writer`]: the dataset writer (data files, videos, leading rows
 //!   dropped, the checks that name file, feature and time);
+//! - [`staging`]: an episode's rows and encoded frames until it is kept
+//!   (or skipped, `skip_bad_episodes`);
 //! - [`stats`]: the statistics as LeRobot computes them;
 //! - [`meta`]: `meta/info.json`, `stats.json`, `tasks.parquet`, episodes;
 //! - [`options`]: the `OPTIONS` keys.
 //!
 //! The dataset is written into a new temporary directory beside the target
 //! (`.<name>.<random>.tmp`) on a blocking thread fed through a bounded
-//! channel, and renamed to the target only when complete: a failed or
-//! cancelled query leaves no dataset (and no temporary directory). The target
+//! channel, and renamed to the target only when complete: a failed,
+//! cancelled or interrupted query leaves no dataset (and no temporary
+//! directory: the thread that owns it removes it once it has stopped). The target
 //! must not exist, or be an empty directory.
 
 pub(crate) mod columns;
 pub(crate) mod meta;
 pub(crate) mod options;
+pub(crate) mod staging;
 pub(crate) mod stats;
 pub(crate) mod writer;
 
@@ -24,6 +28,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
@@ -42,11 +47,13 @@ use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, SendableRecordBatchStream,
 };
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 
+use super::source::LogSource;
 use columns::ColumnPlan;
 pub use options::{ImageStorage, LeRobotOptions};
 use writer::DatasetWriter;
+pub use writer::{SkippedEpisode, Written};
 
 /// The name of the format (`STORED AS LEROBOT`).
 pub const FORMAT_NAME: &str = "lerobot";
@@ -151,8 +158,10 @@ impl FileFormat for LeRobotFormat {
         Ok(Arc::new(DataSinkExec::new(input, sink, order)))
     }
 
-    fn file_source(&self, _table_schema: TableSchema) -> Arc<dyn FileSource> {
-        unreachable!("LeRobot datasets are never scanned: infer_schema refuses first")
+    /// Never scanned (`create_physical_plan` refuses); the source exists
+    /// because the trait asks for one.
+    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
+        Arc::new(LogSource::new(None, table_schema))
     }
 }
 
@@ -263,54 +272,113 @@ fn temp_dir_beside(target: &Path) -> Result<tempfile::TempDir> {
         .map_err(|e| DataFusionError::Execution(format!("{}: {e}", parent.display())))
 }
 
+/// What the query side sends the writer thread.
+enum ToWriter {
+    Batch(RecordBatch),
+    /// The input is complete: the dataset can be finished.
+    End,
+}
+
 /// Writes `stream` as a LeRobot dataset at `target` (atomically: see the
 /// module documentation); `progress` is called with the episodes and frames
-/// written. Returns the frames written.
+/// written. When `cancel` completes first, the export stops and leaves
+/// nothing (as when the returned future is dropped: the temporary directory
+/// belongs to the writer thread, which removes it once it has stopped).
+/// Returns what was written (and the episodes skipped).
 pub async fn write_dataset(
     mut stream: SendableRecordBatchStream,
     target: &Path,
     options: LeRobotOptions,
     progress: &(dyn Fn(usize, u64) + Send + Sync),
-) -> Result<u64> {
+    cancel: impl std::future::Future<Output = ()>,
+) -> Result<Written> {
     check_target(target)?;
     let temp = temp_dir_beside(target)?;
     let root = temp.path().to_path_buf();
     let mut writer = DatasetWriter::new(root, &stream.schema(), options)?;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordBatch>(QUEUE);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<ToWriter>(QUEUE);
     let (ptx, mut prx) = tokio::sync::watch::channel((0usize, 0u64));
-    let task = tokio::task::spawn_blocking(move || -> Result<u64> {
-        while let Some(batch) = rx.blocking_recv() {
-            writer.write_batch(&batch)?;
-            let _ = ptx.send((writer.episodes(), writer.frames()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let interrupted = || {
+        DataFusionError::Execution(format!(
+            "LeRobot dataset: interrupted: nothing was written to {}",
+            target.display()
+        ))
+    };
+    let task = tokio::task::spawn_blocking(move || -> Result<(Written, tempfile::TempDir)> {
+        // Without `End` (a failed or cancelled query), or once stopped, the
+        // dataset is not finished, and `temp` is removed here, after the
+        // writer stopped.
+        while let Some(message) = rx.blocking_recv() {
+            if stopped.load(Ordering::Relaxed) {
+                break;
+            }
+            match message {
+                ToWriter::Batch(batch) => {
+                    writer.write_batch(&batch)?;
+                    let _ = ptx.send((writer.episodes(), writer.frames()));
+                }
+                ToWriter::End => return Ok((writer.finish()?, temp)),
+            }
         }
-        writer.finish()
+        Err(DataFusionError::Execution(
+            "LeRobot dataset: the query stopped before its end".into(),
+        ))
     });
     let mut failed = None;
-    while let Some(next) = stream.next().await {
-        match next {
-            Ok(batch) => {
-                if tx.send(batch).await.is_err() {
-                    break;
-                }
+    let mut cancel = std::pin::pin!(cancel.fuse());
+    loop {
+        let next = tokio::select! {
+            next = stream.next() => next,
+            () = &mut cancel => {
+                failed = Some(interrupted());
+                break;
             }
-            Err(e) => {
+        };
+        let message = match next {
+            None => ToWriter::End,
+            Some(Ok(batch)) => ToWriter::Batch(batch),
+            Some(Err(e)) => {
                 failed = Some(e);
                 break;
             }
+        };
+        let end = matches!(message, ToWriter::End);
+        // A writer that failed has dropped its end: its error is the one to give.
+        let sent = tokio::select! {
+            sent = tx.send(message) => sent.is_ok(),
+            () = &mut cancel => {
+                failed = Some(interrupted());
+                break;
+            }
+        };
+        if end || !sent {
+            break;
         }
         if prx.has_changed().unwrap_or(false) {
             let (e, f) = *prx.borrow_and_update();
             progress(e, f);
         }
     }
+    if failed.is_some() {
+        stop.store(true, Ordering::Relaxed);
+    }
     drop(tx);
-    let written = task
-        .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let mut task = std::pin::pin!(task);
+    let written = tokio::select! {
+        written = &mut task => written,
+        () = &mut cancel => {
+            stop.store(true, Ordering::Relaxed);
+            failed = Some(interrupted());
+            task.await
+        }
+    }
+    .map_err(|e| DataFusionError::External(Box::new(e)))?;
     if let Some(e) = failed {
         return Err(e);
     }
-    let frames = written?;
+    let (written, temp) = written?;
     // An empty directory at the target is replaced.
     if target.is_dir() {
         std::fs::remove_dir(target)
@@ -324,7 +392,7 @@ pub async fn write_dataset(
             target.display()
         ))
     })?;
-    Ok(frames)
+    Ok(written)
 }
 
 #[async_trait]
@@ -338,6 +406,29 @@ impl DataSink for LeRobotSink {
         data: SendableRecordBatchStream,
         _context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        write_dataset(data, &self.target, self.options.clone(), &|_, _| {}).await
+        let written = write_dataset(
+            data,
+            &self.target,
+            self.options.clone(),
+            &|_, _| {},
+            std::future::pending(),
+        )
+        .await?;
+        Ok(written.frames)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    #[test]
+    fn the_format_gives_a_file_source_and_refuses_to_be_read() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
+        let format = LeRobotFormat::default();
+        let source = format.file_source(TableSchema::from(schema));
+        assert_eq!(source.file_type(), "log");
+        assert!(write_only().to_string().contains("not read"));
     }
 }

@@ -15,6 +15,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "chunks_size",
     "data_files_size_in_mb",
     "video_files_size_in_mb",
+    "skip_bad_episodes",
 ];
 
 /// How camera frames are stored.
@@ -43,6 +44,10 @@ pub struct LeRobotOptions {
     pub data_files_size_in_mb: u64,
     /// A video file is closed at the first episode end past this size.
     pub video_files_size_in_mb: u64,
+    /// An episode with a problem (a vector whose length changes, a frame
+    /// whose size changes, a topic missing from its recording, ...) is left
+    /// out and listed instead of failing the export.
+    pub skip_bad_episodes: bool,
 }
 
 impl Default for LeRobotOptions {
@@ -55,6 +60,7 @@ impl Default for LeRobotOptions {
             chunks_size: 1000,
             data_files_size_in_mb: 100,
             video_files_size_in_mb: 200,
+            skip_bad_episodes: false,
         }
     }
 }
@@ -101,6 +107,17 @@ impl LeRobotOptions {
                 "chunks_size" => out.chunks_size = positive(bare, value)?,
                 "data_files_size_in_mb" => out.data_files_size_in_mb = positive(bare, value)?,
                 "video_files_size_in_mb" => out.video_files_size_in_mb = positive(bare, value)?,
+                "skip_bad_episodes" => {
+                    out.skip_bad_episodes = match value.trim().to_ascii_lowercase().as_str() {
+                        "true" | "1" | "yes" => true,
+                        "false" | "0" | "no" => false,
+                        _ => {
+                            return Err(DataFusionError::Configuration(format!(
+                                "LeRobot option skip_bad_episodes '{value}' is not 'true' or 'false'"
+                            )));
+                        }
+                    }
+                }
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown option '{key}' for LeRobot output (known: {})",

@@ -5,12 +5,15 @@
 //! leading rows where a feature is still NULL are dropped (the episode starts
 //! when every feature is present); after that a NULL feature, a vector whose
 //! length changes, a frame whose size changes or a row off the `1/fps` grid is
-//! an error naming the feature, the episode, its recording (`file`) and the
-//! time. Data rows go to `data/chunk-XXX/file-XXX.parquet` as they come (a
-//! batch at a time), camera frames to one H.264 encoder per camera
-//! (`videos/<key>/chunk-XXX/file-XXX.mp4`, several episodes a file, each at
-//! its `from_timestamp`); a file is closed at the first episode end past its
-//! size limit. Memory holds one batch, the encoders' state and the current
+//! a problem of the episode, named with the feature, the episode, its
+//! recording (`file`) and the time: it fails the export, or with
+//! `skip_bad_episodes` the episode is left out and listed. An episode's data
+//! rows and each camera's encoded frames (one H.264 encoder per camera and
+//! episode) wait in [`staging`](super::staging) files until it ends; then
+//! they are appended to `data/chunk-XXX/file-XXX.parquet` and
+//! `videos/<key>/chunk-XXX/file-XXX.mp4` (several episodes a file, each at its
+//! `from_timestamp`); a file is closed at the first episode end past its size
+//! limit. Memory holds one batch, the encoders' state and the current
 //! episode's numeric values (for its quantiles).
 
 use std::collections::HashMap;
@@ -37,6 +40,7 @@ use super::columns::{
 };
 use super::meta::{self, EpisodeMeta, FeatureInfo, VideoSpan};
 use super::options::{ImageStorage, LeRobotOptions};
+use super::staging::{DataStage, VideoStage};
 use super::stats::{ImageAccumulator, NumericAccumulator, Stats};
 use logsql_media::images::PixelFormat;
 use logsql_media::images::arrow::ImageColumn;
@@ -66,6 +70,8 @@ struct Feature {
     episodes: Vec<Stats>,
     /// Camera: the video being written.
     video: Option<VideoFile>,
+    /// Camera: the current episode's encoded frames.
+    stage: Option<VideoStage>,
     /// Camera: (chunk, file) of the next video file.
     next_video: (u64, u64),
 }
@@ -110,11 +116,49 @@ struct Episode {
     /// seconds are exact enough within an episode, see `row_seconds`).
     start: Option<RowTime>,
     dropped: u64,
+    /// Leading rows: which features had a value in one of them, and the
+    /// times of the first and last (for the error of an episode where no row
+    /// has every feature).
+    seen: Vec<bool>,
+    span: Option<(RowTime, RowTime)>,
     tasks: Vec<String>,
-    data_from: u64,
-    data_chunk: u64,
-    data_file: u64,
+    /// Tasks known before the episode (a skipped episode's new ones are
+    /// forgotten).
+    tasks_before: usize,
+    /// Each feature's (vector length, frame size) before the episode (a
+    /// skipped episode's first values do not set them).
+    shapes_before: Vec<Shape>,
 }
+
+/// A feature's vector length and camera frame size, once known.
+type Shape = (Option<usize>, Option<(u32, u32)>);
+
+/// An episode left out of the dataset (`skip_bad_episodes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedEpisode {
+    /// The query's `episode_index`.
+    pub episode: i64,
+    /// Its recording, when the query has a `file` column.
+    pub file: Option<String>,
+    /// Why: the error the episode would have failed the export with.
+    pub reason: String,
+}
+
+/// What [`DatasetWriter::finish`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Frames in the dataset.
+    pub frames: u64,
+    /// Episodes in the dataset.
+    pub episodes: usize,
+    /// Episodes left out, in the order they came.
+    pub skipped: Vec<SkippedEpisode>,
+}
+
+/// The outcome of a step of an episode: `Err` fails the export; `Ok(Err)`
+/// is a problem of the episode (its message), which skips it under
+/// `skip_bad_episodes` and fails the export otherwise.
+type Step = Result<std::result::Result<(), String>>;
 
 /// A row's time as given.
 #[derive(Debug, Clone, Copy)]
@@ -153,7 +197,12 @@ pub struct DatasetWriter {
     data: Option<DataFile>,
     next_data: (u64, u64),
     pending: Option<Pending>,
+    /// The current episode's data rows.
+    data_stage: Option<DataStage>,
     episode: Option<Episode>,
+    /// The query's episode being skipped (its remaining rows are ignored).
+    skipping: Option<i64>,
+    skipped: Vec<SkippedEpisode>,
     tasks: Vec<String>,
     task_ids: HashMap<String, i64>,
     episodes: Vec<EpisodeMeta>,
@@ -206,6 +255,7 @@ impl DatasetWriter {
                 image: ImageAccumulator::default(),
                 episodes: Vec::new(),
                 video: None,
+                stage: None,
                 next_video: (0, 0),
             })
             .collect();
@@ -223,7 +273,10 @@ impl DatasetWriter {
             data: None,
             next_data: (0, 0),
             pending: None,
+            data_stage: None,
             episode: None,
+            skipping: None,
+            skipped: Vec::new(),
             tasks: Vec::new(),
             task_ids: HashMap::new(),
             episodes: Vec::new(),
@@ -285,22 +338,9 @@ impl DatasetWriter {
                 ));
             }
             let source = episodes.value(row);
-            let time = match self.plan.time {
-                TimeColumn::Seconds(_) => {
-                    let t = times.as_primitive::<Float64Type>();
-                    t.is_valid(row).then(|| RowTime::Seconds(t.value(row)))
-                }
-                TimeColumn::LogTime(_) => {
-                    let t = times
-                        .as_primitive::<datafusion::arrow::datatypes::TimestampNanosecondType>();
-                    t.is_valid(row).then(|| RowTime::Nanos(t.value(row)))
-                }
-            };
-            let Some(time) = time else {
-                return Err(exec(format!(
-                    "LeRobot dataset: episode {source}: a row has a NULL time"
-                )));
-            };
+            if self.skipping == Some(source) {
+                continue;
+            }
             let file = files.as_ref().and_then(|f| {
                 let f = f.as_string::<i32>();
                 f.is_valid(row).then(|| f.value(row).to_string())
@@ -308,51 +348,137 @@ impl DatasetWriter {
             if self.episode.as_ref().is_none_or(|e| e.source != source) {
                 self.start_episode(source, file.clone())?;
             }
-            // Every feature present? Leading rows without one are dropped.
-            let missing =
-                self.features
-                    .iter()
-                    .enumerate()
-                    .find(|(k, _)| match (&numeric[*k], &images[*k]) {
-                        (Some(n), _) => row_values(n, row).is_none(),
-                        (_, Some(i)) => i.get(row).is_none(),
-                        _ => true,
-                    });
-            let episode = self.episode.as_mut().expect("started above");
-            if let Some((_, f)) = missing {
-                if episode.frames == 0 {
-                    episode.dropped += 1;
-                    continue;
-                }
-                return Err(exec(format!(
-                    "LeRobot dataset: episode {source}{}: feature \"{}\" is NULL at {} after the episode started",
-                    where_(&episode.file),
-                    f.name,
-                    time.describe()
-                )));
+            let step = self.row(row, &times, tasks.as_ref(), &numeric, &images)?;
+            if let Err(reason) = step {
+                self.reject(reason)?;
             }
-            let start = *episode.start.get_or_insert(time);
-            let frame = episode.frames;
-            let seconds = time.since(start);
-            let expected = frame as f64 / f64::from(self.fps);
-            if (seconds - expected).abs() > TOLERANCE_S {
-                return Err(exec(format!(
-                    "LeRobot dataset: episode {source}{}: the row at {} is {seconds:.6} s into the episode, but frame {frame} is at {expected:.6} s: rows must be one per frame, 1/{} s apart (time_grid(path, {}) gives such rows; add ORDER BY episode_index, log_time if they are out of order)",
-                    where_(&episode.file),
-                    time.describe(),
-                    self.fps,
-                    self.fps
-                )));
-            }
-            let task = tasks
-                .as_ref()
-                .and_then(|t| {
-                    let t = t.as_string::<i32>();
-                    t.is_valid(row).then(|| t.value(row).to_string())
-                })
-                .unwrap_or_default();
-            self.push_frame(row, frame, time, &task, &numeric, &images)?;
         }
+        Ok(())
+    }
+
+    /// Adds row `row` of a batch to the current episode.
+    fn row(
+        &mut self,
+        row: usize,
+        times: &ArrayRef,
+        tasks: Option<&ArrayRef>,
+        numeric: &[Option<NumericColumn>],
+        images: &[Option<ImageColumn<'_>>],
+    ) -> Step {
+        let episode = self.episode.as_mut().expect("started by the caller");
+        let source = episode.source;
+        let time = match self.plan.time {
+            TimeColumn::Seconds(_) => {
+                let t = times.as_primitive::<Float64Type>();
+                t.is_valid(row).then(|| RowTime::Seconds(t.value(row)))
+            }
+            TimeColumn::LogTime(_) => {
+                let t =
+                    times.as_primitive::<datafusion::arrow::datatypes::TimestampNanosecondType>();
+                t.is_valid(row).then(|| RowTime::Nanos(t.value(row)))
+            }
+        };
+        let Some(time) = time else {
+            return Ok(Err(format!(
+                "episode {source}{}: a row has a NULL time",
+                where_(&episode.file)
+            )));
+        };
+        // Every feature present? Leading rows without one are dropped.
+        let missing =
+            self.features
+                .iter()
+                .enumerate()
+                .find(|(k, _)| match (&numeric[*k], &images[*k]) {
+                    (Some(n), _) => row_values(n, row).is_none(),
+                    (_, Some(i)) => i.get(row).is_none(),
+                    _ => true,
+                });
+        if let Some((_, f)) = missing {
+            if episode.frames == 0 {
+                episode.dropped += 1;
+                for (k, seen) in episode.seen.iter_mut().enumerate() {
+                    *seen |= match (&numeric[k], &images[k]) {
+                        (Some(n), _) => row_values(n, row).is_some(),
+                        (_, Some(i)) => i.get(row).is_some(),
+                        _ => false,
+                    };
+                }
+                let first = episode.span.map_or(time, |(first, _)| first);
+                episode.span = Some((first, time));
+                return Ok(Ok(()));
+            }
+            return Ok(Err(format!(
+                "episode {source}{}: feature \"{}\" is NULL at {} after the episode started",
+                where_(&episode.file),
+                f.name,
+                time.describe()
+            )));
+        }
+        let start = *episode.start.get_or_insert(time);
+        let frame = episode.frames;
+        let seconds = time.since(start);
+        let expected = frame as f64 / f64::from(self.fps);
+        if (seconds - expected).abs() > TOLERANCE_S {
+            return Ok(Err(format!(
+                "episode {source}{}: the row at {} is {seconds:.6} s into the episode, but frame {frame} is at {expected:.6} s: rows must be one per frame, 1/{} s apart (time_grid(path, {}) gives such rows; add ORDER BY episode_index, log_time if they are out of order)",
+                where_(&episode.file),
+                time.describe(),
+                self.fps,
+                self.fps
+            )));
+        }
+        let task = tasks
+            .and_then(|t| {
+                let t = t.as_string::<i32>();
+                t.is_valid(row).then(|| t.value(row).to_string())
+            })
+            .unwrap_or_default();
+        self.push_frame(row, frame, time, &task, numeric, images)
+    }
+
+    /// The current episode has a problem (`reason`): under
+    /// `skip_bad_episodes` it is dropped (its staged rows and frames, its
+    /// statistics, the tasks and shapes it introduced) and listed, else the
+    /// export fails.
+    fn reject(&mut self, reason: String) -> Result<()> {
+        if !self.options.skip_bad_episodes {
+            return Err(exec(format!("LeRobot dataset: {reason}")));
+        }
+        let Some(episode) = self.episode.take() else {
+            return Err(exec(format!("LeRobot dataset: {reason}")));
+        };
+        log::warn!("LeRobot dataset: skipping {reason}");
+        self.pending = None;
+        if let Some(stage) = self.data_stage.take() {
+            stage.discard();
+        }
+        for (f, (dims, size)) in self.features.iter_mut().zip(&episode.shapes_before) {
+            if let Some(stage) = f.stage.take() {
+                stage.discard();
+            }
+            if let Some(n) = &mut f.numeric {
+                n.finish();
+            }
+            if dims.is_none() {
+                f.numeric = None;
+            }
+            f.image.finish();
+            f.dims = *dims;
+            f.size = *size;
+        }
+        for (acc, _) in &mut self.defaults {
+            acc.finish();
+        }
+        for task in self.tasks.drain(episode.tasks_before..) {
+            self.task_ids.remove(&task);
+        }
+        self.skipping = Some(episode.source);
+        self.skipped.push(SkippedEpisode {
+            episode: episode.source,
+            file: episode.file,
+            reason,
+        });
         Ok(())
     }
 
@@ -365,11 +491,8 @@ impl DatasetWriter {
             )));
         }
         self.finish_episode()?;
+        self.skipping = None;
         self.last_source_episode = Some(source);
-        let (data_chunk, data_file) = match &self.data {
-            Some(d) => (d.chunk, d.index),
-            None => self.next_data,
-        };
         self.episode = Some(Episode {
             source,
             index: self.episodes.len() as i64,
@@ -377,10 +500,11 @@ impl DatasetWriter {
             frames: 0,
             start: None,
             dropped: 0,
+            seen: vec![false; self.features.len()],
+            span: None,
             tasks: Vec::new(),
-            data_from: self.total_frames,
-            data_chunk,
-            data_file,
+            tasks_before: self.tasks.len(),
+            shapes_before: self.features.iter().map(|f| (f.dims, f.size)).collect(),
         });
         Ok(())
     }
@@ -394,8 +518,7 @@ impl DatasetWriter {
         task: &str,
         numeric: &[Option<NumericColumn>],
         images: &[Option<ImageColumn<'_>>],
-    ) -> Result<()> {
-        let fps = self.fps;
+    ) -> Step {
         let episode = self.episode.as_mut().expect("an episode is open");
         let task_index = match self.task_ids.get(task) {
             Some(i) => *i,
@@ -419,15 +542,15 @@ impl DatasetWriter {
             index: Vec::new(),
             task_index: Vec::new(),
         });
-        let timestamp = frame as f32 / fps as f32;
+        let timestamp = frame as f32 / self.fps as f32;
         let global = self.total_frames + frame;
         for (k, f) in self.features.iter_mut().enumerate() {
             if let Some(col) = &numeric[k] {
                 let values = row_values(col, row).expect("checked present");
                 let dims = *f.dims.get_or_insert(values.len());
                 if values.len() != dims {
-                    return Err(exec(format!(
-                        "LeRobot dataset: episode {}{}: feature \"{}\" has {} values at {}, but {} before: a feature's length cannot change",
+                    return Ok(Err(format!(
+                        "episode {}{}: feature \"{}\" has {} values at {}, but {} before: a feature's length cannot change",
                         episode.source,
                         where_(&episode.file),
                         f.name,
@@ -447,19 +570,22 @@ impl DatasetWriter {
                 pending.numeric[k].extend(values.iter().map(|v| *v as f32));
             } else if let Some(col) = &images[k] {
                 let image = col.get(row).expect("checked present");
-                let pixels = image.pixels(PixelFormat::Rgb8).map_err(|e| {
-                    exec(format!(
-                        "LeRobot dataset: episode {}{}: camera \"{}\" at {}: {e}",
-                        episode.source,
-                        where_(&episode.file),
-                        f.name,
-                        time.describe()
-                    ))
-                })?;
+                let pixels = match image.pixels(PixelFormat::Rgb8) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        return Ok(Err(format!(
+                            "episode {}{}: camera \"{}\" at {}: {e}",
+                            episode.source,
+                            where_(&episode.file),
+                            f.name,
+                            time.describe()
+                        )));
+                    }
+                };
                 let size = *f.size.get_or_insert((pixels.width, pixels.height));
                 if size != (pixels.width, pixels.height) {
-                    return Err(exec(format!(
-                        "LeRobot dataset: episode {}{}: camera \"{}\" has a {}x{} frame at {}, but {}x{} before: a camera's frame size cannot change",
+                    return Ok(Err(format!(
+                        "episode {}{}: camera \"{}\" has a {}x{} frame at {}, but {}x{} before: a camera's frame size cannot change",
                         episode.source,
                         where_(&episode.file),
                         f.name,
@@ -473,28 +599,27 @@ impl DatasetWriter {
                 f.image.push_rgb8(&pixels.data, pixels.width, pixels.height);
                 match self.options.images {
                     ImageStorage::Video => {
-                        let video = match &mut f.video {
+                        let stage = match &mut f.stage {
                             Some(v) => v,
                             None => {
-                                let (chunk, index) = f.next_video;
-                                let path = self.root.join(format!(
-                                    "videos/{}/{}.mp4",
-                                    f.name,
-                                    chunk_file(chunk, index)
-                                ));
-                                f.video.insert(open_video(
-                                    &path,
-                                    size,
-                                    self.options.quality,
-                                    chunk,
-                                    index,
-                                    &f.name,
-                                )?)
+                                let path = self.root.join(format!(".episode-camera-{k}.h264"));
+                                let options = VideoOptions {
+                                    quality: self.options.quality,
+                                    ..VideoOptions::default()
+                                };
+                                f.stage.insert(
+                                    VideoStage::create(path, size.0, size.1, options).map_err(
+                                        |e| {
+                                            exec(format!(
+                                                "LeRobot dataset: camera \"{}\": {e}",
+                                                f.name
+                                            ))
+                                        },
+                                    )?,
+                                )
                             }
                         };
-                        let at = video.frames_before + frame;
-                        let ns = (at as f64 * 1e9 / f64::from(fps)).round() as i64;
-                        video.encoder.push_rgb8(ns, &pixels.data).map_err(|e| {
+                        stage.push_rgb8(&pixels.data).map_err(|e| {
                             exec(format!("LeRobot dataset: camera \"{}\": {e}", f.name))
                         })?;
                     }
@@ -533,7 +658,7 @@ impl DatasetWriter {
         if pending.timestamp.len() >= limit {
             self.flush()?;
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// The data files' schema (known once every feature's shape is).
@@ -623,6 +748,22 @@ impl DatasetWriter {
             columns.push(Arc::new(Int64Array::from(v)));
         }
         let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
+        let stage = match &mut self.data_stage {
+            Some(s) => s,
+            None => self.data_stage.insert(DataStage::create(
+                self.root.join(".episode-data.arrows"),
+                &schema,
+            )?),
+        };
+        stage.write(&batch)
+    }
+
+    /// Appends a finished episode's staged rows to the data file.
+    fn commit_data(&mut self) -> Result<()> {
+        let Some(stage) = self.data_stage.take() else {
+            return Ok(());
+        };
+        let schema = self.data_schema();
         let data = match &mut self.data {
             Some(d) => d,
             None => {
@@ -638,27 +779,61 @@ impl DatasetWriter {
                 })
             }
         };
-        data.writer
-            .write(&batch)
-            .map_err(|e| exec(format!("writing a LeRobot data file: {e}")))?;
+        stage.drain(|batch| {
+            data.writer
+                .write(batch)
+                .map_err(|e| exec(format!("writing a LeRobot data file: {e}")))
+        })
+    }
+
+    /// Ends the current episode: kept (see [`Self::commit_episode`]) or,
+    /// when it has a problem, rejected (see [`Self::reject`]).
+    fn finish_episode(&mut self) -> Result<()> {
+        if let Err(reason) = self.commit_episode()? {
+            self.reject(reason)?;
+        }
         Ok(())
     }
 
-    /// Ends the current episode: its rows are written, its statistics and
-    /// metadata kept, and files past their size limit closed.
-    fn finish_episode(&mut self) -> Result<()> {
-        let Some(episode) = self.episode.take() else {
-            return Ok(());
+    /// Keeps the current episode: its staged rows and frames are appended
+    /// to the data and video files, its statistics and metadata kept, and
+    /// files past their size limit closed.
+    fn commit_episode(&mut self) -> Step {
+        let Some(episode) = self.episode.as_ref() else {
+            return Ok(Ok(()));
         };
         if episode.frames == 0 {
-            let missing: Vec<&str> = self.features.iter().map(|f| f.name.as_str()).collect();
-            return Err(exec(format!(
-                "LeRobot dataset: episode {}{}: no row has every feature ({}): is a topic missing from the recording?",
+            // The features that never had a value, named as the other
+            // errors name them.
+            let never: Vec<String> = self
+                .features
+                .iter()
+                .zip(&episode.seen)
+                .filter(|(_, seen)| !**seen)
+                .map(|(f, _)| match f.kind {
+                    FeatureKind::Camera => format!("camera \"{}\"", f.name),
+                    FeatureKind::Numeric(_) => format!("feature \"{}\"", f.name),
+                })
+                .collect();
+            let span = episode
+                .span
+                .map(|(a, b)| format!(" from {} to {}", a.describe(), b.describe()))
+                .unwrap_or_default();
+            let detail = if never.is_empty() {
+                let all: Vec<&str> = self.features.iter().map(|f| f.name.as_str()).collect();
+                format!(" ({}){span}", all.join(", "))
+            } else {
+                format!(": {} never has a value{span}", never.join(", "))
+            };
+            return Ok(Err(format!(
+                "episode {}{}: no row has every feature{detail}: is a topic missing from the recording?",
                 episode.source,
                 where_(&episode.file),
-                missing.join(", ")
             )));
         }
+        let Some(episode) = self.episode.take() else {
+            return Ok(Ok(()));
+        };
         if episode.dropped > 0 {
             log::info!(
                 "LeRobot dataset: episode {}{}: {} leading rows dropped (before every feature had a first value)",
@@ -668,8 +843,14 @@ impl DatasetWriter {
             );
         }
         self.flush()?;
+        let (data_chunk, data_file) = match &self.data {
+            Some(d) => (d.chunk, d.index),
+            None => self.next_data,
+        };
+        self.commit_data()?;
         let mut stats = Vec::new();
         let mut videos = Vec::new();
+        let fps = f64::from(self.fps);
         for f in &mut self.features {
             let s = match &f.kind {
                 FeatureKind::Numeric(_) => f
@@ -681,16 +862,53 @@ impl DatasetWriter {
             };
             f.episodes.push(s.clone());
             stats.push((f.name.clone(), s, f.kind == FeatureKind::Camera));
-            if let Some(v) = &mut f.video {
-                let fps = f64::from(self.fps);
+            if let Some(stage) = f.stage.take() {
+                // The file's track has one pair of parameter sets: an
+                // episode whose encoder chose others starts a new file.
+                let other = match (&f.video, stage.parameter_sets()) {
+                    (Some(v), Some(p)) => v.encoder.parameter_sets().is_some_and(|q| q != p),
+                    _ => false,
+                };
+                if other {
+                    close_video(f, &self.root, self.options.chunks_size)?;
+                }
+                let size = f.size.expect("a kept frame set it");
+                let video = match &mut f.video {
+                    Some(v) => v,
+                    None => {
+                        let (chunk, index) = f.next_video;
+                        let path = self.root.join(format!(
+                            "videos/{}/{}.mp4",
+                            f.name,
+                            chunk_file(chunk, index)
+                        ));
+                        f.video.insert(open_video(
+                            &path,
+                            size,
+                            self.options.quality,
+                            chunk,
+                            index,
+                            &f.name,
+                        )?)
+                    }
+                };
+                let before = video.frames_before;
+                let name = f.name.clone();
+                stage.drain(|k, frame| {
+                    let ns = ((before + k) as f64 * 1e9 / fps).round() as i64;
+                    video
+                        .encoder
+                        .push_encoded(ns, frame)
+                        .map_err(|e| exec(format!("LeRobot dataset: camera \"{name}\": {e}")))
+                })?;
                 videos.push(VideoSpan {
                     key: f.name.clone(),
-                    chunk: v.chunk,
-                    file: v.index,
-                    from: v.frames_before as f64 / fps,
-                    to: (v.frames_before + episode.frames) as f64 / fps,
+                    chunk: video.chunk,
+                    file: video.index,
+                    from: before as f64 / fps,
+                    to: (before + episode.frames) as f64 / fps,
                 });
-                v.frames_before += episode.frames;
+                video.frames_before += episode.frames;
             }
         }
         for ((acc, list), (name, _)) in self.defaults.iter_mut().zip(meta::DEFAULT_FEATURES) {
@@ -698,14 +916,15 @@ impl DatasetWriter {
             list.push(s.clone());
             stats.push((name.to_string(), s, false));
         }
+        let data_from = self.total_frames;
         self.total_frames += episode.frames;
         self.episodes.push(EpisodeMeta {
             index: episode.index,
             tasks: episode.tasks,
             length: episode.frames,
-            data_chunk: episode.data_chunk,
-            data_file: episode.data_file,
-            from_index: episode.data_from,
+            data_chunk,
+            data_file,
+            from_index: data_from,
             to_index: self.total_frames,
             videos,
             stats,
@@ -727,7 +946,7 @@ impl DatasetWriter {
                 close_video(f, &self.root, self.options.chunks_size)?;
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     fn close_data(&mut self) -> Result<()> {
@@ -741,10 +960,17 @@ impl DatasetWriter {
     }
 
     /// Finishes the dataset: the last episode, the data and video files, and
-    /// `meta/`. Returns the frames written.
-    pub fn finish(mut self) -> Result<u64> {
+    /// `meta/`. Returns what was written.
+    pub fn finish(mut self) -> Result<Written> {
         self.finish_episode()?;
         if self.episodes.is_empty() {
+            if !self.skipped.is_empty() {
+                let list: Vec<String> = self.skipped.iter().map(|s| s.reason.clone()).collect();
+                return Err(exec(format!(
+                    "LeRobot dataset: every episode was skipped: {}",
+                    list.join("; ")
+                )));
+            }
             return Err(exec(
                 "LeRobot dataset: the query gave no rows (no episode to write)".into(),
             ));
@@ -779,7 +1005,11 @@ impl DatasetWriter {
             &self.episodes,
             self.total_frames,
         )?;
-        Ok(self.total_frames)
+        Ok(Written {
+            frames: self.total_frames,
+            episodes: self.episodes.len(),
+            skipped: self.skipped,
+        })
     }
 }
 

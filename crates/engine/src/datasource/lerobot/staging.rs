@@ -1,0 +1,160 @@
+//! What an episode holds until it is kept: its data rows and each camera's
+//! encoded frames, in files of their own in the dataset's temporary
+//! directory. When the episode ends well they are copied into the dataset's
+//! data and video files; an episode that is skipped (`skip_bad_episodes`)
+//! is dropped by deleting them. Memory holds one batch of rows and one
+//! encoded frame; the disk holds at most one episode's data rows and
+//! encoded video.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::ipc::reader::StreamReader;
+use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::error::{DataFusionError, Result};
+use logsql_media::video::{EncodedFrame, H264Encoder, VideoOptions};
+
+fn io(path: &Path, e: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(format!("LeRobot dataset: staging {}: {e}", path.display()))
+}
+
+/// The data rows of the current episode (Arrow IPC stream).
+pub struct DataStage {
+    path: PathBuf,
+    writer: StreamWriter<BufWriter<File>>,
+}
+
+impl DataStage {
+    /// A new stage at `path` for rows of `schema`.
+    pub fn create(path: PathBuf, schema: &SchemaRef) -> Result<Self> {
+        let file = File::create(&path).map_err(|e| io(&path, e))?;
+        let writer =
+            StreamWriter::try_new(BufWriter::new(file), schema).map_err(|e| io(&path, e))?;
+        Ok(Self { path, writer })
+    }
+
+    /// Adds a batch of rows.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer.write(batch).map_err(|e| io(&self.path, e))
+    }
+
+    /// Calls `each` with the staged batches in order, then deletes the stage.
+    pub fn drain(mut self, mut each: impl FnMut(&RecordBatch) -> Result<()>) -> Result<()> {
+        self.writer.finish().map_err(|e| io(&self.path, e))?;
+        drop(self.writer);
+        let file = File::open(&self.path).map_err(|e| io(&self.path, e))?;
+        let reader =
+            StreamReader::try_new(BufReader::new(file), None).map_err(|e| io(&self.path, e))?;
+        for batch in reader {
+            each(&batch.map_err(|e| io(&self.path, e))?)?;
+        }
+        let _ = std::fs::remove_file(&self.path);
+        Ok(())
+    }
+
+    /// Deletes the stage (the episode is skipped).
+    pub fn discard(self) {
+        let path = self.path.clone();
+        drop(self);
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// One camera's frames of the current episode, encoded by an encoder of its
+/// own (so the episode starts with a key frame and its parameter sets), in
+/// a file of records `[key frame: u8][length: u32 LE][sample]`.
+pub struct VideoStage {
+    path: PathBuf,
+    encoder: H264Encoder,
+    out: BufWriter<File>,
+    frames: u64,
+    /// The SPS and PPS of the first frame.
+    params: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl VideoStage {
+    /// A new stage at `path` for `width` x `height` frames.
+    pub fn create(path: PathBuf, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
+        let encoder = H264Encoder::new(width, height, options)
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        let file = File::create(&path).map_err(|e| io(&path, e))?;
+        Ok(Self {
+            path,
+            encoder,
+            out: BufWriter::new(file),
+            frames: 0,
+            params: None,
+        })
+    }
+
+    /// Encodes and stages an `rgb8` frame.
+    pub fn push_rgb8(&mut self, rgb: &[u8]) -> Result<()> {
+        let frame = self
+            .encoder
+            .encode_rgb8(rgb)
+            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        if self.params.is_none()
+            && let (Some(s), Some(p)) = (&frame.sps, &frame.pps)
+        {
+            self.params = Some((s.clone(), p.clone()));
+        }
+        let len = u32::try_from(frame.sample.len())
+            .map_err(|_| io(&self.path, "an encoded frame over 4 GiB"))?;
+        self.out
+            .write_all(&[u8::from(frame.is_sync)])
+            .and_then(|()| self.out.write_all(&len.to_le_bytes()))
+            .and_then(|()| self.out.write_all(&frame.sample))
+            .map_err(|e| io(&self.path, e))?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// The SPS and PPS of the episode's first frame.
+    pub fn parameter_sets(&self) -> Option<(&[u8], &[u8])> {
+        self.params
+            .as_ref()
+            .map(|(s, p)| (s.as_slice(), p.as_slice()))
+    }
+
+    /// Calls `each` with the frame number and frame of every staged frame
+    /// in order (the first carrying the parameter sets), then deletes the
+    /// stage.
+    pub fn drain(mut self, mut each: impl FnMut(u64, EncodedFrame) -> Result<()>) -> Result<()> {
+        self.out.flush().map_err(|e| io(&self.path, e))?;
+        let file = File::open(&self.path).map_err(|e| io(&self.path, e))?;
+        let mut r = BufReader::new(file);
+        for k in 0..self.frames {
+            let mut head = [0u8; 5];
+            r.read_exact(&mut head).map_err(|e| io(&self.path, e))?;
+            let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+            // Our own record: its length was the sample's.
+            let mut sample = vec![0u8; len];
+            r.read_exact(&mut sample).map_err(|e| io(&self.path, e))?;
+            let (sps, pps) = match (k, &self.params) {
+                (0, Some((s, p))) => (Some(s.clone()), Some(p.clone())),
+                _ => (None, None),
+            };
+            each(
+                k,
+                EncodedFrame {
+                    sample,
+                    is_sync: head[0] == 1,
+                    sps,
+                    pps,
+                },
+            )?;
+        }
+        let _ = std::fs::remove_file(&self.path);
+        Ok(())
+    }
+
+    /// Deletes the stage (the episode is skipped).
+    pub fn discard(self) {
+        let path = self.path.clone();
+        drop(self);
+        let _ = std::fs::remove_file(path);
+    }
+}
