@@ -546,6 +546,7 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     let bar = progress_bar(total);
     let select = spec.select();
     log::debug!("dataset: {select}");
+    super::export_video::frame_batches(app);
     let written = app.rt.block_on(async {
         let stream = logsql::sql(&app.ctx, &select)
             .await?

@@ -26,7 +26,7 @@ repo=$(cd "$fuzz_dir/../.." && pwd)
 home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 export LOGSQL_FUZZ_HOME=$home
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
-all_targets=(mcap bag bag_write apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json points images)
+all_targets=(mcap bag bag_write apollo bddf carla ros2 db3_write ros2_metadata ros1msg cdr protobuf json points images)
 
 seconds=30
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
@@ -49,7 +49,7 @@ done
 # it, which keeps the torn-file paths busy. Decoder inputs are under 4 KiB.
 max_len_of() {
     case $1 in
-        apollo | ros2) echo 65536 ;;
+        apollo | ros2 | db3_write) echo 65536 ;;
         mcap | bag | bag_write | bddf | images) echo 16384 ;;
         carla) echo 8192 ;;
         *) echo 4096 ;;

@@ -3,7 +3,7 @@
 #
 #   bash tests/fuzz/seed.sh [TARGET...]     (default: every target)
 #
-# Format targets (mcap bag bag_write apollo bddf carla ros2) get copies of the fixture files
+# Format targets (mcap bag bag_write apollo bddf carla ros2 db3_write) get copies of the fixture files
 # of their format, ros2_metadata the fixtures' metadata.yaml files; decoder targets (ros1msg cdr protobuf json) get
 # <type, schema, payload> inputs cut from the MCAP decode fixtures by the
 # `seed` example of the fuzz crate; `points` gets the generated clouds of the
@@ -21,7 +21,7 @@ home=${LOGSQL_FUZZ_HOME:-$HOME/.cache/logsql-fuzz}
 corpus=$home/corpus
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$home/target}
 
-all_targets=(mcap bag bag_write apollo bddf carla ros2 ros2_metadata ros1msg cdr protobuf json points images)
+all_targets=(mcap bag bag_write apollo bddf carla ros2 db3_write ros2_metadata ros1msg cdr protobuf json points images)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
@@ -56,6 +56,7 @@ for t in "${targets[@]}"; do
         bddf) copy_files bddf "$fixtures/bddf" -name '*.bddf' ;;
         carla) copy_files carla "$fixtures/carla" -maxdepth 1 -name '*.log' ;;
         ros2) copy_files ros2 "$fixtures/ros2/sqlite3" -name '*.db3' ;;
+        db3_write) copy_files db3_write "$fixtures/ros2/sqlite3" -name '*.db3' ;;
         ros2_metadata) copy_files ros2_metadata "$fixtures/ros2" -name metadata.yaml ;;
         images)
             cargo run --quiet --release --manifest-path "$fuzz_dir/Cargo.toml" \

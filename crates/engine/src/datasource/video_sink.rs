@@ -63,6 +63,15 @@ pub const OPTION_KEYS: &[&str] = &["fps", "quality", "keyframe_interval"];
 /// Batches buffered between the query and the encoding thread.
 const QUEUE: usize = 2;
 
+/// Rows per batch for a query whose rows are camera frames (`logsql export
+/// clip.mp4`, `logsql dataset`): about a second of a 30 fps camera.
+/// DataFusion's merge of time-ordered partitions, which feeds these sinks,
+/// fills a whole batch before passing it on, and each image row holds the
+/// chunk its bytes lie in: at the default 8192 rows a minute of 640x480 JPEG
+/// frames (280 MB of peak memory, growing with the recording) waited in the
+/// merge, where 32 rows hold 110 MB whatever the length.
+pub const FRAME_BATCH_ROWS: usize = 32;
+
 /// How the video is written (`COPY ... OPTIONS (...)`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct VideoWriteOptions {
@@ -341,39 +350,75 @@ impl DataSink for VideoSink {
             .try_clone()
             .map_err(|e| io_err(out.temp_path(), e))?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<RecordBatch>(QUEUE);
-        let mut encoder = Encoder {
-            writer: VideoWriter::new(BufWriter::new(file), self.options.video, self.options.fps)
-                .map_err(|e| DataFusionError::Configuration(e.to_string()))?,
+        let (frames_tx, frames_rx) = std::sync::mpsc::sync_channel::<Frame>(FRAME_QUEUE);
+        let name = target.name();
+        let mut decoder = Decoder {
             columns: self.columns,
-            name: target.name(),
+            name: name.clone(),
             warn,
             last: None,
             left_out: 0,
+            frames: frames_tx,
         };
-        let writer = tokio::task::spawn_blocking(move || -> Result<u64> {
+        let mut encoder = Encoder {
+            writer: VideoWriter::new(BufWriter::new(file), self.options.video, self.options.fps)
+                .map_err(|e| DataFusionError::Configuration(e.to_string()))?,
+            name,
+            warn,
+            left_out: 0,
+        };
+        // Two blocking threads, so that decoding the next images overlaps
+        // encoding the frame before.
+        let decoding = tokio::task::spawn_blocking(move || -> Result<u64> {
             while let Some(batch) = rx.blocking_recv() {
-                encoder.write_batch(&batch)?;
+                if !decoder.write_batch(&batch)? {
+                    break;
+                }
+            }
+            Ok(decoder.left_out)
+        });
+        let encoding = tokio::task::spawn_blocking(move || -> Result<u64> {
+            for frame in frames_rx {
+                encoder.add(frame)?;
             }
             encoder.finish()
         });
         while let Some(batch) = data.next().await {
             if tx.send(batch?).await.is_err() {
-                // The encoder failed: its error is returned below.
+                // The decoder or the encoder failed: the error is returned below.
                 break;
             }
         }
         drop(tx);
-        let frames = writer
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))??;
+        let joined = |e| DataFusionError::External(Box::new(e));
+        let left_out = decoding.await.map_err(joined);
+        // The encoder's error comes first: a decoder stops when it goes.
+        let frames = encoding.await.map_err(joined)??;
+        let left_out = left_out??;
+        if left_out > 0 {
+            log::info!(
+                "writing MP4 {}: {left_out} images left out (null, undecodable, or at the time of the image before)",
+                target.name()
+            );
+        }
         target.publish(out).await?;
         Ok(frames)
     }
 }
 
-/// The encoding side of the sink (on a blocking thread).
-struct Encoder {
-    writer: VideoWriter<BufWriter<std::fs::File>>,
+/// Decoded frames waiting for the encoder (640x480: 0.9 MB each).
+const FRAME_QUEUE: usize = 4;
+
+/// A decoded image on its way to the encoder, with what errors call it.
+struct Frame {
+    time: i64,
+    pixels: logsql_media::images::Pixels,
+    what: String,
+}
+
+/// The decoding side of the sink (on a blocking thread): images to RGB
+/// frames, in order, for the [`Encoder`].
+struct Decoder {
     columns: Columns,
     /// The target, for messages.
     name: String,
@@ -383,10 +428,13 @@ struct Encoder {
     last: Option<i64>,
     /// Images left out (null, undecodable, or at the time of the one before).
     left_out: u64,
+    frames: std::sync::mpsc::SyncSender<Frame>,
 }
 
-impl Encoder {
-    fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
+impl Decoder {
+    /// Decodes the batch's images and passes them on; `false` once the
+    /// encoder is gone (it failed: its error is the query's).
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<bool> {
         let times = nanos(batch.column(self.columns.log_time))?;
         let times = times.as_primitive::<Int64Type>();
         let images = ImageColumn::new(batch.column(self.columns.image).as_ref())
@@ -405,28 +453,68 @@ impl Encoder {
                 self.left_out += 1;
                 continue;
             }
-            let added = image
-                .pixels(PixelFormat::Rgb8)
-                .and_then(|px| self.writer.add_rgb8(t, px.width, px.height, &px.data));
-            match added {
-                Ok(()) => self.last = Some(t),
-                Err(e) => {
-                    let source = files
-                        .filter(|f| f.is_valid(i))
-                        .map_or(String::new(), |f| format!(" of {}", f.value(i)));
-                    let message = format!(
-                        "writing MP4 {}: the {} image{source} at log_time {t}: {e}",
-                        self.name, image.encoding
-                    );
-                    if !self.warn {
-                        return Err(DataFusionError::Execution(format!(
-                            "{message} (SET logsql.on_error = 'warn' to leave such images out)"
-                        )));
+            let source = files
+                .filter(|f| f.is_valid(i))
+                .map_or(String::new(), |f| format!(" of {}", f.value(i)));
+            let what = format!(
+                "writing MP4 {}: the {} image{source} at log_time {t}",
+                self.name, image.encoding
+            );
+            match image.pixels(PixelFormat::Rgb8) {
+                Ok(pixels) => {
+                    self.last = Some(t);
+                    let frame = Frame {
+                        time: t,
+                        pixels,
+                        what,
+                    };
+                    if self.frames.send(frame).is_err() {
+                        return Ok(false);
                     }
-                    log::warn!("{message}");
+                }
+                Err(e) => {
                     self.left_out += 1;
+                    refuse_or_warn(self.warn, &what, &e)?;
                 }
             }
+        }
+        Ok(true)
+    }
+}
+
+/// An image that cannot go into the video: the query's error, or under the
+/// warn policy a warning.
+fn refuse_or_warn(warn: bool, what: &str, e: &dyn std::fmt::Display) -> Result<()> {
+    let message = format!("{what}: {e}");
+    if !warn {
+        return Err(DataFusionError::Execution(format!(
+            "{message} (SET logsql.on_error = 'warn' to leave such images out)"
+        )));
+    }
+    log::warn!("{message}");
+    Ok(())
+}
+
+/// The encoding side of the sink (on a blocking thread).
+struct Encoder {
+    writer: VideoWriter<BufWriter<std::fs::File>>,
+    /// The target, for messages.
+    name: String,
+    /// `logsql.on_error = 'warn'`: a frame the video cannot take is left out.
+    warn: bool,
+    /// Frames left out (of another size than the first, ...).
+    left_out: u64,
+}
+
+impl Encoder {
+    fn add(&mut self, frame: Frame) -> Result<()> {
+        let px = &frame.pixels;
+        if let Err(e) = self
+            .writer
+            .add_rgb8(frame.time, px.width, px.height, &px.data)
+        {
+            self.left_out += 1;
+            refuse_or_warn(self.warn, &frame.what, &e)?;
         }
         Ok(())
     }
@@ -434,7 +522,7 @@ impl Encoder {
     fn finish(self) -> Result<u64> {
         if self.left_out > 0 {
             log::info!(
-                "writing MP4 {}: {} images left out (null, undecodable, or at the time of the image before)",
+                "writing MP4 {}: {} frames left out",
                 self.name,
                 self.left_out
             );
