@@ -84,10 +84,6 @@ read -r ls_a ls_a_sd ls_a_min _ < <(hyperfine_time ls_thumbs "$logsql" --format 
 read -r py_b py_b_sd py_b_min _ < <(hyperfine_time py_video "$py" "$pym" video "$short" "$tmp/py.mp4")
 read -r ls_b ls_b_sd ls_b_min _ < <(hyperfine_time ls_video "$logsql" export "$short" "$tmp/ls.mp4" --topic "$topic")
 
-# peak_rss CMD...: the peak resident set size of CMD in MB.
-peak_rss() {
-    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident set size/ { printf "%.0f", $6 / 1024 }'
-}
 log "peak RSS"
 rss_a=$(peak_rss "$logsql" --format csv "$thumb_sql")
 rss_a4=$(peak_rss "$logsql" --format csv "${thumb_sql//$short/$long}")

@@ -84,10 +84,6 @@ lost=$(grep -c '^  lost\|^  problem' "$tmp/report.txt" || true)
 read -r rec rec_sd rec_min _ < <(hyperfine_time recover "$logsql" recover "$damaged" "$tmp/out.mcap")
 read -r base base_sd base_min _ < <(hyperfine_time baseline "$logsql" --on-error warn export "$damaged" "$tmp/base.mcap")
 
-# peak_rss CMD...: the peak resident set size of CMD in MB.
-peak_rss() {
-    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident set size/ { printf "%.0f", $6 / 1024 }'
-}
 log "peak RSS"
 rss=$(peak_rss "$logsql" recover "$damaged" "$tmp/out.mcap")
 rss4=$(peak_rss "$logsql" recover "$tmp/damaged-$quarter_mb.mcap" "$tmp/out4.mcap")

@@ -135,6 +135,11 @@ r = json.load(open(sys.argv[1]))['results'][0]
 print('%.3f %.3f %.3f %.3f %.3f' % (r['mean'], r['stddev'] or 0, r['min'], r['median'], r['user'] + r['system']))" "$tmp/$name.json"
 }
 
+# peak_rss CMD...: the peak resident set size of CMD in MB (`/usr/bin/time -v`).
+peak_rss() {
+    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident set size/ { printf "%.0f", $6 / 1024 }'
+}
+
 # plan_metric PLANFILE NAME: a scan metric of an EXPLAIN ANALYZE output as printed
 # ("192.2 M"; empty when absent): its first NAME= (the scan metrics are on the scan's line;
 # to_num makes a number of it).

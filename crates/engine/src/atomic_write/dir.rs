@@ -22,13 +22,7 @@ impl AtomicDir {
     /// never replaced with what it held.
     pub fn create(target: &Path) -> io::Result<Self> {
         check_target(target)?;
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut prefix = std::ffi::OsString::from(".");
-        prefix.push(target.file_name().unwrap_or_else(|| "output".as_ref()));
-        prefix.push(".");
+        let (dir, prefix) = super::beside(target);
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
         // As `create_dir` would make it (tempfile's own default is 0700).

@@ -110,8 +110,9 @@ pub(crate) async fn upload(
     Ok(())
 }
 
-/// A new, exclusively created temporary file in the directory of `target`.
-pub(crate) fn temp_file_beside(target: &Path) -> io::Result<NamedTempFile> {
+/// Where a temporary sibling of `target` goes: its directory, and the name
+/// prefix `.<target name>.` (the name ends in a random part and `.tmp`).
+pub(crate) fn beside(target: &Path) -> (&Path, std::ffi::OsString) {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -119,6 +120,12 @@ pub(crate) fn temp_file_beside(target: &Path) -> io::Result<NamedTempFile> {
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(target.file_name().unwrap_or_else(|| "output".as_ref()));
     prefix.push(".");
+    (dir, prefix)
+}
+
+/// A new, exclusively created temporary file in the directory of `target`.
+pub(crate) fn temp_file_beside(target: &Path) -> io::Result<NamedTempFile> {
+    let (dir, prefix) = beside(target);
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
     // Readable as a file created by `File::create` would be (tempfile's own
