@@ -168,6 +168,78 @@ fn latest(f: impl Fn(usize, f64) -> f64, t: f64, offset: f64, period: f64) -> Ve
     (0..crate::robot::JOINTS).map(|j| f(j, at) as f32).collect()
 }
 
+/// A metric of an `EXPLAIN ANALYZE` line: the largest `name=N` on lines
+/// naming `node`.
+fn largest_metric(plan: &str, node: &str, name: &str) -> u64 {
+    plan.lines()
+        .filter(|l| l.contains(node))
+        .filter_map(|l| {
+            let at = l.find(&format!("{name}="))? + name.len() + 1;
+            let digits: String = l[at..].chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no {name} on {node}:\n{plan}"))
+}
+
+/// Each topic joined onto the grid streams: the scans of recordings in time
+/// order are merged by (file, log_time), never sorted, also when one
+/// partition reads recordings whose times overlap (their names order them),
+/// and each join holds only the topic's rows around one batch of frames.
+#[test]
+fn a_dataset_query_merges_its_topics_in_order_and_holds_one_batch_of_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    for (name, seed) in [("a.mcap", 0), ("b.mcap", 1), ("c.mcap", 2)] {
+        // Overlapping in time: only the file names order them.
+        let options = RobotOptions {
+            seed,
+            start_ns: START + u64::from(seed) * 500_000_000,
+            ..RobotOptions::default()
+        };
+        write_robot(&runs.join(name), &options).unwrap();
+    }
+    let runs = runs.to_str().unwrap();
+    let select = |partitions: usize| {
+        format!(
+            "SET datafusion.execution.target_partitions = {partitions}; \
+             SET datafusion.execution.batch_size = 8; \
+             EXPLAIN ANALYZE SELECT count(i.image), count(j.position) \
+             FROM time_grid('{runs}/', 30) g \
+             ASOF JOIN read_topic('{runs}/', '/joint_states') j MATCH_CONDITION (g.log_time >= j.log_time) ON g.file = j.file \
+             ASOF JOIN read_images('{runs}/', '/camera/front') i MATCH_CONDITION (g.log_time >= i.log_time) ON g.file = i.file"
+        )
+    };
+    for partitions in [1, 2] {
+        let plan = ok(&["--format", "csv", &select(partitions)]);
+        assert!(!plan.contains("SortExec"), "{partitions}: {plan}");
+        assert!(
+            plan.matches("SortPreservingMergeExec: [file@").count() == 2 || partitions == 1,
+            "{partitions}: {plan}"
+        );
+        // 8 frames a batch: a 30 Hz camera has at most 8 images in them
+        // (and the one before), 100 Hz joints at most 28.
+        let held = largest_metric(&plan, "AsofJoinExec", "max_buffered_rows");
+        assert!(held <= 40, "{partitions}: {held} rows held\n{plan}");
+    }
+    // The rows are right: every frame of the three recordings, and each
+    // image the latest of some frame (camera and grid at 30 Hz).
+    let got = rows(&format!(
+        "SELECT count(*), count(DISTINCT i.log_time) FROM time_grid('{runs}/', 30) g \
+         ASOF JOIN read_images('{runs}/', '/camera/front') i MATCH_CONDITION (g.log_time >= i.log_time) ON g.file = i.file"
+    ));
+    let frames = rows(&format!("SELECT count(*) FROM time_grid('{runs}/', 30)"));
+    assert_eq!(got[0][0], frames[0][0]);
+    let images = rows(&format!(
+        "SELECT count(*) FROM read_images('{runs}/', '/camera/front')"
+    ));
+    assert_eq!(
+        got[0][1], images[0][0],
+        "every image is some frame's latest"
+    );
+}
+
 #[test]
 fn copy_writes_a_lerobot_dataset_from_recordings() {
     let dir = tempfile::tempdir().unwrap();
@@ -350,6 +422,37 @@ fn images_can_be_stored_as_png_in_the_data_files() {
         px.data,
         crate::robot::frame(crate::robot::front_pixel, 0, 64, 48)
     );
+}
+
+/// `presorted` takes the rows as they come and checks them: rows going back
+/// in time within an episode, or an episode coming back, fail the export
+/// (without it, DataFusion sorts them).
+#[test]
+fn presorted_rows_out_of_order_fail_clearly_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let runs = runs.to_str().unwrap();
+    let out = dir.path().join("ds");
+    let copy = |order: &str, presorted: bool| {
+        format!(
+            "COPY (SELECT CASE WHEN g.frame_index < 30 THEN 0 ELSE 1 END AS episode_index, g.log_time, [1.0, 2.0] AS \"observation.state\" \
+             FROM time_grid('{runs}/a.mcap', 30) g ORDER BY {order}) TO '{}' \
+             STORED AS LEROBOT OPTIONS (fps '30', presorted '{presorted}')",
+            out.display()
+        )
+    };
+    let e = err(&[&copy("episode_index, log_time DESC", true)]);
+    assert!(
+        e.contains("the row at log_time ") && e.contains("rows must come in time order"),
+        "{e}"
+    );
+    assert!(!out.exists());
+    let e = err(&[&copy("episode_index DESC, log_time", true)]);
+    assert!(e.contains("episode 0 comes after episode 1"), "{e}");
+    assert!(!out.exists());
+    // Without `presorted` the writer asks for (episode_index, log_time).
+    ok(&[&copy("log_time DESC", false)]);
+    assert_eq!(info(&out)["total_episodes"], 2);
 }
 
 #[test]
@@ -804,10 +907,16 @@ fn dataset_takes_several_inputs_one_episode_per_recording() {
     assert!(sql.contains("UNION ALL\nSELECT 1 AS input"), "{sql}");
     assert!(
         sql.contains(
-            "CAST(dense_rank() OVER (ORDER BY input, recording) AS BIGINT) - 1 AS episode_index"
+            "CAST(sum(CAST(starts AS BIGINT UNSIGNED)) OVER (ORDER BY input, recording, log_time ROWS UNBOUNDED PRECEDING) AS BIGINT) - 1 AS episode_index"
         ),
         "{sql}"
     );
+    // The statement streams: every window and the writer take the frames
+    // in the order they come (the writer told so by `presorted`), so
+    // nothing sorts the frames and their images.
+    assert!(sql.contains("presorted 'true'"), "{sql}");
+    let plan = ok(&["--format", "csv", &format!("EXPLAIN {sql}")]);
+    assert!(!plan.contains("SortExec"), "{plan}");
     let said = ok(&["dataset", spec, "-o", out.to_str().unwrap()]);
     assert!(said.contains("207 frames written (3 episodes)"), "{said}");
     let eps = episode_rows(&out);
@@ -903,7 +1012,7 @@ fn dataset_cuts_episodes_where_a_condition_becomes_true_with_the_task_from_a_top
     assert!(sql.contains("t2.\"data\" AS task"), "{sql}");
     assert!(sql.contains("ASOF JOIN read_topic("), "{sql}");
     assert!(
-        sql.contains("coalesce((\"observation.state\"[2] > 0) AND NOT coalesce(lag(\"observation.state\"[2] > 0) OVER w, false), false) AS cut"),
+        sql.contains("AND ((\"observation.state\"[2] > 0) AND NOT coalesce(lag(\"observation.state\"[2] > 0) OVER w, false)), false) AS cut"),
         "{sql}"
     );
     ok(&["dataset", spec, "-o", out.to_str().unwrap()]);

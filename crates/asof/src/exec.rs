@@ -1,9 +1,10 @@
 //! [`AsofJoinExec`]: the streaming as-of join operator.
 //!
 //! It requires both inputs sorted by (keys, time) ascending, NULLs first, and
-//! hash-partitioned on the keys (one partition when there are none), so
-//! DataFusion adds sorts and repartitions only where the inputs are not
-//! already so; each partition is one merge pass (`super::matcher`). The
+//! hash-partitioned on the keys (one partition when there are none, or when
+//! both inputs are already in that order: then DataFusion merges their
+//! partitions in order instead of sorting), so DataFusion adds sorts and
+//! repartitions only where the inputs are not already so; each partition is one merge pass (`super::matcher`). The
 //! output keeps the left input's order and partitioning.
 
 use std::fmt;
@@ -29,7 +30,7 @@ use datafusion::physical_plan::metrics::{
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties,
-    InputDistributionRequirements, PlanProperties, SendableRecordBatchStream,
+    InputDistributionRequirements, Partitioning, PlanProperties, SendableRecordBatchStream,
     apply_expression_roots,
 };
 use futures::StreamExt;
@@ -124,6 +125,24 @@ impl AsofJoinExec {
         }
     }
 
+    /// Whether a side's input is already in (keys, time) order, and not
+    /// hash-partitioned: a hash-partitioned input is what the key
+    /// partitioning gives (then sorted), and the answer must not change once
+    /// DataFusion has met the requirement it gave.
+    fn ordered(&self, left: bool) -> bool {
+        let input = if left { &self.left } else { &self.right };
+        if matches!(input.output_partitioning(), Partitioning::Hash(..)) {
+            return false;
+        }
+        let Some(required) = self.requirement(left) else {
+            return false;
+        };
+        input
+            .equivalence_properties()
+            .ordering_satisfy_requirement(required.into_single())
+            .unwrap_or(false)
+    }
+
     fn requirement(&self, left: bool) -> Option<OrderingRequirements> {
         let side = self.side(left);
         let reqs = side
@@ -164,6 +183,17 @@ impl ExecutionPlan for AsofJoinExec {
 
     fn input_distribution_requirements(&self) -> InputDistributionRequirements {
         if self.on.is_empty() {
+            return InputDistributionRequirements::new(vec![
+                Distribution::SinglePartition,
+                Distribution::SinglePartition,
+            ]);
+        }
+        // Inputs already in (keys, time) order in each partition (scans of
+        // files in time order, a time grid) are merged into one partition,
+        // which keeps that order with a bounded merge; hash partitioning
+        // would lose it and sort each partition in memory (for a camera
+        // topic: every image, with the chunks they view).
+        if self.ordered(true) && self.ordered(false) {
             return InputDistributionRequirements::new(vec![
                 Distribution::SinglePartition,
                 Distribution::SinglePartition,

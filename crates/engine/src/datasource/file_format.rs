@@ -119,7 +119,8 @@ impl LogFileFormat {
     }
 }
 
-/// Exact statistics from a file's summary, where the file states them.
+/// Exact statistics from a file's summary, where the file states them, for
+/// the `messages` table: row count and `log_time` bounds.
 pub(crate) fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
     let mut stats = Statistics::new_unknown(schema);
     stats.total_byte_size = Precision::Inexact(summary.file_size as usize);
@@ -148,6 +149,40 @@ pub(crate) fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Stati
         }
     } else if let Some(n) = chunk_sum.or(summary.message_count) {
         stats.num_rows = Precision::Inexact(n as usize);
+    }
+    stats
+}
+
+/// Bounds a scan of some of a file's messages (a `read_topic` table) lies in:
+/// the file's stated time range, inexact (the topic's own messages may start
+/// later and end earlier). No row count: the file's is not the topic's.
+pub(crate) fn topic_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
+    let mut stats = Statistics::new_unknown(schema);
+    if let (Some(lo), Some(hi), Ok(i)) = (
+        summary.start_time,
+        summary.end_time,
+        schema.index_of(col::LOG_TIME),
+    ) && summary.damage.is_none()
+    {
+        let ts =
+            |v: u64| ScalarValue::TimestampNanosecond(i64::try_from(v).ok(), Some("UTC".into()));
+        stats.column_statistics[i].min_value = Precision::Inexact(ts(lo));
+        stats.column_statistics[i].max_value = Precision::Inexact(ts(hi));
+    }
+    stats
+}
+
+/// Sets the bounds of the `file` column: every row of a file holds its name.
+/// Inexact (so no answer is taken from it: a file may hold no row), but bounds
+/// all the same, which is what lets DataFusion keep a declared order by
+/// (`file`, `log_time`) over a partition reading several files in name order
+/// ([`time_order::declare`]). Only local files: DataFusion hands this hook
+/// no store URL, which a remote file's name begins with.
+fn with_file_bounds(mut stats: Statistics, schema: &SchemaRef, loc: &FileLocation) -> Statistics {
+    if let (true, Ok(i)) = (loc.local, schema.index_of(col::FILE)) {
+        let name = ScalarValue::Utf8(Some(loc.display_name()));
+        stats.column_statistics[i].min_value = Precision::Inexact(name.clone());
+        stats.column_statistics[i].max_value = Precision::Inexact(name);
     }
     stats
 }
@@ -214,7 +249,7 @@ impl FileFormat for LogFileFormat {
             stats.num_rows = Precision::Exact(0);
             return Ok(stats);
         }
-        if !self.target.is_messages() {
+        if self.target.table().is_some() {
             return Ok(Statistics::new_unknown(&table_schema));
         }
         let loc = FileLocation::from_store(Arc::clone(store), object.clone());
@@ -225,12 +260,21 @@ impl FileFormat for LogFileFormat {
             .await
         {
             Ok(cached) => cached,
+            // A topic scan's statistics only help keep an order: a file
+            // without a summary is the scan's to report, not planning's.
+            Err(_) if !self.target.is_messages() => {
+                return Ok(Statistics::new_unknown(&table_schema));
+            }
             Err(e) if self.defer_damage && e.is_unreadable() => {
                 return Ok(Statistics::new_unknown(&table_schema));
             }
             Err(e) => return Err(df_err(e)),
         };
-        Ok(summary_statistics(&cached.summary, &table_schema))
+        let stats = match self.target.is_messages() {
+            true => summary_statistics(&cached.summary, &table_schema),
+            false => topic_statistics(&cached.summary, &table_schema),
+        };
+        Ok(with_file_bounds(stats, &table_schema, &loc))
     }
 
     async fn create_physical_plan(

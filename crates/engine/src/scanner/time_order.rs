@@ -17,11 +17,17 @@
 //! bounds from the index. A message outside its chunk's stated bounds is
 //! corruption of the index (reported under `logsql.on_error`).
 //!
+//! A scan with a `file` column declares (`file`, `log_time`) first, then
+//! `log_time`: an as-of join `ON` the file (a time grid's topics) needs the
+//! first, and it holds for a partition reading several files in name order
+//! whatever their times.
+//!
 //! A table of several files declares the order only when every file is in
-//! order; DataFusion keeps it for a partition holding several files only when
-//! their statistics (the summaries' time bounds) show them in order without
-//! overlap, and drops it otherwise (then it sorts, as without the
-//! declaration). Typed tables and Apollo records never declare an order.
+//! order; DataFusion keeps an order for a partition holding several files only
+//! when their statistics (the files' names, and the summaries' time bounds)
+//! show them in that order without overlap, and drops it otherwise (then it
+//! sorts, as without the declaration). Typed tables and Apollo records never
+//! declare an order.
 
 use std::sync::Arc;
 
@@ -125,6 +131,25 @@ pub(crate) fn log_time_ordering(schema: &SchemaRef) -> Option<LexOrdering> {
     )))])
 }
 
+/// The orderings a scan in time order declares over `schema`: (`file`,
+/// `log_time`) first, then `log_time`. The first is what an as-of join `ON`
+/// the file needs (each recording joined on its own), and holds for a
+/// partition reading several files in name order whatever their times;
+/// DataFusion merges partitions by the first ordering. The second lets
+/// `ORDER BY log_time` skip its sort when the files follow each other in time.
+fn scan_orderings(schema: &SchemaRef) -> Vec<LexOrdering> {
+    let Some(by_time) = log_time_ordering(schema) else {
+        return Vec::new();
+    };
+    let by_file = schema.index_of(col::FILE).ok().and_then(|f| {
+        LexOrdering::new([
+            PhysicalSortExpr::new_default(Arc::new(Column::new(col::FILE, f))),
+            by_time.first().clone(),
+        ])
+    });
+    by_file.into_iter().chain([by_time]).collect()
+}
+
 /// Declares `log_time ASC` on `conf` when every file it reads is in time
 /// order ([`file_in_time_order`]); files in `skip` are not read and do not
 /// count. A file whose summary cannot be read leaves the scan undeclared (the
@@ -138,9 +163,10 @@ pub async fn declare(
     skip: &HashSet<ObjectPath>,
     limits: logsql_readers::limits::Limits,
 ) {
-    let Some(ordering) = log_time_ordering(conf.file_source.table_schema().table_schema()) else {
+    let orderings = scan_orderings(conf.file_source.table_schema().table_schema());
+    if orderings.is_empty() {
         return;
-    };
+    }
     let url: ObjectStoreUrl = conf.object_store_url.clone();
     let files = conf
         .file_groups
@@ -159,7 +185,10 @@ pub async fn declare(
     });
     let ordered = futures::future::join_all(checks).await;
     if !ordered.is_empty() && ordered.iter().all(|o| *o) {
-        conf.output_ordering = vec![ordering];
+        // DataFusion checks each declared order against the statistics of
+        // the files of every partition (`file` and `log_time` bounds; it
+        // groups files in path order) and keeps only those they show.
+        conf.output_ordering = orderings;
         // Each partition reads exactly its own file group, in order: without
         // this, DataFusion lets an idle partition steal its siblings' unopened
         // files and byte ranges, and a partition would no longer hold its

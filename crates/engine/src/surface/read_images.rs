@@ -281,24 +281,36 @@ impl ImagesExec {
             Some(p) => Arc::new(SCHEMA.project(p)?),
             None => Arc::clone(&SCHEMA),
         };
-        // Rows keep the scan's order: its ordering by log_time (the inner
-        // column 0) holds for the output's log_time, wherever it is projected.
-        let mut eq = EquivalenceProperties::new(Arc::clone(&schema));
-        let first = input.output_ordering().map(|o| o.first().clone());
-        let log_time_out = match &projection {
-            Some(p) => p.iter().position(|&i| i == 0),
-            None => Some(0),
+        // Rows keep the scan's order: its orderings by log_time and file (the
+        // inner columns 0 and 1) hold for the output's log_time and file,
+        // wherever they are projected (each ordering up to its first column
+        // not projected).
+        let out_at = |inner: usize| {
+            let table = match inner {
+                0 => 0,
+                1 => SCHEMA.index_of(names::FILE).ok()?,
+                _ => return None,
+            };
+            match &projection {
+                Some(p) => p.iter().position(|&i| i == table),
+                None => Some(table),
+            }
         };
-        if let (Some(first), Some(at)) = (first, log_time_out)
-            && first
-                .expr
-                .downcast_ref::<PhysicalColumn>()
-                .is_some_and(|c| c.index() == 0)
-        {
-            eq.add_ordering([PhysicalSortExpr::new(
-                Arc::new(PhysicalColumn::new(names::LOG_TIME, at)),
-                first.options,
-            )]);
+        let mut eq = EquivalenceProperties::new(Arc::clone(&schema));
+        for ordering in input.equivalence_properties().oeq_class().iter() {
+            let mapped: Vec<PhysicalSortExpr> = ordering
+                .iter()
+                .map_while(|e| {
+                    let c = e.expr.downcast_ref::<PhysicalColumn>()?;
+                    let at = out_at(c.index())?;
+                    let name = schema.field(at).name();
+                    Some(PhysicalSortExpr::new(
+                        Arc::new(PhysicalColumn::new(name, at)),
+                        e.options,
+                    ))
+                })
+                .collect();
+            eq.add_ordering(mapped);
         }
         let properties = Arc::new(PlanProperties::new(
             eq,

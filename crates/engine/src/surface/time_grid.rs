@@ -41,9 +41,6 @@ use crate::scanner::damage::report;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::{col, timestamp_type};
 
-/// Rows per generated batch.
-const BATCH_ROWS: usize = 8192;
-
 /// The highest frame rate accepted.
 const MAX_FPS: f64 = 100_000.0;
 
@@ -223,10 +220,14 @@ impl PartitionStream for GridStream {
         &self.schema
     }
 
-    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+    fn execute(&self, ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        // Batches of the session's size: an as-of join holds each topic's
+        // rows over one batch of frames (a camera's images), so the frame
+        // sinks' small batches reach it.
         let rows = GridRows {
             recordings: Arc::clone(&self.recordings),
             fps: self.fps,
+            batch_rows: ctx.session_config().batch_size().max(1),
             episode: 0,
             frame: 0,
         };
@@ -243,6 +244,8 @@ impl PartitionStream for GridStream {
 struct GridRows {
     recordings: Arc<Vec<Recording>>,
     fps: f64,
+    /// Rows per batch.
+    batch_rows: usize,
     episode: usize,
     frame: i64,
 }
@@ -275,12 +278,12 @@ impl Iterator for GridRows {
 
     fn next(&mut self) -> Option<GridBatch> {
         let mut out = GridBatch::default();
-        while out.episode.len() < BATCH_ROWS {
+        while out.episode.len() < self.batch_rows {
             let Some(rec) = self.recordings.get(self.episode) else {
                 break;
             };
             let name: Arc<str> = Arc::from(rec.file.as_str());
-            while out.episode.len() < BATCH_ROWS {
+            while out.episode.len() < self.batch_rows {
                 let t = frame_time(rec.start_ns, self.frame, self.fps);
                 if t > rec.end_ns {
                     break;
@@ -291,7 +294,7 @@ impl Iterator for GridRows {
                 out.file.push(Arc::clone(&name));
                 self.frame += 1;
             }
-            if out.episode.len() < BATCH_ROWS {
+            if out.episode.len() < self.batch_rows {
                 self.episode += 1;
                 self.frame = 0;
             }
@@ -321,6 +324,7 @@ mod tests {
         let rows = GridRows {
             recordings,
             fps: 30.0,
+            batch_rows: 8192,
             episode: 0,
             frame: 0,
         };

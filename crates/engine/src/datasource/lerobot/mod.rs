@@ -132,7 +132,8 @@ impl FileFormat for LeRobotFormat {
         }
         let target = target_dir(&conf)?;
         // Rows grouped by episode, in time order within each: DataFusion
-        // merges or sorts the input unless it already comes so.
+        // merges or sorts the input unless it already comes so (or the query
+        // says it does: `presorted`, which the writer checks).
         let schema = input.schema();
         let asc = Some(datafusion::arrow::compute::SortOptions {
             descending: false,
@@ -149,7 +150,10 @@ impl FileFormat for LeRobotFormat {
                 }
             }
         }
-        let order = LexRequirement::new(order).or(order_requirements);
+        let order = match self.options.presorted {
+            true => None,
+            false => LexRequirement::new(order).or(order_requirements),
+        };
         let sink = Arc::new(LeRobotSink {
             config: conf,
             options: self.options.clone(),

@@ -16,6 +16,7 @@ pub const OPTION_KEYS: &[&str] = &[
     "data_files_size_in_mb",
     "video_files_size_in_mb",
     "skip_bad_episodes",
+    "presorted",
 ];
 
 /// How camera frames are stored.
@@ -48,6 +49,12 @@ pub struct LeRobotOptions {
     /// whose size changes, a topic missing from its recording, ...) is left
     /// out and listed instead of failing the export.
     pub skip_bad_episodes: bool,
+    /// The query's rows already come grouped by episode, in time order (an
+    /// `ORDER BY` that DataFusion needs no sort for, but cannot prove gives
+    /// `episode_index, log_time` order: episodes numbered by a window
+    /// function). The writer takes them as they come instead of asking for a
+    /// sort, and checks the order (an error where it does not hold).
+    pub presorted: bool,
 }
 
 impl Default for LeRobotOptions {
@@ -61,6 +68,7 @@ impl Default for LeRobotOptions {
             data_files_size_in_mb: 100,
             video_files_size_in_mb: 200,
             skip_bad_episodes: false,
+            presorted: false,
         }
     }
 }
@@ -75,6 +83,15 @@ impl LeRobotOptions {
                 Ok(n) if n > 0 => Ok(n),
                 _ => Err(DataFusionError::Configuration(format!(
                     "LeRobot option {key} '{v}' is not a positive whole number"
+                ))),
+            }
+        };
+        let flag = |key: &str, v: &str| -> Result<bool> {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" => Ok(true),
+                "false" | "0" | "no" => Ok(false),
+                _ => Err(DataFusionError::Configuration(format!(
+                    "LeRobot option {key} '{v}' is not 'true' or 'false'"
                 ))),
             }
         };
@@ -107,17 +124,8 @@ impl LeRobotOptions {
                 "chunks_size" => out.chunks_size = positive(bare, value)?,
                 "data_files_size_in_mb" => out.data_files_size_in_mb = positive(bare, value)?,
                 "video_files_size_in_mb" => out.video_files_size_in_mb = positive(bare, value)?,
-                "skip_bad_episodes" => {
-                    out.skip_bad_episodes = match value.trim().to_ascii_lowercase().as_str() {
-                        "true" | "1" | "yes" => true,
-                        "false" | "0" | "no" => false,
-                        _ => {
-                            return Err(DataFusionError::Configuration(format!(
-                                "LeRobot option skip_bad_episodes '{value}' is not 'true' or 'false'"
-                            )));
-                        }
-                    }
-                }
+                "skip_bad_episodes" => out.skip_bad_episodes = flag(bare, value)?,
+                "presorted" => out.presorted = flag(bare, value)?,
                 _ => {
                     return Err(DataFusionError::Configuration(format!(
                         "unknown option '{key}' for LeRobot output (known: {})",

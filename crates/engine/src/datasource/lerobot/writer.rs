@@ -121,6 +121,8 @@ struct Episode {
     /// has every feature).
     seen: Vec<bool>,
     span: Option<(RowTime, RowTime)>,
+    /// The time of the episode's latest row (rows must not go back).
+    last: Option<RowTime>,
     tasks: Vec<String>,
     /// Tasks known before the episode (a skipped episode's new ones are
     /// forgotten).
@@ -384,6 +386,16 @@ impl DatasetWriter {
                 where_(&episode.file)
             )));
         };
+        if let Some(last) = episode.last.replace(time)
+            && time.since(last) < 0.0
+        {
+            return Err(exec(format!(
+                "LeRobot dataset: episode {source}{}: the row at {} comes after the row at {}: rows must come in time order within an episode (add ORDER BY episode_index, log_time, and leave out the option presorted)",
+                where_(&episode.file),
+                time.describe(),
+                last.describe()
+            )));
+        }
         // Every feature present? Leading rows without one are dropped.
         let missing =
             self.features
@@ -487,7 +499,7 @@ impl DatasetWriter {
             && source < last
         {
             return Err(exec(format!(
-                "LeRobot dataset: episode {source} comes after episode {last}: rows must come grouped by episode in order (add ORDER BY episode_index, log_time)"
+                "LeRobot dataset: episode {source} comes after episode {last}: rows must come grouped by episode in order (add ORDER BY episode_index, log_time, and leave out the option presorted)"
             )));
         }
         self.finish_episode()?;
@@ -502,6 +514,7 @@ impl DatasetWriter {
             dropped: 0,
             seen: vec![false; self.features.len()],
             span: None,
+            last: None,
             tasks: Vec::new(),
             tasks_before: self.tasks.len(),
             shapes_before: self.features.iter().map(|f| (f.dims, f.size)).collect(),
