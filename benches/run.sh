@@ -35,6 +35,7 @@
 #   media         camera thumbnails and video against mcap + Pillow + PyAV         media_compare.sh
 #   serve         psql first-row latency, Flight SQL full scans                    serve_compare.sh
 #   recover       recover of a damaged ~1 GB MCAP: time against scan + write, RSS  recover_compare.sh
+#   lerobot       a recording to a LeRobot dataset against LeRobot's own writer     lerobot_compare.sh
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
@@ -48,7 +49,7 @@ export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
 results=$BENCH_RESULTS
 mkdir -p "$results"
 
-all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve)
+all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot)
 update_docs=${UPDATE_DOCS:-}
 selected=()
 for arg in "$@"; do
@@ -75,6 +76,7 @@ run_one() {
     media) bash benches/media_compare.sh ;;
     recover) bash benches/recover_compare.sh ;;
     serve) bash benches/serve_compare.sh ;;
+    lerobot) bash benches/lerobot_compare.sh ;;
     *)
         echo "unknown comparison '$1' (one of: ${all[*]})" >&2
         return 2
