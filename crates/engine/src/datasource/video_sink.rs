@@ -64,15 +64,6 @@ pub const OPTION_KEYS: &[&str] = &["fps", "quality", "keyframe_interval"];
 /// Batches buffered between the query and the encoding thread.
 const QUEUE: usize = 2;
 
-/// Rows per batch for a query whose rows are camera frames (`logsql export
-/// clip.mp4`, `logsql dataset`): about a second of a 30 fps camera.
-/// DataFusion's merge of time-ordered partitions, which feeds these sinks,
-/// fills a whole batch before passing it on, and each image row holds the
-/// chunk its bytes lie in: at the default 8192 rows a minute of 640x480 JPEG
-/// frames (280 MB of peak memory, growing with the recording) waited in the
-/// merge, where 32 rows hold 110 MB whatever the length.
-pub const FRAME_BATCH_ROWS: usize = 32;
-
 /// How the video is written (`COPY ... OPTIONS (...)`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct VideoWriteOptions {
