@@ -50,8 +50,12 @@ pub use writer::{MAX_FPS, VideoWriter};
 /// clock (a frame time is kept within 6 microseconds).
 pub const TIMESCALE: u32 = 90_000;
 
-/// The largest frame side encoded (H.264 level 5.1 allows 4096 x 2304).
-pub const MAX_SIDE: u32 = 4096;
+/// The largest frame side encoded: the `openh264` crate refuses frames
+/// larger than 3840 x 2160 (or 2160 x 3840).
+pub const MAX_SIDE: u32 = 3840;
+
+/// The largest shorter side of a frame encoded.
+pub const MAX_SHORT_SIDE: u32 = 2160;
 
 /// The smallest frame side OpenH264 encodes (one macroblock).
 pub const MIN_SIDE: u32 = 16;
@@ -130,7 +134,7 @@ impl std::fmt::Debug for H264Encoder {
 
 impl H264Encoder {
     /// An encoder of `width` x `height` frames (both even, from
-    /// [`MIN_SIDE`] to [`MAX_SIDE`]).
+    /// [`MIN_SIDE`] to [`MAX_SIDE`], the shorter at most [`MAX_SHORT_SIDE`]).
     pub fn new(width: u32, height: u32, options: VideoOptions) -> Result<Self> {
         if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
             return Err(MediaError::Unsupported(format!(
@@ -142,9 +146,9 @@ impl H264Encoder {
                 "a {width}x{height} video: OpenH264 encodes frames of at least {MIN_SIDE}x{MIN_SIDE} pixels"
             )));
         }
-        if width > MAX_SIDE || height > MAX_SIDE {
+        if width.max(height) > MAX_SIDE || width.min(height) > MAX_SHORT_SIDE {
             return Err(MediaError::Limit(format!(
-                "a {width}x{height} video: at most {MAX_SIDE} pixels a side"
+                "a {width}x{height} video: at most {MAX_SIDE}x{MAX_SHORT_SIDE} or {MAX_SHORT_SIDE}x{MAX_SIDE} pixels"
             )));
         }
         let qp = options.qp();
@@ -247,7 +251,8 @@ fn video_error(what: &str, e: impl std::fmt::Display) -> MediaError {
 
 impl<W: Write + Seek> Mp4Encoder<W> {
     /// An encoder of `width` x `height` frames (both even, from
-    /// [`MIN_SIDE`] to [`MAX_SIDE`]) writing to `out`.
+    /// [`MIN_SIDE`] to [`MAX_SIDE`], the shorter at most [`MAX_SHORT_SIDE`])
+    /// writing to `out`.
     pub fn new(out: W, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
         // Checks the size (and that OpenH264 starts) before any frame.
         let encoder = H264Encoder::new(width, height, options)?;
@@ -584,6 +589,13 @@ mod tests {
             e.to_string(),
             "frame 1 at 5 ns is not after the previous frame (5 ns)"
         );
+        for (w, h) in [(4096, 2160), (3840, 2162)] {
+            let e = H264Encoder::new(w, h, VideoOptions::default()).unwrap_err();
+            assert!(
+                e.to_string().contains("at most 3840x2160 or 2160x3840"),
+                "{e}"
+            );
+        }
         let empty =
             Mp4Encoder::new(Cursor::new(Vec::new()), 16, 16, VideoOptions::default()).unwrap();
         assert!(empty.finish().is_err());
