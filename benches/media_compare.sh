@@ -91,7 +91,7 @@ rss_b=$(peak_rss "$logsql" export "$short" "$tmp/ls.mp4" --topic "$topic")
 rss_b4=$(peak_rss "$logsql" export "$long" "$tmp/ls4.mp4" --topic "$topic")
 py_rss_b=$(peak_rss "$py" "$pym" video "$short" "$tmp/py.mp4")
 
-ratio() { echo "scale=1; $1 / $2" | bc -l; }
+ratio() { printf '%.1f' "$(echo "scale=3; $1 / $2" | bc -l)"; }
 ratio2() { echo "scale=2; $1 / $2" | bc -l; }
 rate() { echo "scale=0; $frames / $1" | bc -l; }
 versions=$(py_version mcap pillow av numpy)

@@ -35,15 +35,18 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::Int64Type;
+use datafusion::physical_plan::execute_stream;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::{DatasetArgs, parse_duration};
 use super::error::{CliError, CliResult, render};
 use super::{App, logger, quote};
+use logsql::datasource::frame_batches::under_frames;
 use logsql::datasource::lerobot::{LeRobotOptions, write_dataset};
 
 /// A feature's fields in the spec.
@@ -556,7 +559,6 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     let bar = progress_bar(total);
     let select = spec.select();
     log::debug!("dataset: {select}");
-    super::export_video::frame_batches(app);
     if spec.numbered() {
         // The episode windows run on one partition; DataFusion would spread
         // the rows between them over partitions (round robin) and merge them
@@ -572,10 +574,14 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
         }
     }
     let written = app.rt.block_on(async {
-        let stream = logsql::sql(&app.ctx, &select)
-            .await?
-            .execute_stream()
-            .await?;
+        // Batches of a few frames, as under `COPY ... STORED AS LEROBOT`.
+        let frame = logsql::sql(&app.ctx, &select).await?;
+        let task = Arc::new(frame.task_ctx());
+        let plan = under_frames(
+            frame.create_physical_plan().await?,
+            task.session_config().batch_size(),
+        )?;
+        let stream = execute_stream(plan, task)?;
         let progress = |episodes: usize, frames: u64| {
             if let Some(b) = &bar {
                 b.set_position(frames);

@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::UInt64Type;
-use logsql::datasource::video_sink::FRAME_BATCH_ROWS;
 use logsql_media::video::MAX_FPS;
 
 use super::args::ExportArgs;
@@ -59,7 +58,6 @@ pub fn run(
         quote(&output),
     );
     log::debug!("export: {sql}");
-    frame_batches(app);
     let batches = app
         .rt
         .block_on(async { logsql::sql(&app.ctx, &sql).await?.collect().await })?;
@@ -77,16 +75,4 @@ pub fn run(
     )
     .and_then(|_| out.flush())
     .map_err(|e| CliError::io("writing output", e))
-}
-
-/// Sets the session's batch size to [`FRAME_BATCH_ROWS`] for a query of
-/// camera frames (its doc says why).
-pub(super) fn frame_batches(app: &App) {
-    let set = app.ctx.state_ref().write().config_mut().options_mut().set(
-        "datafusion.execution.batch_size",
-        &FRAME_BATCH_ROWS.to_string(),
-    );
-    if let Err(e) = set {
-        log::debug!("batch size {FRAME_BATCH_ROWS}: {e}");
-    }
 }

@@ -582,6 +582,66 @@ fn copy_writes_images_as_an_mp4_video() {
     assert_eq!(names, ["clip.mp4", "clip.video"]);
 }
 
+/// The writers of camera frames (MP4, LeRobot) read their input in batches of
+/// 32 rows whatever `datafusion.execution.batch_size` says (a merge of 8192
+/// image rows holds their chunks: memory would grow with the recording); a
+/// smaller session batch size is kept, and other writers are left alone.
+#[test]
+fn frame_writers_run_their_input_in_small_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let explain = |copy: &str| {
+        let out = ok(&["--format", "csv", &format!("EXPLAIN {copy}")]);
+        // The physical plan's node names, outermost first.
+        out.lines()
+            .map(|l| {
+                l.trim_start_matches("physical_plan,")
+                    .trim_matches('"')
+                    .trim()
+            })
+            .filter_map(|l| l.split([':', '(']).next())
+            .filter(|l| l.ends_with("Exec"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let mp4 = format!(
+        "COPY (SELECT log_time, image FROM read_images('{FILE}', '/cam/jpeg')) TO '{}'",
+        dir.path().join("clip.mp4").display()
+    );
+    let plan = explain(&mp4);
+    assert_eq!(
+        plan[..4],
+        [
+            "DamageReportExec",
+            "DataSinkExec",
+            "FrameBatchesExec",
+            "SortPreservingMergeExec"
+        ],
+        "{plan:?}"
+    );
+    let shown = ok(&["--format", "csv", &format!("EXPLAIN {mp4}")]);
+    assert!(shown.contains("FrameBatchesExec: rows=32"), "{shown}");
+    let eight = ok(&[
+        "-c",
+        "SET datafusion.execution.batch_size = 8",
+        "--format",
+        "csv",
+        &format!("EXPLAIN {mp4}"),
+    ]);
+    assert!(eight.contains("FrameBatchesExec: rows=8"), "{eight}");
+    let lerobot = format!(
+        "COPY (SELECT 0 AS episode_index, 0.0 AS timestamp, 1.0 AS x) TO '{}' STORED AS LEROBOT OPTIONS (fps '30')",
+        dir.path().join("dataset").display()
+    );
+    assert!(explain(&lerobot).contains(&"FrameBatchesExec".to_string()));
+    let parquet = format!(
+        "COPY (SELECT log_time FROM read_images('{FILE}', '/cam/jpeg')) TO '{}'",
+        dir.path().join("t.parquet").display()
+    );
+    assert!(!explain(&parquet).contains(&"FrameBatchesExec".to_string()));
+    // The videos are as before.
+    assert_eq!(rows(&mp4), [["3"]]);
+}
+
 /// `logsql frames`: a contact sheet of the frames spread over the topic's
 /// span (the three JPEGs of `/cam/jpeg`, however many are asked for), each
 /// over its time label, as a PNG written whole.

@@ -161,7 +161,8 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
 }
 
 /// logsql's physical optimizer rules, in the order they run after
-/// DataFusion's own: reading limited scans in file order, staging the files a
+/// DataFusion's own: reading limited scans in file order, small batches under
+/// the sinks of camera frames (MP4, LeRobot), staging the files a
 /// `COPY` writes until it succeeded (on a distributed coordinator too: sinks
 /// run there), then (with `defer_errors`, i.e. not on a distributed
 /// coordinator) deferring scan errors to the root, which must see the final
@@ -169,6 +170,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
 fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
     let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = vec![
         Arc::new(file_order::FileOrderUnderLimit),
+        Arc::new(datasource::frame_batches::FrameBatches),
         Arc::new(atomic_write::AtomicCopy),
     ];
     if defer_errors {

@@ -7,6 +7,7 @@
 //! the scan core and storage, never the SQL surface.
 
 pub(crate) mod file_format;
+pub mod frame_batches;
 pub mod lerobot;
 pub mod mcap_sink;
 pub mod mcap_sources;

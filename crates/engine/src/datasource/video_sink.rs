@@ -7,10 +7,11 @@
 //! value of `read_images`, or a column of its type); other columns are
 //! ignored. The sink requires its input in `log_time` order: DataFusion
 //! sorts the rows when the scan does not already deliver them so (a
-//! `read_images` scan of time-ordered files does). Each image is decoded to
-//! `rgb8` on a blocking thread and put onto the H.264 encoder by
-//! [`logsql_media::video::VideoWriter`]: one frame per image at its own
-//! time, or with `OPTIONS (fps 'N')` a frame every 1/N s.
+//! `read_images` scan of time-ordered files does). Each image is decoded and
+//! converted to the encoder's 4:2:0 planes on one blocking thread, and put
+//! onto the H.264 encoder by [`logsql_media::video::VideoWriter`] on another:
+//! one frame per image at its own time, or with `OPTIONS (fps 'N')` a frame
+//! every 1/N s.
 //!
 //! An image that does not decode fails the query, or under
 //! `logsql.on_error = 'warn'` is left out with a warning; a null image, or
@@ -45,7 +46,7 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 use logsql_media::images::PixelFormat;
 use logsql_media::images::arrow::{ImageColumn, image_type};
-use logsql_media::video::{VideoOptions, VideoWriter};
+use logsql_media::video::{VideoOptions, VideoWriter, Yuv420};
 
 use super::mcap_sink::nanos;
 use super::output::{Target, io_err};
@@ -62,15 +63,6 @@ pub const OPTION_KEYS: &[&str] = &["fps", "quality", "keyframe_interval"];
 
 /// Batches buffered between the query and the encoding thread.
 const QUEUE: usize = 2;
-
-/// Rows per batch for a query whose rows are camera frames (`logsql export
-/// clip.mp4`, `logsql dataset`): about a second of a 30 fps camera.
-/// DataFusion's merge of time-ordered partitions, which feeds these sinks,
-/// fills a whole batch before passing it on, and each image row holds the
-/// chunk its bytes lie in: at the default 8192 rows a minute of 640x480 JPEG
-/// frames (280 MB of peak memory, growing with the recording) waited in the
-/// merge, where 32 rows hold 110 MB whatever the length.
-pub const FRAME_BATCH_ROWS: usize = 32;
 
 /// How the video is written (`COPY ... OPTIONS (...)`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -406,18 +398,18 @@ impl DataSink for VideoSink {
     }
 }
 
-/// Decoded frames waiting for the encoder (640x480: 0.9 MB each).
+/// Decoded frames waiting for the encoder (640x480: 0.46 MB each).
 const FRAME_QUEUE: usize = 4;
 
 /// A decoded image on its way to the encoder, with what errors call it.
 struct Frame {
     time: i64,
-    pixels: logsql_media::images::Pixels,
+    frame: Yuv420,
     what: String,
 }
 
-/// The decoding side of the sink (on a blocking thread): images to RGB
-/// frames, in order, for the [`Encoder`].
+/// The decoding side of the sink (on a blocking thread): images to frames
+/// of 4:2:0 planes, in order, for the [`Encoder`].
 struct Decoder {
     columns: Columns,
     /// The target, for messages.
@@ -460,12 +452,15 @@ impl Decoder {
                 "writing MP4 {}: the {} image{source} at log_time {t}",
                 self.name, image.encoding
             );
-            match image.pixels(PixelFormat::Rgb8) {
-                Ok(pixels) => {
+            let frame = image
+                .pixels(PixelFormat::Rgb8)
+                .and_then(|p| Yuv420::from_rgb8(p.width, p.height, &p.data));
+            match frame {
+                Ok(frame) => {
                     self.last = Some(t);
                     let frame = Frame {
                         time: t,
-                        pixels,
+                        frame,
                         what,
                     };
                     if self.frames.send(frame).is_err() {
@@ -508,11 +503,7 @@ struct Encoder {
 
 impl Encoder {
     fn add(&mut self, frame: Frame) -> Result<()> {
-        let px = &frame.pixels;
-        if let Err(e) = self
-            .writer
-            .add_rgb8(frame.time, px.width, px.height, &px.data)
-        {
+        if let Err(e) = self.writer.add(frame.time, frame.frame) {
             self.left_out += 1;
             refuse_or_warn(self.warn, &frame.what, &e)?;
         }

@@ -144,6 +144,7 @@ pub fn decode(format: &str, data: &[u8]) -> Result<Pixels> {
             let data = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
             Pixels::new(PixelFormat::Mono16, w, h, data)
         }
+        DynamicImage::ImageRgb8(b) => Pixels::new(PixelFormat::Rgb8, w, h, b.into_raw()),
         other => Pixels::new(PixelFormat::Rgb8, w, h, other.to_rgb8().into_raw()),
     })
 }

@@ -140,7 +140,11 @@ impl<'a> Image<'a> {
 
     /// The image's pixels in `format`.
     pub fn pixels(&self, format: PixelFormat) -> Result<Pixels> {
-        Ok(self.decode()?.convert(format))
+        let pixels = self.decode()?;
+        Ok(match pixels.format == format {
+            true => pixels,
+            false => pixels.convert(format),
+        })
     }
 
     /// The image encoded as `codec`: PNG keeps 16-bit grey, JPEG holds 8 bits

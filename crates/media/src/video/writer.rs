@@ -9,12 +9,16 @@
 //!   (variable frame rate). With one, a frame every `1/fps` s from the first
 //!   image's time to the last's, each showing the latest image at its time.
 //!
-//! It holds one encoder, one cropped frame and (with a frame rate) the latest
+//! Images come as `rgb8` pixels ([`VideoWriter::add_rgb8`]) or as frames
+//! converted already ([`VideoWriter::add`], from [`Yuv420::from_rgb8`], so
+//! that the conversion can run on another thread than the encoder).
+//!
+//! It holds one encoder, one frame and (with a frame rate) the latest
 //! image: memory does not depend on the length of the video.
 
 use std::io::{Seek, Write};
 
-use super::{Mp4Encoder, VideoOptions};
+use super::{Mp4Encoder, VideoOptions, Yuv420};
 use crate::error::{MediaError, Result};
 
 /// The highest frame rate a resampled video may have.
@@ -28,12 +32,11 @@ pub struct VideoWriter<W: Write + Seek> {
     /// Until the first image gives the size.
     out: Option<W>,
     encoder: Option<Mp4Encoder<W>>,
-    /// The images' size, and the encoded (even) size.
+    /// The images' size.
     size: (u32, u32),
-    even: (u32, u32),
-    /// When resampled: the latest image (time, cropped pixels) and the
-    /// next frame's time.
-    latest: Option<(i64, Vec<u8>)>,
+    /// When resampled: the latest image (time, frame) and the next frame's
+    /// time.
+    latest: Option<(i64, Yuv420)>,
     next: f64,
 }
 
@@ -66,7 +69,6 @@ impl<W: Write + Seek> VideoWriter<W> {
             out: Some(out),
             encoder: None,
             size: (0, 0),
-            even: (0, 0),
             latest: None,
             next: 0.0,
         })
@@ -80,15 +82,19 @@ impl<W: Write + Seek> VideoWriter<W> {
     /// Adds an `rgb8` image of `width` x `height` taken at `time_ns` (after
     /// the previous image's).
     pub fn add_rgb8(&mut self, time_ns: i64, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
+        let frame = Yuv420::from_rgb8(width, height, rgb)
+            .map_err(|e| MediaError::Invalid(format!("the image at {time_ns} ns: {e}")))?;
+        self.add(time_ns, frame)
+    }
+
+    /// Adds an image taken at `time_ns` (after the previous image's), as
+    /// [`Yuv420::from_rgb8`] converted it.
+    pub fn add(&mut self, time_ns: i64, frame: Yuv420) -> Result<()> {
+        let (width, height) = frame.image_size();
         if let Some(out) = self.out.take() {
             self.size = (width, height);
-            self.even = (width & !1, height & !1);
-            self.encoder = Some(Mp4Encoder::new(
-                out,
-                self.even.0,
-                self.even.1,
-                self.options,
-            )?);
+            let (w, h) = frame.size();
+            self.encoder = Some(Mp4Encoder::new(out, w, h, self.options)?);
         }
         if (width, height) != self.size {
             return Err(MediaError::Invalid(format!(
@@ -96,14 +102,6 @@ impl<W: Write + Seek> VideoWriter<W> {
                 self.size.0, self.size.1
             )));
         }
-        let need = width as usize * height as usize * 3;
-        if rgb.len() != need {
-            return Err(MediaError::Invalid(format!(
-                "the image at {time_ns} ns has {} bytes, a {width}x{height} rgb8 image {need}",
-                rgb.len()
-            )));
-        }
-        let frame = self.crop(rgb);
         let Some(period) = self.period else {
             return self.push(time_ns, &frame);
         };
@@ -145,9 +143,9 @@ impl<W: Write + Seek> VideoWriter<W> {
         Ok((encoder.finish()?, frames))
     }
 
-    fn push(&mut self, time_ns: i64, frame: &[u8]) -> Result<()> {
+    fn push(&mut self, time_ns: i64, frame: &Yuv420) -> Result<()> {
         match &mut self.encoder {
-            Some(e) => e.push_rgb8(time_ns, frame).map_err(|e| match e {
+            Some(e) => e.push(time_ns, frame).map_err(|e| match e {
                 MediaError::Invalid(m) => {
                     MediaError::Invalid(format!("the frame at {time_ns} ns: {m}"))
                 }
@@ -155,20 +153,6 @@ impl<W: Write + Seek> VideoWriter<W> {
             }),
             None => Err(MediaError::Write("the video has no encoder".into())),
         }
-    }
-
-    /// The pixels without an odd last column or row.
-    fn crop(&self, rgb: &[u8]) -> Vec<u8> {
-        let (w, h) = (self.size.0 as usize, self.size.1 as usize);
-        let (ew, eh) = (self.even.0 as usize, self.even.1 as usize);
-        if (w, h) == (ew, eh) {
-            return rgb.to_vec();
-        }
-        rgb.chunks_exact(w * 3)
-            .take(eh)
-            .flat_map(|row| &row[..ew * 3])
-            .copied()
-            .collect()
     }
 }
 
@@ -216,7 +200,7 @@ mod tests {
             "the image at 10 ns is 32x16, the video's first was 33x17"
         );
         let e = w.add_rgb8(10, 33, 17, &odd[..30]).unwrap_err();
-        assert!(e.to_string().contains("has 30 bytes"), "{e}");
+        assert!(e.to_string().contains("30 bytes for a 33x17"), "{e}");
         w.add_rgb8(20, 33, 17, &odd).unwrap();
         let (out, frames) = w.finish().unwrap();
         assert_eq!(frames, 2);

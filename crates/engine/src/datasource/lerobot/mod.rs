@@ -213,7 +213,7 @@ impl FileFormatFactory for LeRobotFormatFactory {
 }
 
 /// The sink writing the dataset.
-struct LeRobotSink {
+pub(crate) struct LeRobotSink {
     config: FileSinkConfig,
     options: LeRobotOptions,
     target: PathBuf,
