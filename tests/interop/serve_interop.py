@@ -15,18 +15,17 @@ import argparse
 import datetime
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import pandas as pd
 import psycopg
 import sqlalchemy as sa
 from common import Checks, Logsql
+from serve_start import start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEMO = os.path.join(ROOT, "tests", "data", "demo.mcap")
@@ -35,37 +34,6 @@ DEMO = os.path.join(ROOT, "tests", "data", "demo.mcap")
 def expect(checks, name, passed, detail):
     """Records check ``name``: failed with ``detail`` unless ``passed``."""
     checks.check(name, lambda: None if passed else detail)
-
-
-def start(binary, root, demo, *extra, flight=False):
-    """``logsql serve`` on free loopback ports; returns (process, Postgres
-    port, Flight SQL port or None)."""
-    args = [binary, "serve", "--pg", "127.0.0.1:0", "--root", root, "--table", f"demo={demo}"]
-    if flight:
-        args += ["--flight", "127.0.0.1:0"]
-    proc = subprocess.Popen(
-        args + list(extra),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    seen = []
-    pg = fl = None
-    for line in proc.stderr:
-        seen.append(line)
-        m = re.search(r"Postgres wire on 127\.0\.0\.1:(\d+)", line)
-        if m:
-            pg = int(m.group(1))
-        m = re.search(r"Arrow Flight SQL on 127\.0\.0\.1:(\d+)", line)
-        if m:
-            fl = int(m.group(1))
-        if pg and (fl or not flight):
-            # Keep draining stderr so the server never blocks on a full pipe.
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, pg, fl
-    proc.wait()
-    raise RuntimeError("logsql serve ended before listening:\n" + "".join(seen))
 
 
 def main():
