@@ -148,27 +148,80 @@ def run_cancels(checks, binary, root, demo):
             )
 
         if flight:
-            import pyarrow.flight as fl
-            import serve_flight
-
-            client = fl.FlightClient(f"grpc://127.0.0.1:{fport}")
-            info = client.get_flight_info(fl.FlightDescriptor.for_command(serve_flight.statement_query(ENDLESS_ROWS)))
-            reader = client.do_get(info.endpoints[0].ticket)
-            first = reader.read_chunk()
-            reader.cancel()
-            client.close()
-            got = next_query_runs()
-            expect(
-                checks,
-                "pyarrow.flight: a DoGet stream dropped after its first batch frees the slot",
-                first.data.num_rows > 0 and got == 2610,
-                f"{first.data.num_rows} rows, then {got}",
-            )
+            run_flight_cancels(checks, fport, next_query_runs)
         if proc.poll() is not None:
             expect(checks, "the server is still running after the cancels", False, proc.returncode)
     finally:
         proc.kill()
         proc.wait()
+
+
+def run_flight_cancels(checks, fport, next_query_runs):
+    """Flight SQL's cancels on the one-slot server of ``run_cancels``: a
+    ``CancelFlightInfo`` (and the older ``CancelQuery``) stops a running
+    query while its client reads nothing, the client's stream ends with the
+    cancel, and a dropped ``DoGet`` stream frees the slot too."""
+    import pyarrow.flight as fl
+    import serve_flight
+
+    client = fl.FlightClient(f"grpc://127.0.0.1:{fport}")
+    endless = fl.FlightDescriptor.for_command(serve_flight.statement_query(ENDLESS_ROWS))
+
+    def started():
+        """A running endless query: its FlightInfo, reader and first batch's rows."""
+        info = client.get_flight_info(endless)
+        reader = client.do_get(info.endpoints[0].ticket)
+        return info, reader, reader.read_chunk().data.num_rows
+
+    info, reader, first = started()
+    status = serve_flight.cancel_flight_info(client, info)
+    got = next_query_runs()
+    expect(
+        checks,
+        "pyarrow.flight: CancelFlightInfo of a running query answers CANCELLED, and the next query runs (slot freed)",
+        first > 0 and status == serve_flight.CANCELLED and got == 2610,
+        f"{first} rows, status {status}, then {got}",
+    )
+    try:
+        # Chunk by chunk: read_all() turns a CANCELLED status into a KeyboardInterrupt.
+        while True:
+            reader.read_chunk()
+    except StopIteration:
+        ended = "the stream ended without an error"
+    except fl.FlightCancelledError as e:
+        ended = None if "query cancelled" in str(e) else str(e)
+    except fl.FlightError as e:
+        ended = f"{type(e).__name__}: {e}"
+    expect(checks, "pyarrow.flight: the cancelled query's stream ends with a cancelled error", ended is None, ended)
+    status = serve_flight.cancel_flight_info(client, info)
+    expect(
+        checks,
+        "pyarrow.flight: CancelFlightInfo of a query that has stopped answers NOT_CANCELLABLE",
+        status == serve_flight.NOT_CANCELLABLE,
+        status,
+    )
+
+    info, reader, first = started()
+    status = serve_flight.cancel_query(client, info)
+    got = next_query_runs()
+    expect(
+        checks,
+        "pyarrow.flight: Flight SQL's CancelQuery stops a running query too (slot freed)",
+        first > 0 and status == serve_flight.CANCELLED and got == 2610,
+        f"{first} rows, status {status}, then {got}",
+    )
+    reader.cancel()
+
+    info, reader, first = started()
+    reader.cancel()
+    got = next_query_runs()
+    expect(
+        checks,
+        "pyarrow.flight: a DoGet stream dropped after its first batch frees the slot",
+        first > 0 and got == 2610,
+        f"{first} rows, then {got}",
+    )
+    client.close()
 
 
 def run_flight(checks, cli, binary, root, demo):
