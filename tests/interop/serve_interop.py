@@ -160,7 +160,8 @@ def run_flight_cancels(checks, fport, next_query_runs):
     """Flight SQL's cancels on the one-slot server of ``run_cancels``: a
     ``CancelFlightInfo`` (and the older ``CancelQuery``) stops a running
     query while its client reads nothing, the client's stream ends with the
-    cancel, and a dropped ``DoGet`` stream frees the slot too."""
+    cancel, and a dropped ``DoGet`` stream (ADBC's ``adbc_cancel()``) frees
+    the slot too."""
     import pyarrow.flight as fl
     import serve_flight
 
@@ -222,6 +223,33 @@ def run_flight_cancels(checks, fport, next_query_runs):
         f"{first} rows, then {got}",
     )
     client.close()
+
+    # ADBC's cancel stops its own DoGet call (no CancelFlightInfo): the server
+    # sees the stream go and frees the slot all the same.
+    conn = serve_flight.adbc_connect(fport)
+    try:
+        cur = conn.cursor()
+        cur.execute(ENDLESS_ROWS)
+        reader = cur.fetch_record_batch()
+        first = reader.read_next_batch().num_rows
+        cur.adbc_cancel()
+        try:
+            while True:
+                reader.read_next_batch()
+        except StopIteration:
+            ended = "the stream ended without an error"
+        except Exception as e:  # the driver's own error type
+            ended = None if "cancel" in str(e).lower() else str(e)
+        got = next_query_runs()
+        expect(
+            checks,
+            "ADBC Flight SQL: cursor.adbc_cancel() stops a running query, and the next query runs (slot freed)",
+            first > 0 and ended is None and got == 2610,
+            f"{first} rows, {ended}, then {got}",
+        )
+        cur.close()
+    finally:
+        conn.close()
 
 
 def run_flight(checks, cli, binary, root, demo):
