@@ -24,42 +24,21 @@ Writes $BENCH_RESULTS/serve.json (table `serve`, in docs/performance.md).
 import csv
 import io
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "support"))
+# The serve interop suite's start(): the server on free ports, as its tests run it.
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "interop"))
 from results import Results  # noqa: E402
+from serve_start import start  # noqa: E402
 
 import psycopg  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-
-
-def start(binary, root, flight):
-    """`logsql serve` on free loopback ports: (process, pg port, flight port)."""
-    args = [binary, "serve", "--pg", "127.0.0.1:0", "--root", root]
-    if flight:
-        args += ["--flight", "127.0.0.1:0"]
-    proc = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    pg = fl = None
-    seen = []
-    for line in proc.stderr:
-        seen.append(line)
-        if m := re.search(r"Postgres wire on 127\.0\.0\.1:(\d+)", line):
-            pg = int(m.group(1))
-        if m := re.search(r"Arrow Flight SQL on 127\.0\.0\.1:(\d+)", line):
-            fl = int(m.group(1))
-        if pg and (fl or not flight):
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, pg, fl
-    proc.wait()
-    raise RuntimeError("logsql serve ended before listening:\n" + "".join(seen))
 
 
 def timed(runs, fn):
@@ -86,11 +65,11 @@ def main():
         return [(r["topic"], int(r["n"])) for r in csv.DictReader(io.StringIO(out))]
 
     try:
-        proc, pg, fl = start(binary, root, True)
+        proc, pg, fl = start(binary, root, None, flight=True)
     except RuntimeError as e:
         if "built without Arrow Flight SQL" not in str(e):
             raise
-        proc, pg, fl = start(binary, root, False)
+        proc, pg, fl = start(binary, root, None)
     flight = fl is not None
     try:
         dsn = dict(host="127.0.0.1", port=pg, user="logsql", dbname="logsql")

@@ -35,6 +35,55 @@ def statement_query(sql):
     return _field(1, (FLIGHT_SQL + "CommandStatementQuery").encode()) + _field(2, command)
 
 
+def _varint_at(data, i):
+    """The varint at ``data[i:]`` and the index after it."""
+    n = shift = 0
+    while True:
+        byte = data[i]
+        n |= (byte & 0x7F) << shift
+        i += 1
+        shift += 7
+        if not byte & 0x80:
+            return n, i
+
+
+def _enum_field_1(message):
+    """Field 1 of a protobuf message holding one enum (0 when left out)."""
+    if not message:
+        return 0
+    if message[0] != 0x08:
+        raise ValueError(f"not an enum in field 1: {message!r}")
+    return _varint_at(message, 1)[0]
+
+
+CANCELLED, NOT_CANCELLABLE = 1, 3
+
+
+def cancel_flight_info(client, info, options=None):
+    """Arrow Flight's ``CancelFlightInfo`` action for ``info`` (its
+    ``CancelFlightInfoRequest`` encoded here: pyarrow has no method for it);
+    the ``CancelStatus`` answered (``CANCELLED`` or ``NOT_CANCELLABLE``)."""
+    body = _field(1, info.serialize())
+    results = list(client.do_action(fl.Action("CancelFlightInfo", body), options or fl.FlightCallOptions()))
+    return _enum_field_1(results[0].body.to_pybytes())
+
+
+def cancel_query(client, info, options=None):
+    """Flight SQL's older ``CancelQuery`` action for ``info``; the
+    ``CancelResult`` answered (same numbers as ``CancelStatus``)."""
+    request = _field(1, info.serialize())
+    body = _field(1, (FLIGHT_SQL + "ActionCancelQueryRequest").encode()) + _field(2, request)
+    results = list(client.do_action(fl.Action("CancelQuery", body), options or fl.FlightCallOptions()))
+    answer = results[0].body.to_pybytes()
+    # An Any: the type URL (field 1), then the result message (field 2).
+    length, i = _varint_at(answer, 1)
+    i += length
+    if answer[i] != 0x12:
+        raise ValueError(f"not an Any: {answer!r}")
+    length, i = _varint_at(answer, i + 1)
+    return _enum_field_1(answer[i : i + length])
+
+
 def pyarrow_query(client, sql, options=None):
     """``sql`` over Flight SQL with ``pyarrow.flight``: GetFlightInfo, then DoGet."""
     options = options or fl.FlightCallOptions()

@@ -15,18 +15,17 @@ import argparse
 import datetime
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import pandas as pd
 import psycopg
 import sqlalchemy as sa
 from common import Checks, Logsql
+from serve_start import start
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEMO = os.path.join(ROOT, "tests", "data", "demo.mcap")
@@ -35,37 +34,6 @@ DEMO = os.path.join(ROOT, "tests", "data", "demo.mcap")
 def expect(checks, name, passed, detail):
     """Records check ``name``: failed with ``detail`` unless ``passed``."""
     checks.check(name, lambda: None if passed else detail)
-
-
-def start(binary, root, demo, *extra, flight=False):
-    """``logsql serve`` on free loopback ports; returns (process, Postgres
-    port, Flight SQL port or None)."""
-    args = [binary, "serve", "--pg", "127.0.0.1:0", "--root", root, "--table", f"demo={demo}"]
-    if flight:
-        args += ["--flight", "127.0.0.1:0"]
-    proc = subprocess.Popen(
-        args + list(extra),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    seen = []
-    pg = fl = None
-    for line in proc.stderr:
-        seen.append(line)
-        m = re.search(r"Postgres wire on 127\.0\.0\.1:(\d+)", line)
-        if m:
-            pg = int(m.group(1))
-        m = re.search(r"Arrow Flight SQL on 127\.0\.0\.1:(\d+)", line)
-        if m:
-            fl = int(m.group(1))
-        if pg and (fl or not flight):
-            # Keep draining stderr so the server never blocks on a full pipe.
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, pg, fl
-    proc.wait()
-    raise RuntimeError("logsql serve ended before listening:\n" + "".join(seen))
 
 
 def main():
@@ -180,27 +148,108 @@ def run_cancels(checks, binary, root, demo):
             )
 
         if flight:
-            import pyarrow.flight as fl
-            import serve_flight
-
-            client = fl.FlightClient(f"grpc://127.0.0.1:{fport}")
-            info = client.get_flight_info(fl.FlightDescriptor.for_command(serve_flight.statement_query(ENDLESS_ROWS)))
-            reader = client.do_get(info.endpoints[0].ticket)
-            first = reader.read_chunk()
-            reader.cancel()
-            client.close()
-            got = next_query_runs()
-            expect(
-                checks,
-                "pyarrow.flight: a DoGet stream dropped after its first batch frees the slot",
-                first.data.num_rows > 0 and got == 2610,
-                f"{first.data.num_rows} rows, then {got}",
-            )
+            run_flight_cancels(checks, fport, next_query_runs)
         if proc.poll() is not None:
             expect(checks, "the server is still running after the cancels", False, proc.returncode)
     finally:
         proc.kill()
         proc.wait()
+
+
+def run_flight_cancels(checks, fport, next_query_runs):
+    """Flight SQL's cancels on the one-slot server of ``run_cancels``: a
+    ``CancelFlightInfo`` (and the older ``CancelQuery``) stops a running
+    query while its client reads nothing, the client's stream ends with the
+    cancel, and a dropped ``DoGet`` stream (ADBC's ``adbc_cancel()``) frees
+    the slot too."""
+    import pyarrow.flight as fl
+    import serve_flight
+
+    client = fl.FlightClient(f"grpc://127.0.0.1:{fport}")
+    endless = fl.FlightDescriptor.for_command(serve_flight.statement_query(ENDLESS_ROWS))
+
+    def started():
+        """A running endless query: its FlightInfo, reader and first batch's rows."""
+        info = client.get_flight_info(endless)
+        reader = client.do_get(info.endpoints[0].ticket)
+        return info, reader, reader.read_chunk().data.num_rows
+
+    info, reader, first = started()
+    status = serve_flight.cancel_flight_info(client, info)
+    got = next_query_runs()
+    expect(
+        checks,
+        "pyarrow.flight: CancelFlightInfo of a running query answers CANCELLED, and the next query runs (slot freed)",
+        first > 0 and status == serve_flight.CANCELLED and got == 2610,
+        f"{first} rows, status {status}, then {got}",
+    )
+    try:
+        # Chunk by chunk: read_all() turns a CANCELLED status into a KeyboardInterrupt.
+        while True:
+            reader.read_chunk()
+    except StopIteration:
+        ended = "the stream ended without an error"
+    except fl.FlightCancelledError as e:
+        ended = None if "query cancelled" in str(e) else str(e)
+    except fl.FlightError as e:
+        ended = f"{type(e).__name__}: {e}"
+    expect(checks, "pyarrow.flight: the cancelled query's stream ends with a cancelled error", ended is None, ended)
+    status = serve_flight.cancel_flight_info(client, info)
+    expect(
+        checks,
+        "pyarrow.flight: CancelFlightInfo of a query that has stopped answers NOT_CANCELLABLE",
+        status == serve_flight.NOT_CANCELLABLE,
+        status,
+    )
+
+    info, reader, first = started()
+    status = serve_flight.cancel_query(client, info)
+    got = next_query_runs()
+    expect(
+        checks,
+        "pyarrow.flight: Flight SQL's CancelQuery stops a running query too (slot freed)",
+        first > 0 and status == serve_flight.CANCELLED and got == 2610,
+        f"{first} rows, status {status}, then {got}",
+    )
+    reader.cancel()
+
+    info, reader, first = started()
+    reader.cancel()
+    got = next_query_runs()
+    expect(
+        checks,
+        "pyarrow.flight: a DoGet stream dropped after its first batch frees the slot",
+        first > 0 and got == 2610,
+        f"{first} rows, then {got}",
+    )
+    client.close()
+
+    # ADBC's cancel stops its own DoGet call (no CancelFlightInfo): the server
+    # sees the stream go and frees the slot all the same.
+    conn = serve_flight.adbc_connect(fport)
+    try:
+        cur = conn.cursor()
+        cur.execute(ENDLESS_ROWS)
+        reader = cur.fetch_record_batch()
+        first = reader.read_next_batch().num_rows
+        cur.adbc_cancel()
+        try:
+            while True:
+                reader.read_next_batch()
+        except StopIteration:
+            ended = "the stream ended without an error"
+        except Exception as e:  # the driver's own error type
+            ended = None if "cancel" in str(e).lower() else str(e)
+        got = next_query_runs()
+        expect(
+            checks,
+            "ADBC Flight SQL: cursor.adbc_cancel() stops a running query, and the next query runs (slot freed)",
+            first > 0 and ended is None and got == 2610,
+            f"{first} rows, {ended}, then {got}",
+        )
+        cur.close()
+    finally:
+        conn.close()
 
 
 def run_flight(checks, cli, binary, root, demo):

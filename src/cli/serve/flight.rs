@@ -11,17 +11,26 @@
 //!
 //! A query runs while its `DoGet` stream is read: a client that cancels or
 //! drops the stream (or the connection) drops the query's plan, so its scans
-//! stop and its memory and slot are freed.
+//! stop and its memory and slot are freed. The ticket of each statement's
+//! `FlightInfo` carries a random query id, under which its `DoGet` is
+//! registered in the server's [`RunningQueries`]: a `CancelFlightInfo`
+//! action (or Flight SQL's older `CancelQuery`) with that `FlightInfo`, from
+//! any client, stops the query the same way.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
-use arrow_flight::sql::{ActionCreatePreparedStatementRequest, Any, Command, ProstMessageExt};
+use arrow_flight::sql::{
+    ActionCancelQueryRequest, ActionCancelQueryResult, ActionCreatePreparedStatementRequest, Any,
+    Command, ProstMessageExt,
+};
 use arrow_flight::{
-    Action, Criteria, Empty, FlightData, FlightDescriptor, FlightInfo, HandshakeRequest,
-    HandshakeResponse, PollInfo, SchemaResult, Ticket,
+    Action, ActionType, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus, Criteria,
+    Empty, FlightData, FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, PollInfo,
+    SchemaResult, Ticket,
 };
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -31,19 +40,113 @@ use datafusion::sql::parser::DFParser;
 use datafusion_flight_sql_server::service::FlightSqlService;
 use datafusion_flight_sql_server::state::{CommandTicket, QueryHandle};
 use datafusion_postgres::pgwire::api::auth::sasl::scram::random_nonce;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use prost::Message;
+use prost::bytes::Bytes;
 use subtle::ConstantTimeEq;
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
+use super::cancel::{QueryKey, RunningQueries};
 use super::statements::StatementGuard;
 use crate::cli::error::{CliError, CliResult};
 
 /// The `CreatePreparedStatement` action's type.
 const CREATE_PREPARED_STATEMENT: &str = "CreatePreparedStatement";
+
+/// Arrow Flight's action that cancels the query of a `FlightInfo`.
+const CANCEL_FLIGHT_INFO: &str = "CancelFlightInfo";
+
+/// Flight SQL's older action of the same (deprecated for `CancelFlightInfo`).
+const CANCEL_QUERY: &str = "CancelQuery";
+
+/// A statement's ticket as this server hands it out: datafusion-flight-sql-server's
+/// (its command in field 2) with a query id in a field that crate's decoding
+/// skips.
+#[derive(Clone, PartialEq, Message)]
+struct QueryTicket {
+    #[prost(bytes = "bytes", tag = "2")]
+    command: Bytes,
+    #[prost(string, tag = "15")]
+    query_id: String,
+}
+
+/// The query id `ticket` carries, if any.
+fn query_id(ticket: &Bytes) -> Option<String> {
+    QueryTicket::decode(ticket.clone())
+        .ok()
+        .map(|t| t.query_id)
+        .filter(|id| !id.is_empty())
+}
+
+/// `info` with a fresh query id in the ticket of each statement endpoint.
+fn tag_tickets(info: &mut FlightInfo) {
+    for endpoint in &mut info.endpoint {
+        let Some(ticket) = endpoint.ticket.as_mut() else {
+            continue;
+        };
+        let statement = CommandTicket::try_decode(ticket.ticket.clone())
+            .is_ok_and(|CommandTicket { command }| is_statement(&command));
+        if let (true, Ok(mut tagged)) = (statement, QueryTicket::decode(ticket.ticket.clone())) {
+            tagged.query_id = random_nonce();
+            ticket.ticket = tagged.encode_to_vec().into();
+        }
+    }
+}
+
+/// The error a cancelled query's `DoGet` ends with.
+fn cancelled() -> Status {
+    Status::cancelled("query cancelled: a client cancelled it (CancelFlightInfo)")
+}
+
+/// `stream` run by a task of its own, stopping at `token` (the stream is
+/// dropped then, so the query's plan is, even while the client reads
+/// nothing) or when the client goes away; a stopped stream ends with
+/// [`cancelled`]. `registration` is dropped with the task.
+fn cancellable(
+    mut stream: <FlightSqlService as FlightService>::DoGetStream,
+    token: tokio_util::sync::CancellationToken,
+    registration: super::cancel::Registration,
+) -> Stream_<FlightData> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let stopped = token.clone();
+    tokio::spawn(async move {
+        let _registration = registration;
+        loop {
+            let item = tokio::select! {
+                biased;
+                _ = token.cancelled() => return,
+                _ = tx.closed() => return,
+                item = stream.next() => item,
+            };
+            let Some(item) = item else { return };
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => return,
+                sent = tx.send(item) => if sent.is_err() { return },
+            }
+        }
+    });
+    Box::pin(futures::stream::unfold(
+        Some((rx, stopped)),
+        |state| async move {
+            let (mut rx, stopped) = state?;
+            match rx.recv().await {
+                Some(item) => Some((item, Some((rx, stopped)))),
+                None if stopped.is_cancelled() => Some((Err(cancelled()), None)),
+                None => None,
+            }
+        },
+    ))
+}
+
+/// A one-result action answer.
+fn action_result(body: Vec<u8>) -> Stream_<arrow_flight::Result> {
+    let result = arrow_flight::Result { body: body.into() };
+    Box::pin(futures::stream::once(async move { Ok(result) }))
+}
 
 /// Base64 as basic auth sends it, padded or not (Go's Flight client, under
 /// ADBC, leaves the padding out).
@@ -136,12 +239,20 @@ pub struct LogsqlFlight {
     guard: StatementGuard,
     /// The session's catalog, listed when a client asks for every catalog.
     catalog: String,
+    /// The server's running queries (shared with the Postgres wire).
+    running: Arc<RunningQueries>,
 }
 
 impl LogsqlFlight {
     /// The service over `state` (the server's session), for `login` (`None`:
-    /// open; `Some((user, password))`: basic auth), writing only if `writes`.
-    pub fn new(state: SessionState, login: Option<(String, String)>, writes: bool) -> Self {
+    /// open; `Some((user, password))`: basic auth), writing only if `writes`,
+    /// its running queries registered in `running`.
+    pub fn new(
+        state: SessionState,
+        login: Option<(String, String)>,
+        writes: bool,
+        running: Arc<RunningQueries>,
+    ) -> Self {
         let options = SQLOptions::new()
             .with_allow_ddl(false)
             .with_allow_dml(writes)
@@ -160,6 +271,25 @@ impl LogsqlFlight {
             login,
             guard: StatementGuard { writes },
             catalog,
+            running,
+        }
+    }
+
+    /// Stops the running queries of `info`'s tickets: `Cancelled` if one
+    /// ran, else `NotCancellable` (it ended, its `DoGet` has not started, or
+    /// the tickets name no query of this server).
+    fn cancel(&self, info: &FlightInfo) -> CancelStatus {
+        let mut cancelled = false;
+        for ticket in info.endpoint.iter().filter_map(|e| e.ticket.as_ref()) {
+            if let Some(id) = query_id(&ticket.ticket) {
+                cancelled |= self.running.cancel(&QueryKey::Ticket(id), &[]);
+            }
+        }
+        if cancelled {
+            log::info!("Flight SQL cancel: stopping a running query");
+            CancelStatus::Cancelled
+        } else {
+            CancelStatus::NotCancellable
         }
     }
 
@@ -255,11 +385,11 @@ type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>
 impl FlightService for LogsqlFlight {
     type HandshakeStream = Stream_<HandshakeResponse>;
     type ListFlightsStream = <FlightSqlService as FlightService>::ListFlightsStream;
-    type DoGetStream = <FlightSqlService as FlightService>::DoGetStream;
+    type DoGetStream = Stream_<FlightData>;
     type DoPutStream = <FlightSqlService as FlightService>::DoPutStream;
     type DoExchangeStream = <FlightSqlService as FlightService>::DoExchangeStream;
-    type DoActionStream = <FlightSqlService as FlightService>::DoActionStream;
-    type ListActionsStream = <FlightSqlService as FlightService>::ListActionsStream;
+    type DoActionStream = Stream_<arrow_flight::Result>;
+    type ListActionsStream = Stream_<ActionType>;
 
     async fn handshake(
         &self,
@@ -289,7 +419,9 @@ impl FlightService for LogsqlFlight {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let request = self.vet_descriptor(request)?;
-        self.inner.get_flight_info(request).await
+        let mut response = self.inner.get_flight_info(request).await?;
+        tag_tickets(response.get_mut());
+        Ok(response)
     }
 
     async fn poll_flight_info(
@@ -297,7 +429,11 @@ impl FlightService for LogsqlFlight {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<PollInfo>, Status> {
         let request = self.vet_descriptor(request)?;
-        self.inner.poll_flight_info(request).await
+        let mut response = self.inner.poll_flight_info(request).await?;
+        if let Some(info) = response.get_mut().info.as_mut() {
+            tag_tickets(info);
+        }
+        Ok(response)
     }
 
     async fn get_schema(
@@ -314,6 +450,7 @@ impl FlightService for LogsqlFlight {
     ) -> Result<Response<Self::DoGetStream>, Status> {
         self.admit(&request)?;
         let ticket = &mut request.get_mut().ticket;
+        let id = query_id(ticket);
         // A statement's ticket (the others, of catalog commands, go on as they are).
         if let Ok(CommandTicket { command }) = CommandTicket::try_decode(ticket.clone())
             && is_statement(&command)
@@ -324,7 +461,16 @@ impl FlightService for LogsqlFlight {
         } else if let Some(listing) = self.every_catalog(ticket) {
             *ticket = listing;
         }
-        self.inner.do_get(request).await
+        let Some(id) = id else {
+            return self.inner.do_get(request).await;
+        };
+        let (token, registration) = self.running.register(QueryKey::Ticket(id), Vec::new());
+        let response = tokio::select! {
+            biased;
+            _ = token.cancelled() => return Err(cancelled()),
+            response = self.inner.do_get(request) => response?,
+        };
+        Ok(response.map(|stream| cancellable(stream, token, registration)))
     }
 
     async fn do_put(
@@ -351,7 +497,30 @@ impl FlightService for LogsqlFlight {
     ) -> Result<Response<Self::DoActionStream>, Status> {
         self.admit(&request)?;
         let action = request.get_mut();
-        if action.r#type == CREATE_PREPARED_STATEMENT {
+        let invalid = |e: prost::DecodeError| Status::invalid_argument(e.to_string());
+        if action.r#type == CANCEL_FLIGHT_INFO {
+            let cancel = CancelFlightInfoRequest::decode(action.body.clone()).map_err(invalid)?;
+            let info = cancel.info.ok_or_else(|| {
+                Status::invalid_argument("CancelFlightInfo without the FlightInfo to cancel")
+            })?;
+            let result = CancelFlightInfoResult::new(self.cancel(&info));
+            return Ok(Response::new(action_result(result.encode_to_vec())));
+        } else if action.r#type == CANCEL_QUERY {
+            let any = Any::decode(action.body.clone()).map_err(invalid)?;
+            let cancel = any
+                .unpack::<ActionCancelQueryRequest>()
+                .ok()
+                .flatten()
+                .ok_or_else(|| Status::invalid_argument("CancelQuery without its request"))?;
+            let info = FlightInfo::decode(cancel.info).map_err(invalid)?;
+            // Its CancelResult numbers CANCELLED and NOT_CANCELLABLE as CancelStatus does.
+            let result = ActionCancelQueryResult {
+                result: self.cancel(&info) as i32,
+            };
+            return Ok(Response::new(action_result(
+                result.as_any().encode_to_vec(),
+            )));
+        } else if action.r#type == CREATE_PREPARED_STATEMENT {
             let any = Any::decode(action.body.clone())
                 .map_err(|e| Status::invalid_argument(e.to_string()))?;
             if let Ok(Some(mut create)) = any.unpack::<ActionCreatePreparedStatementRequest>() {
@@ -371,7 +540,16 @@ impl FlightService for LogsqlFlight {
         request: Request<Empty>,
     ) -> Result<Response<Self::ListActionsStream>, Status> {
         self.admit(&request)?;
-        self.inner.list_actions(request).await
+        let inner = self.inner.list_actions(request).await?.into_inner();
+        let cancel = ActionType {
+            r#type: CANCEL_FLIGHT_INFO.to_string(),
+            description: "Stops the running query of a FlightInfo \
+                          (CancelFlightInfoRequest; answers CancelFlightInfoResult)"
+                .into(),
+        };
+        Ok(Response::new(Box::pin(
+            inner.chain(futures::stream::once(async move { Ok(cancel) })),
+        )))
     }
 }
 

@@ -3,7 +3,8 @@
 //! DBeaver, pandas, ADBC, ...).
 //!
 //! - [`pg`]: the Postgres-wire handlers, login, TLS and the accept loop;
-//! - [`cancel`]: Postgres cancel requests that stop a streaming query;
+//! - [`cancel`]: the running queries, and the cancel requests (Postgres's
+//!   and Flight SQL's) that stop them while they stream;
 //! - [`flight`]: the Flight SQL service, its login and statement checks;
 //! - [`statements`]: which statements a shared session runs;
 //! - [`json_text`]: nested columns as JSON text over Postgres wire;
@@ -39,6 +40,7 @@ use tokio::net::TcpListener;
 use super::App;
 use super::args::{Args, ServeArgs};
 use super::error::{CliError, CliResult};
+use cancel::RunningQueries;
 use limits::{QueryLimits, ServeRule};
 use pg::{Handlers, Login};
 
@@ -105,14 +107,19 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
     app.ctx.register_udf(version_udf());
     app.ctx.register_udf(to_regtype_udf());
 
+    let running = Arc::new(RunningQueries::default());
     #[cfg(not(feature = "flight"))]
     let flight = None;
     #[cfg(feature = "flight")]
     let flight = match (serve.flight, flight_server) {
         (Some(addr), Some(server)) => {
             let (listener, addr) = app.rt.block_on(flight::bind(addr))?;
-            let service =
-                flight::LogsqlFlight::new(app.ctx.state(), password, write_roots.is_some());
+            let service = flight::LogsqlFlight::new(
+                app.ctx.state(),
+                password,
+                write_roots.is_some(),
+                Arc::clone(&running),
+            );
             app.rt.spawn(flight::serve(server, listener, service));
             Some(addr)
         }
@@ -125,6 +132,7 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
         write_roots.is_some(),
         login,
         serve.tls_only,
+        running,
     ));
     let listener = app
         .rt

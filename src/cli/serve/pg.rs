@@ -69,8 +69,15 @@ pub struct Handlers {
 }
 
 impl Handlers {
-    /// The handlers of a server over `ctx`.
-    pub fn new(ctx: Arc<SessionContext>, writes: bool, login: Login, tls_only: bool) -> Self {
+    /// The handlers of a server over `ctx`, registering their running
+    /// answers in `running` (the server's registry, shared with Flight SQL).
+    pub fn new(
+        ctx: Arc<SessionContext>,
+        writes: bool,
+        login: Login,
+        tls_only: bool,
+        running: Arc<RunningQueries>,
+    ) -> Self {
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(StatementGuard { writes }),
             Arc::new(NestedAsJson),
@@ -79,7 +86,6 @@ impl Handlers {
             Arc::new(TransactionStatementHook),
         ];
         let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
-        let running = Arc::new(RunningQueries::default());
         let service = Arc::new(LogsqlService {
             parser: Arc::new(AsofParser(inner.query_parser())),
             inner,
