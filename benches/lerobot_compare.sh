@@ -121,15 +121,6 @@ versions=$(py_version lerobot torch av mcap rosbags)
     tsv "a ${short_s} s recording ($mb MB: 640x480 camera at 30 Hz, JPEG camera at 15 Hz, joints) to $frames frames" "$(rate "$py_t") frames/s ($(per_gb "$py_t") s per GB)" "$(rate "$ls_t") frames/s ($(per_gb "$ls_t") s per GB)" "**$(ratio "$py_t" "$ls_t")x**"
     tsv "peak RSS, ${short_s} s and ${long_s} s recordings" "${py_rss} MB (${short_s} s)" "${ls_rss} MB and ${ls_rss4} MB" ""
 } | results_table lerobot "A recording to a LeRobot dataset against the official mcap reader + rosbags + LeRobot's writer ($versions)" -rrr
-ok=0
-check() { # check WHAT VALUE CMP LIMIT
-    if (($(echo "$2 $3 $4" | bc -l))); then
-        results_note "target met: $1 ($2)"
-    else
-        results_note "TARGET MISSED: $1 ($2)"
-        ok=1
-    fi
-}
 check "logsql >= 5x faster than python" "$(ratio2 "$py_t" "$ls_t")" ">=" 5
 check "logsql under 60 s per GB of recording" "$(per_gb "$ls_t")" "<" 60
 check "peak RSS on the 4x recording within 1.25x of the short one's" "$(ratio2 "$ls_rss4" "$ls_rss")" "<=" 1.25

@@ -141,15 +141,6 @@ count() { python3 -c 'import sys; print(f"{int(sys.argv[1]):,}")' "$1"; }
     tsv "(b) 10% window of /imu + /camera/compressed of the $mcap_mb MB MCAP -> MCAP ($(count "$n_win") messages)" "${py_b} ± ${py_b_sd} s" "${ls_b} ± ${ls_b_sd} s" "**$(ratio "$py_b" "$ls_b")x**"
     tsv "(c) baseline: logsql full scan of the bag ${scan} s + \`zstd -3 -T1\` of the payloads ${zs} s = $(printf '%.3f' "$base") s" "" "export ${ls_a} s" "**$(printf '%.2f' "$(ratio2 "$ls_a" "$base")")x** of the baseline"
 } | results_table mcap-write "MCAP export against the Python rosbags + mcap writer ($versions)" -rrr
-ok=0
-check() { # check WHAT RATIO CMP LIMIT
-    if (($(echo "$2 $3 $4" | bc -l))); then
-        results_note "target met: $1 ($2)"
-    else
-        results_note "TARGET MISSED: $1 ($2)"
-        ok=1
-    fi
-}
 check "(a) logsql >= 10x faster than python" "$(ratio2 "$py_a" "$ls_a")" ">=" 10
 check "(b) logsql >= 10x faster than python" "$(ratio2 "$py_b" "$ls_b")" ">=" 10
 check "(a) within 2x of a full scan plus zstd of the same bytes" "$(ratio2 "$ls_a" "$base")" "<=" 2

@@ -97,15 +97,6 @@ mb=$(du -m "$damaged" | cut -f1)
     tsv "the same messages scanned and written as MCAP (\`logsql --on-error warn export\`)" "${base} ± ${base_sd} s (${base_min})" "$rss_base MB"
     tsv "recover / scan + write" "**$(ratio2 "$rec" "$base")x**" ""
 } | results_table recover "Recovery of a damaged recording: $runs runs each (hyperfine, 1 warm-up), mean ± stddev (min); page cache: $BENCH_CACHE_STATE" -rr
-ok=0
-check() { # check WHAT VALUE CMP LIMIT
-    if (($(echo "$2 $3 $4" | bc -l))); then
-        results_note "target met: $1 ($2)"
-    else
-        results_note "TARGET MISSED: $1 ($2)"
-        ok=1
-    fi
-}
 check "recover's peak RSS under 200 MB" "$rss" "<" 200
 check "recover within 1.5x of the scan plus MCAP write" "$(ratio2 "$rec" "$base")" "<=" 1.5
 results_done

@@ -186,5 +186,16 @@ results_start() {
 results_table() { python3 "$results_py" table "$bench_name" "$@"; }
 results_note() { python3 "$results_py" note "$bench_name" "$@"; }
 results_done() { python3 "$results_py" done "$bench_name"; }
+# check WHAT VALUE CMP LIMIT: notes in the results whether a target is met (`VALUE CMP LIMIT`,
+# evaluated by bc); a missed one sets ok=1, which the scripts exit with.
+ok=0
+check() {
+    if (($(echo "$2 $3 $4" | bc -l))); then
+        results_note "target met: $1 ($2)"
+    else
+        results_note "TARGET MISSED: $1 ($2)"
+        ok=1
+    fi
+}
 # tsv CELL...: one tab-separated line (a row for results_table).
 tsv() { local IFS=$'\t'; printf '%s\n' "$*"; }
