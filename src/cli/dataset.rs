@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::Int64Type;
+use datafusion::error::DataFusionError;
 use datafusion::physical_plan::execute_stream;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -498,6 +499,36 @@ impl Spec {
         format!("SELECT count(*) FROM ({})", grids.join(" UNION ALL "))
     }
 
+    /// `e`, a failure to plan the spec's query, named as the fault of
+    /// `[episodes] split_when` when the query plans without that condition
+    /// (DataFusion's message alone points into the generated SQL).
+    async fn blame_split_when(
+        &self,
+        ctx: &datafusion::prelude::SessionContext,
+        path: &Path,
+        e: DataFusionError,
+    ) -> DataFusionError {
+        let Some(condition) = &self.split_when else {
+            return e;
+        };
+        let without = Spec {
+            split_when: None,
+            ..self.clone()
+        };
+        if logsql::sql(ctx, &without.select()).await.is_err() {
+            return e;
+        }
+        DataFusionError::External(
+            format!(
+                "{}: [episodes] split_when = {condition:?} is not a condition on a frame's columns \
+                 (the features and cameras by their keys, task, log_time and file): {}",
+                path.display(),
+                render(&e)
+            )
+            .into(),
+        )
+    }
+
     /// `message` with each feature and camera it names followed by its
     /// topic (the writer knows the columns, the spec their topics).
     fn with_topics(&self, message: &str) -> String {
@@ -575,7 +606,10 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     }
     let written = app.rt.block_on(async {
         // Batches of a few frames, as under `COPY ... STORED AS LEROBOT`.
-        let frame = logsql::sql(&app.ctx, &select).await?;
+        let frame = match logsql::sql(&app.ctx, &select).await {
+            Ok(frame) => frame,
+            Err(e) => return Err(spec.blame_split_when(&app.ctx, &a.spec, e).await),
+        };
         let task = Arc::new(frame.task_ctx());
         let plan = under_frames(
             frame.create_physical_plan().await?,

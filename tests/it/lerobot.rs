@@ -1155,3 +1155,35 @@ fn an_interrupted_dataset_export_leaves_nothing() {
         "no dataset, no temporary directory"
     );
 }
+
+/// A `split_when` that is not a condition on the frame's columns is named
+/// as the spec's fault, not left as an error inside the generated SQL.
+#[test]
+fn a_bad_split_when_is_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let out = dir.path().join("ds");
+    for (condition, cause) in [
+        ("nonsense > 3", "No field named nonsense"),
+        ("(((", "sql parser error"),
+    ] {
+        let spec = spec(
+            dir.path(),
+            &[&runs.join("a.mcap")],
+            &format!("[episodes]\nsplit_when = '{condition}'\n{STATE_AND_FRONT}"),
+        );
+        let e = err(&[
+            "dataset",
+            spec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            e.contains(&format!(
+                "spec.toml: [episodes] split_when = \"{condition}\" is not a condition on a frame's columns"
+            )) && e.contains(cause),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
+}
