@@ -169,11 +169,9 @@ impl ExecutionPlan for LimitedExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children.pop().ok_or_else(|| {
-            DataFusionError::Internal("LimitedExec without its input".to_string())
-        })?;
+        let input = logsql::scanner::unary::only_child(children, "LimitedExec")?;
         Ok(Arc::new(Self::new(input, Arc::clone(&self.limits))))
     }
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -198,17 +198,12 @@ impl ExecutionPlan for FrameBatchesExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        match (children.pop(), children.is_empty()) {
-            (Some(input), true) => Ok(Arc::new(Self {
-                input,
-                rows: self.rows,
-            })),
-            _ => Err(DataFusionError::Internal(
-                "FrameBatchesExec takes exactly one child".into(),
-            )),
-        }
+        Ok(Arc::new(Self {
+            input: crate::scanner::unary::only_child(children, "FrameBatchesExec")?,
+            rows: self.rows,
+        }))
     }
 
     fn execute(

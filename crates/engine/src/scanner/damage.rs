@@ -158,14 +158,10 @@ impl ExecutionPlan for DamageReportExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        match (children.pop(), children.is_empty()) {
-            (Some(input), true) => Ok(Arc::new(Self::new(input, Arc::clone(&self.log)))),
-            _ => Err(DataFusionError::Internal(
-                "DamageReportExec takes exactly one child".into(),
-            )),
-        }
+        let input = super::unary::only_child(children, "DamageReportExec")?;
+        Ok(Arc::new(Self::new(input, Arc::clone(&self.log))))
     }
 
     fn execute(

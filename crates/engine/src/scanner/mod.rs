@@ -5,7 +5,8 @@
 //! (`summary_rows`), declared `log_time` order ([`time_order`]), newest-first
 //! reads and run-time chunk pruning ([`newest_first`]), the damage
 //! log ([`damage`]), the `messages` schema ([`schema`]), the session options
-//! ([`options`]) and errors ([`error`]). It imports only [`super::storage`].
+//! ([`options`]), errors ([`error`]) and what plan nodes of one input share
+//! ([`unary`]). It imports only [`super::storage`].
 
 pub mod batch;
 pub(crate) mod chunk_choice;
@@ -22,3 +23,4 @@ pub(crate) mod summary_rows;
 pub(crate) mod table_batch;
 pub mod target;
 pub mod time_order;
+pub mod unary;

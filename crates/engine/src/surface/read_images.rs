@@ -364,19 +364,14 @@ impl ExecutionPlan for ImagesExec {
 
     fn with_new_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        match (children.pop(), children.is_empty()) {
-            (Some(input), true) => Ok(Arc::new(Self::new(
-                input,
-                self.layout.clone(),
-                self.topic.clone(),
-                self.projection.clone(),
-            )?)),
-            _ => Err(DataFusionError::Internal(
-                "ImagesExec takes exactly one child".into(),
-            )),
-        }
+        Ok(Arc::new(Self::new(
+            crate::scanner::unary::only_child(children, "ImagesExec")?,
+            self.layout.clone(),
+            self.topic.clone(),
+            self.projection.clone(),
+        )?))
     }
 
     fn execute(
