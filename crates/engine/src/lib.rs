@@ -18,6 +18,8 @@
 //! ```
 //!
 //! Layers, bottom up (each imports only the ones below it):
+//! - [`task`]: copies of a query's task context with its configuration or
+//!   runtime changed;
 //! - [`atomic_write`]: output files staged beside their targets and renamed
 //!   over them when complete (the rule giving every `COPY` that guarantee);
 //! - [`storage`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
@@ -41,6 +43,7 @@ pub mod distributed;
 pub mod scanner;
 pub mod storage;
 pub mod surface;
+pub mod task;
 
 use std::sync::Arc;
 

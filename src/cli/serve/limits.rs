@@ -246,14 +246,5 @@ fn with_memory_limit(context: &Arc<TaskContext>, limit: usize) -> Arc<TaskContex
         GreedyMemoryPool::new(limit),
         std::num::NonZeroUsize::new(3).expect("3 is not zero"),
     ));
-    Arc::new(TaskContext::new(
-        context.task_id(),
-        context.session_id(),
-        context.session_config().clone(),
-        context.scalar_functions().clone(),
-        context.higher_order_functions().clone(),
-        context.aggregate_functions().clone(),
-        context.window_functions().clone(),
-        Arc::new(runtime),
-    ))
+    logsql::task::with_runtime(context, Arc::new(runtime))
 }

@@ -133,16 +133,7 @@ impl DataSink for AtomicSink {
             Arc::clone(&env.object_store_registry),
             staging,
         ));
-        let staging_context = Arc::new(TaskContext::new(
-            context.task_id(),
-            context.session_id(),
-            context.session_config().clone(),
-            context.scalar_functions().clone(),
-            context.higher_order_functions().clone(),
-            context.aggregate_functions().clone(),
-            context.window_functions().clone(),
-            Arc::new(runtime),
-        ));
+        let staging_context = crate::task::with_runtime(context, Arc::new(runtime));
         let written = inner.write_all(data, &staging_context).await;
         let set = std::mem::take(&mut *staged.lock());
         match written {

@@ -145,17 +145,7 @@ impl FrameBatchesExec {
             return Ok(context);
         }
         let config = context.session_config().clone().with_batch_size(self.rows);
-        let task = TaskContext::new(
-            context.task_id(),
-            context.session_id(),
-            config,
-            context.scalar_functions().clone(),
-            context.higher_order_functions().clone(),
-            context.aggregate_functions().clone(),
-            context.window_functions().clone(),
-            context.runtime_env(),
-        );
-        Ok(Arc::new(task))
+        Ok(crate::task::with_config(&context, config))
     }
 }
 
