@@ -971,7 +971,6 @@ async fn the_plan_codec_survives_damaged_plans() {
             decode(&damaged, &format!("{sql}: mutation round {round}"));
         }
     }
-    drop(decode);
     let _ = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| previous(info)));
     for panic in &upstream_panics {
