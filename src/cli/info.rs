@@ -146,12 +146,12 @@ struct File {
 
 /// The files `paths` name, each with its summary read through the session's
 /// summary cache, as queries list and read them: a directory or glob stands for
-/// the log files in it (a local directory: at any depth), and one of them that
+/// the log files in it (at any depth, as the session lists them), and one of them that
 /// cannot be read as a log file is reported with the others, not fatal.
 fn expand(app: &App, paths: &[String]) -> CliResult<Vec<File>> {
     let mut out = Vec::new();
     for path in paths {
-        // A local path (not a `file://` URL): a directory is read at any depth.
+        // A local path (not a `file://` URL).
         let local = is_local(path) && !path.starts_with("file:");
         let glob = !Path::new(path).exists() && path.contains(['*', '?', '[']);
         // A missing file, a pipe or a device is that file's failure.
@@ -165,12 +165,7 @@ fn expand(app: &App, paths: &[String]) -> CliResult<Vec<File>> {
             });
             continue;
         }
-        let mut state = app.ctx.state();
-        state
-            .config_mut()
-            .options_mut()
-            .execution
-            .listing_table_ignore_subdirectory = !(local && Path::new(path).is_dir());
+        let state = app.ctx.state();
         let files = app.rt.block_on(read(&state, path))?;
         if files.is_empty() {
             return Err(logsql_readers::Error::NoLogFiles { path: path.clone() }.into());

@@ -175,6 +175,54 @@ async fn stored_as_ros2_split_bags_and_directories_without_metadata() {
     );
 }
 
+/// A directory of bag directories (as `ros2 bag record` leaves them) names
+/// every bag below it, with no setting: each bag's rows by file, the same as
+/// the bag read alone, in SQL, in `time_grid` (an episode per file) and in a
+/// glob across the bag directories.
+#[tokio::test]
+async fn a_directory_of_bags_reads_every_bag_below_it() {
+    let Some(dir) = dir() else {
+        return;
+    };
+    let ctx = ctx();
+    let sq = dir.join("sqlite3");
+    let all = format!("{}/", sq.display());
+    let by_file = |table: String| {
+        format!(
+            "SELECT regexp_replace(file, '.*/sqlite3/', '') f, count(*) FROM {table} \
+             WHERE length(data) >= 0 GROUP BY f ORDER BY f"
+        )
+    };
+    let got = pairs(&ctx, &by_file(format!("'{all}'"))).await;
+    for (bag, files) in [
+        ("talker", 1),
+        ("wbag", 5),
+        ("multiple_files_no_metadata", 3),
+    ] {
+        let alone = pairs(&ctx, &by_file(format!("'{}/'", sq.join(bag).display()))).await;
+        assert_eq!(alone.len(), files, "{bag}: {alone:?}");
+        for row in &alone {
+            assert!(got.contains(row), "{bag}: {row:?} not in {got:?}");
+        }
+    }
+    let glob = pairs(&ctx, &by_file(format!("'{all}*/wbag_*.db3'"))).await;
+    assert_eq!(glob.len(), 5, "{glob:?}");
+    assert!(glob.iter().all(|row| got.contains(row)), "{glob:?}");
+    let episodes = ints(
+        &ctx,
+        &format!("SELECT count(DISTINCT episode_index) FROM time_grid('{all}', 10)"),
+    )
+    .await;
+    let files_with_messages = got.iter().filter(|(_, n)| *n > 0).count() as i64;
+    assert_eq!(episodes, vec![files_with_messages]);
+    // DataFusion's own default lists the directory's own files: none here.
+    ctx.sql("SET datafusion.execution.listing_table_ignore_subdirectory = true")
+        .await
+        .unwrap();
+    let e = error(&ctx, &format!("SELECT count(*) FROM '{all}'")).await;
+    assert!(e.contains("no log files"), "{e}");
+}
+
 #[tokio::test]
 async fn topics_metadata_and_statistics() {
     let Some(dir) = dir() else {

@@ -212,7 +212,14 @@ pub fn session_context() -> SessionContext {
 /// A new `SessionContext` from `config`, with logsql registered. Its
 /// object-store registry builds stores for `s3://`, `gs://`, `az://` and
 /// `http(s)://` URLs when first used (`stores::StoreRegistry`).
+///
+/// A directory names every file below it, sub-directories included
+/// (`datafusion.execution.listing_table_ignore_subdirectory` is `false`):
+/// recordings sit in trees (a ROS 2 bag is a directory, fleets nest runs by
+/// robot and day), and `logsql info` walks them too. `SET` it back to `true`
+/// for DataFusion's default, the directory's own files only.
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
+    let config = walking_subdirectories(config);
     // The state is built once, with logsql's optimizer rules, so that
     // `register` does not rebuild it (process start-up, `logsql "SELECT 1"`).
     let builder = physical_rules(true).into_iter().fold(
@@ -225,6 +232,16 @@ pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
     let ctx = SessionContext::new_with_state(builder.build());
     register(&ctx).expect("registering logsql on a fresh context cannot fail");
     ctx
+}
+
+/// `config` with `listing_table_ignore_subdirectory` off: a directory names
+/// every file below it (see [`session_context_with_config`]).
+pub(crate) fn walking_subdirectories(mut config: SessionConfig) -> SessionConfig {
+    config
+        .options_mut()
+        .execution
+        .listing_table_ignore_subdirectory = false;
+    config
 }
 
 /// A runtime whose object-store registry builds stores for `s3://`, `gs://`,

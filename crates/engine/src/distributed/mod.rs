@@ -114,12 +114,14 @@ pub fn coordinator_state_builder(
 ) -> Result<SessionStateBuilder> {
     SessionStateBuilder::new()
         .with_default_features()
-        .with_config(config.with_option_extension(LogsqlOptions {
-            // The distributed planner re-splits file groups into tasks, which
-            // a declared scan order does not allow.
-            time_order: false,
-            ..LogsqlOptions::default()
-        }))
+        .with_config(
+            super::walking_subdirectories(config).with_option_extension(LogsqlOptions {
+                // The distributed planner re-splits file groups into tasks, which
+                // a declared scan order does not allow.
+                time_order: false,
+                ..LogsqlOptions::default()
+            }),
+        )
         .with_runtime_env(super::runtime_env())
         .with_distributed_planner()
         .with_distributed_worker_resolver(workers)
