@@ -102,8 +102,9 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-} " == *" lerobot "* ]]; then
     if [[ ! -x "$lerobot_venv/bin/python" ]]; then
         python3 -m venv "$lerobot_venv"
     fi
-    if ! "$lerobot_venv/bin/python" -c "import lerobot, mcap, rosbags, PIL, av" 2>/dev/null; then
-        "$lerobot_venv/bin/python" -m pip install --quiet --disable-pip-version-check "lerobot>=0.4,<0.5" "mcap>=1.2,<2" "rosbags>=0.11,<0.12" Pillow av
+    if ! "$lerobot_venv/bin/python" -c "import lerobot, mcap, mcap_ros2, mcap_protobuf, foxglove_schemas_protobuf, rosbags, PIL, av" 2>/dev/null; then
+        "$lerobot_venv/bin/python" -m pip install --quiet --disable-pip-version-check "lerobot>=0.4,<0.5" "mcap>=1.2,<2" "rosbags>=0.11,<0.12" Pillow av \
+            "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1" "foxglove-schemas-protobuf>=0.3,<1"
     fi
 fi
 
