@@ -3,10 +3,14 @@
 //!
 //! ```text
 //! cargo run --example gen_robot -- OUT.mcap [--seconds S] [--width W] [--height H]
-//!     [--joint-hz HZ] [--wrist] [--seed N] [--start NANOS]
+//!     [--joint-hz HZ] [--wrist] [--seed N] [--start NANOS] [--gap FROM:TO]
+//!     [--task AT:TEXT ...] [--metadata NAME:KEY=VALUE ...]
 //! ```
 //!
-//! Topics and signals: see `benches/support/robot.rs`.
+//! `--gap`: no message between FROM and TO seconds after the start (an
+//! episode cut by `split_on_gap`); `--task`: a `/task` message at AT seconds;
+//! `--metadata`: an MCAP metadata record NAME with KEY=VALUE (repeat NAME for
+//! several keys). Topics and signals: see `benches/support/robot.rs`.
 
 #[path = "../benches/support/robot.rs"]
 mod robot;
@@ -14,7 +18,7 @@ mod robot;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: gen_robot OUT.mcap [--seconds S] [--width W] [--height H] [--joint-hz HZ] [--wrist] [--seed N] [--start NANOS]";
+const USAGE: &str = "usage: gen_robot OUT.mcap [--seconds S] [--width W] [--height H] [--joint-hz HZ] [--wrist] [--seed N] [--start NANOS] [--gap FROM:TO] [--task AT:TEXT ...] [--metadata NAME:KEY=VALUE ...]";
 
 fn parse() -> Result<(PathBuf, robot::RobotOptions), String> {
     let mut o = robot::RobotOptions::default();
@@ -50,6 +54,32 @@ fn parse() -> Result<(PathBuf, robot::RobotOptions), String> {
             "--start" => {
                 let v = value("--start")?;
                 o.start_ns = v.parse().map_err(|_| bad("--start", &v))?;
+            }
+            "--gap" => {
+                let v = value("--gap")?;
+                let malformed = || format!("--gap {v:?} is not FROM:TO (seconds)\n{USAGE}");
+                let (from, to) = v.split_once(':').ok_or_else(malformed)?;
+                let from = from.parse().map_err(|_| malformed())?;
+                let to = to.parse().map_err(|_| malformed())?;
+                o.gap = Some((from, to));
+            }
+            "--task" => {
+                let v = value("--task")?;
+                let malformed = || format!("--task {v:?} is not AT:TEXT (seconds)\n{USAGE}");
+                let (at, text) = v.split_once(':').ok_or_else(malformed)?;
+                let at = at.parse().map_err(|_| malformed())?;
+                o.tasks.push((at, text.to_string()));
+            }
+            "--metadata" => {
+                let v = value("--metadata")?;
+                let malformed = || format!("--metadata {v:?} is not NAME:KEY=VALUE\n{USAGE}");
+                let (name, pair) = v.split_once(':').ok_or_else(malformed)?;
+                let (key, val) = pair.split_once('=').ok_or_else(malformed)?;
+                let pair = (key.to_string(), val.to_string());
+                match o.metadata.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, pairs)) => pairs.push(pair),
+                    None => o.metadata.push((name.to_string(), vec![pair])),
+                }
             }
             "--wrist" => o.wrist = true,
             _ if out.is_none() && !arg.starts_with('-') => out = Some(PathBuf::from(arg)),
