@@ -140,6 +140,18 @@ peak_rss() {
     /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '/Maximum resident set size/ { printf "%.0f", $6 / 1024 }'
 }
 
+# peak_rss_and_seconds CMD...: "MB SECONDS", the peak RSS and the wall-clock time of one run
+# of CMD (`/usr/bin/time -v`; its stdout discarded).
+peak_rss_and_seconds() {
+    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk '
+        /Maximum resident set size/ { mb = $6 / 1024 }
+        /Elapsed \(wall clock\) time/ {
+            n = split($NF, part, ":"); s = 0
+            for (i = 1; i <= n; i++) s = s * 60 + part[i]
+        }
+        END { printf "%.0f %.1f", mb, s }'
+}
+
 # plan_metric PLANFILE NAME: a scan metric of an EXPLAIN ANALYZE output as printed
 # ("192.2 M"; empty when absent): its first NAME= (the scan metrics are on the scan's line;
 # to_num makes a number of it).

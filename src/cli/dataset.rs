@@ -590,20 +590,6 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     let bar = progress_bar(total);
     let select = spec.select();
     log::debug!("dataset: {select}");
-    if spec.numbered() {
-        // The episode windows run on one partition; DataFusion would spread
-        // the rows between them over partitions (round robin) and merge them
-        // back, and a repartition queues rows without bound while the writer
-        // (encoding video) is the slower side: 580 MB instead of 260 MB for a
-        // 120 s camera recording.
-        let set = app.ctx.state_ref().write().config_mut().options_mut().set(
-            "datafusion.optimizer.enable_round_robin_repartition",
-            "false",
-        );
-        if let Err(e) = set {
-            log::debug!("round robin repartition: {e}");
-        }
-    }
     let written = app.rt.block_on(async {
         // Batches of a few frames, as under `COPY ... STORED AS LEROBOT`.
         let frame = match logsql::sql(&app.ctx, &select).await {

@@ -915,10 +915,19 @@ fn dataset_takes_several_inputs_one_episode_per_recording() {
     // in the order they come (the writer told so by `presorted`), so
     // nothing sorts the frames and their images.
     assert!(sql.contains("presorted 'true'"), "{sql}");
+    // Nor does a repartition stand between the windows and the writer: it
+    // would queue frames while the writer encodes, and interleave them.
     let plan = ok(&["--format", "csv", &format!("EXPLAIN {sql}")]);
     assert!(!plan.contains("SortExec"), "{plan}");
+    assert!(!plan.contains("RoundRobinBatch"), "{plan}");
     let said = ok(&["dataset", spec, "-o", out.to_str().unwrap()]);
     assert!(said.contains("207 frames written (3 episodes)"), "{said}");
+    // The printed statement, run as SQL with default settings, writes the
+    // same rows.
+    let out_sql = dir.path().join("ds-sql");
+    let copy = sql.replace(out.to_str().unwrap(), out_sql.to_str().unwrap());
+    ok(&[&copy]);
+    assert_eq!(data_rows(&out_sql), data_rows(&out));
     let eps = episode_rows(&out);
     assert_eq!(
         eps.iter().map(|e| (e.0, e.1, e.2, e.3)).collect::<Vec<_>>(),

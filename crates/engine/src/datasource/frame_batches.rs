@@ -16,8 +16,10 @@
 //! [`FrameBatchesExec`] directly under every frame sink, and lowers the
 //! planned batch size of the filters below it; the node executes its input
 //! with a task context whose batch size is [`FRAME_BATCH_ROWS`] (or the
-//! session's, when smaller). Nothing else changes: the node passes its
-//! input's partitions, order and rows through. [`under_frames`] does the
+//! session's, when smaller). It also leaves out the round-robin
+//! repartitions of one partition below it (see [`FrameBatchesExec::over`]).
+//! Nothing else changes: the node passes its input's partitions, order and
+//! rows through. [`under_frames`] does the
 //! same for a plan whose stream a writer consumes directly (`logsql
 //! dataset`).
 
@@ -32,10 +34,12 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
     replace_children_if_necessary,
 };
+use datafusion::physical_plan::{ExecutionPlanProperties, Partitioning};
 
 use super::lerobot::LeRobotSink;
 use super::video_sink::VideoSink;
@@ -116,11 +120,30 @@ pub struct FrameBatchesExec {
 
 impl FrameBatchesExec {
     /// The node over `input`, whose filters' planned batch sizes are lowered
-    /// to `rows` first.
+    /// to `rows` first, and whose round-robin repartitions of one partition
+    /// are left out.
+    ///
+    /// DataFusion spreads the rows of a one-partition operator (the windows
+    /// that number episodes) over the cores round robin, and merges them
+    /// back before the sink. The repartition queues rows without bound while
+    /// the sink (encoding video) is the slower side: 580 MB instead of 260 MB
+    /// for a 120 s camera recording. And the merge back, where the sink asks
+    /// for no order (LeRobot's `presorted`), interleaves the rows. Without
+    /// it the operators above run on the one partition, in order. Leaving
+    /// it out keeps the plan valid: a round-robin repartition satisfies no
+    /// distribution or order a parent requires, so whatever the parent
+    /// needs from it (one partition, a hash distribution, an order) a node
+    /// between them provides.
     fn over(input: Arc<dyn ExecutionPlan>, rows: usize) -> Result<Arc<dyn ExecutionPlan>> {
         let rows = rows.max(1);
         let input = input
             .transform_up(|node| {
+                if let Some(repartition) = node.downcast_ref::<RepartitionExec>()
+                    && matches!(repartition.partitioning(), Partitioning::RoundRobinBatch(_))
+                    && repartition.input().output_partitioning().partition_count() == 1
+                {
+                    return Ok(Transformed::yes(Arc::clone(repartition.input())));
+                }
                 let Some(filter) = node.downcast_ref::<FilterExec>() else {
                     return Ok(Transformed::no(node));
                 };
