@@ -19,6 +19,7 @@ use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::path::Path as ObjectPath;
 use datafusion::object_store::{ObjectMeta, ObjectStore};
 use datafusion::physical_expr::LexRequirement;
@@ -55,6 +56,10 @@ pub struct LogFileFormat {
     /// The table lists several files: one too damaged for a summary does not
     /// fail planning; its scan applies `logsql.on_error` as for any damage.
     defer_damage: bool,
+    /// The URL of the store the table lists (DataFusion hands
+    /// [`FileFormat::infer_stats`] the store, not its URL, which a remote
+    /// file's name begins with).
+    store_url: Option<ObjectStoreUrl>,
 }
 
 impl LogFileFormat {
@@ -66,6 +71,15 @@ impl LogFileFormat {
             skip: Default::default(),
             write: McapWriteOptions::default(),
             defer_damage: false,
+            store_url: None,
+        }
+    }
+
+    /// The same format for a table listing files of the store at `url`.
+    pub(crate) fn in_store(self, url: ObjectStoreUrl) -> Self {
+        Self {
+            store_url: Some(url),
+            ..self
         }
     }
 
@@ -80,11 +94,8 @@ impl LogFileFormat {
     /// The file format reading typed table `table` of `format` files.
     pub fn typed(format: Arc<dyn FormatReader>, table: Arc<TableSpec>) -> Self {
         Self {
-            format: Some(format),
             target: ScanTarget::Table(table),
-            skip: Default::default(),
-            write: McapWriteOptions::default(),
-            defer_damage: false,
+            ..Self::new(Some(format))
         }
     }
 
@@ -92,11 +103,8 @@ impl LogFileFormat {
     /// `format` is `None` when the files mix formats.
     pub fn decoded(format: Option<Arc<dyn FormatReader>>, spec: Arc<DecodedSpec>) -> Self {
         Self {
-            format,
             target: ScanTarget::Decoded(spec),
-            skip: Default::default(),
-            write: McapWriteOptions::default(),
-            defer_damage: false,
+            ..Self::new(format)
         }
     }
 
@@ -176,10 +184,10 @@ pub(crate) fn topic_statistics(summary: &Summary, schema: &SchemaRef) -> Statist
 /// Inexact (so no answer is taken from it: a file may hold no row), but bounds
 /// all the same, which is what lets DataFusion keep a declared order by
 /// (`file`, `log_time`) over a partition reading several files in name order
-/// ([`time_order::declare`]). Only local files: DataFusion hands this hook
-/// no store URL, which a remote file's name begins with.
+/// ([`time_order::declare`]). Not where the name is unknown: a remote file of
+/// a table whose store URL was not given ([`LogFileFormat::in_store`]).
 fn with_file_bounds(mut stats: Statistics, schema: &SchemaRef, loc: &FileLocation) -> Statistics {
-    if let (true, Ok(i)) = (loc.local, schema.index_of(col::FILE)) {
+    if let Ok(i) = schema.index_of(col::FILE) {
         let name = ScalarValue::Utf8(Some(loc.display_name()));
         stats.column_statistics[i].min_value = Precision::Inexact(name.clone());
         stats.column_statistics[i].max_value = Precision::Inexact(name);
@@ -252,7 +260,10 @@ impl FileFormat for LogFileFormat {
         if self.target.table().is_some() {
             return Ok(Statistics::new_unknown(&table_schema));
         }
-        let loc = FileLocation::from_store(Arc::clone(store), object.clone());
+        let loc = match &self.store_url {
+            Some(url) => FileLocation::in_store(url, Arc::clone(store), object.clone()),
+            None => FileLocation::from_store(Arc::clone(store), object.clone()),
+        };
         let cache = summary_cache::of(state.runtime_env());
         let limits = LogsqlOptions::from_config(state.config_options()).limits();
         let cached = match loc
@@ -274,7 +285,10 @@ impl FileFormat for LogFileFormat {
             true => summary_statistics(&cached.summary, &table_schema),
             false => topic_statistics(&cached.summary, &table_schema),
         };
-        Ok(with_file_bounds(stats, &table_schema, &loc))
+        match loc.local || self.store_url.is_some() {
+            true => Ok(with_file_bounds(stats, &table_schema, &loc)),
+            false => Ok(stats),
+        }
     }
 
     async fn create_physical_plan(

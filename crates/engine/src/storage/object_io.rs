@@ -127,8 +127,16 @@ impl FileLocation {
         store: Arc<dyn ObjectStore>,
         file: &PartitionedFile,
     ) -> Self {
+        Self::in_store(&store_url, store, file.object_meta.clone())
+    }
+
+    /// The location of `meta` in `store`, whose URL is `store_url`.
+    pub(crate) fn in_store(
+        store_url: &ObjectStoreUrl,
+        store: Arc<dyn ObjectStore>,
+        meta: ObjectMeta,
+    ) -> Self {
         let local = store_url.as_str().starts_with("file://");
-        let meta = file.object_meta.clone();
         let name = if local {
             format!("/{}", meta.location)
         } else {

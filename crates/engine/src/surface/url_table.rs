@@ -417,7 +417,8 @@ pub(crate) fn listing_table(
     );
     let file_format = file_format
         .with_skip(skip)
-        .deferring_damage(files.len() > 1);
+        .deferring_damage(files.len() > 1)
+        .in_store(resolved.url.object_store());
     let options = ListingOptions::new(Arc::new(file_format))
         .with_file_extension("")
         .with_table_partition_cols(
