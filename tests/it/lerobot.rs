@@ -182,6 +182,31 @@ fn largest_metric(plan: &str, node: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} on {node}:\n{plan}"))
 }
 
+/// Where the scans declare no order (`logsql.time_order = false`, as for
+/// recordings whose chunks overlap in time), the images are sorted by file
+/// and time for the join, on the right columns (`read_images` puts `file`
+/// elsewhere than its scan does), in one partition and in several: the same
+/// rows as in order.
+#[test]
+fn images_joined_from_unordered_scans_are_sorted_on_the_right_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let runs = runs.to_str().unwrap();
+    let query = format!(
+        "SELECT g.episode_index, g.frame_index, i.log_time, i.width FROM time_grid('{runs}/', 30) g \
+         ASOF JOIN read_images('{runs}/', '/camera/front') i MATCH_CONDITION (g.log_time >= i.log_time) ON g.file = i.file \
+         ORDER BY g.episode_index, g.frame_index"
+    );
+    let want = rows(&query);
+    assert!(want.len() > 100, "{want:?}");
+    for partitions in [1, 2] {
+        let got = rows(&format!(
+            "SET logsql.time_order = false; SET datafusion.execution.target_partitions = {partitions}; {query}"
+        ));
+        assert_eq!(got, want, "{partitions} partitions");
+    }
+}
+
 /// Each topic joined onto the grid streams: the scans of recordings in time
 /// order are merged by (file, log_time), never sorted, also when one
 /// partition reads recordings whose times overlap (their names order them),

@@ -351,8 +351,17 @@ impl ExecutionPlan for ImagesExec {
         vec![&self.input]
     }
 
+    /// Rows keep the scan's order, and the output's orderings say so (see
+    /// [`ImagesExec::new`]). But DataFusion pushes a required order through
+    /// a node that maintains its input's order with the same column indices
+    /// (as its own input's columns): right only where the output's
+    /// `log_time` and `file` sit where the scan has them. Elsewhere (a
+    /// projection that puts `file` later) a sort the scan needs (recordings
+    /// out of time order) stays above this node, on the right columns.
     fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
+        let in_place =
+            |inner: usize, name: &str| self.schema.index_of(name).map_or(true, |at| at == inner);
+        vec![in_place(0, names::LOG_TIME) && in_place(1, names::FILE)]
     }
 
     fn apply_expressions(
