@@ -4,16 +4,16 @@
 # Pillow and LeRobot's own writer).
 #
 #   bash benches/lerobot_compare.sh
-#   SKIP_BUILD=1 RUNS=2 SECONDS_SHORT=120 bash benches/lerobot_compare.sh
+#   SKIP_BUILD=1 RUNS=2 SECONDS_SHORT=135 bash benches/lerobot_compare.sh
 #
 # Steps:
 #  1. cargo build --release --bin logsql --example gen_robot (skip with SKIP_BUILD=1)
 #  2. the LeRobot venv ($LOGSQL_LEROBOT_VENV, default ~/.cache/logsql-lerobot-venv: lerobot
 #     brings torch, several GB; the same venv as tests/interop/run.sh's lerobot suite)
 #  3. generates in $BENCH_DATA, if missing, with examples/gen_robot.rs: robot-S.mcap, S =
-#     SECONDS_SHORT (120) seconds of joint states (100 Hz), commands (10 Hz), a 640x480 rgb8
+#     SECONDS_SHORT (135) seconds of joint states (100 Hz), commands (10 Hz), a 640x480 rgb8
 #     camera (30 Hz) and a 640x480 JPEG wrist camera (15 Hz), about 2.1 MB a second; and one
-#     4x as long (480 s by default: over 1 GB) for the memory check and logsql's time on it
+#     4x as long (540 s by default: 1.1 GB) for the memory check and logsql's time on it
 #  4. checks that both datasets have the same frames and episodes
 #  5. times with hyperfine (--warmup 1 --runs RUNS; whole processes, wall clock):
 #           python  python_lerobot.py convert (mcap reader, rosbags, Pillow, then
@@ -29,13 +29,13 @@
 #     targets: logsql >= 5x faster than Python, under 60 s per GB of recording (on the 4x
 #     file), and its peak RSS on the 4x file within 1.25x of the short file's.
 #
-# Environment: CARGO_TARGET_DIR, RUNS (2), SKIP_BUILD=1, BENCH_DATA, SECONDS_SHORT (120),
+# Environment: CARGO_TARGET_DIR, RUNS (2), SKIP_BUILD=1, BENCH_DATA, SECONDS_SHORT (135),
 # LOGSQL_LEROBOT_VENV, CACHE=as-is (see benches/support/common.sh).
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/support/common.sh"
 runs=${RUNS:-2}
-short_s=${SECONDS_SHORT:-120}
+short_s=${SECONDS_SHORT:-135}
 long_s=$((short_s * 4))
 pyl=$root/benches/python_lerobot.py
 short=$data/robot-${short_s}s.mcap

@@ -149,7 +149,7 @@ peak_rss_and_seconds() {
             n = split($NF, part, ":"); s = 0
             for (i = 1; i <= n; i++) s = s * 60 + part[i]
         }
-        END { printf "%.0f %.1f", mb, s }'
+        END { printf "%.0f %.1f\n", mb, s }'
 }
 
 # plan_metric PLANFILE NAME: a scan metric of an EXPLAIN ANALYZE output as printed
