@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import math
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -234,6 +235,8 @@ def main():
             checks.check(f"{name}: decoded fields", lambda: check_decoded(ls, src, out, counts))
     print(f"     decoded messages compared by encoding: {dict(counts)}")
     checks.check("ros1, cdr and protobuf messages were decoded", lambda: None if all(counts[e] > 0 for e in DECODED) or (copied <= 5 and counts["ros1"] > 0 and counts["protobuf"] > 0) else f"{dict(counts)}")
+    if not args.keep:
+        shutil.rmtree(out_dir, ignore_errors=True)
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
 
