@@ -42,9 +42,9 @@ use super::meta::{self, EpisodeMeta, FeatureInfo, VideoSpan};
 use super::options::{ImageStorage, LeRobotOptions};
 use super::staging::{DataStage, VideoStage};
 use super::stats::{ImageAccumulator, NumericAccumulator, Stats};
-use logsql_media::images::PixelFormat;
 use logsql_media::images::arrow::ImageColumn;
 use logsql_media::images::codec::encode_png;
+use logsql_media::images::{Image, PixelFormat, Pixels};
 use logsql_media::video::{Mp4Encoder, VideoOptions};
 
 /// How far a row's time may be from its frame's (`frame / fps`): LeRobot's
@@ -74,6 +74,29 @@ struct Feature {
     stage: Option<VideoStage>,
     /// Camera: (chunk, file) of the next video file.
     next_video: (u64, u64),
+    /// Camera: the last compressed image decoded, and its pixels.
+    last_decoded: Option<Decoded>,
+}
+
+/// A compressed image and its pixels. A camera slower than the dataset's
+/// frame rate gives several frames in a row the same image (the latest at
+/// each frame); it is decoded once.
+struct Decoded {
+    encoding: String,
+    source: Vec<u8>,
+    pixels: Pixels,
+}
+
+impl Decoded {
+    /// Whether `image` is the image these pixels were decoded from.
+    fn holds(&self, image: &Image<'_>) -> bool {
+        self.encoding == image.encoding && self.source == image.data
+    }
+}
+
+/// Whether `image` is compressed (its decoding worth keeping).
+fn compressed(image: &Image<'_>) -> bool {
+    matches!(image.encoding, "jpeg" | "png")
 }
 
 /// One MP4 file being written.
@@ -259,6 +282,7 @@ impl DatasetWriter {
                 video: None,
                 stage: None,
                 next_video: (0, 0),
+                last_decoded: None,
             })
             .collect();
         let defaults = meta::DEFAULT_FEATURES
@@ -583,17 +607,36 @@ impl DatasetWriter {
                 pending.numeric[k].extend(values.iter().map(|v| *v as f32));
             } else if let Some(col) = &images[k] {
                 let image = col.get(row).expect("checked present");
-                let pixels = match image.pixels(PixelFormat::Rgb8) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        return Ok(Err(format!(
-                            "episode {}{}: camera \"{}\" at {}: {e}",
-                            episode.source,
-                            where_(&episode.file),
-                            f.name,
-                            time.describe()
-                        )));
+                let decoded = match &f.last_decoded {
+                    Some(last) if last.holds(&image) => None,
+                    _ => match image.pixels(PixelFormat::Rgb8) {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            return Ok(Err(format!(
+                                "episode {}{}: camera \"{}\" at {}: {e}",
+                                episode.source,
+                                where_(&episode.file),
+                                f.name,
+                                time.describe()
+                            )));
+                        }
+                    },
+                };
+                let fresh;
+                let pixels = match decoded {
+                    Some(p) if compressed(&image) => {
+                        let kept = f.last_decoded.insert(Decoded {
+                            encoding: image.encoding.to_string(),
+                            source: image.data.to_vec(),
+                            pixels: p,
+                        });
+                        &kept.pixels
                     }
+                    Some(p) => {
+                        fresh = p;
+                        &fresh
+                    }
+                    None => &f.last_decoded.as_ref().expect("held").pixels,
                 };
                 let size = *f.size.get_or_insert((pixels.width, pixels.height));
                 if size != (pixels.width, pixels.height) {
@@ -637,7 +680,7 @@ impl DatasetWriter {
                         })?;
                     }
                     ImageStorage::Parquet => {
-                        let png = encode_png(&pixels).map_err(|e| {
+                        let png = encode_png(pixels).map_err(|e| {
                             exec(format!("LeRobot dataset: camera \"{}\": {e}", f.name))
                         })?;
                         pending.images[k].push(Some(png));
