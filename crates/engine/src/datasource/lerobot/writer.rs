@@ -74,29 +74,25 @@ struct Feature {
     stage: Option<VideoStage>,
     /// Camera: (chunk, file) of the next video file.
     next_video: (u64, u64),
-    /// Camera: the last compressed image decoded, and its pixels.
+    /// Camera: the last image decoded, and its pixels.
     last_decoded: Option<Decoded>,
 }
 
-/// A compressed image and its pixels. A camera slower than the dataset's
-/// frame rate gives several frames in a row the same image (the latest at
-/// each frame); it is decoded once.
+/// An image's pixels, and for a compressed image its bytes. A camera slower
+/// than the dataset's frame rate gives several frames in a row the same
+/// image (the latest at each frame); a compressed one is decoded once. (A
+/// raw image's bytes are not kept: its decoding is a copy.)
 struct Decoded {
     encoding: String,
-    source: Vec<u8>,
+    source: Option<Vec<u8>>,
     pixels: Pixels,
 }
 
 impl Decoded {
-    /// Whether `image` is the image these pixels were decoded from.
+    /// Whether `image` is the compressed image these pixels were decoded from.
     fn holds(&self, image: &Image<'_>) -> bool {
-        self.encoding == image.encoding && self.source == image.data
+        self.encoding == image.encoding && self.source.as_deref() == Some(image.data)
     }
-}
-
-/// Whether `image` is compressed (its decoding worth keeping).
-fn compressed(image: &Image<'_>) -> bool {
-    matches!(image.encoding, "jpeg" | "png")
 }
 
 /// One MP4 file being written.
@@ -607,10 +603,9 @@ impl DatasetWriter {
                 pending.numeric[k].extend(values.iter().map(|v| *v as f32));
             } else if let Some(col) = &images[k] {
                 let image = col.get(row).expect("checked present");
-                let decoded = match &f.last_decoded {
-                    Some(last) if last.holds(&image) => None,
-                    _ => match image.pixels(PixelFormat::Rgb8) {
-                        Ok(p) => Some(p),
+                if !f.last_decoded.as_ref().is_some_and(|l| l.holds(&image)) {
+                    let pixels = match image.pixels(PixelFormat::Rgb8) {
+                        Ok(p) => p,
                         Err(e) => {
                             return Ok(Err(format!(
                                 "episode {}{}: camera \"{}\" at {}: {e}",
@@ -620,24 +615,15 @@ impl DatasetWriter {
                                 time.describe()
                             )));
                         }
-                    },
-                };
-                let fresh;
-                let pixels = match decoded {
-                    Some(p) if compressed(&image) => {
-                        let kept = f.last_decoded.insert(Decoded {
-                            encoding: image.encoding.to_string(),
-                            source: image.data.to_vec(),
-                            pixels: p,
-                        });
-                        &kept.pixels
-                    }
-                    Some(p) => {
-                        fresh = p;
-                        &fresh
-                    }
-                    None => &f.last_decoded.as_ref().expect("held").pixels,
-                };
+                    };
+                    let compressed = matches!(image.encoding, "jpeg" | "png");
+                    f.last_decoded = Some(Decoded {
+                        encoding: image.encoding.to_string(),
+                        source: compressed.then(|| image.data.to_vec()),
+                        pixels,
+                    });
+                }
+                let pixels = &f.last_decoded.as_ref().expect("just decoded").pixels;
                 let size = *f.size.get_or_insert((pixels.width, pixels.height));
                 if size != (pixels.width, pixels.height) {
                     return Ok(Err(format!(
