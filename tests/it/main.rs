@@ -61,6 +61,7 @@ mod self_contained;
 mod serve;
 #[cfg(feature = "flight")]
 mod serve_flight;
+mod shared_chunks;
 mod slt;
 mod sql;
 mod summary_counts;

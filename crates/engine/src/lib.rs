@@ -219,7 +219,8 @@ pub fn session_context() -> SessionContext {
 /// robot and day), and `logsql info` walks them too. `SET` it back to `true`
 /// for DataFusion's default, the directory's own files only.
 pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
-    let config = walking_subdirectories(config);
+    let config =
+        scanner::shared_chunks::SharedChunkRegistry::install(walking_subdirectories(config));
     // The state is built once, with logsql's optimizer rules, so that
     // `register` does not rebuild it (process start-up, `logsql "SELECT 1"`).
     let builder = physical_rules(true).into_iter().fold(

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorContext, Result};
+use crate::shared_chunks::ChunkMemo;
 
 /// A file of known size that can be read at any offset.
 pub trait ReadAt: Send + Sync {
@@ -35,6 +36,13 @@ pub trait ReadAt: Send + Sync {
     /// wrapper counting bytes for the scan metrics counts them too.
     fn note_external_read(&self, bytes: u64) {
         let _ = bytes;
+    }
+
+    /// The decompressed chunks this scan shares with the other scans of the
+    /// same file ([`crate::shared_chunks`]), if any; readers look there
+    /// before decompressing a chunk.
+    fn shared_chunks(&self) -> Option<&dyn ChunkMemo> {
+        None
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`model`] and [`io`]: the plain data and random-access reads they share;
 //! - [`compression`], [`byte_buf`], [`recycle`]: chunk decompression and
 //!   the buffers it fills, shared with Arrow without a copy;
+//! - [`shared_chunks`]: decompressed chunks handed between the scans of one
+//!   file that run together;
 //! - [`table`]: the typed side tables some formats offer;
 //! - [`proto_syntax`]: the protobuf-library guard readers and decoders share;
 //! - [`ros2_interfaces`]: ROS 2 `.msg` definitions by type name;
@@ -29,6 +31,7 @@ pub mod model;
 pub mod proto_syntax;
 pub mod recycle;
 pub mod ros2_interfaces;
+pub mod shared_chunks;
 pub mod table;
 
 pub use error::{Error, Result};

@@ -31,6 +31,7 @@ use super::source::LogSource;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::{col, messages_table_schema, table_schema};
+use crate::scanner::shared_chunks::SharedChunkRegistry;
 use crate::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::scanner::time_order;
 use crate::storage::object_io::FileLocation;
@@ -305,7 +306,8 @@ impl FileFormat for LogFileFormat {
                 source
                     .with_options(options)
                     .with_summary_cache(Arc::clone(&summaries))
-                    .with_memory_pool(Arc::clone(&state.runtime_env().memory_pool)),
+                    .with_memory_pool(Arc::clone(&state.runtime_env().memory_pool))
+                    .with_shared_chunks(SharedChunkRegistry::of(state.config())),
             );
         }
         // `messages` and `read_topic` scans of files in time order declare it

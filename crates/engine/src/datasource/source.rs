@@ -40,6 +40,7 @@ use crate::scanner::file_scan::{FileScan, Opened};
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::predicate::{is_exact_pushable, is_runtime_prunable};
 use crate::scanner::scan::{ScanMetrics, ScanPlan, ScanRequest};
+use crate::scanner::shared_chunks::SharedChunkRegistry;
 use crate::scanner::target::ScanTarget;
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::SummaryCache;
@@ -70,6 +71,9 @@ pub(crate) struct LogSource {
     pub(crate) summaries: Option<SummaryCache>,
     /// The session's memory pool the scan's chunks count against.
     pub(crate) memory: Option<Arc<dyn MemoryPool>>,
+    /// The session's files read by several scans at once (see
+    /// [`crate::scanner::shared_chunks`]; set at plan time, on workers by the codec).
+    pub(crate) shared: Option<Arc<SharedChunkRegistry>>,
     /// Whether chunks are read newest first: a `log_time DESC` sort was pushed
     /// here (see [`crate::scanner::newest_first`]; not sent to
     /// distributed workers, which read in file order: the sort above is kept).
@@ -96,6 +100,7 @@ impl LogSource {
             damage: None,
             summaries: None,
             memory: None,
+            shared: None,
             newest_first: false,
             runtime_filters: Vec::new(),
         }
@@ -133,6 +138,15 @@ impl LogSource {
         }
     }
 
+    /// The same source sharing decompressed chunks with the other scans of
+    /// its files through `registry` (the session's, if it has one).
+    pub(crate) fn with_shared_chunks(self, registry: Option<Arc<SharedChunkRegistry>>) -> Self {
+        Self {
+            shared: registry,
+            ..self
+        }
+    }
+
     /// The same source reading `target` (a typed table, a decoded topic, or `messages`).
     pub(crate) fn with_target(self, target: ScanTarget) -> Self {
         Self { target, ..self }
@@ -154,6 +168,7 @@ impl LogSource {
             memory: self.memory.clone(),
         })?
         .with_damage_log(self.damage.clone())
+        .with_shared_chunks(self.shared.clone())
         .with_time_order(
             !config.output_ordering.is_empty() && !self.newest_first,
             file_schema,

@@ -37,6 +37,7 @@ use prost::Message;
 use crate::datasource::source::LogSource;
 use crate::scanner::damage::DamageReportExec;
 use crate::scanner::options::LogsqlOptions;
+use crate::scanner::shared_chunks::SharedChunkRegistry;
 use crate::scanner::target::{DecodedSpec, PlannedDefinition, ScanTarget, TableSpec};
 use logsql_decode::{MessageDecoder, json};
 use logsql_readers::formats::{self, FormatReader};
@@ -119,7 +120,8 @@ impl PhysicalExtensionCodec for LogsqlCodec {
             .with_summary_cache(crate::storage::summary_cache::of(
                 ctx.runtime_env().as_ref(),
             ))
-            .with_memory_pool(Arc::clone(&ctx.runtime_env().memory_pool));
+            .with_memory_pool(Arc::clone(&ctx.runtime_env().memory_pool))
+            .with_shared_chunks(SharedChunkRegistry::of(ctx.session_config()));
         source.predicate = predicate;
         source.batch_size = usize::try_from(node.batch_size).map_err(codec_err)?;
         let conf =

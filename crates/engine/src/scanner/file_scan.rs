@@ -31,6 +31,7 @@ use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::{self, CachedSummary};
 use logsql_readers::io::ReadAt;
 use logsql_readers::model::ChunkMeta;
+use logsql_readers::shared_chunks::{ChunkMemo, ChunkShare};
 
 /// A file being scanned, between its steps.
 pub(crate) struct FileScan {
@@ -58,6 +59,9 @@ pub(crate) struct FileScan {
     /// The memory of the chunk being read and of its rows until they are
     /// pulled, counted against the session's pool (see [`ScanPlan::memory`]).
     memory: Option<MemoryReservation>,
+    /// This scan's part in the file's shared chunks (see
+    /// [`super::shared_chunks`]); dropped with the scan.
+    share: Option<ChunkShare>,
 }
 
 /// What opening a file gave.
@@ -187,6 +191,14 @@ impl FileScan {
         metrics.bytes_read.add(file.take_count() as usize);
         let runtime = RuntimePruning::new(&plan.runtime_filters, &plan.file_schema);
         let blocking = !loc.local || format.reads_by_path();
+        let share = plan
+            .shared
+            .as_ref()
+            .filter(|_| plan.shared_limit > 0 && !choice.chunks.is_empty())
+            .map(|registry| {
+                let offsets = choice.chunks.iter().map(|&i| summary.chunks[i].offset);
+                registry.join(loc.cache_key(), offsets, plan.shared_limit)
+            });
         let memory = plan
             .memory
             .as_ref()
@@ -204,6 +216,7 @@ impl FileScan {
             digest,
             stopped: false,
             memory,
+            share,
             plan,
         })))
     }
@@ -239,6 +252,7 @@ impl FileScan {
             let chunk = &summary.chunks[i];
             if !self.runtime.is_empty() && !self.runtime.admits(chunk, &summary, &self.name) {
                 self.metrics.chunks_pruned_at_run_time.add(1);
+                self.passed(chunk);
                 continue;
             }
             break chunk;
@@ -246,7 +260,8 @@ impl FileScan {
         self.reserve(chunk)?;
         let plan = Arc::clone(&self.plan);
         let format = Arc::clone(&self.cached.format);
-        let file = CountingReader::new(self.raw.as_ref());
+        let shared = self.share.as_ref().map(|s| s as &dyn ChunkMemo);
+        let file = CountingReader::new(self.raw.as_ref()).sharing(shared);
         let digesting = self
             .digest
             .as_ref()
@@ -259,6 +274,7 @@ impl FileScan {
             .sink
             .read_chunk(format.as_ref(), reader, &summary, chunk, &plan);
         self.metrics.bytes_read.add(file.take_count() as usize);
+        self.passed(chunk);
         match &read {
             Ok(r) => {
                 self.metrics.chunks_read.add(usize::from(!r.skipped));
@@ -297,6 +313,15 @@ impl FileScan {
             Err(e) => self.report_or_defer(e)?,
         }
         Ok(true)
+    }
+
+    /// This scan is done with `chunk`: the other scans of the file no longer
+    /// keep its bytes for it.
+    fn passed(&self, chunk: &ChunkMeta) {
+        if let Some(share) = &self.share {
+            share.passed(chunk.offset);
+            self.metrics.chunks_shared.add(share.take_hits());
+        }
     }
 
     /// Applies the damage policy to `e`: a warning, an error recorded for the

@@ -3,7 +3,8 @@
 //! step by step (`file_scan`), the batch builders ([`batch`], `table_batch`, `decoded_batch`),
 //! pruning ([`predicate`]), rows answered from a file's summary
 //! (`summary_rows`), declared `log_time` order ([`time_order`]), newest-first
-//! reads and run-time chunk pruning ([`newest_first`]), the damage
+//! reads and run-time chunk pruning ([`newest_first`]), decompressed chunks
+//! shared by the scans of one file ([`shared_chunks`]), the damage
 //! log ([`damage`]), the `messages` schema ([`schema`]), the session options
 //! ([`options`]), errors ([`error`]) and what plan nodes of one input share
 //! ([`unary`]). It imports only [`super::storage`].
@@ -19,6 +20,7 @@ pub mod options;
 pub mod predicate;
 pub mod scan;
 pub mod schema;
+pub mod shared_chunks;
 pub(crate) mod summary_rows;
 pub(crate) mod table_batch;
 pub mod target;

@@ -70,6 +70,13 @@ config_namespace! {
         /// never more than 2^31 - 1, the most an Arrow view addresses. A longer
         /// payload fails its chunk like damage (see `on_error`).
         pub max_message_bytes: u64, default = logsql_readers::limits::DEFAULT_MAX_MESSAGE_BYTES
+        /// Most bytes of decompressed chunks the session's scans hand each other.
+        /// Several scans of one file in one query (an ASOF JOIN of its topics, a
+        /// LeRobot export) read the same chunks, since recorders put every topic
+        /// in each chunk: a chunk one scan decompressed is kept for the others
+        /// until the last has read it. Past this many bytes a scan decompresses
+        /// the chunk itself. A file scanned once keeps nothing. 0: no sharing.
+        pub shared_chunk_bytes: usize, default = 256 * 1024 * 1024
     }
 }
 

@@ -23,6 +23,7 @@ use super::damage::DamageLog;
 use super::decoded_batch::DecodedBatchBuilder;
 use super::options::{LogsqlOptions, OnError, VerifyChecksums};
 use super::predicate;
+use super::shared_chunks::SharedChunkRegistry;
 use super::table_batch::TableBatchBuilder;
 use super::target::ScanTarget;
 use super::time_order::ChunkOrder;
@@ -61,6 +62,9 @@ pub(crate) struct ScanMetrics {
     /// Chunks not read because a filter set while the query ran (a TopK's
     /// bound, see [`super::newest_first`]) ruled them out.
     pub chunks_pruned_at_run_time: Count,
+    /// Chunks whose decompressed bytes another scan of the file in the same
+    /// query left (see [`super::shared_chunks`]), not decompressed again.
+    pub chunks_shared: Count,
 }
 
 impl ScanMetrics {
@@ -80,6 +84,7 @@ impl ScanMetrics {
             summary_cache_hits: counter("summary_cache_hits"),
             summary_cache_misses: counter("summary_cache_misses"),
             chunks_pruned_at_run_time: counter("chunks_pruned_at_run_time"),
+            chunks_shared: counter("chunks_shared"),
         }
     }
 }
@@ -125,6 +130,11 @@ pub(crate) struct ScanPlan {
     /// counts against while its rows are being made and handed out (`None`:
     /// not accounted).
     pub memory: Option<Arc<dyn MemoryPool>>,
+    /// The session's files read by several scans at once, whose decompressed
+    /// chunks they share (`None`: not shared), and the bytes they may keep
+    /// (`logsql.shared_chunk_bytes`).
+    pub(crate) shared: Option<Arc<SharedChunkRegistry>>,
+    pub(crate) shared_limit: usize,
     /// Whether each byte range's chunks are read newest first (a `log_time
     /// DESC` sort pushed to the scan: [`super::newest_first`]).
     pub newest_first: bool,
@@ -235,10 +245,19 @@ impl ScanPlan {
             time_order: None,
             summaries,
             memory,
+            shared: None,
+            shared_limit: options.shared_chunk_bytes,
             newest_first: false,
             runtime_filters: Vec::new(),
             file_schema: Arc::clone(file_schema),
         })
+    }
+
+    /// The same plan sharing decompressed chunks with the other scans of its
+    /// files through `registry` (see [`super::shared_chunks`]).
+    pub(crate) fn with_shared_chunks(mut self, registry: Option<Arc<SharedChunkRegistry>>) -> Self {
+        self.shared = registry;
+        self
     }
 
     /// The same plan reading chunks newest first when `newest_first`, and

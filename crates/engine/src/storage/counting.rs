@@ -5,11 +5,14 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use logsql_readers::io::ReadAt;
+use logsql_readers::shared_chunks::ChunkMemo;
 
 /// Wraps a [`ReadAt`] and counts the bytes read through it.
 pub(crate) struct CountingReader<'a> {
     inner: &'a dyn ReadAt,
     bytes: AtomicU64,
+    /// The scan's share of the file's decompressed chunks, if any.
+    shared: Option<&'a dyn ChunkMemo>,
 }
 
 impl<'a> CountingReader<'a> {
@@ -18,7 +21,13 @@ impl<'a> CountingReader<'a> {
         Self {
             inner,
             bytes: AtomicU64::new(0),
+            shared: None,
         }
+    }
+
+    /// The same reader offering readers the scan's `shared` chunks.
+    pub(crate) fn sharing(self, shared: Option<&'a dyn ChunkMemo>) -> Self {
+        Self { shared, ..self }
     }
 
     /// Bytes read since the last call.
@@ -44,5 +53,8 @@ impl ReadAt for CountingReader<'_> {
     fn note_external_read(&self, bytes: u64) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.inner.note_external_read(bytes);
+    }
+    fn shared_chunks(&self) -> Option<&dyn ChunkMemo> {
+        self.shared.or_else(|| self.inner.shared_chunks())
     }
 }

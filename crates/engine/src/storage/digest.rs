@@ -120,6 +120,10 @@ impl ReadAt for DigestingReader<'_> {
     fn note_external_read(&self, bytes: u64) {
         self.inner.note_external_read(bytes);
     }
+
+    fn shared_chunks(&self) -> Option<&dyn logsql_readers::shared_chunks::ChunkMemo> {
+        self.inner.shared_chunks()
+    }
 }
 
 #[cfg(test)]

@@ -82,6 +82,13 @@ impl ChunkBuf {
         self.shared.get_or_insert_with(|| self.buf.share())
     }
 
+    /// Shares `bytes` (decompressed elsewhere) as this buffer's content, until
+    /// the next [`ChunkBuf::fill`]; the buffer itself stays for that fill.
+    fn adopt(&mut self, bytes: Buffer) -> &Buffer {
+        self.fill();
+        self.shared.insert(bytes)
+    }
+
     /// Frees the buffers when they grew past what is worth keeping.
     fn trim(&mut self) {
         if self.buf.capacity() > KEEP_BUFFER_LIMIT {
@@ -106,6 +113,28 @@ pub(crate) fn with_buffers<T>(f: impl FnOnce(&mut ChunkBuf, &mut ChunkBuf) -> T)
     out.trim();
     BUFFERS.with(|b| b.set((raw, out)));
     result
+}
+
+/// The decompressed records of the chunk at `offset`: the bytes another scan
+/// of the file left ([`ReadAt::shared_chunks`]), else what `decompress` fills
+/// `out` with (checked), offered to the other scans. The flag says whether
+/// they were decompressed here.
+pub(crate) fn decompressed<'b>(
+    file: &dyn ReadAt,
+    offset: u64,
+    out: &'b mut ChunkBuf,
+    decompress: impl FnOnce(&mut ByteBuf) -> Result<()>,
+) -> Result<(&'b Buffer, bool)> {
+    let memo = file.shared_chunks();
+    if let Some(bytes) = memo.and_then(|m| m.take(offset)) {
+        return Ok((out.adopt(bytes), false));
+    }
+    decompress(out.fill())?;
+    let bytes = out.share();
+    if let Some(m) = memo {
+        m.offer(offset, bytes);
+    }
+    Ok((bytes, true))
 }
 
 /// The offset of `part` inside `buffer`, when it lies wholly inside it.

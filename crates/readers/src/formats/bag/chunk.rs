@@ -20,7 +20,7 @@ use super::records::{
 use crate::compression::{self, Codec};
 use crate::error::{Error, ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
-use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, with_buffers};
+use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, decompressed, with_buffers};
 use crate::io::ReadAt;
 use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 use arrow_buffer::Buffer;
@@ -185,8 +185,8 @@ pub(crate) fn load_chunk<'b>(
         });
     }
     ctx.check_chunk_size(head.offset, u64::from(head.size))?;
-    compression::decompress_shared(codec, raw, raw, u64::from(head.size), out.fill()).map_err(
-        |e| {
+    let (out, fresh) = decompressed(file, head.offset, out, |out| {
+        compression::decompress_shared(codec, raw, raw, u64::from(head.size), out).map_err(|e| {
             ctx.corrupt(
                 head.data_offset(),
                 format!(
@@ -194,16 +194,15 @@ pub(crate) fn load_chunk<'b>(
                     head.compression, head.offset
                 ),
             )
-        },
-    )?;
-    let out: &'b Buffer = out.share();
+        })
+    })?;
     Ok(LoadedChunk {
         offset: head.offset,
         records: out,
         buffer: out,
         records_file_offset: None,
         compression: &head.compression,
-        bytes_decompressed: out.len() as u64,
+        bytes_decompressed: if fresh { out.len() as u64 } else { 0 },
     })
 }
 

@@ -14,7 +14,9 @@ use crate::byte_buf::ByteBuf;
 use crate::compression::{self, Codec};
 use crate::error::{ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
-use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, read_range_into, with_buffers};
+use crate::formats::chunk_io::{
+    ChunkBuf, LoadedChunk, decompressed, read_range_into, with_buffers,
+};
 use crate::io::ReadAt;
 use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
 use arrow_buffer::Buffer;
@@ -179,24 +181,25 @@ pub(crate) fn load_chunk<'b>(
             bytes_decompressed: 0,
         });
     }
-    decompress_records(
-        ctx,
-        offset,
-        &header,
-        chunk.records,
-        Some(raw_buffer),
-        records_offset,
-        out.fill(),
-        true,
-    )?;
-    let out: &'b Buffer = out.share();
+    let (out, fresh) = decompressed(file, offset, out, |out| {
+        decompress_records(
+            ctx,
+            offset,
+            &header,
+            chunk.records,
+            Some(raw_buffer),
+            records_offset,
+            out,
+            true,
+        )
+    })?;
     Ok(LoadedChunk {
         offset,
         records: out,
         buffer: out,
         records_file_offset: None,
         compression: header.compression,
-        bytes_decompressed: out.len() as u64,
+        bytes_decompressed: if fresh { out.len() as u64 } else { 0 },
     })
 }
 
