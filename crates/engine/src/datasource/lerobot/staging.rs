@@ -2,20 +2,24 @@
 //! encoded frames, in files of their own in the dataset's temporary
 //! directory. When the episode ends well they are copied into the dataset's
 //! data and video files; an episode that is skipped (`skip_bad_episodes`)
-//! is dropped by deleting them. Memory holds one batch of rows and one
-//! encoded frame; the disk holds at most one episode's data rows and
-//! encoded video.
+//! is dropped by deleting them. Memory holds one batch of rows and, per
+//! camera, the frames queued for its encoder thread; the disk holds at most
+//! one episode's data rows and encoded video.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::{DataFusionError, Result};
-use logsql_media::video::{EncodedFrame, H264Encoder, VideoOptions};
+use logsql_media::images::Pixels;
+use logsql_media::video::{EncodedFrame, H264Encoder, VideoOptions, Yuv420};
 
 fn io(path: &Path, e: impl std::fmt::Display) -> DataFusionError {
     DataFusionError::Execution(format!("LeRobot dataset: staging {}: {e}", path.display()))
@@ -66,14 +70,20 @@ impl DataStage {
 /// One camera's frames of the current episode, encoded by an encoder of its
 /// own (so the episode starts with a key frame and its parameter sets), in
 /// a file of records `[key frame: u8][length: u32 LE][sample]`.
+///
+/// The frames are converted and encoded on a thread of the stage's own, so
+/// that each camera's encoding runs beside the query and the other cameras;
+/// [`VideoStage::push`] waits only when [`FRAMES_IN_FLIGHT`] frames are
+/// already queued. A frame pushed again (a camera slower than the dataset's
+/// frame rate repeats its latest image) is converted once.
 pub struct VideoStage {
     path: PathBuf,
-    encoder: H264Encoder,
-    out: BufWriter<File>,
-    frames: u64,
-    /// The SPS and PPS of the first frame.
-    params: Option<(Vec<u8>, Vec<u8>)>,
+    frames: Option<SyncSender<Arc<Pixels>>>,
+    worker: Option<JoinHandle<Result<StagedVideo>>>,
 }
+
+/// Frames queued for a camera's encoder thread, at most.
+pub const FRAMES_IN_FLIGHT: usize = 4;
 
 impl VideoStage {
     /// A new stage at `path` for `width` x `height` frames.
@@ -81,21 +91,96 @@ impl VideoStage {
         let encoder = H264Encoder::new(width, height, options)
             .map_err(|e| DataFusionError::Execution(e.to_string()))?;
         let file = File::create(&path).map_err(|e| io(&path, e))?;
-        Ok(Self {
-            path,
-            encoder,
+        let staged = StagedVideo {
+            path: path.clone(),
             out: BufWriter::new(file),
             frames: 0,
             params: None,
+        };
+        let (tx, rx) = sync_channel(FRAMES_IN_FLIGHT);
+        let worker = std::thread::Builder::new()
+            .name("logsql-video".into())
+            .spawn(move || staged.encode(encoder, rx))
+            .map_err(|e| io(&path, format!("starting the encoder thread: {e}")))?;
+        Ok(Self {
+            path,
+            frames: Some(tx),
+            worker: Some(worker),
         })
     }
 
-    /// Encodes and stages an `rgb8` frame.
-    pub fn push_rgb8(&mut self, rgb: &[u8]) -> Result<()> {
-        let frame = self
-            .encoder
-            .encode_rgb8(rgb)
-            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+    /// Queues an `rgb8` frame to be encoded and staged. An error of an
+    /// earlier frame is returned here (or by [`VideoStage::finish`]).
+    pub fn push(&mut self, pixels: &Arc<Pixels>) -> Result<()> {
+        let sent = match &self.frames {
+            Some(tx) => tx.send(Arc::clone(pixels)).is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The thread stopped: it says why.
+        self.join().map(|_| ())
+    }
+
+    /// Waits for every queued frame to be encoded.
+    pub fn finish(mut self) -> Result<StagedVideo> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<StagedVideo> {
+        self.frames = None;
+        match self.worker.take().map(JoinHandle::join) {
+            Some(Ok(staged)) => staged,
+            Some(Err(_)) => Err(io(&self.path, "the encoder thread panicked")),
+            None => Err(io(&self.path, "the encoder thread already stopped")),
+        }
+    }
+
+    /// Deletes the stage (the episode is skipped).
+    pub fn discard(mut self) {
+        let _ = self.join();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Drop for VideoStage {
+    /// Ends the thread (after the frames queued) without waiting for it.
+    fn drop(&mut self) {
+        self.frames = None;
+    }
+}
+
+/// A camera's encoded frames of the episode, staged.
+pub struct StagedVideo {
+    path: PathBuf,
+    out: BufWriter<File>,
+    frames: u64,
+    /// The SPS and PPS of the first frame.
+    params: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl StagedVideo {
+    /// The encoder thread: converts, encodes and stages each frame received.
+    fn encode(mut self, mut encoder: H264Encoder, frames: Receiver<Arc<Pixels>>) -> Result<Self> {
+        let exec = |e: logsql_media::MediaError| DataFusionError::Execution(e.to_string());
+        let mut last: Option<(Arc<Pixels>, Yuv420)> = None;
+        for pixels in frames {
+            let yuv = match last {
+                Some((ref p, ref yuv)) if Arc::ptr_eq(p, &pixels) => yuv,
+                _ => {
+                    let yuv = Yuv420::from_rgb8(pixels.width, pixels.height, &pixels.data)
+                        .map_err(exec)?;
+                    &last.insert((pixels, yuv)).1
+                }
+            };
+            let frame = encoder.encode(yuv).map_err(exec)?;
+            self.stage(frame)?;
+        }
+        Ok(self)
+    }
+
+    fn stage(&mut self, frame: EncodedFrame) -> Result<()> {
         if self.params.is_none()
             && let (Some(s), Some(p)) = (&frame.sps, &frame.pps)
         {
@@ -149,12 +234,5 @@ impl VideoStage {
         }
         let _ = std::fs::remove_file(&self.path);
         Ok(())
-    }
-
-    /// Deletes the stage (the episode is skipped).
-    pub fn discard(self) {
-        let path = self.path.clone();
-        drop(self);
-        let _ = std::fs::remove_file(path);
     }
 }

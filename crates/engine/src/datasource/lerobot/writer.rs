@@ -85,7 +85,8 @@ struct Feature {
 struct Decoded {
     encoding: String,
     source: Option<Vec<u8>>,
-    pixels: Pixels,
+    /// Shared with the camera's encoder thread.
+    pixels: Arc<Pixels>,
 }
 
 impl Decoded {
@@ -620,7 +621,7 @@ impl DatasetWriter {
                     f.last_decoded = Some(Decoded {
                         encoding: image.encoding.to_string(),
                         source: compressed.then(|| image.data.to_vec()),
-                        pixels,
+                        pixels: Arc::new(pixels),
                     });
                 }
                 let pixels = &f.last_decoded.as_ref().expect("just decoded").pixels;
@@ -661,7 +662,7 @@ impl DatasetWriter {
                                 )
                             }
                         };
-                        stage.push_rgb8(&pixels.data).map_err(|e| {
+                        stage.push(pixels).map_err(|e| {
                             exec(format!("LeRobot dataset: camera \"{}\": {e}", f.name))
                         })?;
                     }
@@ -905,6 +906,7 @@ impl DatasetWriter {
             f.episodes.push(s.clone());
             stats.push((f.name.clone(), s, f.kind == FeatureKind::Camera));
             if let Some(stage) = f.stage.take() {
+                let stage = stage.finish()?;
                 // The file's track has one pair of parameter sets: an
                 // episode whose encoder chose others starts a new file.
                 let other = match (&f.video, stage.parameter_sets()) {
