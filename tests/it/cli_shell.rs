@@ -138,7 +138,10 @@ fn explain_analyze_prints_whole_plans() {
         .find(|l| l.contains("DataSourceExec"))
         .unwrap_or_else(|| panic!("no scan line:\n{out}"));
     // Answered from the summary's per-channel counts: no chunk read.
-    assert!(scan.contains("chunks_read=0, chunks_total=15"), "{scan}");
+    assert!(
+        scan.contains("chunks_read=0, chunks_shared=0, chunks_total=15"),
+        "{scan}"
+    );
     assert!(scan.contains("messages_from_summary=2.00 K"), "{scan}");
     assert!(scan.trim_end().ends_with("] |"), "{scan}");
     let out = ok(&[&format!(

@@ -164,14 +164,21 @@ impl StagedVideo {
     /// The encoder thread: converts, encodes and stages each frame received.
     fn encode(mut self, mut encoder: H264Encoder, frames: Receiver<Arc<Pixels>>) -> Result<Self> {
         let exec = |e: logsql_media::MediaError| DataFusionError::Execution(e.to_string());
+        // The last frame converted, and its planes (reused for the next).
         let mut last: Option<(Arc<Pixels>, Yuv420)> = None;
         for pixels in frames {
-            let yuv = match last {
-                Some((ref p, ref yuv)) if Arc::ptr_eq(p, &pixels) => yuv,
-                _ => {
+            let yuv = match &mut last {
+                Some((p, yuv)) if Arc::ptr_eq(p, &pixels) => yuv,
+                Some((p, yuv)) => {
+                    yuv.refill_rgb8(pixels.width, pixels.height, &pixels.data)
+                        .map_err(exec)?;
+                    *p = pixels;
+                    yuv
+                }
+                None => {
                     let yuv = Yuv420::from_rgb8(pixels.width, pixels.height, &pixels.data)
                         .map_err(exec)?;
-                    &last.insert((pixels, yuv)).1
+                    &mut last.insert((pixels, yuv)).1
                 }
             };
             let frame = encoder.encode(yuv).map_err(exec)?;
