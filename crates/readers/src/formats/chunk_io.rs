@@ -117,24 +117,24 @@ pub(crate) fn with_buffers<T>(f: impl FnOnce(&mut ChunkBuf, &mut ChunkBuf) -> T)
 
 /// The decompressed records of the chunk at `offset`: the bytes another scan
 /// of the file left ([`ReadAt::shared_chunks`]), else what `decompress` fills
-/// `out` with (checked), offered to the other scans. The flag says whether
-/// they were decompressed here.
+/// `out` with (checked), offered to the other scans. With them, the bytes
+/// decompressed here ([`LoadedChunk::bytes_decompressed`]: 0 when taken).
 pub(crate) fn decompressed<'b>(
     file: &dyn ReadAt,
     offset: u64,
     out: &'b mut ChunkBuf,
     decompress: impl FnOnce(&mut ByteBuf) -> Result<()>,
-) -> Result<(&'b Buffer, bool)> {
+) -> Result<(&'b Buffer, u64)> {
     let memo = file.shared_chunks();
     if let Some(bytes) = memo.and_then(|m| m.take(offset)) {
-        return Ok((out.adopt(bytes), false));
+        return Ok((out.adopt(bytes), 0));
     }
     decompress(out.fill())?;
     let bytes = out.share();
     if let Some(m) = memo {
         m.offer(offset, bytes);
     }
-    Ok((bytes, true))
+    Ok((bytes, bytes.len() as u64))
 }
 
 /// The offset of `part` inside `buffer`, when it lies wholly inside it.

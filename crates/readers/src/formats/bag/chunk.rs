@@ -185,7 +185,7 @@ pub(crate) fn load_chunk<'b>(
         });
     }
     ctx.check_chunk_size(head.offset, u64::from(head.size))?;
-    let (out, fresh) = decompressed(file, head.offset, out, |out| {
+    let (out, bytes_decompressed) = decompressed(file, head.offset, out, |out| {
         compression::decompress_shared(codec, raw, raw, u64::from(head.size), out).map_err(|e| {
             ctx.corrupt(
                 head.data_offset(),
@@ -202,7 +202,7 @@ pub(crate) fn load_chunk<'b>(
         buffer: out,
         records_file_offset: None,
         compression: &head.compression,
-        bytes_decompressed: if fresh { out.len() as u64 } else { 0 },
+        bytes_decompressed,
     })
 }
 

@@ -181,7 +181,7 @@ pub(crate) fn load_chunk<'b>(
             bytes_decompressed: 0,
         });
     }
-    let (out, fresh) = decompressed(file, offset, out, |out| {
+    let (out, bytes_decompressed) = decompressed(file, offset, out, |out| {
         decompress_records(
             ctx,
             offset,
@@ -199,7 +199,7 @@ pub(crate) fn load_chunk<'b>(
         buffer: out,
         records_file_offset: None,
         compression: header.compression,
-        bytes_decompressed: if fresh { out.len() as u64 } else { 0 },
+        bytes_decompressed,
     })
 }
 
