@@ -47,8 +47,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::args::{DatasetArgs, parse_duration};
 use super::error::{CliError, CliResult, render};
 use super::{App, logger, quote};
-use logsql::datasource::frame_batches::under_frames;
-use logsql::datasource::lerobot::{LeRobotOptions, write_dataset};
+use logsql::write::frame_batches::under_frames;
+use logsql::write::lerobot::{LeRobotOptions, write_dataset};
 
 /// A feature's fields in the spec.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,10 +25,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use logsql::LogsqlOptions;
 use logsql::atomic_write::AtomicFile;
-use logsql::datasource::mcap_sink::{
+use logsql::write::mcap::{
     Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
 };
-use logsql::datasource::mcap_sources::ScannedFiles;
+use logsql::write::sources::ScannedFiles;
 
 use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
@@ -146,7 +146,7 @@ fn is_mcap(output: &Path) -> bool {
 }
 
 /// Streams the result of `sql` into an MCAP file at `output` (see
-/// [`logsql::datasource::mcap_sink`]). Returns the rows written.
+/// [`logsql::write::mcap`]). Returns the rows written.
 ///
 /// As with Parquet, a query that fails after delivering rows (a damaged file)
 /// leaves a complete MCAP file of those rows, and the error says so.

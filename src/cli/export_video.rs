@@ -2,7 +2,7 @@
 //! video. The export is the SQL a user could write,
 //! `COPY (SELECT log_time, image, file FROM read_images(IN, T) ...) TO
 //! 'clip.mp4' STORED AS MP4 OPTIONS (fps 'N', quality 'Q')`, run by the
-//! engine's MP4 sink (`logsql::datasource::video_sink`): streamed, written
+//! engine's MP4 sink (`logsql::write::mp4`): streamed, written
 //! whole or not at all.
 
 use std::io::Write;

@@ -30,8 +30,8 @@ use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, execut
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use logsql::LogsqlOptions;
-use logsql::datasource::mcap_sink::{McapWriteOptions, StreamErrors, Target, write_mcap};
-use logsql::datasource::mcap_sources::ScannedFiles;
+use logsql::write::mcap::{McapWriteOptions, StreamErrors, Target, write_mcap};
+use logsql::write::sources::ScannedFiles;
 use logsql_readers::formats;
 use logsql_readers::io::FileReader;
 use logsql_readers::limits::Limits;
@@ -269,7 +269,7 @@ fn window_stream(
 }
 
 /// Writes the result of each of `sqls`, one after the other, as one MCAP
-/// file at `output` (see [`logsql::datasource::mcap_sink`]). Returns the rows
+/// file at `output` (see [`logsql::write::mcap`]). Returns the rows
 /// written.
 fn write_windows(app: &App, input: &str, sqls: &[String], output: &Path) -> CliResult<u64> {
     let (stream, scanned) = window_stream(app, input, sqls)?;

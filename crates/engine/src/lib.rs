@@ -20,14 +20,20 @@
 //! Layers, bottom up (each imports only the ones below it):
 //! - [`task`]: copies of a query's task context with its configuration or
 //!   runtime changed;
-//! - [`atomic_write`]: output files staged beside their targets and renamed
-//!   over them when complete (the rule giving every `COPY` that guarantee);
+//! - [`atomic_write`]: the files DataFusion's own writers put staged beside
+//!   their targets and renamed over them when complete (the rule giving
+//!   every `COPY` that guarantee);
 //! - [`storage`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
 //!   first use, reads through them, and the summary cache;
 //! - [`scanner`]: the `messages` table schema, pruning, the scan loop, batch
 //!   building, time order;
-//! - [`datasource`]: DataFusion's `FileSource` / `FileFormat` and the MCAP sink
-//!   (`COPY ... TO 'x.mcap'`);
+//! - [`datasource`]: DataFusion's `FileSource` / `FileFormat` of the read side;
+//! - [`write`]: the write wing's glue: one bridge driving any writer of
+//!   `logsql-writers`, and the `COPY ... TO` formats (MCAP, MP4, LeRobot);
+//! - `file_format`: each log format's DataFusion `FileFormat`, read through
+//!   [`datasource`] and written through [`write`];
+//! - [`plan_guard`]: the checks of plans from others (a server's clients, a
+//!   distributed coordinator): roots, and which sinks may write;
 //! - [`surface`]: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
 //!   typed side tables, `read_topic`, scalar functions, file order under
 //!   `LIMIT`;
@@ -40,10 +46,13 @@ pub mod atomic_write;
 pub mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
+pub(crate) mod file_format;
+pub mod plan_guard;
 pub mod scanner;
 pub mod storage;
 pub mod surface;
 pub mod task;
+pub mod write;
 
 use std::sync::Arc;
 
@@ -57,7 +66,7 @@ use datafusion::logical_expr::CreateExternalTable;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-pub use datasource::file_format::{LogFileFormat, LogFileFormatFactory};
+pub use file_format::{LogFileFormat, LogFileFormatFactory};
 pub use logsql_asof::sql;
 pub use scanner::options::LogsqlOptions;
 
@@ -96,10 +105,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
             .collect();
         factories.push(LogFileFormatFactory::new(None));
         // MP4 video, written by COPY only.
-        state.register_file_format(
-            Arc::new(datasource::video_sink::VideoFileFormatFactory),
-            true,
-        )?;
+        state.register_file_format(Arc::new(write::mp4::VideoFileFormatFactory), true)?;
         for factory in factories {
             let name = datafusion::common::GetExt::get_ext(&factory).to_uppercase();
             state.register_file_format(Arc::new(factory), true)?;
@@ -108,7 +114,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                 .insert(name, Arc::new(StoreAwareTableFactory::default()));
         }
         // `COPY ... STORED AS LEROBOT`: LeRobot datasets (written only).
-        state.register_file_format(Arc::new(datasource::lerobot::LeRobotFormatFactory), true)?;
+        state.register_file_format(Arc::new(write::lerobot::LeRobotFormatFactory), true)?;
         if state
             .config()
             .options()
@@ -173,7 +179,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
 fn physical_rules(defer_errors: bool) -> Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> {
     let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = vec![
         Arc::new(file_order::FileOrderUnderLimit),
-        Arc::new(datasource::frame_batches::FrameBatches),
+        Arc::new(write::frame_batches::FrameBatches),
         Arc::new(atomic_write::AtomicCopy),
     ];
     if defer_errors {

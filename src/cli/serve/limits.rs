@@ -27,7 +27,7 @@ use datafusion::physical_plan::{
     SendableRecordBatchStream,
 };
 use futures::StreamExt;
-use logsql::datasource::plan_guard::PlanGuard;
+use logsql::plan_guard::PlanGuard;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 

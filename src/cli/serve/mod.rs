@@ -33,7 +33,7 @@ use datafusion::logical_expr::{ColumnarValue, ScalarUDF, Volatility, create_udf}
 use datafusion::prelude::SessionContext;
 use datafusion_postgres::auth::AuthManager;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
-use logsql::datasource::plan_guard::PlanGuard;
+use logsql::plan_guard::PlanGuard;
 use logsql::storage::roots::DataRoots;
 use tokio::net::TcpListener;
 

@@ -47,7 +47,7 @@ use url::Url;
 pub use codec::LogsqlCodec;
 pub use security::{ClusterAuth, SecureChannels, TlsFiles, Token};
 
-use crate::datasource::plan_guard::PlanGuard;
+use crate::plan_guard::PlanGuard;
 use crate::scanner::options::LogsqlOptions;
 use crate::storage::roots::DataRoots;
 

@@ -23,7 +23,7 @@ use datafusion::prelude::SessionContext;
 
 use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::{listing_table, resolve};
-use crate::datasource::file_format::LogFileFormat;
+use crate::file_format::LogFileFormat;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::{col, timestamp_type};

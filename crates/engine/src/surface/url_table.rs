@@ -21,7 +21,7 @@ use datafusion::prelude::SessionContext;
 use futures::{StreamExt, TryStreamExt};
 use parking_lot::RwLock;
 
-use crate::datasource::file_format::LogFileFormat;
+use crate::file_format::LogFileFormat;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::messages_table_schema;

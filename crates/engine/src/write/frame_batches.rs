@@ -42,7 +42,7 @@ use datafusion::physical_plan::{
 use datafusion::physical_plan::{ExecutionPlanProperties, Partitioning};
 
 use super::lerobot::LeRobotSink;
-use super::video_sink::VideoSink;
+use super::mp4::VideoSink;
 use crate::atomic_write::sink::AtomicSink;
 
 /// Rows per batch under a sink of camera frames: about a second of a 30 fps

@@ -1,7 +1,8 @@
-//! Where a `COPY` that writes one file itself (MCAP, MP4) puts it: a local
-//! file, written beside its target and renamed over it when complete
+//! Where a `COPY` that logsql writes itself puts its output: a local file,
+//! written beside its target and renamed over it when complete
 //! ([`AtomicFile`]), or an object in a store, written to a temporary file
-//! and uploaded when complete.
+//! and uploaded when complete; a directory output (a ROS 2 bag, a LeRobot
+//! dataset) is a local [`AtomicDir`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::object_store::ObjectStore;
 use datafusion::object_store::path::Path as ObjectPath;
 
-use crate::atomic_write::AtomicFile;
+use crate::atomic_write::{AtomicDir, AtomicFile};
 use crate::scanner::error::df_err;
 
 /// Where the finished file goes.
@@ -70,7 +71,7 @@ impl Target {
 
     /// The temporary file to write: beside a local target, in the
     /// temporary directory for an object store.
-    pub(crate) fn create(&self) -> Result<AtomicFile> {
+    pub fn create(&self) -> Result<AtomicFile> {
         let temp = match self {
             Self::Local(p) => p.clone(),
             Self::Store { path, .. } => {
@@ -81,10 +82,22 @@ impl Target {
         AtomicFile::create(&temp).map_err(|e| io_err(&temp, e))
     }
 
+    /// The temporary directory to fill, beside a local target (which must
+    /// not exist, or be an empty directory). A directory is not uploaded to
+    /// an object store: such a target is refused.
+    pub fn create_dir(&self) -> Result<AtomicDir> {
+        match self {
+            Self::Local(p) => AtomicDir::create(p).map_err(|e| io_err(p, e)),
+            Self::Store { url, .. } => Err(DataFusionError::NotImplemented(format!(
+                "a directory output is written to a local path, not to {url}"
+            ))),
+        }
+    }
+
     /// Publishes the complete file `out`: renamed over a local target, or
     /// uploaded to the store (the object appears only when complete; the
     /// temporary file is removed when `out` is dropped).
-    pub(crate) async fn publish(&self, out: AtomicFile) -> Result<()> {
+    pub async fn publish(&self, out: AtomicFile) -> Result<()> {
         match self {
             Self::Local(path) => out.commit().map_err(|e| io_err(path, e)),
             Self::Store { store, path, url } => {

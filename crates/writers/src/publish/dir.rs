@@ -1,5 +1,6 @@
-//! [`AtomicDir`]: an output directory (a ROS 2 bag directory) written under
-//! a temporary name beside its target and renamed to it only when complete.
+//! [`AtomicDir`]: an output directory (a ROS 2 bag directory, a LeRobot
+//! dataset) written under a temporary name beside its target, every file and
+//! directory in it synced, and renamed to it only when complete.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -44,23 +45,38 @@ impl AtomicDir {
         &self.target
     }
 
-    /// Syncs every file in the directory and the directory itself, and
-    /// renames it to the target (over an empty directory there).
+    /// Syncs every file and directory below the directory and the directory
+    /// itself, and renames it to the target (over an empty directory there).
     pub fn commit(self) -> io::Result<()> {
         check_target(&self.target)?;
-        for entry in std::fs::read_dir(self.temp.path())? {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                std::fs::File::open(entry.path())?.sync_all()?;
-            }
-        }
-        #[cfg(unix)]
-        std::fs::File::open(self.temp.path())?.sync_all()?;
+        sync_tree(self.temp.path())?;
         std::fs::rename(self.temp.path(), &self.target)?;
         // Renamed: nothing is left under the temporary name to remove.
         let _ = self.temp.keep();
+        // The rename itself is durable once the parent directory is synced.
+        #[cfg(unix)]
+        if let Some(parent) = self.target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::File::open(parent)?.sync_all()?;
+        }
         Ok(())
     }
+}
+
+/// Syncs every regular file below `dir`, then each directory after its
+/// contents (links are not followed: a writer makes none).
+fn sync_tree(dir: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            sync_tree(&entry.path())?;
+        } else if kind.is_file() {
+            std::fs::File::open(entry.path())?.sync_all()?;
+        }
+    }
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
 }
 
 /// Refuses a target that exists as anything but an empty directory.
@@ -106,5 +122,15 @@ mod tests {
         std::fs::write(d.path().join("m.yaml"), b"y").unwrap();
         d.commit().unwrap();
         assert!(empty.join("m.yaml").is_file());
+        // Nested directories (a dataset's data/chunk-000/) are published whole.
+        let nested = parent.path().join("dataset");
+        let d = AtomicDir::create(&nested).unwrap();
+        std::fs::create_dir_all(d.path().join("data/chunk-000")).unwrap();
+        std::fs::write(d.path().join("data/chunk-000/file-000.parquet"), b"p").unwrap();
+        d.commit().unwrap();
+        assert_eq!(
+            std::fs::read(nested.join("data/chunk-000/file-000.parquet")).unwrap(),
+            b"p"
+        );
     }
 }

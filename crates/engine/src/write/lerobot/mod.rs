@@ -49,7 +49,7 @@ use datafusion::physical_plan::{
 };
 use futures::{FutureExt, StreamExt};
 
-use super::source::LogSource;
+use crate::datasource::source::LogSource;
 use columns::ColumnPlan;
 pub use options::{ImageStorage, LeRobotOptions};
 use writer::DatasetWriter;

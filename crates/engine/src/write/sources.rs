@@ -1,5 +1,6 @@
-//! Where the MCAP writer ([`super::mcap_sink`]) gets channels, schemas,
-//! metadata and attachments: only from the files the same query scanned.
+//! Where a writer (MCAP, ROS1 bag, ROS 2 bag) gets channels, schemas,
+//! metadata and attachments: only from the files the same query scanned,
+//! as [`SourceFile`]s.
 //!
 //! [`ScannedFiles::of_plan`] lists the files of every logsql scan in the
 //! writer's input plan, under the names their rows carry in the `file` column.
@@ -23,12 +24,11 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::ExecutionPlan;
 use prost_reflect::DescriptorPool;
 
-use super::source::LogSource;
+use crate::datasource::source::LogSource;
 use crate::scanner::error::df_err;
 use crate::scanner::schema::col;
 use crate::storage::object_io::FileLocation;
-use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel};
-use logsql_readers::model::MetadataInfo;
+use logsql_writers::{Attachment, SourceFile};
 
 /// The files the logsql scans of a plan read (see the module documentation).
 #[derive(Debug, Clone, Default)]
@@ -74,24 +74,9 @@ impl ScannedFiles {
     }
 }
 
-/// What the writer takes from one source file.
-#[derive(Debug, Default)]
-pub(crate) struct SourceInfo {
-    /// The MCAP profile it suggests (`ros1` for bags, an MCAP file's own).
-    pub(crate) profile: String,
-    /// Its channels by (topic, message type, message encoding); the lowest id wins.
-    pub(crate) channels: HashMap<(String, Option<String>, String), McapChannel>,
-    /// Schemas by (message type, message encoding), for rows whose topic a query renamed.
-    pub(crate) schemas: HashMap<(String, String), McapSchema>,
-    /// Its metadata records.
-    pub(crate) metadata: Vec<MetadataInfo>,
-    /// Its MCAP attachments.
-    pub(crate) attachments: Vec<mcap::Attachment<'static>>,
-}
-
 /// Finds the source files of a stream's rows (the `file` column) among the
 /// files the query scanned and reads their summaries, once per file.
-pub(crate) struct SourceResolver {
+pub struct SourceResolver {
     env: Arc<RuntimeEnv>,
     pool: Option<Arc<DescriptorPool>>,
     scanned: HashMap<String, FileLocation>,
@@ -102,8 +87,9 @@ pub(crate) struct SourceResolver {
 }
 
 impl SourceResolver {
-    /// A resolver of the files in `scanned`, writing `target`.
-    pub(crate) fn new(
+    /// A resolver of the files in `scanned`, for the output `target` (named
+    /// in warnings); `pool`: the session's protobuf descriptors.
+    pub fn new(
         env: Arc<RuntimeEnv>,
         pool: Option<Arc<DescriptorPool>>,
         scanned: &ScannedFiles,
@@ -120,10 +106,10 @@ impl SourceResolver {
     }
 
     /// The files of `batch` not met before, each with what could be read of it.
-    pub(crate) async fn new_sources(
+    pub async fn new_sources(
         &mut self,
         batch: &RecordBatch,
-    ) -> Result<Vec<(String, Option<Arc<SourceInfo>>)>> {
+    ) -> Result<Vec<(String, Option<Arc<SourceFile>>)>> {
         let Some(files) = batch.column_by_name(col::FILE) else {
             return Ok(Vec::new());
         };
@@ -141,7 +127,7 @@ impl SourceResolver {
             let Some(loc) = self.scanned.get(f).cloned() else {
                 if !std::mem::replace(&mut self.warned, true) {
                     log::warn!(
-                        "writing MCAP {}: the file column names {f:?}, which this query did not read; rows of files it did not read get channels from their own columns (no schema, metadata or attachments)",
+                        "writing {}: the file column names {f:?}, which this query did not read; rows of files it did not read get channels from their own columns (no schema, metadata or attachments)",
                         self.target
                     );
                 }
@@ -152,7 +138,8 @@ impl SourceResolver {
                 Ok(info) => Some(Arc::new(info)),
                 Err(e) => {
                     log::warn!(
-                        "writing MCAP: no channels from {f:?} ({e}); its rows get channels from their own columns"
+                        "writing {}: no channels from {f:?} ({e}); its rows get channels from their own columns",
+                        self.target
                     );
                     None
                 }
@@ -163,7 +150,7 @@ impl SourceResolver {
     }
 
     /// Reads the summary of the scanned file `loc` (the one its scan cached).
-    async fn load(&self, loc: FileLocation) -> Result<SourceInfo> {
+    async fn load(&self, loc: FileLocation) -> Result<SourceFile> {
         let cache = crate::storage::summary_cache::of(&self.env);
         let cached = loc.summary(Some(cache), None).await.map_err(df_err)?;
         let summary = Arc::clone(&cached.summary);
@@ -172,7 +159,8 @@ impl SourceResolver {
         if let Some(pool) = &self.pool {
             logsql_decode::descriptors::attach(pool, &mut channels);
         }
-        let mut info = SourceInfo {
+        let mut file = SourceFile {
+            format: format.to_string(),
             profile: match format {
                 "bag" => "ros1".to_string(),
                 _ => summary
@@ -182,30 +170,17 @@ impl SourceResolver {
                     .map(|(_, v)| v.clone())
                     .unwrap_or_default(),
             },
+            channels,
             metadata: summary.metadata.clone(),
-            ..Default::default()
+            attachments: Vec::new(),
         };
-        for ch in &channels {
-            let key = (
-                ch.topic.clone(),
-                ch.message_type.clone(),
-                ch.message_encoding.clone(),
-            );
-            let mapped = mcap_channel(format, ch);
-            if let (Some(ty), Some(s)) = (&ch.message_type, &mapped.schema) {
-                info.schemas
-                    .entry((ty.clone(), ch.message_encoding.clone()))
-                    .or_insert_with(|| s.clone());
-            }
-            info.channels.entry(key).or_insert(mapped);
-        }
         if !summary.attachments.is_empty() {
             let atts = summary.attachments.clone();
-            info.attachments = tokio::task::spawn_blocking(move || read_attachments(&loc, &atts))
+            file.attachments = tokio::task::spawn_blocking(move || read_attachments(&loc, &atts))
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))??;
         }
-        Ok(info)
+        Ok(file)
     }
 }
 
@@ -213,7 +188,7 @@ impl SourceResolver {
 fn read_attachments(
     loc: &FileLocation,
     atts: &[logsql_readers::model::AttachmentInfo],
-) -> Result<Vec<mcap::Attachment<'static>>> {
+) -> Result<Vec<Attachment>> {
     let file = loc.open().map_err(df_err)?;
     let mut out = Vec::with_capacity(atts.len());
     for a in atts {
@@ -234,12 +209,12 @@ fn read_attachments(
                     a.offset
                 ))
             })?;
-        out.push(mcap::Attachment {
+        out.push(Attachment {
             log_time: parsed.header.log_time,
             create_time: parsed.header.create_time,
             name: parsed.header.name.to_string(),
             media_type: parsed.header.media_type.to_string(),
-            data: parsed.data.to_vec().into(),
+            data: parsed.data.to_vec(),
         });
     }
     Ok(out)

@@ -17,7 +17,7 @@
 //! `logsql.on_error = 'warn'` is left out with a warning; a null image, or
 //! a second image at the same time, is left out. The file is written to a
 //! temporary file and appears under its name only when complete
-//! ([`super::output`]). `COPY` reports the number of frames written.
+//! ([`super::target`]). `COPY` reports the number of frames written.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -48,9 +48,9 @@ use logsql_media::images::PixelFormat;
 use logsql_media::images::arrow::{ImageColumn, image_type};
 use logsql_media::video::{VideoOptions, VideoWriter, Yuv420};
 
-use super::mcap_sink::nanos;
-use super::output::{Target, io_err};
-use super::source::LogSource;
+use super::mcap::nanos;
+use super::target::{Target, io_err};
+use crate::datasource::source::LogSource;
 use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::schema::col;
 

@@ -31,10 +31,10 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::atomic_write::sink::AtomicSink;
-use crate::datasource::mcap_sink::McapSink;
 use crate::datasource::source::LogSource;
-use crate::datasource::video_sink::VideoSink;
 use crate::storage::roots::DataRoots;
+use crate::write::mcap::McapSink;
+use crate::write::mp4::VideoSink;
 
 /// The plan nodes a query over logs needs, by their `ExecutionPlan::name`:
 /// DataFusion's relational operators, logsql's own nodes and

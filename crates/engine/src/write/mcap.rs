@@ -5,7 +5,7 @@
 //! time), `sequence` (null: 0), `message_type`, `message_encoding` and `file`
 //! are used when present. A row's channel and schema come from the file named
 //! in its `file` column when the same query scanned that file
-//! ([`super::mcap_sources`]): its summary (the one the scan cached) is read,
+//! ([`super::sources`]): its summary (the one the scan cached) is read,
 //! and the row gets the channel of that file with the row's topic, message
 //! type and message encoding, mapped to MCAP by
 //! [`logsql_readers::formats::mcap::target`]. Rows without a `file` column, or
@@ -34,7 +34,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, TimeUnit, UInt32Type};
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, UInt32Type};
 use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
@@ -44,12 +44,13 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatc
 use futures::StreamExt;
 use prost_reflect::DescriptorPool;
 
-use super::mcap_sources::{ScannedFiles, SourceInfo, SourceResolver};
-pub use super::output::Target;
-use super::output::io_err;
+use super::sources::{ScannedFiles, SourceResolver};
+pub use super::target::Target;
+use super::target::io_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::col;
-use logsql_readers::formats::mcap::target::{McapChannel, named_only};
+use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel, named_only};
+use logsql_writers::SourceFile;
 
 /// Batches buffered between the query and the writer thread.
 const QUEUE: usize = 4;
@@ -201,7 +202,7 @@ pub enum StreamErrors {
 
 /// Writes `stream` as one MCAP file to `target`. Channels, schemas, metadata
 /// and attachments come only from the files in `scanned` (see
-/// [`super::mcap_sources`]). Returns the rows written and, under
+/// [`super::sources`]). Returns the rows written and, under
 /// [`StreamErrors::KeepRows`], the stream's error after which the file was
 /// completed. `progress` is called with the running row count.
 #[allow(clippy::too_many_arguments)]
@@ -261,6 +262,7 @@ pub async fn write_mcap(
             Err(e) => return Err(e),
         };
         for (file, info) in resolver.new_sources(&batch).await? {
+            let info = info.map(|f| Arc::new(SourceInfo::of(&f)));
             writer_gone |= !send(Item::Source(file, info)).await;
         }
         rows += batch.num_rows() as u64;
@@ -282,6 +284,59 @@ pub async fn write_mcap(
     };
     target.publish(out).await?;
     Ok((written, failed))
+}
+
+/// What the MCAP writer takes from one source file: its channels and
+/// schemas mapped to MCAP's.
+#[derive(Debug, Default)]
+pub(crate) struct SourceInfo {
+    /// The MCAP profile it suggests (`ros1` for bags, an MCAP file's own).
+    pub(crate) profile: String,
+    /// Its channels by (topic, message type, message encoding); the lowest id wins.
+    pub(crate) channels: HashMap<(String, Option<String>, String), McapChannel>,
+    /// Schemas by (message type, message encoding), for rows whose topic a query renamed.
+    pub(crate) schemas: HashMap<(String, String), McapSchema>,
+    /// Its metadata records.
+    pub(crate) metadata: Vec<logsql_readers::model::MetadataInfo>,
+    /// Its MCAP attachments.
+    pub(crate) attachments: Vec<mcap::Attachment<'static>>,
+}
+
+impl SourceInfo {
+    /// The MCAP side of `file`.
+    fn of(file: &SourceFile) -> Self {
+        let mut info = SourceInfo {
+            profile: file.profile.clone(),
+            metadata: file.metadata.clone(),
+            ..Default::default()
+        };
+        for ch in &file.channels {
+            let key = (
+                ch.topic.clone(),
+                ch.message_type.clone(),
+                ch.message_encoding.clone(),
+            );
+            let mapped = mcap_channel(&file.format, ch);
+            if let (Some(ty), Some(s)) = (&ch.message_type, &mapped.schema) {
+                info.schemas
+                    .entry((ty.clone(), ch.message_encoding.clone()))
+                    .or_insert_with(|| s.clone());
+            }
+            info.channels.entry(key).or_insert(mapped);
+        }
+        info.attachments = file
+            .attachments
+            .iter()
+            .map(|a| mcap::Attachment {
+                log_time: a.log_time,
+                create_time: a.create_time,
+                name: a.name.clone(),
+                media_type: a.media_type.clone(),
+                data: a.data.clone().into(),
+            })
+            .collect();
+        info
+    }
 }
 
 /// What the query side sends the writer thread.
@@ -531,14 +586,7 @@ impl<W: Write + Seek> McapBatchWriter<W> {
 
 /// A time column as nanoseconds (Int64): timestamps of any unit, or integers taken as ns.
 pub(crate) fn nanos(c: &Arc<dyn Array>) -> Result<Arc<dyn Array>> {
-    Ok(match c.data_type() {
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => cast(c, &DataType::Int64)?,
-        DataType::Timestamp(_, tz) => cast(
-            &cast(c, &DataType::Timestamp(TimeUnit::Nanosecond, tz.clone()))?,
-            &DataType::Int64,
-        )?,
-        _ => cast(c, &DataType::Int64)?,
-    })
+    logsql_writers::columns::nanos(c).map_err(super::df_write_err)
 }
 
 /// The `COPY ... TO 'x.mcap'` sink.
@@ -675,7 +723,7 @@ mod tests {
             Field::new("topic", DataType::Utf8, true),
             Field::new(
                 "log_time",
-                DataType::Timestamp(TimeUnit::Nanosecond, None),
+                DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None),
                 true,
             ),
             Field::new("data", DataType::Binary, true),

@@ -25,9 +25,7 @@ use datafusion::object_store::{ObjectMeta, ObjectStore};
 use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::ExecutionPlan;
 
-use super::mcap_sink::{McapSink, McapWriteOptions, check_schema};
-use super::mcap_sources::ScannedFiles;
-use super::source::LogSource;
+use crate::datasource::source::LogSource;
 use crate::scanner::error::df_err;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::{col, messages_table_schema, table_schema};
@@ -36,6 +34,8 @@ use crate::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::scanner::time_order;
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache;
+use crate::write::mcap::{McapSink, McapWriteOptions, check_schema};
+use crate::write::sources::ScannedFiles;
 use logsql_readers::formats::FormatReader;
 use logsql_readers::model::Summary;
 
@@ -329,7 +329,7 @@ impl FileFormat for LogFileFormat {
         Ok(DataSourceExec::from_data_source(conf))
     }
 
-    /// `COPY ... TO 'x.mcap'`: one MCAP file (see [`super::mcap_sink`]); the
+    /// `COPY ... TO 'x.mcap'`: one MCAP file (see [`crate::write::mcap`]); the
     /// other formats are read-only.
     async fn create_writer_physical_plan(
         &self,
