@@ -4,6 +4,8 @@
 //! temporary directories of `logsql` processes that no longer run, then hands
 //! over to it.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() -> std::process::ExitCode {

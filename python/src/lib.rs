@@ -13,6 +13,8 @@
 //! functions and `logsql.*` options), whatever session calls them: the FFI
 //! session a foreign host passes has a default runtime without them.
 
+#![forbid(unsafe_code)]
+
 mod log_table;
 mod stream;
 

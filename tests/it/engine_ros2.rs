@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 use serde_json::Value;
 
 use crate::fixtures;
-use crate::ros2_reader::{payload_of, write_bag};
+use crate::ros2_db3::{payload_of, write_bag};
 use crate::sql::{analyze, error, ints, metric, pairs, text};
 
 fn ctx() -> SessionContext {

@@ -284,7 +284,7 @@ fn a_bz2_bag_bomb_is_an_error_and_never_a_negative_length() {
 /// frames decompress to 1 GiB each, `compression_mode: message`.
 fn ros2_message_bombs(dir: &Path, good: i64, bombs: i64) -> std::path::PathBuf {
     let path = dir.join("b_0.db3");
-    crate::ros2_reader::write_bag(&path, good, 32, true, true);
+    crate::ros2_db3::write_bag(&path, good, 32, true, true);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let bomb = zstd_zeros(1 << 30);
     for i in 0..bombs {
@@ -414,7 +414,7 @@ fn a_db3_zstd_bomb_is_capped_and_leaves_no_temporary_file() {
 /// A rosbag2 database of ten messages compressed whole (`b_0.db3.zstd`) in `dir`.
 fn db3_zstd(dir: &Path) -> std::path::PathBuf {
     let db = dir.join("b_0.db3");
-    crate::ros2_reader::write_bag(&db, 10, 16, true, false);
+    crate::ros2_db3::write_bag(&db, 10, 16, true, false);
     let zst = dir.join("b_0.db3.zstd");
     std::fs::write(
         &zst,
@@ -496,7 +496,7 @@ fn stale_temporary_directories_are_removed_when_logsql_starts() {
 fn metadata_yaml_that_is_a_device_or_a_pipe_is_not_read() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("b_0.db3");
-    crate::ros2_reader::write_bag(&db, 10, 16, true, false);
+    crate::ros2_db3::write_bag(&db, 10, 16, true, false);
     let p = db.to_str().unwrap();
     let sql = format!("SELECT count(*) AS n FROM '{p}'");
     std::os::unix::fs::symlink("/dev/zero", dir.path().join("metadata.yaml")).unwrap();

@@ -1,11 +1,15 @@
 //! logsql's integration tests: one test crate (one link of DataFusion), one module per area.
 
-mod apollo_reader;
+#![forbid(unsafe_code)]
+
 mod asof;
-mod bag_reader;
 mod bag_writer;
-mod bddf_reader;
-mod carla_reader;
+mod bddf_sql;
+/// Facts of the CARLA fixtures, shared with the reader's tests.
+#[path = "../../crates/readers/tests/readers/carla_facts.rs"]
+#[allow(dead_code)]
+mod carla_facts;
+mod carla_sql;
 mod cli;
 mod cli_damage;
 mod cli_errors;
@@ -19,11 +23,6 @@ mod cli_shell;
 mod cli_terminal;
 mod cli_timeline;
 mod cli_wild;
-mod decode_cdr;
-mod decode_common;
-mod decode_json;
-mod decode_protobuf;
-mod decode_ros1;
 mod engine_apollo;
 mod engine_bag;
 mod engine_bddf;
@@ -36,7 +35,7 @@ mod engine_fleet;
 mod engine_mcap;
 mod engine_ros2;
 mod engine_semantics;
-mod fixtures;
+use logsql_fixtures as fixtures;
 /// The BDDF generator of the benchmarks, for files of several chunks.
 #[path = "../../examples/gen_bddf.rs"]
 #[allow(dead_code)]
@@ -44,19 +43,18 @@ mod gen_bddf;
 /// The benchmark recording generator (the demo file's), for generated fleets.
 #[path = "../../benches/support/gen.rs"]
 mod gen_support;
-mod hardening_alloc;
-mod hardening_sweeps;
 mod hostile_inputs;
 mod lerobot;
-mod mcap_conformance;
-mod mcap_samples;
 mod mcap_writer;
 mod points;
 mod queries;
 /// The robot recording generator of the LeRobot tests and benchmark.
 #[path = "../../benches/support/robot.rs"]
 mod robot;
-mod ros2_reader;
+/// The rosbag2 databases of the reader's tests.
+#[path = "../../crates/readers/tests/readers/ros2_db3.rs"]
+#[allow(dead_code)]
+mod ros2_db3;
 mod self_contained;
 mod serve;
 #[cfg(feature = "flight")]

@@ -24,6 +24,7 @@
 //! optional tolerance is checked on the chosen match; a match beyond it
 //! becomes NULLs.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod exec;

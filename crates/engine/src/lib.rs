@@ -40,6 +40,7 @@
 //! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
 //!   for datafusion-distributed.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod atomic_write;

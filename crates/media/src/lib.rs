@@ -12,6 +12,7 @@
 //! - [`video`]: `rgb8` frames encoded as H.264 in an MP4 file;
 //! - [`error`]: the one error type.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod error;

@@ -209,7 +209,7 @@ fn decompress_uncached(
 
 /// A memo of successful decompressions, compiled only with
 /// `RUSTFLAGS="--cfg logsql_sweep_memo"` for the every-offset truncation sweep
-/// (`tests/it/hardening_sweeps.rs`): a file cut at every offset decompresses
+/// (`tests/readers/hardening_sweeps.rs`): a file cut at every offset decompresses
 /// the same complete chunks again at every cut, which makes bzip2 bags cost
 /// hours. Decompression is a pure function of `(codec, src, expected)`, so the
 /// memo returns exactly what decompressing again would; the key compares the

@@ -41,7 +41,7 @@
 //! plan (every offset below 1 MB, 2,000 evenly spaced cuts above; at every cut
 //! the messages, all and header-only, are read and checked; the typed tables
 //! and `verify` at every 16th cut and next to every chunk boundary): run them
-//! with `cargo test --release --no-default-features --test it hardening_sweeps
+//! with `cargo test --release -p logsql-readers --test readers hardening_sweeps
 //! -- --ignored --nocapture`. `LOGSQL_SWEEP_SECONDS` bounds a full run's time
 //! (files are swept smallest first; the files left out are printed);
 //! `LOGSQL_SWEEP_MIN_BYTES` resumes with the files of at least that size, and

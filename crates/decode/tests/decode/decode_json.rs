@@ -1177,7 +1177,7 @@ fn accepts_exactly_what_serde_json_accepts() {
 
 // ---------------------------------------------------------------------------
 // Speed (release build):
-// cargo test --release --test it decode_json::throughput -- --ignored --nocapture
+// cargo test --release -p logsql-decode --test decode decode_json::throughput -- --ignored --nocapture
 
 #[test]
 #[ignore = "measurement; run in release with --ignored --nocapture"]

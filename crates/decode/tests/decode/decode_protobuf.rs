@@ -1657,7 +1657,7 @@ fn unknown_descriptor_syntax_is_an_error_not_a_panic() {
 // Throughput (manual: `cargo test --release ... -- --ignored --nocapture`)
 // ---------------------------------------------------------------------------
 
-#[path = "../../benches/support/imu_pb.rs"]
+#[path = "../../../../benches/support/imu_pb.rs"]
 mod imu_pb;
 use imu_pb::{field as fld, imu_payload, imu_pool, opt, rep};
 

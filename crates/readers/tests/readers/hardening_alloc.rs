@@ -109,7 +109,7 @@ fn run_isolated_as(test: &str, name: &str, case: fn()) -> Result<(), String> {
         return Ok(());
     }
     let exe = std::env::current_exe().expect("test binary");
-    // `it::hardening_alloc` → `hardening_alloc::name`.
+    // `readers::hardening_alloc` → `hardening_alloc::name`.
     let path = module_path!()
         .split_once("::")
         .map_or(module_path!(), |(_, rest)| rest);

@@ -1021,7 +1021,7 @@ fn thread_cpu_seconds() -> Option<f64> {
 /// Decode rate of sensor_msgs/msg/Imu (the fixture's 200 payloads, over and
 /// over, in batches of 8192 rows). Prints messages per second of wall time
 /// and of this thread's CPU time. Run in release:
-/// `cargo test --release --test it imu_decode_rate -- --ignored --nocapture`
+/// `cargo test --release -p logsql-decode --test decode imu_decode_rate -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn imu_decode_rate() {

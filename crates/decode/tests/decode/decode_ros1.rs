@@ -1291,7 +1291,7 @@ fn thread_cpu_time() -> Option<std::time::Duration> {
 
 /// sensor_msgs/Imu decode rate (per core: thread CPU time where the OS
 /// reports it, wall time too). Run with
-/// `cargo test --release --no-default-features --test it imu_decode_rate -- --ignored --nocapture`.
+/// `cargo test --release -p logsql-decode --test decode imu_decode_rate -- --ignored --nocapture`.
 #[test]
 #[ignore = "timing; run by hand with --release"]
 fn imu_decode_rate() {
