@@ -11,7 +11,8 @@
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
-//! - [`serve`]: `logsql serve`, the session over the Postgres wire protocol;
+//! - [`serve`]: `logsql serve`, its flags handed to logsql-serve (the session
+//!   over the Postgres wire protocol and Flight SQL);
 //! - [`terminal`]: control characters escaped in what a terminal shows;
 //! - [`error`], [`logger`], [`units`]: error rendering, warnings on stderr, human units.
 //!

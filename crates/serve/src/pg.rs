@@ -1,8 +1,9 @@
-//! The Postgres-wire side of `logsql serve`, on datafusion-postgres and
-//! pgwire: the handlers (datafusion-postgres's session service behind
-//! logsql's statement guard, with every `ASOF JOIN` spelling rewritten to
-//! the form DataFusion plans and nested columns sent as JSON text), SCRAM-SHA-256 password authentication, TLS,
-//! and the accept loop with its connection limit.
+//! The Postgres-wire front end, on datafusion-postgres and pgwire: the
+//! handlers (datafusion-postgres's session service over the server's one
+//! session, behind its statement guard, with every `ASOF JOIN` spelling
+//! rewritten to the form DataFusion plans and nested columns sent as JSON
+//! text), SCRAM-SHA-256 password authentication, TLS, and the accept loop
+//! with its connection limit.
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -10,7 +11,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_postgres::hooks::cursor::CursorStatementHook;
 use datafusion_postgres::hooks::set_show::SetShowHook;
@@ -46,18 +46,12 @@ use futures::Sink;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use super::cancel::{Cancels, RunningQueries};
-use super::json_text::NestedAsJson;
-use super::statements::StatementGuard;
-use crate::cli::error::{CliError, CliResult};
-
-/// How clients log in.
-pub enum Login {
-    /// Any client that reaches the address.
-    Open,
-    /// SCRAM-SHA-256 with one user and password.
-    Password { user: String, password: String },
-}
+use crate::cancel::{Cancels, RunningQueries};
+use crate::config::Auth;
+use crate::error::{ServeError, ServeResult};
+use crate::json_text::NestedAsJson;
+use crate::session::ServeSession;
+use crate::statements::StatementGuard;
 
 /// The handlers of one server (the factory pgwire asks per connection).
 pub struct Handlers {
@@ -69,31 +63,32 @@ pub struct Handlers {
 }
 
 impl Handlers {
-    /// The handlers of a server over `ctx`, registering their running
-    /// answers in `running` (the server's registry, shared with Flight SQL).
-    pub fn new(
-        ctx: Arc<SessionContext>,
-        writes: bool,
-        login: Login,
-        tls_only: bool,
-        running: Arc<RunningQueries>,
-    ) -> Self {
+    /// The handlers of a server over `session`, for `auth`, refusing
+    /// plain connections if `tls_only`; their running answers are registered
+    /// in the session's registry (shared with Flight SQL).
+    pub fn new(session: &ServeSession, auth: &Auth, tls_only: bool) -> Self {
+        let running = Arc::clone(session.running());
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
-            Arc::new(StatementGuard { writes }),
+            Arc::new(StatementGuard {
+                writes: session.writes(),
+            }),
             Arc::new(NestedAsJson),
             Arc::new(CursorStatementHook),
             Arc::new(SetShowHook),
             Arc::new(TransactionStatementHook),
         ];
+        let ctx = Arc::new(session.context().clone());
         let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
         let service = Arc::new(LogsqlService {
             parser: Arc::new(AsofParser(inner.query_parser())),
             inner,
             running: Arc::clone(&running),
         });
-        let auth = match login {
-            Login::Open => None,
-            Login::Password { user, password } => Some(Arc::new(Credentials::new(user, &password))),
+        let auth = match auth {
+            Auth::Open => None,
+            Auth::Password { user, password } => {
+                Some(Arc::new(Credentials::new(user.clone(), password)))
+            }
         };
         Self {
             service,
@@ -319,23 +314,23 @@ impl QueryParser for AsofParser {
 }
 
 /// The TLS acceptor of a certificate chain and key (PEM files).
-pub fn tls_acceptor(cert: &Path, key: &Path) -> CliResult<TlsAcceptor> {
+pub fn tls_acceptor(cert: &Path, key: &Path) -> ServeResult<TlsAcceptor> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let certs = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| CliError::msg(format!("TLS certificate {}: {e}", cert.display())))?;
+        .map_err(|e| ServeError::Tls(format!("TLS certificate {}: {e}", cert.display())))?;
     if certs.is_empty() {
-        return Err(CliError::msg(format!(
+        return Err(ServeError::Tls(format!(
             "TLS certificate {}: no certificate in it",
             cert.display()
         )));
     }
     let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| CliError::msg(format!("TLS key {}: {e}", key.display())))?;
+        .map_err(|e| ServeError::Tls(format!("TLS key {}: {e}", key.display())))?;
     let config = rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| CliError::msg(format!("TLS certificate and key: {e}")))?;
+        .map_err(|e| ServeError::Tls(format!("TLS certificate and key: {e}")))?;
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 

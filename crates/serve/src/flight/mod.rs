@@ -1,8 +1,10 @@
-//! The Arrow Flight SQL side of `logsql serve`, on datafusion-flight-sql-server
-//! (over the same session as the Postgres wire: its tables, table functions,
+//! The Arrow Flight SQL front end, on datafusion-flight-sql-server (over the
+//! server's one session, as the Postgres wire: its tables, table functions,
 //! plan guard and query limits): a [`FlightService`] in front of the crate's
-//! that checks each client's credentials, checks each statement with the
-//! [`StatementGuard`] and rewrites its `ASOF JOIN`s, then hands the request on.
+//! that checks each client's credentials ([`login`]), vets each statement
+//! with the session's statement checks ([`ServeSession::vet`]: `ASOF JOIN`s
+//! rewritten, what a shared session must not run refused), then hands the
+//! request on.
 //!
 //! Logging in: without a password every client may query; with one, a client
 //! sends `authorization: Basic base64(user:password)` (with the handshake, as
@@ -15,7 +17,10 @@
 //! `FlightInfo` carries a random query id, under which its `DoGet` is
 //! registered in the server's [`RunningQueries`]: a `CancelFlightInfo`
 //! action (or Flight SQL's older `CancelQuery`) with that `FlightInfo`, from
-//! any client, stops the query the same way.
+//! any client, stops the query the same way ([`tickets`]).
+
+mod login;
+mod tickets;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -32,26 +37,21 @@ use arrow_flight::{
     Empty, FlightData, FlightDescriptor, FlightInfo, HandshakeRequest, HandshakeResponse, PollInfo,
     SchemaResult, Ticket,
 };
-use base64::Engine as _;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use datafusion::execution::SessionState;
-use datafusion::execution::context::SQLOptions;
-use datafusion::sql::parser::DFParser;
 use datafusion_flight_sql_server::service::FlightSqlService;
 use datafusion_flight_sql_server::state::{CommandTicket, QueryHandle};
-use datafusion_postgres::pgwire::api::auth::sasl::scram::random_nonce;
 use futures::{Stream, StreamExt};
 use prost::Message;
-use prost::bytes::Bytes;
-use subtle::ConstantTimeEq;
-use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::metadata::MetadataValue;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
-use super::cancel::{QueryKey, RunningQueries};
-use super::statements::StatementGuard;
-use crate::cli::error::{CliError, CliResult};
+use crate::cancel::{QueryKey, RunningQueries};
+use crate::config::Auth;
+use crate::error::{ServeError, ServeResult};
+use crate::session::ServeSession;
+use login::FlightLogin;
+use tickets::{cancellable, cancelled, is_statement, query_id, tag_tickets};
 
 /// The `CreatePreparedStatement` action's type.
 const CREATE_PREPARED_STATEMENT: &str = "CreatePreparedStatement";
@@ -62,173 +62,10 @@ const CANCEL_FLIGHT_INFO: &str = "CancelFlightInfo";
 /// Flight SQL's older action of the same (deprecated for `CancelFlightInfo`).
 const CANCEL_QUERY: &str = "CancelQuery";
 
-/// A statement's ticket as this server hands it out: datafusion-flight-sql-server's
-/// (its command in field 2) with a query id in a field that crate's decoding
-/// skips.
-#[derive(Clone, PartialEq, Message)]
-struct QueryTicket {
-    #[prost(bytes = "bytes", tag = "2")]
-    command: Bytes,
-    #[prost(string, tag = "15")]
-    query_id: String,
-}
-
-/// The query id `ticket` carries, if any.
-fn query_id(ticket: &Bytes) -> Option<String> {
-    QueryTicket::decode(ticket.clone())
-        .ok()
-        .map(|t| t.query_id)
-        .filter(|id| !id.is_empty())
-}
-
-/// `info` with a fresh query id in the ticket of each statement endpoint.
-fn tag_tickets(info: &mut FlightInfo) {
-    for endpoint in &mut info.endpoint {
-        let Some(ticket) = endpoint.ticket.as_mut() else {
-            continue;
-        };
-        let statement = CommandTicket::try_decode(ticket.ticket.clone())
-            .is_ok_and(|CommandTicket { command }| is_statement(&command));
-        if let (true, Ok(mut tagged)) = (statement, QueryTicket::decode(ticket.ticket.clone())) {
-            tagged.query_id = random_nonce();
-            ticket.ticket = tagged.encode_to_vec().into();
-        }
-    }
-}
-
-/// The error a cancelled query's `DoGet` ends with.
-fn cancelled() -> Status {
-    Status::cancelled("query cancelled: a client cancelled it (CancelFlightInfo)")
-}
-
-/// `stream` run by a task of its own, stopping at `token` (the stream is
-/// dropped then, so the query's plan is, even while the client reads
-/// nothing) or when the client goes away; a stopped stream ends with
-/// [`cancelled`]. `registration` is dropped with the task.
-fn cancellable(
-    mut stream: <FlightSqlService as FlightService>::DoGetStream,
-    token: tokio_util::sync::CancellationToken,
-    registration: super::cancel::Registration,
-) -> Stream_<FlightData> {
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    let stopped = token.clone();
-    tokio::spawn(async move {
-        let _registration = registration;
-        loop {
-            let item = tokio::select! {
-                biased;
-                _ = token.cancelled() => return,
-                _ = tx.closed() => return,
-                item = stream.next() => item,
-            };
-            let Some(item) = item else { return };
-            tokio::select! {
-                biased;
-                _ = token.cancelled() => return,
-                sent = tx.send(item) => if sent.is_err() { return },
-            }
-        }
-    });
-    Box::pin(futures::stream::unfold(
-        Some((rx, stopped)),
-        |state| async move {
-            let (mut rx, stopped) = state?;
-            match rx.recv().await {
-                Some(item) => Some((item, Some((rx, stopped)))),
-                None if stopped.is_cancelled() => Some((Err(cancelled()), None)),
-                None => None,
-            }
-        },
-    ))
-}
-
 /// A one-result action answer.
 fn action_result(body: Vec<u8>) -> Stream_<arrow_flight::Result> {
     let result = arrow_flight::Result { body: body.into() };
     Box::pin(futures::stream::once(async move { Ok(result) }))
-}
-
-/// Base64 as basic auth sends it, padded or not (Go's Flight client, under
-/// ADBC, leaves the padding out).
-const BASE64: GeneralPurpose = GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
-/// Who may query over Flight SQL.
-enum FlightLogin {
-    /// Any client that reaches the address.
-    Open,
-    /// The one user with its password, and the bearer token given to
-    /// clients that logged in with them (one per server process).
-    Password {
-        user: String,
-        password: String,
-        token: String,
-    },
-}
-
-impl FlightLogin {
-    /// Checks the `authorization` header of a call; on a good `Basic` login,
-    /// returns the bearer token to hand back.
-    #[allow(clippy::result_large_err)]
-    fn check(&self, metadata: &MetadataMap) -> Result<Option<&str>, Status> {
-        let FlightLogin::Password {
-            user,
-            password,
-            token,
-        } = self
-        else {
-            return Ok(None);
-        };
-        let header = metadata
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                Status::unauthenticated(
-                    "this server needs a user name and password (Flight SQL basic auth)",
-                )
-            })?;
-        let same = |a: &str, b: &str| bool::from(a.as_bytes().ct_eq(b.as_bytes()));
-        if let Some(given) = strip_prefix_ignore_case(header, "Bearer ") {
-            return match same(given.trim(), token) {
-                true => Ok(None),
-                false => Err(Status::unauthenticated(
-                    "unknown bearer token: log in again with the user name and password",
-                )),
-            };
-        }
-        let given = strip_prefix_ignore_case(header, "Basic ")
-            .and_then(|b| BASE64.decode(b.trim()).ok())
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| {
-                Status::unauthenticated("the authorization header is neither Basic nor Bearer")
-            })?;
-        let (given_user, given_password) = given.split_once(':').unwrap_or((&given, ""));
-        // Both compared, whichever fails, so the time says nothing of which.
-        let user_ok = same(given_user, user);
-        let password_ok = same(given_password, password);
-        match user_ok && password_ok {
-            true => Ok(Some(token)),
-            false => Err(Status::unauthenticated("wrong user name or password")),
-        }
-    }
-}
-
-fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
-}
-
-/// Whether a command carries a statement (SQL or a Substrait plan).
-fn is_statement(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::CommandStatementQuery(_)
-            | Command::CommandPreparedStatementQuery(_)
-            | Command::CommandStatementSubstraitPlan(_)
-    )
 }
 
 /// The Flight SQL service of a server: login and statement checks in front of
@@ -236,7 +73,7 @@ fn is_statement(command: &Command) -> bool {
 pub struct LogsqlFlight {
     inner: FlightSqlService,
     login: FlightLogin,
-    guard: StatementGuard,
+    session: ServeSession,
     /// The session's catalog, listed when a client asks for every catalog.
     catalog: String,
     /// The server's running queries (shared with the Postgres wire).
@@ -244,34 +81,17 @@ pub struct LogsqlFlight {
 }
 
 impl LogsqlFlight {
-    /// The service over `state` (the server's session), for `login` (`None`:
-    /// open; `Some((user, password))`: basic auth), writing only if `writes`,
-    /// its running queries registered in `running`.
-    pub fn new(
-        state: SessionState,
-        login: Option<(String, String)>,
-        writes: bool,
-        running: Arc<RunningQueries>,
-    ) -> Self {
-        let options = SQLOptions::new()
-            .with_allow_ddl(false)
-            .with_allow_dml(writes)
-            .with_allow_statements(false);
-        let login = match login {
-            None => FlightLogin::Open,
-            Some((user, password)) => FlightLogin::Password {
-                user,
-                password,
-                token: random_nonce(),
-            },
-        };
+    /// The service over `session` (the server's one session, whose
+    /// running queries it registers its `DoGet`s in), for `auth`.
+    pub fn new(session: &ServeSession, auth: &Auth) -> Self {
+        let state = session.state();
         let catalog = state.config().options().catalog.default_catalog.clone();
         Self {
-            inner: FlightSqlService::new(state).with_sql_options(options),
-            login,
-            guard: StatementGuard { writes },
+            inner: FlightSqlService::new(state).with_sql_options(session.sql_options()),
+            login: FlightLogin::new(auth),
+            session: session.clone(),
             catalog,
-            running,
+            running: Arc::clone(session.running()),
         }
     }
 
@@ -300,19 +120,14 @@ impl LogsqlFlight {
         Ok(self.login.check(request.metadata())?.map(str::to_string))
     }
 
-    /// `sql` with its `ASOF JOIN`s rewritten, or why it may not run.
+    /// `sql` with its `ASOF JOIN`s rewritten, or why it may not run
+    /// ([`ServeSession::vet`]).
     #[allow(clippy::result_large_err)]
     fn vet_sql(&self, sql: &str) -> Result<String, Status> {
-        let sql = logsql::sql::normalize(sql).unwrap_or_else(|_| sql.to_string());
-        // A statement that does not parse goes on: the planner says why.
-        if let Ok(statements) = DFParser::parse_sql(&sql) {
-            for statement in &statements {
-                if let Some(why) = self.guard.refusal(statement) {
-                    return Err(Status::permission_denied(why));
-                }
-            }
-        }
-        Ok(sql)
+        self.session.vet(sql).map_err(|e| match e {
+            ServeError::Refused(why) => Status::permission_denied(why),
+            other => Status::internal(other.to_string()),
+        })
     }
 
     /// A Flight SQL command with its statement vetted ([`Self::vet_sql`]).
@@ -379,7 +194,7 @@ impl LogsqlFlight {
     }
 }
 
-type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+pub(crate) type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
 #[tonic::async_trait]
 impl FlightService for LogsqlFlight {
@@ -554,33 +369,33 @@ impl FlightService for LogsqlFlight {
 }
 
 /// Flight SQL's TLS configuration of a certificate chain and key (PEM files).
-pub fn tls_config(cert: &Path, key: &Path) -> CliResult<ServerTlsConfig> {
+pub fn tls_config(cert: &Path, key: &Path) -> ServeResult<ServerTlsConfig> {
     let read = |file: &Path| {
-        std::fs::read(file).map_err(|e| CliError::io(format!("TLS {}", file.display()), e))
+        std::fs::read(file).map_err(|e| ServeError::io(format!("TLS {}", file.display()), e))
     };
     Ok(ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?)))
 }
 
 /// Binds the Flight SQL listener on `addr`; its address (port 0 picks one).
-pub async fn bind(addr: SocketAddr) -> CliResult<(tokio::net::TcpListener, SocketAddr)> {
+pub async fn bind(addr: SocketAddr) -> ServeResult<(tokio::net::TcpListener, SocketAddr)> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| CliError::io(format!("listening on {addr} (--flight)"), e))?;
+        .map_err(|e| ServeError::io(format!("listening on {addr} (--flight)"), e))?;
     let local = listener
         .local_addr()
-        .map_err(|e| CliError::io("the Flight SQL listening address", e))?;
+        .map_err(|e| ServeError::io("the Flight SQL listening address", e))?;
     Ok((listener, local))
 }
 
 /// The gRPC server of Flight SQL, with TLS when `tls` is given (checked
 /// here, before anything listens).
-pub fn server(tls: Option<ServerTlsConfig>) -> CliResult<Server> {
+pub fn server(tls: Option<ServerTlsConfig>) -> ServeResult<Server> {
     let builder = Server::builder();
     match tls {
         None => Ok(builder),
         Some(tls) => builder
             .tls_config(tls)
-            .map_err(|e| CliError::msg(format!("Flight SQL TLS certificate and key: {e}"))),
+            .map_err(|e| ServeError::Tls(format!("Flight SQL TLS certificate and key: {e}"))),
     }
 }
 

@@ -182,3 +182,50 @@ impl QueryHook for NestedAsJson {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Float64Array, Int32Array, ListArray, StringArray, StructArray};
+    use datafusion::arrow::datatypes::Int32Type;
+
+    use super::*;
+
+    fn texts(array: ArrayRef) -> Vec<Option<String>> {
+        let out = to_json_text(&array).expect("JSON text");
+        let out = out.as_any().downcast_ref::<StringArray>().expect("text");
+        out.iter().map(|v| v.map(str::to_string)).collect()
+    }
+
+    #[test]
+    fn nested_values_become_json_text_and_null_stays_null() {
+        let x: ArrayRef = Arc::new(Float64Array::from(vec![Some(1.5), Some(f64::NAN), None]));
+        let id: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
+        let point = StructArray::try_new(
+            vec![
+                Arc::new(Field::new("x", DataType::Float64, true)),
+                Arc::new(Field::new("id", DataType::Int32, false)),
+            ]
+            .into(),
+            vec![x, id],
+            Some(vec![true, true, false].into()),
+        )
+        .expect("a struct array");
+        assert_eq!(
+            texts(Arc::new(point)),
+            vec![
+                Some(r#"{"x":1.5,"id":1}"#.to_string()),
+                Some(r#"{"x":null,"id":2}"#.to_string()),
+                None,
+            ]
+        );
+        let lists = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+            Some(vec![Some(1), None, Some(3)]),
+            Some(vec![]),
+            None,
+        ]);
+        assert_eq!(
+            texts(Arc::new(lists)),
+            vec![Some("[1,null,3]".to_string()), Some("[]".to_string()), None]
+        );
+    }
+}

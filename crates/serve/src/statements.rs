@@ -7,15 +7,15 @@
 //! (`datafusion.*`, `logsql.*`) and every DDL statement (`CREATE`, `DROP`,
 //! `ALTER`, `PREPARE`, ...) are refused; `COPY` and `INSERT` run only with
 //! `--allow-write` (and then write only below its directory, which the plan
-//! guard checks). Over Flight SQL, which has no per-client settings, a
-//! statement is checked as DataFusion parsed it ([`StatementGuard::refusal`]),
-//! and `SET` is refused.
+//! guard checks). Over Flight SQL, which has no per-client settings (and
+//! through [`ServeSession::query`](crate::ServeSession::query)), a statement
+//! is checked as DataFusion parsed it ([`StatementGuard::refusal`]), and
+//! `SET` is refused.
 
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
-#[cfg(feature = "flight")]
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{Set, Statement};
 use datafusion_postgres::QueryHook;
@@ -90,8 +90,8 @@ impl StatementGuard {
 
     /// Why a statement as DataFusion parses it (its extensions `CREATE
     /// EXTERNAL TABLE`, `COPY ... TO`, `EXPLAIN`, `RESET` included) may not
-    /// run over Flight SQL, if it may not.
-    #[cfg(feature = "flight")]
+    /// run over Flight SQL (or any front end without per-client settings),
+    /// if it may not.
     pub fn refusal(&self, statement: &DFStatement) -> Option<String> {
         let refused = |kind: &str| {
             Some(format!(
@@ -215,5 +215,85 @@ impl QueryHook for StatementGuard {
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         self.check(statement)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::sql::parser::DFParser;
+
+    use super::*;
+
+    fn parse(sql: &str) -> DFStatement {
+        let mut statements = DFParser::parse_sql(sql).expect("parses");
+        assert_eq!(statements.len(), 1, "{sql}");
+        statements.pop_front().expect("one statement")
+    }
+
+    fn verdict(guard: &StatementGuard, sql: &str) -> Verdict {
+        match parse(sql) {
+            DFStatement::Statement(statement) => guard.verdict(&statement),
+            other => panic!("{sql}: not a SQL statement: {other}"),
+        }
+    }
+
+    #[test]
+    fn postgres_clients_keep_their_settings_and_transactions() {
+        let guard = StatementGuard { writes: false };
+        for sql in [
+            "SELECT 1",
+            "SHOW TABLES",
+            "BEGIN",
+            "COMMIT",
+            "SET TIME ZONE 'UTC'",
+            "SET datestyle = 'ISO'",
+            "SET application_name = 'psql'",
+        ] {
+            assert!(matches!(verdict(&guard, sql), Verdict::Run), "{sql}");
+        }
+        assert!(matches!(
+            verdict(&guard, "SAVEPOINT a"),
+            Verdict::Ignore("SAVEPOINT")
+        ));
+        assert!(matches!(
+            verdict(&guard, "SET client_min_messages = 'warning'"),
+            Verdict::Ignore("SET")
+        ));
+        match verdict(&guard, "SET logsql.on_error = 'skip'") {
+            Verdict::Refuse(why) => assert_eq!(
+                why,
+                "SET logsql.on_error: a server's session options are shared by every client and \
+                 set when it starts"
+            ),
+            _ => panic!("SET of a session option runs"),
+        }
+        match verdict(&guard, "DROP TABLE t") {
+            Verdict::Refuse(why) => assert!(why.starts_with("DROP TABLE is not allowed"), "{why}"),
+            _ => panic!("DROP runs"),
+        }
+    }
+
+    #[test]
+    fn without_per_client_settings_set_is_refused_and_writes_follow_the_server() {
+        let reading = StatementGuard { writes: false };
+        let writing = StatementGuard { writes: true };
+        assert_eq!(reading.refusal(&parse("SELECT 1")), None);
+        assert_eq!(reading.refusal(&parse("EXPLAIN SELECT 1")), None);
+        let why = reading
+            .refusal(&parse("SET TIME ZONE 'UTC'"))
+            .expect("refused");
+        assert!(why.starts_with("SET TIME ZONE is not allowed"), "{why}");
+        let why = reading.refusal(&parse("RESET datafusion.execution.batch_size"));
+        assert!(why.expect("refused").starts_with("RESET is not allowed"));
+        let copy = "COPY (SELECT 1) TO '/tmp/out.csv' STORED AS CSV";
+        assert!(reading.refusal(&parse(copy)).is_some());
+        assert_eq!(writing.refusal(&parse(copy)), None);
+        let explain_copy = format!("EXPLAIN {copy}");
+        assert!(reading.refusal(&parse(&explain_copy)).is_some());
+        assert!(
+            writing
+                .refusal(&parse("CREATE VIEW v AS SELECT 1"))
+                .is_some()
+        );
     }
 }

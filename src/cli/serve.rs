@@ -1,0 +1,67 @@
+//! `logsql serve`: its flags as a [`ServeConfig`], the session the CLI makes
+//! (every table function, `read_topic`, ASOF JOIN and global option) with the
+//! server's data roots installed, then logsql-serve runs it. Its errors
+//! become the CLI's here.
+
+use logsql_serve::{Auth, Limits, ServeConfig, ServeError, Server, TableSpec, TlsFiles};
+
+use super::App;
+use super::args::{Args, ServeArgs};
+use super::error::{CliError, CliResult};
+
+/// Runs `logsql serve` until the process is stopped.
+pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
+    let server = Server::new(config(serve)?)?;
+    let app = App::with_config(args, |config| server.session_config(config))?;
+    let listening = app.rt.block_on(server.bind(app.ctx.clone()))?;
+    listening.announce();
+    app.rt.block_on(listening.serve());
+    Ok(())
+}
+
+/// The server configuration `serve`'s flags give.
+fn config(serve: &ServeArgs) -> CliResult<ServeConfig> {
+    let auth = match &serve.password_file {
+        Some(file) => Auth::password_file(serve.user.clone(), file)?,
+        None => Auth::Open,
+    };
+    let tls = match (&serve.tls_cert, &serve.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
+    Ok(ServeConfig {
+        roots: serve.roots.clone(),
+        tables: serve
+            .tables
+            .iter()
+            .map(|spec| TableSpec::parse(spec))
+            .collect::<Result<_, _>>()?,
+        pg: serve.pg,
+        flight: serve.flight,
+        auth,
+        tls,
+        tls_only: serve.tls_only,
+        write_root: serve.allow_write.clone(),
+        limits: Limits {
+            max_queries: serve.max_queries as usize,
+            query_timeout: serve.query_timeout,
+            memory_limit: serve.memory_limit,
+            max_connections: serve.max_connections as usize,
+        },
+    })
+}
+
+impl From<ServeError> for CliError {
+    fn from(e: ServeError) -> Self {
+        match e {
+            ServeError::DataFusion(e) => CliError::from(e),
+            ServeError::Io { what, source } => CliError::io(what, source),
+            e @ (ServeError::Config(_) | ServeError::Tls(_) | ServeError::Refused(_)) => {
+                CliError::msg(e.to_string())
+            }
+        }
+    }
+}
