@@ -48,7 +48,7 @@ use super::args::{DatasetArgs, parse_duration};
 use super::error::{CliError, CliResult, render};
 use super::{App, logger, quote};
 use logsql::write::frame_batches::under_frames;
-use logsql::write::lerobot::{LeRobotOptions, write_dataset};
+use logsql::write::lerobot::{LeRobotOptions, LeRobotOptionsExt as _, write_dataset};
 
 /// A feature's fields in the spec.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,6 +10,8 @@
 //! - [`format_writer`]: the [`FormatWriter`] trait every format implements;
 //! - [`source`]: what a writer may take from the files the query read;
 //! - [`columns`]: reading the columns writers share (times of any unit);
+//! - [`lerobot`]: LeRobot v3 datasets;
+//! - [`mp4`]: H.264 MP4 video of camera images;
 //! - [`error`]: the one error type, converted at the engine's boundary.
 
 #![forbid(unsafe_code)]
@@ -18,6 +20,8 @@
 pub mod columns;
 pub mod error;
 pub mod format_writer;
+pub mod lerobot;
+pub mod mp4;
 pub mod publish;
 pub mod source;
 

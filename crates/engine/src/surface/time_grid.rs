@@ -34,15 +34,13 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::prelude::SessionContext;
+use logsql_writers::lerobot::parse_fps;
 
 use super::table_functions::{literal_text, plan_on_thread};
 use super::url_table::resolve;
 use crate::scanner::damage::report;
 use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::{col, timestamp_type};
-
-/// The highest frame rate accepted.
-const MAX_FPS: f64 = 100_000.0;
 
 /// Registers `time_grid`.
 pub fn register(ctx: &SessionContext) {
@@ -60,22 +58,12 @@ impl TableFunctionImpl for TimeGridFunction {
             [Some(p), Some(f)] => (p.clone(), f.clone()),
             _ => return Err(DataFusionError::Plan(usage.into())),
         };
-        let fps = parse_fps(&fps)?;
+        let fps = parse_fps(&fps).map_err(crate::write::df_write_err)?;
         plan_on_thread(
             &args,
             &format!("time_grid('{path}', {fps})"),
             |state| async move { plan(&state, &path, fps).await },
         )
-    }
-}
-
-/// A frame rate: a positive number of frames per second.
-pub fn parse_fps(text: &str) -> Result<f64> {
-    match text.trim().parse::<f64>() {
-        Ok(f) if f.is_finite() && f > 0.0 && f <= MAX_FPS => Ok(f),
-        _ => Err(DataFusionError::Plan(format!(
-            "frame rate '{text}' is not a number of frames per second (above 0, at most {MAX_FPS})"
-        ))),
     }
 }
 

@@ -5,10 +5,12 @@
 //! (`frame_index`, `index`, `task_index` are recomputed; `file` names the
 //! recording in errors).
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Schema};
-use datafusion::error::{DataFusionError, Result};
+use arrow_array::types::Float64Type;
+use arrow_array::{Array, ArrayRef, Float64Array, cast::AsArray};
+use arrow_cast::cast;
+use arrow_schema::{DataType, Schema};
+
+use crate::error::{Error, Result};
 
 use logsql_media::images::arrow::image_type;
 
@@ -78,7 +80,7 @@ impl ColumnPlan {
     /// The plan of `schema`, or an error naming the column that cannot be
     /// written and what it should be.
     pub fn of(schema: &Schema) -> Result<Self> {
-        let plan_err = |m: String| DataFusionError::Plan(format!("LeRobot dataset: {m}"));
+        let plan_err = |m: String| Error::Input(format!("LeRobot dataset: {m}"));
         let have = || {
             schema
                 .fields()
@@ -200,17 +202,17 @@ pub fn row_values(column: &NumericColumn, row: usize) -> Option<Vec<f64>> {
 /// A numeric feature column of one batch, cast to f64.
 pub enum NumericColumn {
     /// One number a row.
-    Scalar(datafusion::arrow::array::Float64Array),
+    Scalar(Float64Array),
     /// A vector a row: the (start, end) of each row's values (`None`: NULL).
     List {
         offsets: Vec<Option<(usize, usize)>>,
-        values: datafusion::arrow::array::Float64Array,
+        values: Float64Array,
     },
 }
 
 /// Casts a numeric feature column of a batch to f64 values.
 pub fn numeric_values(array: &ArrayRef, shape: &NumericShape) -> Result<NumericColumn> {
-    let f64s = |a: &ArrayRef| -> Result<datafusion::arrow::array::Float64Array> {
+    let f64s = |a: &ArrayRef| -> Result<Float64Array> {
         Ok(cast(a, &DataType::Float64)?
             .as_primitive::<Float64Type>()
             .clone())
@@ -254,9 +256,7 @@ pub fn numeric_values(array: &ArrayRef, shape: &NumericShape) -> Result<NumericC
                     (offs, l.values().slice(start, l.len() * n))
                 }
                 other => {
-                    return Err(DataFusionError::Internal(format!(
-                        "not a list of numbers: {other}"
-                    )));
+                    return Err(Error::Input(format!("not a list of numbers: {other}")));
                 }
             };
             NumericColumn::List {
@@ -266,8 +266,7 @@ pub fn numeric_values(array: &ArrayRef, shape: &NumericShape) -> Result<NumericC
         }
         NumericShape::Struct(names) => {
             let s = array.as_struct();
-            let cols: Vec<datafusion::arrow::array::Float64Array> =
-                s.columns().iter().map(f64s).collect::<Result<_>>()?;
+            let cols: Vec<Float64Array> = s.columns().iter().map(f64s).collect::<Result<_>>()?;
             let n = names.len();
             let mut values = Vec::with_capacity(s.len() * n);
             let mut offsets = Vec::with_capacity(s.len());

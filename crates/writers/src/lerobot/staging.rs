@@ -13,16 +13,17 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::ipc::reader::StreamReader;
-use datafusion::arrow::ipc::writer::StreamWriter;
-use datafusion::error::{DataFusionError, Result};
+use arrow_array::RecordBatch;
+use arrow_ipc::reader::StreamReader;
+use arrow_ipc::writer::StreamWriter;
+use arrow_schema::SchemaRef;
 use logsql_media::images::Pixels;
 use logsql_media::video::{EncodedFrame, H264Encoder, VideoOptions, Yuv420};
 
-fn io(path: &Path, e: impl std::fmt::Display) -> DataFusionError {
-    DataFusionError::Execution(format!("LeRobot dataset: staging {}: {e}", path.display()))
+use crate::error::{Error, Result};
+
+fn io(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Write(format!("LeRobot dataset: staging {}: {e}", path.display()))
 }
 
 /// The data rows of the current episode (Arrow IPC stream).
@@ -88,8 +89,8 @@ pub const FRAMES_IN_FLIGHT: usize = 4;
 impl VideoStage {
     /// A new stage at `path` for `width` x `height` frames.
     pub fn create(path: PathBuf, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
-        let encoder = H264Encoder::new(width, height, options)
-            .map_err(|e| DataFusionError::Execution(e.to_string()))?;
+        let encoder =
+            H264Encoder::new(width, height, options).map_err(|e| Error::Write(e.to_string()))?;
         let file = File::create(&path).map_err(|e| io(&path, e))?;
         let staged = StagedVideo {
             path: path.clone(),
@@ -163,7 +164,7 @@ pub struct StagedVideo {
 impl StagedVideo {
     /// The encoder thread: converts, encodes and stages each frame received.
     fn encode(mut self, mut encoder: H264Encoder, frames: Receiver<Arc<Pixels>>) -> Result<Self> {
-        let exec = |e: logsql_media::MediaError| DataFusionError::Execution(e.to_string());
+        let exec = |e: logsql_media::MediaError| Error::Write(e.to_string());
         // The last frame converted, and its planes (reused for the next).
         let mut last: Option<(Arc<Pixels>, Yuv420)> = None;
         for pixels in frames {

@@ -1,10 +1,23 @@
-//! The `COPY ... STORED AS LEROBOT OPTIONS (...)` keys.
+//! The `COPY ... STORED AS LEROBOT OPTIONS (...)` keys, and the frame rate
+//! they and `time_grid` take ([`parse_fps`]).
 
 use std::collections::HashMap;
 
-use datafusion::error::{DataFusionError, Result};
+use crate::error::{Error, Result};
 
-use crate::surface::time_grid::parse_fps;
+/// The highest frame rate [`parse_fps`] takes.
+pub const MAX_FPS: f64 = 100_000.0;
+
+/// A frame rate: a positive number of frames per second (at most
+/// [`MAX_FPS`]).
+pub fn parse_fps(text: &str) -> Result<f64> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= MAX_FPS => Ok(f),
+        _ => Err(Error::Input(format!(
+            "frame rate '{text}' is not a number of frames per second (above 0, at most {MAX_FPS})"
+        ))),
+    }
+}
 
 /// The known keys (without DataFusion's `format.` prefix).
 pub const OPTION_KEYS: &[&str] = &[
@@ -76,12 +89,12 @@ impl Default for LeRobotOptions {
 impl LeRobotOptions {
     /// The options of `COPY ... OPTIONS (...)`; unknown keys are refused with
     /// the known ones listed.
-    pub fn from_map(options: &HashMap<String, String>) -> Result<Self> {
+    pub fn parse(options: &HashMap<String, String>) -> Result<Self> {
         let mut out = Self::default();
         let positive = |key: &str, v: &str| -> Result<u64> {
             match v.trim().parse::<u64>() {
                 Ok(n) if n > 0 => Ok(n),
-                _ => Err(DataFusionError::Configuration(format!(
+                _ => Err(Error::Options(format!(
                     "LeRobot option {key} '{v}' is not a positive whole number"
                 ))),
             }
@@ -90,7 +103,7 @@ impl LeRobotOptions {
             match v.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" => Ok(true),
                 "false" | "0" | "no" => Ok(false),
-                _ => Err(DataFusionError::Configuration(format!(
+                _ => Err(Error::Options(format!(
                     "LeRobot option {key} '{v}' is not 'true' or 'false'"
                 ))),
             }
@@ -105,7 +118,7 @@ impl LeRobotOptions {
                         "video" => ImageStorage::Video,
                         "parquet" | "image" => ImageStorage::Parquet,
                         _ => {
-                            return Err(DataFusionError::Configuration(format!(
+                            return Err(Error::Options(format!(
                                 "LeRobot option images '{value}' is not 'video' or 'parquet'"
                             )));
                         }
@@ -115,7 +128,7 @@ impl LeRobotOptions {
                     out.quality = match value.trim().parse::<u8>() {
                         Ok(q) if (1..=100).contains(&q) => q,
                         _ => {
-                            return Err(DataFusionError::Configuration(format!(
+                            return Err(Error::Options(format!(
                                 "LeRobot option quality '{value}' is not 1 to 100"
                             )));
                         }
@@ -127,7 +140,7 @@ impl LeRobotOptions {
                 "skip_bad_episodes" => out.skip_bad_episodes = flag(bare, value)?,
                 "presorted" => out.presorted = flag(bare, value)?,
                 _ => {
-                    return Err(DataFusionError::Configuration(format!(
+                    return Err(Error::Options(format!(
                         "unknown option '{key}' for LeRobot output (known: {})",
                         OPTION_KEYS.join(", ")
                     )));
@@ -140,9 +153,56 @@ impl LeRobotOptions {
     /// The frame rate, or the error of a `COPY` without one.
     pub fn fps(&self) -> Result<f64> {
         self.fps.ok_or_else(|| {
-            DataFusionError::Plan(
+            Error::Input(
                 "a LeRobot dataset needs its frame rate: COPY (...) TO 'dir' STORED AS LEROBOT OPTIONS (fps '30')".into(),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_rates_are_positive_numbers() {
+        assert_eq!(parse_fps(" 30 ").unwrap(), 30.0);
+        for bad in ["0", "-1", "x", "inf", "100001"] {
+            let e = parse_fps(bad).unwrap_err();
+            assert!(matches!(e, Error::Input(_)), "{bad}: {e}");
+            assert!(
+                e.to_string()
+                    .contains("is not a number of frames per second")
+            );
+        }
+    }
+
+    #[test]
+    fn options_parse_and_refuse_what_they_do_not_know() {
+        let map = |kv: &[(&str, &str)]| -> HashMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let o = LeRobotOptions::parse(&map(&[
+            ("format.fps", "30"),
+            ("images", "parquet"),
+            ("skip_bad_episodes", "yes"),
+        ]))
+        .unwrap();
+        assert_eq!(o.fps().unwrap(), 30.0);
+        assert_eq!(o.images, ImageStorage::Parquet);
+        assert!(o.skip_bad_episodes);
+        let e = LeRobotOptions::parse(&map(&[("quality", "0")])).unwrap_err();
+        assert!(matches!(e, Error::Options(_)));
+        assert!(e.to_string().contains("quality '0' is not 1 to 100"), "{e}");
+        let e = LeRobotOptions::parse(&map(&[("codec", "x")])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown option 'codec' for LeRobot output (known: fps")
+        );
+        let e = LeRobotOptions::default().fps().unwrap_err();
+        assert!(matches!(e, Error::Input(_)));
+        assert!(e.to_string().contains("OPTIONS (fps '30')"), "{e}");
     }
 }

@@ -1,34 +1,18 @@
 //! `COPY (query) TO 'dir' STORED AS LEROBOT OPTIONS (fps '30', ...)`: the
-//! query's rows (one per frame) written as a LeRobot v3 dataset.
-//!
-//! - [`columns`]: what each column becomes (episode, time, task, features);
-//! - [`writer`]: the dataset writer (data files, videos, leading rows
-//!   dropped, the checks that name file, feature and time);
-//! - [`staging`]: an episode's rows and encoded frames until it is kept
-//!   (or skipped, `skip_bad_episodes`);
-//! - [`stats`]: the statistics as LeRobot computes them;
-//! - [`meta`]: `meta/info.json`, `stats.json`, `tasks.parquet`, episodes;
-//! - [`options`]: the `OPTIONS` keys.
-//!
-//! The dataset is written into a new temporary directory beside the target
-//! (`.<name>.<random>.tmp`) on a blocking thread fed through a bounded
-//! channel, and renamed to the target only when complete: a failed,
+//! query's rows (one per frame) written as a LeRobot v3 dataset by
+//! [`logsql_writers::lerobot`]. This is the DataFusion glue: the format, its
+//! options, the sink, and [`write_dataset`], which runs the dataset writer
+//! through the one bridge ([`super::drive`]) into an
+//! [`AtomicDir`](logsql_writers::publish::AtomicDir) beside the target
+//! ([`Target::create_dir`]), published only when complete: a failed,
 //! cancelled or interrupted query leaves no dataset (and no temporary
-//! directory: the thread that owns it removes it once it has stopped). The target
-//! must not exist, or be an empty directory.
-
-pub(crate) mod columns;
-pub(crate) mod meta;
-pub(crate) mod options;
-pub(crate) mod staging;
-pub(crate) mod stats;
-pub(crate) mod writer;
+//! directory: the writer thread owns it and removes it once it has
+//! stopped). The target must not exist, or be an empty directory.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
@@ -47,19 +31,33 @@ use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, SendableRecordBatchStream,
 };
-use futures::{FutureExt, StreamExt};
+use logsql_writers::FormatWriter;
+use logsql_writers::format_writer::Progress;
+use logsql_writers::lerobot::{DatasetWriter, check_query, check_target};
+pub use logsql_writers::lerobot::{ImageStorage, LeRobotOptions, SkippedEpisode, Written};
+use logsql_writers::publish::AtomicDir;
 
+use super::df_write_err;
+use super::drive::{Drive, drive};
+use super::target::Target;
 use crate::datasource::source::LogSource;
-use columns::ColumnPlan;
-pub use options::{ImageStorage, LeRobotOptions};
-use writer::DatasetWriter;
-pub use writer::{SkippedEpisode, Written};
+
+/// [`LeRobotOptions`] from `COPY ... OPTIONS (...)` with DataFusion's
+/// errors (import it to call `LeRobotOptions::from_map`).
+pub trait LeRobotOptionsExt: Sized {
+    /// The options of `COPY ... OPTIONS (...)`; unknown keys are refused
+    /// with the known ones listed.
+    fn from_map(options: &HashMap<String, String>) -> Result<Self>;
+}
+
+impl LeRobotOptionsExt for LeRobotOptions {
+    fn from_map(options: &HashMap<String, String>) -> Result<Self> {
+        LeRobotOptions::parse(options).map_err(df_write_err)
+    }
+}
 
 /// The name of the format (`STORED AS LEROBOT`).
 pub const FORMAT_NAME: &str = "lerobot";
-
-/// Batches queued between the query and the writer thread.
-const QUEUE: usize = 2;
 
 fn write_only() -> DataFusionError {
     DataFusionError::NotImplemented(
@@ -123,8 +121,7 @@ impl FileFormat for LeRobotFormat {
         order_requirements: Option<LexRequirement>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         // Refuse a query that cannot be written before it runs.
-        ColumnPlan::of(conf.output_schema())?;
-        self.options.fps()?;
+        check_query(conf.output_schema(), &self.options).map_err(df_write_err)?;
         if !conf.table_partition_cols.is_empty() {
             return Err(DataFusionError::NotImplemented(
                 "COPY ... PARTITIONED BY is not supported for LeRobot datasets".into(),
@@ -203,7 +200,7 @@ impl FileFormatFactory for LeRobotFormatFactory {
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
         Ok(Arc::new(LeRobotFormat {
-            options: LeRobotOptions::from_map(options)?,
+            options: LeRobotOptions::parse(options).map_err(df_write_err)?,
         }))
     }
 
@@ -233,54 +230,44 @@ impl DisplayAs for LeRobotSink {
     }
 }
 
-/// Fails unless `target` can take the dataset: absent, or an empty
-/// directory.
-fn check_target(target: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(target) {
-        Err(_) => Ok(()),
-        Ok(m) if m.is_dir() => {
-            let empty = std::fs::read_dir(target)
-                .map(|mut d| d.next().is_none())
-                .unwrap_or(false);
-            if empty {
-                Ok(())
-            } else {
-                Err(DataFusionError::Plan(format!(
-                    "{} exists and is not empty: a LeRobot dataset is written to a new directory (remove it or choose another name)",
-                    target.display()
-                )))
-            }
-        }
-        Ok(_) => Err(DataFusionError::Plan(format!(
-            "{} exists and is not a directory",
-            target.display()
-        ))),
+/// The dataset writer with the directory it fills: the writer thread owns
+/// both, so that an abandoned write removes the directory only after the
+/// writer stopped writing into it.
+struct Staged {
+    writer: DatasetWriter,
+    dir: AtomicDir,
+}
+
+/// A finished dataset, not yet published.
+struct Finished {
+    written: Written,
+    dir: AtomicDir,
+}
+
+impl logsql_writers::Written for Finished {
+    fn rows(&self) -> u64 {
+        self.written.frames
     }
 }
 
-/// A new temporary directory beside `target`.
-fn temp_dir_beside(target: &Path) -> Result<tempfile::TempDir> {
-    let parent = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent)
-        .map_err(|e| DataFusionError::Execution(format!("{}: {e}", parent.display())))?;
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(target.file_name().unwrap_or_else(|| "dataset".as_ref()));
-    prefix.push(".");
-    tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempdir_in(&parent)
-        .map_err(|e| DataFusionError::Execution(format!("{}: {e}", parent.display())))
-}
+impl FormatWriter for Staged {
+    type Report = Finished;
 
-/// What the query side sends the writer thread.
-enum ToWriter {
-    Batch(RecordBatch),
-    /// The input is complete: the dataset can be finished.
-    End,
+    fn write_batch(&mut self, batch: &RecordBatch) -> logsql_writers::Result<()> {
+        self.writer.write_batch(batch)
+    }
+
+    fn progress(&self) -> Progress {
+        self.writer.progress()
+    }
+
+    fn finish(self) -> logsql_writers::Result<Finished> {
+        let Self { writer, dir } = self;
+        Ok(Finished {
+            written: writer.finish()?,
+            dir,
+        })
+    }
 }
 
 /// Writes `stream` as a LeRobot dataset at `target` (atomically: see the
@@ -290,107 +277,29 @@ enum ToWriter {
 /// belongs to the writer thread, which removes it once it has stopped).
 /// Returns what was written (and the episodes skipped).
 pub async fn write_dataset(
-    mut stream: SendableRecordBatchStream,
+    stream: SendableRecordBatchStream,
     target: &Path,
     options: LeRobotOptions,
     progress: &(dyn Fn(usize, u64) + Send + Sync),
     cancel: impl std::future::Future<Output = ()>,
 ) -> Result<Written> {
-    check_target(target)?;
-    let temp = temp_dir_beside(target)?;
-    let root = temp.path().to_path_buf();
-    let mut writer = DatasetWriter::new(root, &stream.schema(), options)?;
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<ToWriter>(QUEUE);
-    let (ptx, mut prx) = tokio::sync::watch::channel((0usize, 0u64));
-    let stop = Arc::new(AtomicBool::new(false));
-    let stopped = Arc::clone(&stop);
-    let interrupted = || {
-        DataFusionError::Execution(format!(
-            "LeRobot dataset: interrupted: nothing was written to {}",
-            target.display()
-        ))
+    check_target(target).map_err(df_write_err)?;
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", parent.display())))?;
+    }
+    let out = Target::Local(target.to_path_buf());
+    let dir = out.create_dir()?;
+    let writer = DatasetWriter::new(dir.path().to_path_buf(), &stream.schema(), options)
+        .map_err(df_write_err)?;
+    let on_progress = |p: Progress| progress(p.groups as usize, p.rows);
+    let options = Drive {
+        progress: &on_progress,
+        ..Drive::new("LeRobot dataset", target.display().to_string())
     };
-    let task = tokio::task::spawn_blocking(move || -> Result<(Written, tempfile::TempDir)> {
-        // Without `End` (a failed or cancelled query), or once stopped, the
-        // dataset is not finished, and `temp` is removed here, after the
-        // writer stopped.
-        while let Some(message) = rx.blocking_recv() {
-            if stopped.load(Ordering::Relaxed) {
-                break;
-            }
-            match message {
-                ToWriter::Batch(batch) => {
-                    writer.write_batch(&batch)?;
-                    let _ = ptx.send((writer.episodes(), writer.frames()));
-                }
-                ToWriter::End => return Ok((writer.finish()?, temp)),
-            }
-        }
-        Err(DataFusionError::Execution(
-            "LeRobot dataset: the query stopped before its end".into(),
-        ))
-    });
-    let mut failed = None;
-    let mut cancel = std::pin::pin!(cancel.fuse());
-    loop {
-        let next = tokio::select! {
-            next = stream.next() => next,
-            () = &mut cancel => {
-                failed = Some(interrupted());
-                break;
-            }
-        };
-        let message = match next {
-            None => ToWriter::End,
-            Some(Ok(batch)) => ToWriter::Batch(batch),
-            Some(Err(e)) => {
-                failed = Some(e);
-                break;
-            }
-        };
-        let end = matches!(message, ToWriter::End);
-        // A writer that failed has dropped its end: its error is the one to give.
-        let sent = tokio::select! {
-            sent = tx.send(message) => sent.is_ok(),
-            () = &mut cancel => {
-                failed = Some(interrupted());
-                break;
-            }
-        };
-        if end || !sent {
-            break;
-        }
-        if prx.has_changed().unwrap_or(false) {
-            let (e, f) = *prx.borrow_and_update();
-            progress(e, f);
-        }
-    }
-    if failed.is_some() {
-        stop.store(true, Ordering::Relaxed);
-    }
-    drop(tx);
-    let mut task = std::pin::pin!(task);
-    let written = tokio::select! {
-        written = &mut task => written,
-        () = &mut cancel => {
-            stop.store(true, Ordering::Relaxed);
-            failed = Some(interrupted());
-            task.await
-        }
-    }
-    .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    let (written, temp) = written?;
-    // An empty directory at the target is replaced.
-    if target.is_dir() {
-        std::fs::remove_dir(target)
-            .map_err(|e| DataFusionError::Execution(format!("{}: {e}", target.display())))?;
-    }
-    let kept = temp.keep();
-    std::fs::rename(&kept, target).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&kept);
+    let driven = drive(stream, Staged { writer, dir }, options, cancel).await?;
+    let Finished { written, dir } = driven.report;
+    dir.commit().map_err(|e| {
         DataFusionError::Execution(format!(
             "moving the finished dataset to {}: {e}",
             target.display()

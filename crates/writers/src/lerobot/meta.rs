@@ -8,17 +8,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    ArrayRef, Float64Array, Float64Builder, Int64Array, Int64Builder, ListBuilder, RecordBatch,
-    StringArray, StringBuilder,
-};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
-use datafusion::error::{DataFusionError, Result};
+use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, StringBuilder};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
 use serde_json::{Map, Value, json};
 
+use super::files::{io, parquet_writer};
 use super::options::{ImageStorage, LeRobotOptions};
 use super::stats::{QUANTILES, Stats, aggregate};
-use super::writer::parquet_writer;
+use crate::error::Result;
 
 /// The columns LeRobot adds to every frame, with their dtypes.
 pub const DEFAULT_FEATURES: [(&str, &str); 5] = [
@@ -69,10 +67,6 @@ pub struct EpisodeMeta {
     pub videos: Vec<VideoSpan>,
     /// (feature, statistics, is a camera), features then the default columns.
     pub stats: Vec<(String, Stats, bool)>,
-}
-
-fn io(path: &Path, e: impl std::fmt::Display) -> DataFusionError {
-    DataFusionError::Execution(format!("writing {}: {e}", path.display()))
 }
 
 /// Writes `meta/` under `root`.
