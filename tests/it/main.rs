@@ -19,6 +19,7 @@ mod cli_shell;
 mod cli_terminal;
 mod cli_timeline;
 mod cli_wild;
+mod copy_bag;
 mod decode_cdr;
 mod decode_common;
 mod decode_json;

@@ -10,15 +10,22 @@
 //! - [`format_writer`]: the [`FormatWriter`] trait every format implements;
 //! - [`source`]: what a writer may take from the files the query read;
 //! - [`columns`]: reading the columns writers share (times of any unit);
-//! - [`error`]: the one error type, converted at the engine's boundary.
+//! - [`error`]: the one error type, converted at the engine's boundary;
+//! - [`messages`]: the message columns the log writers read;
+//! - [`mcap`], [`bag`], [`ros2`]: MCAP files, ROS1 bags, ROS 2 bag
+//!   directories.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bag;
 pub mod columns;
 pub mod error;
 pub mod format_writer;
+pub mod mcap;
+pub mod messages;
 pub mod publish;
+pub mod ros2;
 pub mod source;
 
 pub use error::{Error, Result};
