@@ -324,7 +324,8 @@ mod tests {
         std::fs::create_dir(&inside).unwrap();
         let bag = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/demo.bag");
         let ctx = crate::session_context();
-        let roots = Arc::new(DataRoots::parse(&[dir.path().to_str().unwrap()]).unwrap());
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
+        let roots = Arc::new(DataRoots::parse(&[dir.path().to_str().unwrap(), data]).unwrap());
         let copies = [
             format!(
                 "COPY (SELECT * FROM '{bag}') TO '{}'",
