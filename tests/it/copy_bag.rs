@@ -98,10 +98,16 @@ async fn copy_to_bag_keeps_every_message_and_connection_header_of_ros1_bags() {
         "STORED AS BAG OPTIONS (chunk_size 4096)",
     )
     .await;
-    assert_eq!(of(&ctx, MESSAGES, &named).await, of(&ctx, MESSAGES, demo).await);
+    assert_eq!(
+        of(&ctx, MESSAGES, &named).await,
+        of(&ctx, MESSAGES, demo).await
+    );
     let chunks = ints(
         &ctx,
-        &format!("SELECT CAST(count(*) AS BIGINT) FROM chunks('{}')", named.display()),
+        &format!(
+            "SELECT CAST(count(*) AS BIGINT) FROM chunks('{}')",
+            named.display()
+        ),
     )
     .await;
     let default = ints(
@@ -112,7 +118,10 @@ async fn copy_to_bag_keeps_every_message_and_connection_header_of_ros1_bags() {
         ),
     )
     .await;
-    assert!(chunks[0] > default[0], "{chunks:?} vs {default:?} ({rows} rows)");
+    assert!(
+        chunks[0] > default[0],
+        "{chunks:?} vs {default:?} ({rows} rows)"
+    );
 }
 
 #[tokio::test]
@@ -148,13 +157,19 @@ async fn copy_to_a_db3_directory_keeps_every_message_and_topic_of_ros2_recording
             "{name}"
         );
         assert_eq!(of(&ctx, MESSAGES, &out).await, expected, "{name}");
-        assert_eq!(of(&ctx, TOPICS, &out).await, of(&ctx, TOPICS, src).await, "{name}");
+        assert_eq!(
+            of(&ctx, TOPICS, &out).await,
+            of(&ctx, TOPICS, src).await,
+            "{name}"
+        );
     }
     // No temporary directory is left beside the outputs.
     assert!(
-        std::fs::read_dir(tmp.path())
+        std::fs::read_dir(tmp.path()).unwrap().all(|e| !e
             .unwrap()
-            .all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
     );
     // A directory that holds files is never replaced.
     let taken = tmp.path().join("copy-demo");
@@ -209,7 +224,10 @@ async fn rows_a_bag_cannot_hold_are_refused_naming_the_output_row_and_topic() {
     )
     .await;
     assert!(
-        e.contains(&format!("writing ROS1 bag {}: row 1 (topic ", out.display())),
+        e.contains(&format!(
+            "writing ROS1 bag {}: row 1 (topic ",
+            out.display()
+        )),
         "{e}"
     );
     assert!(
@@ -247,7 +265,9 @@ async fn rows_a_bag_cannot_hold_are_refused_naming_the_output_row_and_topic() {
     )
     .await;
     assert!(
-        e.contains("row 1 (topic \"/imu\") has no message type or md5sum for its connection header"),
+        e.contains(
+            "row 1 (topic \"/imu\") has no message type or md5sum for its connection header"
+        ),
         "{e}"
     );
     // ROS1 messages are not a ROS 2 bag's.
@@ -272,7 +292,9 @@ async fn rows_a_bag_cannot_hold_are_refused_naming_the_output_row_and_topic() {
     )
     .await;
     assert!(
-        e.contains("unknown option 'format.level' for ROS1 bag output (known: chunk_size, compression)"),
+        e.contains(
+            "unknown option 'format.level' for ROS1 bag output (known: chunk_size, compression)"
+        ),
         "{e}"
     );
     let e = error(

@@ -407,7 +407,9 @@ async fn options_choose_compression_chunk_size_and_summary() {
     )
     .await;
     assert!(
-        e.contains("logsql writes log files as MCAP, ROS1 bag or ROS 2 bag only (carla is read-only)"),
+        e.contains(
+            "logsql writes log files as MCAP, ROS1 bag or ROS 2 bag only (carla is read-only)"
+        ),
         "{e}"
     );
     assert!(!dir.path().join("x.log").exists());

@@ -33,8 +33,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::atomic_write::sink::AtomicSink;
 use crate::datasource::source::LogSource;
 use crate::storage::roots::DataRoots;
-use crate::write::sink::WriterSink;
 use crate::write::mp4::VideoSink;
+use crate::write::sink::WriterSink;
 
 /// The plan nodes a query over logs needs, by their `ExecutionPlan::name`:
 /// DataFusion's relational operators, logsql's own nodes and

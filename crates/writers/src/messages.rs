@@ -111,7 +111,10 @@ impl Messages {
             topic: cast(need(col::TOPIC)?, &DataType::Utf8)?,
             log_time: nanos(need(col::LOG_TIME)?)?,
             data: cast(need(col::DATA)?, &DataType::Binary)?,
-            publish_time: batch.column_by_name(col::PUBLISH_TIME).map(nanos).transpose()?,
+            publish_time: batch
+                .column_by_name(col::PUBLISH_TIME)
+                .map(nanos)
+                .transpose()?,
             sequence: batch
                 .column_by_name(col::SEQUENCE)
                 .map(|c| cast(c, &DataType::UInt32))
@@ -163,8 +166,10 @@ impl Messages {
             Some(p) => u64::try_from(p.value(i)).map_err(|_| err("a publish_time before 1970"))?,
             None => log_t,
         };
-        let sequence: Option<&UInt32Array> =
-            self.sequence.as_ref().map(|a| a.as_primitive::<UInt32Type>());
+        let sequence: Option<&UInt32Array> = self
+            .sequence
+            .as_ref()
+            .map(|a| a.as_primitive::<UInt32Type>());
         fn opt(a: &Option<Arc<dyn Array>>, i: usize) -> Option<&str> {
             a.as_ref()
                 .map(|a| a.as_string::<i32>())
@@ -268,9 +273,8 @@ impl<I: Copy> Routes<I> {
             .and_then(|f| self.sources.get(f))
             .and_then(Option::as_ref)
             .and_then(|chs| {
-                chs.iter().find(|c| {
-                    c.topic == row.topic && c.message_type.as_deref() == row.message_type
-                })
+                chs.iter()
+                    .find(|c| c.topic == row.topic && c.message_type.as_deref() == row.message_type)
             });
         let id = make(channel)?;
         self.ids.insert(self.key.clone(), id);
@@ -313,12 +317,18 @@ mod tests {
             (r.topic, r.log_time, r.publish_time, r.sequence, r.data),
             ("/a", 5, 5, 3, &b"x"[..])
         );
-        assert_eq!((r.message_type, r.message_encoding, r.file), (None, "", None));
+        assert_eq!(
+            (r.message_type, r.message_encoding, r.file),
+            (None, "", None)
+        );
         let e = m.row(1, "writing X", "o.x", 10).unwrap_err().to_string();
         assert_eq!(e, "writing X o.x: row 12 has a null topic");
-        let e = check_schema(&Schema::new(vec![Field::new("x", DataType::Utf8, true)]), "writing X")
-            .unwrap_err()
-            .to_string();
+        let e = check_schema(
+            &Schema::new(vec![Field::new("x", DataType::Utf8, true)]),
+            "writing X",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("needs the columns topic, log_time and data (missing: topic, log_time, data; the query has: x)"),
             "{e}"

@@ -21,9 +21,9 @@ use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use prost_reflect::DescriptorPool;
 
+pub use super::drive::StreamErrors;
 use super::sink::{LogSources, LogWrite, write_log};
 use super::sources::ScannedFiles;
-pub use super::drive::StreamErrors;
 pub use super::target::Target;
 pub use logsql_writers::mcap::{Compression, McapWriteOptions, OPTION_KEYS};
 

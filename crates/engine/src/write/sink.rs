@@ -26,14 +26,14 @@ use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, SendableRecordBatchStream};
+use logsql_readers::model::Channel;
 use logsql_writers::bag::{BagBatchWriter, BagWriteOptions};
 use logsql_writers::format_writer::Progress;
 use logsql_writers::mcap::{McapWriteOptions, McapWriter};
+pub use logsql_writers::messages::Report;
 use logsql_writers::messages::check_schema;
 use logsql_writers::ros2::{Ros2BagWriter, Ros2WriteOptions};
-use logsql_readers::model::Channel;
 use logsql_writers::{FormatWriter, SourceFile};
-pub use logsql_writers::messages::Report;
 
 use super::df_write_err;
 use super::drive::{Drive, Driven, StreamErrors, drive};
@@ -67,9 +67,7 @@ impl LogWrite {
         let write = match format {
             "mcap" => Self::Mcap(McapWriteOptions::from_map(options).map_err(df_write_err)?),
             "bag" => Self::Bag(BagWriteOptions::from_map(options).map_err(df_write_err)?),
-            "ros2" | "db3" => {
-                Self::Db3(Ros2WriteOptions::from_map(options).map_err(df_write_err)?)
-            }
+            "ros2" | "db3" => Self::Db3(Ros2WriteOptions::from_map(options).map_err(df_write_err)?),
             _ => return Ok(None),
         };
         Ok(Some(write))
@@ -171,7 +169,7 @@ impl LogWrite {
             Self::Mcap(options) => {
                 let mut out = target.create()?;
                 let w = McapWriter::new(file(&mut out)?, options.clone(), name);
-                (Staged::File(out), LogWriter::Mcap(w))
+                (Staged::File(out), LogWriter::Mcap(Box::new(w)))
             }
             Self::Bag(options) => {
                 let mut out = target.create()?;
@@ -212,9 +210,9 @@ fn dir_target(config: &FileSinkConfig) -> Result<Target> {
             config.original_url
         )));
     }
-    let path = url.to_file_path().map_err(|_| {
-        DataFusionError::Plan(format!("not a local path: {}", config.original_url))
-    })?;
+    let path = url
+        .to_file_path()
+        .map_err(|_| DataFusionError::Plan(format!("not a local path: {}", config.original_url)))?;
     // Without a trailing separator: the directory's own name names its database.
     let path: PathBuf = path.components().collect();
     if path
@@ -226,7 +224,11 @@ fn dir_target(config: &FileSinkConfig) -> Result<Target> {
             config.original_url
         )));
     }
-    if path.components().next_back().is_none_or(|c| !matches!(c, Component::Normal(_))) {
+    if path
+        .components()
+        .next_back()
+        .is_none_or(|c| !matches!(c, Component::Normal(_)))
+    {
         return Err(DataFusionError::Plan(format!(
             "'{}' names no new directory for the ROS 2 bag",
             config.original_url
@@ -258,7 +260,7 @@ impl Staged {
 
 /// The writer of one [`LogWrite`].
 enum LogWriter {
-    Mcap(McapWriter<BufWriter<File>>),
+    Mcap(Box<McapWriter<BufWriter<File>>>),
     Bag(BagBatchWriter<BufWriter<File>>),
     Db3(Ros2BagWriter),
 }
@@ -266,7 +268,11 @@ enum LogWriter {
 impl FormatWriter for LogWriter {
     type Report = Report;
 
-    fn add_source(&mut self, name: &str, source: Option<&SourceFile>) -> logsql_writers::Result<()> {
+    fn add_source(
+        &mut self,
+        name: &str,
+        source: Option<&SourceFile>,
+    ) -> logsql_writers::Result<()> {
         match self {
             Self::Mcap(w) => w.add_source(name, source),
             Self::Bag(w) => w.add_source(name, source),
@@ -292,7 +298,7 @@ impl FormatWriter for LogWriter {
 
     fn finish(self) -> logsql_writers::Result<Report> {
         match self {
-            Self::Mcap(w) => w.finish().map(|rows| Report { rows, left_out: 0 }),
+            Self::Mcap(w) => (*w).finish().map(|rows| Report { rows, left_out: 0 }),
             Self::Bag(w) => w.finish(),
             Self::Db3(w) => w.finish(),
         }

@@ -197,7 +197,8 @@ impl<W: Write + Seek> BagWriter<W> {
             push_record(&mut self.chunk, &header, &data)?;
             self.in_chunk[conn as usize] = true;
         }
-        let offset = u32::try_from(self.chunk.len()).map_err(|_| too_large("a chunk", self.chunk.len() as u64))?;
+        let offset = u32::try_from(self.chunk.len())
+            .map_err(|_| too_large("a chunk", self.chunk.len() as u64))?;
         let mut header = Vec::with_capacity(40);
         encode_field(&mut header, b"op", &[op::MESSAGE_DATA]);
         encode_field(&mut header, b"conn", &conn.to_le_bytes());
@@ -222,7 +223,8 @@ impl<W: Write + Seek> BagWriter<W> {
         let Some((start, end)) = self.chunk_times.take() else {
             return Ok(());
         };
-        let size = u32::try_from(self.chunk.len()).map_err(|_| too_large("a chunk", self.chunk.len() as u64))?;
+        let size = u32::try_from(self.chunk.len())
+            .map_err(|_| too_large("a chunk", self.chunk.len() as u64))?;
         let pos = self.pos;
         let mut header = Vec::with_capacity(48);
         encode_field(&mut header, b"op", &[op::CHUNK]);

@@ -234,7 +234,11 @@ mod tests {
             schema_encoding: Some("ros1msg".into()),
             schema: Some(Arc::from(&b"string data\n"[..])),
             metadata: if md5 {
-                [("md5sum".to_string(), "992ce8a1687cec8c8bd883ec73ca41d1".to_string())].into()
+                [(
+                    "md5sum".to_string(),
+                    "992ce8a1687cec8c8bd883ec73ca41d1".to_string(),
+                )]
+                .into()
             } else {
                 Default::default()
             },
@@ -294,7 +298,13 @@ mod tests {
             "writing ROS1 bag out.bag: row 3 (topic \"/b\") has no ROS1 connection header: it comes from other.parquet, which the query did not read (a bag is written from rows of ROS1 bags or ros1 MCAP files the same query reads)"
         );
         let report = w.finish().unwrap();
-        assert_eq!(report, Report { rows: 2, left_out: 0 });
+        assert_eq!(
+            report,
+            Report {
+                rows: 2,
+                left_out: 0
+            }
+        );
     }
 
     #[test]
@@ -305,10 +315,15 @@ mod tests {
             ..Default::default()
         };
         let mut w =
-            BagBatchWriter::new(std::io::Cursor::new(Vec::new()), options, "o.bag".into())
-                .unwrap();
+            BagBatchWriter::new(std::io::Cursor::new(Vec::new()), options, "o.bag".into()).unwrap();
         w.write_batch(&batch(&["/a", "/lost", "/x"], "f")).unwrap();
-        assert_eq!(w.finish().unwrap(), Report { rows: 1, left_out: 2 });
+        assert_eq!(
+            w.finish().unwrap(),
+            Report {
+                rows: 1,
+                left_out: 2
+            }
+        );
         let mut cdr = channel("/c", true);
         cdr.message_encoding = "cdr".into();
         let options = BagWriteOptions {
@@ -325,7 +340,9 @@ mod tests {
     #[test]
     fn options_parse_and_unknown_keys_are_refused() {
         let map = |kv: &[(&str, &str)]| -> HashMap<String, String> {
-            kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
         };
         let o = BagWriteOptions::from_map(&map(&[("format.chunk_size", "4096")])).unwrap();
         assert_eq!(o.chunk_size, 4096);

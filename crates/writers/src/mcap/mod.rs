@@ -195,12 +195,7 @@ impl<W: Write + Seek + Send> FormatWriter for McapWriter<W> {
         let name = self.name.clone();
         for i in 0..m.len() {
             let row = m.row(i, WHAT, &name, self.rows)?;
-            let (f, tp, ty, enc) = (
-                row.file,
-                row.topic,
-                row.message_type,
-                row.message_encoding,
-            );
+            let (f, tp, ty, enc) = (row.file, row.topic, row.message_type, row.message_encoding);
             self.key.clear();
             for part in [f.unwrap_or("\u{1}"), tp, ty.unwrap_or("\u{1}"), enc] {
                 self.key.push_str(part);

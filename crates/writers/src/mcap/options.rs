@@ -119,11 +119,10 @@ impl McapWriteOptions {
 
 /// The size one option names, in bytes, for messages (`chunk_size`).
 pub(crate) fn parse_bytes(format: &str, key: &str, value: &str) -> Result<u64> {
-    value.trim().parse().map_err(|_| {
-        Error::Options(format!(
-            "{format} {key} '{value}' is not a number of bytes"
-        ))
-    })
+    value
+        .trim()
+        .parse()
+        .map_err(|_| Error::Options(format!("{format} {key} '{value}' is not a number of bytes")))
 }
 
 #[cfg(test)]

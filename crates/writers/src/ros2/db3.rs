@@ -185,12 +185,7 @@ impl Db3Writer {
     }
 
     /// Inserts one message of topic `topic_id` at `timestamp` (ns).
-    pub fn write(
-        &mut self,
-        topic_id: i64,
-        timestamp: i64,
-        data: &[u8],
-    ) -> Result<()> {
+    pub fn write(&mut self, topic_id: i64, timestamp: i64, data: &[u8]) -> Result<()> {
         self.write_all([(topic_id, timestamp, data)])
     }
 

@@ -91,7 +91,12 @@ impl Ros2BagWriter {
     /// the name `bag_name`, which names its database), named `name` in
     /// errors. A channel of `options.channels` that cannot be a topic refuses
     /// the write.
-    pub fn create(dir: &Path, bag_name: &str, options: Ros2WriteOptions, name: String) -> Result<Self> {
+    pub fn create(
+        dir: &Path,
+        bag_name: &str,
+        options: Ros2WriteOptions,
+        name: String,
+    ) -> Result<Self> {
         let db_name = format!("{bag_name}_0.db3");
         let db = Db3Writer::create(&dir.join(&db_name), &options.ros_distro)?;
         let mut w = Self {
@@ -154,14 +159,12 @@ impl FormatWriter for Ros2BagWriter {
                         Err(why) => return Err(refuse(format!("cannot be written: {why}"))),
                     },
                     // A file the query did not read: the row's own columns.
-                    None if row.message_encoding == "cdr" => {
-                        row.message_type.map(|ty| Db3Topic {
-                            name: row.topic.to_string(),
-                            type_name: ty.to_string(),
-                            serialization_format: "cdr".into(),
-                            ..Default::default()
-                        })
-                    }
+                    None if row.message_encoding == "cdr" => row.message_type.map(|ty| Db3Topic {
+                        name: row.topic.to_string(),
+                        type_name: ty.to_string(),
+                        serialization_format: "cdr".into(),
+                        ..Default::default()
+                    }),
                     None if leave_out => None,
                     None => {
                         return Err(refuse(format!(
@@ -203,7 +206,10 @@ impl FormatWriter for Ros2BagWriter {
         self.db.finish(&metadata)?;
         let yaml = self.dir.join("metadata.yaml");
         std::fs::write(&yaml, metadata.to_yaml()).map_err(|e| {
-            Error::io(format!("{}/metadata.yaml", self.name.trim_end_matches('/')), e)
+            Error::io(
+                format!("{}/metadata.yaml", self.name.trim_end_matches('/')),
+                e,
+            )
         })?;
         Ok(Report {
             rows: self.rows,
@@ -271,7 +277,8 @@ mod tests {
             ..Default::default()
         };
         w.add_source("in.db3", Some(&source)).unwrap();
-        w.write_batch(&batch(&["/a", "/a"], "cdr", "in.db3")).unwrap();
+        w.write_batch(&batch(&["/a", "/a"], "cdr", "in.db3"))
+            .unwrap();
         // A file the query did not read: a topic from the row's own columns.
         w.write_batch(&batch(&["/b"], "cdr", "x.parquet")).unwrap();
         let e = w
@@ -282,7 +289,13 @@ mod tests {
             e,
             "writing ROS 2 bag out/: row 4 (topic \"/j\") holds \"json\" messages: a ROS 2 bag holds cdr messages"
         );
-        assert_eq!(w.finish().unwrap(), Report { rows: 3, left_out: 0 });
+        assert_eq!(
+            w.finish().unwrap(),
+            Report {
+                rows: 3,
+                left_out: 0
+            }
+        );
         let yaml = std::fs::read_to_string(dir.path().join("metadata.yaml")).unwrap();
         let meta = BagMetadata::parse(&yaml).unwrap();
         assert_eq!(meta.relative_file_paths, ["out_0.db3".to_string()]);

@@ -42,8 +42,9 @@
 //! - [`index`]: the reader-private summary data and connection conversion;
 //! - `summary`: bag header, index section, fallback, discovery, assembly;
 //! - [`walk`]: top-level records in file order, the recovery walk;
-//! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts;
-//! (Bags are written by the `logsql-writers` crate, from these records.)
+//! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts.
+//!
+//! Bags are written by the `logsql-writers` crate, from these records.
 
 use crate::error::{ErrorContext, Result};
 use crate::formats::FormatReader;
