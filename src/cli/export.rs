@@ -123,7 +123,7 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         log::debug!("export: {sql}");
         let options = McapWriteOptions {
             compression: match a.compression.as_deref() {
-                Some(c) => McapCompression::parse(c)?,
+                Some(c) => McapCompression::parse(c).map_err(|e| CliError::msg(e.to_string()))?,
                 None => McapCompression::Zstd,
             },
             chunk_size: a

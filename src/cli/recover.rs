@@ -30,7 +30,8 @@ use datafusion::physical_plan::{ExecutionPlan, SendableRecordBatchStream, execut
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use logsql::LogsqlOptions;
-use logsql::write::mcap::{McapWriteOptions, StreamErrors, Target, write_mcap};
+use logsql::write::mcap::{StreamErrors, Target};
+use logsql::write::sink::{LogSources, LogWrite, Report, write_log};
 use logsql::write::sources::ScannedFiles;
 use logsql_readers::formats;
 use logsql_readers::io::FileReader;
@@ -38,7 +39,7 @@ use logsql_readers::limits::Limits;
 use logsql_readers::model::Summary;
 
 use super::App;
-use super::args::{RecoverArgs, RecoverTo};
+use super::args::RecoverArgs;
 use super::doctor::{self, UNREADABLE};
 use super::error::{CliError, CliResult};
 use super::recover_to;
@@ -66,10 +67,7 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
         return Err(CliError::Status(UNREADABLE));
     }
     let summaries = summaries(&checked, &limits);
-    let plan = match to {
-        RecoverTo::Mcap => None,
-        to => Some(recover_to::Plan::new(to, &a.input, &summaries)?),
-    };
+    let writer = recover_to::writer(to, &a.input, &summaries)?;
     for set in [
         "SET logsql.on_error = 'warn'".to_string(),
         // Small batches: a sort holds (and spills) payloads a few at a time.
@@ -107,18 +105,9 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     // would only repeat it.
     let level = log::max_level();
     log::set_max_level(level.min(log::LevelFilter::Error));
-    let mut left_out = 0;
-    let rows = match &plan {
-        None => write_windows(app, &a.input, &sqls, &a.output),
-        Some(plan) => window_stream(app, &a.input, &sqls)
-            .and_then(|(stream, _)| recover_to::write(app, plan, stream, &a.output))
-            .map(|w| {
-                left_out = w.left_out;
-                w.rows
-            }),
-    };
+    let written = write_windows(app, &a.input, &sqls, &a.output, &writer);
     log::set_max_level(level);
-    let rows = rows?;
+    let Report { rows, left_out } = written?;
     let read: u64 = checked
         .iter()
         .filter_map(|c| c.report.as_ref().ok())
@@ -268,26 +257,43 @@ fn window_stream(
     Ok((stream, scanned))
 }
 
-/// Writes the result of each of `sqls`, one after the other, as one MCAP
-/// file at `output` (see [`logsql::write::mcap`]). Returns the rows
-/// written.
-fn write_windows(app: &App, input: &str, sqls: &[String], output: &Path) -> CliResult<u64> {
+/// Writes the result of each of `sqls`, one after the other, as one output
+/// at `output` (an MCAP file, a ROS1 bag or a ROS 2 bag directory, as
+/// `write` says: see [`logsql::write::sink`]). An error in the stream after
+/// some rows (a damaged input) still completes the output, and is returned
+/// with a note saying so.
+fn write_windows(
+    app: &App,
+    input: &str,
+    sqls: &[String],
+    output: &Path,
+    write: &LogWrite,
+) -> CliResult<Report> {
     let (stream, scanned) = window_stream(app, input, sqls)?;
     let pool = LogsqlOptions::from_config(app.ctx.state().config_options()).descriptor_pool()?;
-    let (rows, failed) = app.rt.block_on(write_mcap(
-        stream,
-        app.ctx.runtime_env(),
+    let sources = LogSources {
+        scanned: &scanned,
+        env: app.ctx.runtime_env(),
         pool,
-        &scanned,
-        &McapWriteOptions::default(),
+    };
+    let driven = app.rt.block_on(write_log(
+        stream,
+        write,
         &Target::Local(output.to_path_buf()),
+        sources,
         StreamErrors::KeepRows,
         &|_| {},
+        std::future::pending(),
     ))?;
-    match failed {
-        None => Ok(rows),
+    let rows = driven.report.rows;
+    let complete = match write {
+        LogWrite::Mcap(_) => "a complete MCAP file",
+        _ => "complete and indexed",
+    };
+    match driven.stream_error {
+        None => Ok(driven.report),
         Some(e) => Err(CliError::from(e.context(format!(
-            "{} holds the {rows} messages read before the error (a complete MCAP file)",
+            "{} holds the {rows} messages read before the error ({complete})",
             output.display()
         )))),
     }

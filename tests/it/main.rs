@@ -23,6 +23,7 @@ mod cli_shell;
 mod cli_terminal;
 mod cli_timeline;
 mod cli_wild;
+mod copy_bag;
 mod engine_apollo;
 mod engine_bag;
 mod engine_bddf;

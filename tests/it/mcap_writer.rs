@@ -395,20 +395,24 @@ async fn options_choose_compression_chunk_size_and_summary() {
         "{e}"
     );
     assert!(!bad.exists());
-    // The other formats are read-only; STORED AS MCAP writes any name.
+    // The formats logsql does not write are read-only (MCAP, ROS1 bags and
+    // ROS 2 bags are written: `copy_bag`); STORED AS MCAP writes any name.
     let e = crate::sql::error(
         &ctx,
         &format!(
-            "COPY (SELECT * FROM '{}') TO '{}'",
+            "COPY (SELECT * FROM '{}') TO '{}' STORED AS CARLA",
             src.display(),
-            dir.path().join("x.bag").display()
+            dir.path().join("x.log").display()
         ),
     )
     .await;
     assert!(
-        e.contains("logsql writes log files as MCAP only (bag is read-only)"),
+        e.contains(
+            "logsql writes log files as MCAP, ROS1 bag or ROS 2 bag only (carla is read-only)"
+        ),
         "{e}"
     );
+    assert!(!dir.path().join("x.log").exists());
     let named = dir.path().join("extract.out");
     assert_eq!(copy(&ctx, &src, &named, "STORED AS MCAP").await, 2610);
     assert_eq!(official_messages(&named).len(), 2610);

@@ -34,7 +34,7 @@ use crate::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
 use crate::scanner::time_order;
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache;
-use crate::write::mcap::{McapSink, McapWriteOptions, check_schema};
+use crate::write::sink::{LogWrite, WriterSink};
 use crate::write::sources::ScannedFiles;
 use logsql_readers::formats::FormatReader;
 use logsql_readers::model::Summary;
@@ -52,8 +52,9 @@ pub struct LogFileFormat {
     /// Files of the listed path that the table leaves out (not log files, or
     /// without the topic a `read_topic` table reads).
     skip: Arc<HashSet<ObjectPath>>,
-    /// How `COPY ... TO` writes files of this format (MCAP only).
-    write: McapWriteOptions,
+    /// How `COPY ... TO` writes files of this format (MCAP, ROS1 bag, ROS 2
+    /// bag; `None`: the format is read-only).
+    write: Option<LogWrite>,
     /// The table lists several files: one too damaged for a summary does not
     /// fail planning; its scan applies `logsql.on_error` as for any damage.
     defer_damage: bool,
@@ -70,7 +71,7 @@ impl LogFileFormat {
             format,
             target: ScanTarget::Messages,
             skip: Default::default(),
-            write: McapWriteOptions::default(),
+            write: None,
             defer_damage: false,
             store_url: None,
         }
@@ -122,9 +123,12 @@ impl LogFileFormat {
         self.format.as_ref().map_or(AUTO_FORMAT, |f| f.name())
     }
 
-    /// The same format writing MCAP with `write` (`COPY ... OPTIONS`).
-    pub(crate) fn with_write_options(self, write: McapWriteOptions) -> Self {
-        Self { write, ..self }
+    /// The same format written as `write` says (`COPY ... OPTIONS`).
+    pub(crate) fn with_write(self, write: LogWrite) -> Self {
+        Self {
+            write: Some(write),
+            ..self
+        }
     }
 }
 
@@ -329,8 +333,9 @@ impl FileFormat for LogFileFormat {
         Ok(DataSourceExec::from_data_source(conf))
     }
 
-    /// `COPY ... TO 'x.mcap'`: one MCAP file (see [`crate::write::mcap`]); the
-    /// other formats are read-only.
+    /// `COPY ... TO 'x.mcap'`, `'x.bag'`, `'dir/' STORED AS DB3`: one MCAP
+    /// file, ROS1 bag or ROS 2 bag directory (see [`crate::write::sink`]);
+    /// the other formats are read-only.
     async fn create_writer_physical_plan(
         &self,
         input: Arc<dyn ExecutionPlan>,
@@ -338,17 +343,23 @@ impl FileFormat for LogFileFormat {
         conf: FileSinkConfig,
         order_requirements: Option<LexRequirement>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if self.name() != logsql_readers::formats::mcap::McapFormat.name() {
-            return Err(DataFusionError::NotImplemented(format!(
-                "logsql writes log files as MCAP only ({} is read-only): COPY ... TO 'out.mcap', or STORED AS MCAP / PARQUET",
-                self.name()
-            )));
-        }
-        check_schema(conf.output_schema())?;
+        let write = match &self.write {
+            Some(write) => write.clone(),
+            None => match LogWrite::of_format(self.name(), &HashMap::new())? {
+                Some(write) => write,
+                None => {
+                    return Err(DataFusionError::NotImplemented(format!(
+                        "logsql writes log files as MCAP, ROS1 bag or ROS 2 bag only ({} is read-only): COPY ... TO 'out.mcap', TO 'out.bag', TO 'dir/' STORED AS DB3, or STORED AS PARQUET",
+                        self.name()
+                    )));
+                }
+            },
+        };
+        write.check_schema(conf.output_schema())?;
         // Channels come only from the files this query scans (never from a
         // path a `file` value names).
         let scanned = ScannedFiles::of_plan(&input);
-        let sink = Arc::new(McapSink::new(conf, self.write.clone(), scanned));
+        let sink = Arc::new(WriterSink::new(conf, write, scanned));
         Ok(Arc::new(DataSinkExec::new(input, sink, order_requirements)))
     }
 
@@ -365,20 +376,44 @@ impl FileFormat for LogFileFormat {
 #[derive(Debug, Clone)]
 pub struct LogFileFormatFactory {
     format: Option<Arc<dyn FormatReader>>,
+    /// The name it is registered under, when not the format's own.
+    name: Option<&'static str>,
 }
 
 impl LogFileFormatFactory {
     /// The factory for `format`, or for auto-detection when `None`.
     pub fn new(format: Option<Arc<dyn FormatReader>>) -> Self {
-        Self { format }
+        Self { format, name: None }
+    }
+
+    /// The factories of every format, under their names, and of ROS 2 bags
+    /// also under `db3` (`STORED AS DB3`, `COPY ... TO 'dir/' STORED AS DB3`).
+    pub fn all() -> Vec<Self> {
+        let mut out: Vec<Self> = logsql_readers::formats::all()
+            .into_iter()
+            .map(|f| Self::new(Some(f)))
+            .collect();
+        if let Some(ros2) = out
+            .iter()
+            .find(|f| f.format.as_ref().is_some_and(|f| f.name() == "ros2"))
+        {
+            out.push(Self {
+                format: ros2.format.clone(),
+                name: Some(DB3_FORMAT),
+            });
+        }
+        out.push(Self::new(None));
+        out
     }
 }
 
+/// The second name of the ROS 2 bag format (`STORED AS DB3`).
+pub(crate) const DB3_FORMAT: &str = "db3";
+
 impl GetExt for LogFileFormatFactory {
     fn get_ext(&self) -> String {
-        self.format
-            .as_ref()
-            .map_or(AUTO_FORMAT, |f| f.name())
+        self.name
+            .unwrap_or_else(|| self.format.as_ref().map_or(AUTO_FORMAT, |f| f.name()))
             .to_string()
     }
 }
@@ -389,16 +424,12 @@ impl FileFormatFactory for LogFileFormatFactory {
         _state: &dyn Session,
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
-        let mcap = self
-            .format
-            .as_ref()
-            .is_some_and(|f| f.name() == logsql_readers::formats::mcap::McapFormat.name());
-        if mcap {
-            // Write options (`COPY ... TO 'x.mcap' OPTIONS (compression 'lz4')`);
-            // reading takes none.
-            let write = McapWriteOptions::from_map(options)?;
+        // Write options (`COPY ... TO 'x.mcap' OPTIONS (compression 'lz4')`)
+        // of the formats logsql writes; reading takes none.
+        let name = self.get_ext();
+        if let Some(write) = LogWrite::of_format(&name, options)? {
             return Ok(Arc::new(
-                LogFileFormat::new(self.format.clone()).with_write_options(write),
+                LogFileFormat::new(self.format.clone()).with_write(write),
             ));
         }
         if let Some(key) = options.keys().find(|k| k.starts_with("format.")) {

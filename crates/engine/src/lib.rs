@@ -71,7 +71,6 @@ pub use file_format::{LogFileFormat, LogFileFormatFactory};
 pub use logsql_asof::sql;
 pub use scanner::options::LogsqlOptions;
 
-use logsql_readers::formats;
 use storage::stores;
 use surface::{file_order, functions, read_topic, table_functions, typed_tables, url_table};
 
@@ -100,11 +99,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     {
         let state_ref = ctx.state_ref();
         let mut state = state_ref.write();
-        let mut factories: Vec<LogFileFormatFactory> = formats::all()
-            .into_iter()
-            .map(|f| LogFileFormatFactory::new(Some(f)))
-            .collect();
-        factories.push(LogFileFormatFactory::new(None));
+        let factories = LogFileFormatFactory::all();
         // MP4 video, written by COPY only.
         state.register_file_format(Arc::new(write::mp4::VideoFileFormatFactory), true)?;
         for factory in factories {

@@ -33,8 +33,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::atomic_write::sink::AtomicSink;
 use crate::datasource::source::LogSource;
 use crate::storage::roots::DataRoots;
-use crate::write::mcap::McapSink;
 use crate::write::mp4::VideoSink;
+use crate::write::sink::WriterSink;
 
 /// The plan nodes a query over logs needs, by their `ExecutionPlan::name`:
 /// DataFusion's relational operators, logsql's own nodes and
@@ -219,14 +219,15 @@ fn check_sink(sink: &dyn DataSink, roots: &DataRoots) -> Result<()> {
 }
 
 /// The file-sink configuration (its targets) of the sinks logsql plans:
-/// DataFusion's Parquet, CSV and JSON sinks, the MCAP sink, and either
+/// DataFusion's Parquet, CSV and JSON sinks, the sink of the log formats
+/// (MCAP, ROS1 bag, ROS 2 bag), and either
 /// within the staging wrapper every local write is given.
 fn sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
     let any: &dyn Any = sink;
     if let Some(atomic) = any.downcast_ref::<AtomicSink>() {
         return sink_config(atomic.inner().ok()?);
     }
-    if let Some(s) = any.downcast_ref::<McapSink>() {
+    if let Some(s) = any.downcast_ref::<WriterSink>() {
         return Some(s.config());
     }
     if let Some(s) = any.downcast_ref::<VideoSink>() {
@@ -314,5 +315,49 @@ mod tests {
 
         let values = "SELECT column1 FROM (VALUES (1), (2))";
         guard.check(&plan(&ctx, values).await).unwrap();
+    }
+
+    #[tokio::test]
+    async fn bag_and_db3_writes_are_refused_without_writes_and_outside_the_write_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let inside = dir.path().join("inside");
+        std::fs::create_dir(&inside).unwrap();
+        let bag = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/demo.bag");
+        let ctx = crate::session_context();
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data");
+        let roots = Arc::new(DataRoots::parse(&[dir.path().to_str().unwrap(), data]).unwrap());
+        let copies = [
+            format!(
+                "COPY (SELECT * FROM '{bag}') TO '{}'",
+                inside.join("y.bag").display()
+            ),
+            format!(
+                "COPY (SELECT * FROM '{bag}') TO '{}/' STORED AS DB3",
+                inside.join("y").display()
+            ),
+        ];
+        let write_roots = Arc::new(DataRoots::parse(&[inside.to_str().unwrap()]).unwrap());
+        std::fs::create_dir(dir.path().join("other")).unwrap();
+        let other = dir.path().join("other");
+        let elsewhere = Arc::new(DataRoots::parse(&[other.to_str().unwrap()]).unwrap());
+        for copy in &copies {
+            let planned = plan(&ctx, copy).await;
+            let err = PlanGuard::roots_only(Arc::clone(&roots))
+                .with_writes(false)
+                .check(&planned)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("it writes files"), "{copy}: {err}");
+            PlanGuard::roots_only(Arc::clone(&roots))
+                .with_write_roots(Arc::clone(&write_roots))
+                .check(&planned)
+                .unwrap_or_else(|e| panic!("{copy}: {e}"));
+            let err = PlanGuard::roots_only(Arc::clone(&roots))
+                .with_write_roots(Arc::clone(&elsewhere))
+                .check(&planned)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("target of the write"), "{copy}: {err}");
+        }
     }
 }

@@ -10,19 +10,26 @@
 //! - [`format_writer`]: the [`FormatWriter`] trait every format implements;
 //! - [`source`]: what a writer may take from the files the query read;
 //! - [`columns`]: reading the columns writers share (times of any unit);
+//! - [`error`]: the one error type, converted at the engine's boundary;
+//! - [`messages`]: the message columns the log writers read;
+//! - [`mcap`], [`bag`], [`ros2`]: MCAP files, ROS1 bags, ROS 2 bag
+//!   directories;
 //! - [`lerobot`]: LeRobot v3 datasets;
-//! - [`mp4`]: H.264 MP4 video of camera images;
-//! - [`error`]: the one error type, converted at the engine's boundary.
+//! - [`mp4`]: H.264 MP4 video of camera images.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bag;
 pub mod columns;
 pub mod error;
 pub mod format_writer;
 pub mod lerobot;
+pub mod mcap;
+pub mod messages;
 pub mod mp4;
 pub mod publish;
+pub mod ros2;
 pub mod source;
 
 pub use error::{Error, Result};

@@ -538,13 +538,13 @@ pub fn exercise_image(data: &[u8]) {
 }
 
 /// Reads `data` as a ROS1 bag, writes every message it reads with
-/// `logsql_readers::formats::bag::write::BagWriter` (as `logsql recover --to
+/// `logsql_writers::bag::BagWriter` (as `logsql recover --to
 /// bag` does), reads the written bag back and checks that it holds exactly
 /// the messages written, in order: topic, log time and payload. Channels a
 /// bag connection cannot describe are left out, as recover leaves them out.
 pub fn exercise_bag_write(data: &[u8]) {
     use logsql_readers::formats::bag::BagFormat;
-    use logsql_readers::formats::bag::write::{BagConnection, BagWriter};
+    use logsql_writers::bag::{BagConnection, BagWriter};
 
     let file = BytesReader::new("fuzz-input", data.to_vec());
     let Ok(summary) = BagFormat.summary(&file) else {
@@ -600,13 +600,13 @@ pub fn exercise_bag_write(data: &[u8]) {
 }
 
 /// Reads `data` as a rosbag2 SQLite database, writes every message it reads
-/// into a new `.db3` with `logsql_readers::formats::ros2::write::Db3Writer`
+/// into a new `.db3` with `logsql_writers::ros2::Db3Writer`
 /// (as `logsql recover --to db3` does) in a temporary directory, reads that
 /// back and checks that it holds exactly the messages written (topic, time,
 /// payload; compared as sorted lists, since the reader orders by time).
 pub fn exercise_db3_write(data: &[u8]) {
     use logsql_readers::formats::ros2::Ros2Format;
-    use logsql_readers::formats::ros2::write::{Db3Topic, Db3Writer};
+    use logsql_writers::ros2::{Db3Topic, Db3Writer};
     use logsql_readers::io::FileReader;
 
     let file = BytesReader::new("fuzz-input", data.to_vec());

@@ -8,6 +8,8 @@
 //!   and how it is staged and published;
 //! - [`sources`]: the files a query scanned, whose channels, schemas,
 //!   metadata and attachments a writer may take;
+//! - [`sink`]: the one sink of the log formats (MCAP, ROS1 bag, ROS 2 bag)
+//!   and [`sink::write_log`], which `export` and `recover` call too;
 //! - [`mcap`], [`mp4`], [`lerobot`]: the `COPY ... TO` formats;
 //! - [`frame_batches`]: small batches under the sinks of camera frames.
 
@@ -16,6 +18,7 @@ pub mod frame_batches;
 pub mod lerobot;
 pub mod mcap;
 pub mod mp4;
+pub mod sink;
 pub mod sources;
 pub mod target;
 

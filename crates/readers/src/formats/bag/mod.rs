@@ -42,8 +42,9 @@
 //! - [`index`]: the reader-private summary data and connection conversion;
 //! - `summary`: bag header, index section, fallback, discovery, assembly;
 //! - [`walk`]: top-level records in file order, the recovery walk;
-//! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts;
-//! - [`write`]: the writer of indexed bags (`logsql recover --to bag`).
+//! - `chunk`: chunk headers, decompression, inner records, index-data shortcuts.
+//!
+//! Bags are written by the `logsql-writers` crate, from these records.
 
 use crate::error::{ErrorContext, Result};
 use crate::formats::FormatReader;
@@ -55,7 +56,6 @@ pub mod index;
 pub mod records;
 mod summary;
 pub mod walk;
-pub mod write;
 
 pub use index::{BagIndex, ChunkDetail};
 pub use records::MAGIC;

@@ -28,19 +28,19 @@ pub(crate) const CHUNK_INFO_ENTRY_LEN: u64 = 8;
 /// Record op codes.
 pub mod op {
     /// v1.2 message definition (never in 2.0).
-    pub(crate) const MESSAGE_DEFINITION: u8 = 0x01;
+    pub const MESSAGE_DEFINITION: u8 = 0x01;
     /// Message data (inside chunks).
-    pub(crate) const MESSAGE_DATA: u8 = 0x02;
+    pub const MESSAGE_DATA: u8 = 0x02;
     /// Bag header (right after the magic).
-    pub(crate) const BAG_HEADER: u8 = 0x03;
+    pub const BAG_HEADER: u8 = 0x03;
     /// Index data (after each chunk, one per connection in it).
-    pub(crate) const INDEX_DATA: u8 = 0x04;
+    pub const INDEX_DATA: u8 = 0x04;
     /// Chunk.
     pub const CHUNK: u8 = 0x05;
     /// Chunk info (index section).
-    pub(crate) const CHUNK_INFO: u8 = 0x06;
+    pub const CHUNK_INFO: u8 = 0x06;
     /// Connection (inside chunks and in the index section).
-    pub(crate) const CONNECTION: u8 = 0x07;
+    pub const CONNECTION: u8 = 0x07;
 
     /// A readable name for `op`.
     pub fn name(op: u8) -> &'static str {

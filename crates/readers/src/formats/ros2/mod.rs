@@ -36,8 +36,8 @@
 //! - [`FormatReader::schema_of`]: CDR with the `ros2msg` definitions of the
 //!   bag (see [`crate::ros2_interfaces`] for bags without them).
 //!
-//! [`write`] writes a new bag's database and `metadata.yaml` (`logsql
-//! recover --to db3`).
+//! New bags are written by the `logsql-writers` crate ([`bag_meta`] states
+//! their `metadata.yaml`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -56,9 +56,8 @@ use super::FormatReader;
 pub mod bag_meta;
 pub mod db;
 pub mod temp;
-pub mod write;
 
-pub(crate) use bag_meta::BagMetadata;
+pub use bag_meta::BagMetadata;
 
 /// File bytes per chunk (a chunk is a range of the messages table).
 pub(crate) const CHUNK_BYTES: u64 = 4 << 20;

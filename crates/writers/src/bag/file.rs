@@ -1,4 +1,4 @@
-//! Writing ROS bag 2.0 files, laid out as `rosbag` writes them: the magic
+//! [`BagWriter`]: ROS bag 2.0 files, written record by record and laid out as `rosbag` writes them: the magic
 //! line, the bag header record padded to 4096 bytes, then chunks (each
 //! followed by one index-data record per connection in it), then, at
 //! `index_pos`, every connection record and one chunk-info record per chunk.
@@ -17,8 +17,10 @@
 use std::collections::BTreeMap;
 use std::io::{self, Seek, SeekFrom, Write};
 
-use super::records::{MAGIC, encode_field, op};
-use crate::model::Channel;
+use logsql_readers::formats::bag::records::{MAGIC, encode_field, op};
+use logsql_readers::model::Channel;
+
+use crate::error::{Error, Result};
 
 /// Bytes of the bag header record's header and data together, as `rosbag`
 /// pads it.
@@ -27,29 +29,16 @@ const BAG_HEADER_LEN: usize = 4096;
 /// Default uncompressed chunk size (`rosbag record`'s default chunk threshold).
 pub const DEFAULT_CHUNK_SIZE: usize = 768 * 1024;
 
-/// Why a bag could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum BagWriteError {
-    /// Writing to the output failed.
-    #[error("writing the bag: {0}")]
-    Io(#[from] io::Error),
-    /// A message time a bag cannot store (seconds past `u32::MAX`).
-    #[error("log time {time} ns is past what a bag stores (u32 seconds)")]
-    TimeOutOfRange {
-        /// The log time, in nanoseconds.
-        time: u64,
-    },
-    /// A message for a connection id the writer did not hand out.
-    #[error("connection {0} was never added")]
-    UnknownConnection(u32),
-    /// A chunk or record too large for the u32 lengths and offsets of a bag.
-    #[error("{what} of {bytes} bytes is over the 4 GiB a bag record holds")]
-    TooLarge {
-        /// What was too large.
-        what: &'static str,
-        /// Its size.
-        bytes: u64,
-    },
+/// A failure of the output (the caller names it).
+fn io(e: io::Error) -> Error {
+    Error::Write(format!("writing the bag: {e}"))
+}
+
+/// A chunk or record too large for the u32 lengths and offsets of a bag.
+fn too_large(what: &str, bytes: u64) -> Error {
+    Error::Write(format!(
+        "{what} of {bytes} bytes is over the 4 GiB a bag record holds"
+    ))
 }
 
 /// One connection of the bag: the topic its messages are stored under and
@@ -75,7 +64,7 @@ impl BagConnection {
     /// `latching` and any other connection field in the metadata). Refused,
     /// with the reason, for a channel of another encoding or without a type
     /// or `md5sum`: a bag connection needs them.
-    pub fn from_channel(channel: &Channel) -> Result<Self, String> {
+    pub fn from_channel(channel: &Channel) -> std::result::Result<Self, String> {
         if channel.message_encoding != "ros1" {
             return Err(format!(
                 "topic {:?} holds {:?} messages: a ROS1 bag stores only ros1 messages",
@@ -159,11 +148,11 @@ impl<W: Write + Seek> BagWriter<W> {
     /// Starts a bag at the current position of `out` (normally an empty
     /// file): writes the magic line and a bag header to be completed by
     /// [`BagWriter::finish`].
-    pub fn new(mut out: W) -> Result<Self, BagWriteError> {
-        let start = out.stream_position()?;
-        out.write_all(MAGIC)?;
+    pub fn new(mut out: W) -> Result<Self> {
+        let start = out.stream_position().map_err(io)?;
+        out.write_all(MAGIC).map_err(io)?;
         let header = bag_header(0, 0, 0)?;
-        out.write_all(&header)?;
+        out.write_all(&header).map_err(io)?;
         Ok(Self {
             out,
             start,
@@ -198,20 +187,18 @@ impl<W: Write + Seek> BagWriter<W> {
     }
 
     /// Writes one message of connection `conn` at `time` (ns).
-    pub fn write(&mut self, conn: u32, time: u64, data: &[u8]) -> Result<(), BagWriteError> {
+    pub fn write(&mut self, conn: u32, time: u64, data: &[u8]) -> Result<()> {
         let (sec, nsec) = ros_time(time)?;
         let Some(connection) = self.connections.get(conn as usize) else {
-            return Err(BagWriteError::UnknownConnection(conn));
+            return Err(Error::Write(format!("connection {conn} was never added")));
         };
         if !self.in_chunk[conn as usize] {
             let (header, data) = connection_record(conn, connection);
             push_record(&mut self.chunk, &header, &data)?;
             self.in_chunk[conn as usize] = true;
         }
-        let offset = u32::try_from(self.chunk.len()).map_err(|_| BagWriteError::TooLarge {
-            what: "a chunk",
-            bytes: self.chunk.len() as u64,
-        })?;
+        let offset = u32::try_from(self.chunk.len())
+            .map_err(|_| too_large("a chunk", self.chunk.len() as u64))?;
         let mut header = Vec::with_capacity(40);
         encode_field(&mut header, b"op", &[op::MESSAGE_DATA]);
         encode_field(&mut header, b"conn", &conn.to_le_bytes());
@@ -232,14 +219,12 @@ impl<W: Write + Seek> BagWriter<W> {
     }
 
     /// Writes the open chunk and its index-data records.
-    fn close_chunk(&mut self) -> Result<(), BagWriteError> {
+    fn close_chunk(&mut self) -> Result<()> {
         let Some((start, end)) = self.chunk_times.take() else {
             return Ok(());
         };
-        let size = u32::try_from(self.chunk.len()).map_err(|_| BagWriteError::TooLarge {
-            what: "a chunk",
-            bytes: self.chunk.len() as u64,
-        })?;
+        let size = u32::try_from(self.chunk.len())
+            .map_err(|_| too_large("a chunk", self.chunk.len() as u64))?;
         let pos = self.pos;
         let mut header = Vec::with_capacity(48);
         encode_field(&mut header, b"op", &[op::CHUNK]);
@@ -270,19 +255,19 @@ impl<W: Write + Seek> BagWriter<W> {
     }
 
     /// Writes one top-level record.
-    fn put_record(&mut self, header: &[u8], data: &[u8]) -> Result<(), BagWriteError> {
-        self.out
-            .write_all(&record_len(header.len())?.to_le_bytes())?;
-        self.out.write_all(header)?;
-        self.out.write_all(&record_len(data.len())?.to_le_bytes())?;
-        self.out.write_all(data)?;
+    fn put_record(&mut self, header: &[u8], data: &[u8]) -> Result<()> {
+        let (h, d) = (record_len(header.len())?, record_len(data.len())?);
+        self.out.write_all(&h.to_le_bytes()).map_err(io)?;
+        self.out.write_all(header).map_err(io)?;
+        self.out.write_all(&d.to_le_bytes()).map_err(io)?;
+        self.out.write_all(data).map_err(io)?;
         self.pos += 8 + header.len() as u64 + data.len() as u64;
         Ok(())
     }
 
     /// Writes the last chunk and the index section, completes the bag
     /// header and returns the output (flushed, positioned at the end).
-    pub fn finish(mut self) -> Result<W, BagWriteError> {
+    pub fn finish(mut self) -> Result<W> {
         self.close_chunk()?;
         let index_pos = self.pos;
         for conn in 0..self.connections.len() {
@@ -317,17 +302,18 @@ impl<W: Write + Seek> BagWriter<W> {
             self.chunks.len() as u32,
         )?;
         self.out
-            .seek(SeekFrom::Start(self.start + MAGIC.len() as u64))?;
-        self.out.write_all(&header)?;
-        self.out.seek(SeekFrom::Start(end))?;
-        self.out.flush()?;
+            .seek(SeekFrom::Start(self.start + MAGIC.len() as u64))
+            .map_err(io)?;
+        self.out.write_all(&header).map_err(io)?;
+        self.out.seek(SeekFrom::Start(end)).map_err(io)?;
+        self.out.flush().map_err(io)?;
         Ok(self.out)
     }
 }
 
 /// The bag header record: `index_pos`, `conn_count`, `chunk_count`, padded
 /// with spaces to [`BAG_HEADER_LEN`] bytes of header and data.
-fn bag_header(index_pos: u64, conns: u32, chunks: u32) -> Result<Vec<u8>, BagWriteError> {
+fn bag_header(index_pos: u64, conns: u32, chunks: u32) -> Result<Vec<u8>> {
     let mut header = Vec::with_capacity(80);
     encode_field(&mut header, b"op", &[op::BAG_HEADER]);
     encode_field(&mut header, b"index_pos", &index_pos.to_le_bytes());
@@ -349,7 +335,7 @@ fn connection_record(conn: u32, c: &BagConnection) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// Appends `header_len | header | data_len | data` to `out`.
-fn push_record(out: &mut Vec<u8>, header: &[u8], data: &[u8]) -> Result<(), BagWriteError> {
+fn push_record(out: &mut Vec<u8>, header: &[u8], data: &[u8]) -> Result<()> {
     out.extend_from_slice(&record_len(header.len())?.to_le_bytes());
     out.extend_from_slice(header);
     out.extend_from_slice(&record_len(data.len())?.to_le_bytes());
@@ -357,17 +343,17 @@ fn push_record(out: &mut Vec<u8>, header: &[u8], data: &[u8]) -> Result<(), BagW
     Ok(())
 }
 
-fn record_len(len: usize) -> Result<u32, BagWriteError> {
-    u32::try_from(len).map_err(|_| BagWriteError::TooLarge {
-        what: "a record",
-        bytes: len as u64,
-    })
+fn record_len(len: usize) -> Result<u32> {
+    u32::try_from(len).map_err(|_| too_large("a record", len as u64))
 }
 
 /// `time` (ns) as ROS `(sec, nsec)`.
-fn ros_time(time: u64) -> Result<(u32, u32), BagWriteError> {
-    let sec =
-        u32::try_from(time / 1_000_000_000).map_err(|_| BagWriteError::TimeOutOfRange { time })?;
+fn ros_time(time: u64) -> Result<(u32, u32)> {
+    let sec = u32::try_from(time / 1_000_000_000).map_err(|_| {
+        Error::Write(format!(
+            "log time {time} ns is past what a bag stores (u32 seconds)"
+        ))
+    })?;
     Ok((sec, (time % 1_000_000_000) as u32))
 }
 
@@ -383,11 +369,11 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
-    use crate::formats::FormatReader;
-    use crate::formats::bag::BagFormat;
-    use crate::io::BytesReader;
-    use crate::limits::Limits;
-    use crate::model::{Flow, Selection};
+    use logsql_readers::formats::FormatReader;
+    use logsql_readers::formats::bag::BagFormat;
+    use logsql_readers::io::BytesReader;
+    use logsql_readers::limits::Limits;
+    use logsql_readers::model::{Flow, Selection};
 
     fn connection(topic: &str) -> BagConnection {
         BagConnection {
@@ -400,14 +386,14 @@ mod tests {
     }
 
     /// Every message of `bytes` read back: (topic, time, payload), in file order.
-    fn read_back(bytes: Vec<u8>) -> (crate::model::Summary, Vec<(String, u64, Vec<u8>)>) {
+    fn read_back(bytes: Vec<u8>) -> (logsql_readers::model::Summary, Vec<(String, u64, Vec<u8>)>) {
         let file = BytesReader::new("out.bag", bytes);
         let summary = BagFormat
             .summary_with_limits(&file, &Limits::default())
             .unwrap();
         let mut got = Vec::new();
         for chunk in &summary.chunks {
-            let mut sink = |m: crate::model::Message<'_>| {
+            let mut sink = |m: logsql_readers::model::Message<'_>| {
                 got.push((m.channel.topic.clone(), m.log_time, m.data.to_vec()));
                 Flow::Continue
             };
@@ -439,7 +425,7 @@ mod tests {
             u32_le(&bytes, 13) + u32_le(&bytes, 17 + u32_le(&bytes, 13) as usize),
             4096
         );
-        let report = crate::doctor::check(
+        let report = logsql_readers::doctor::check(
             &BagFormat,
             &BytesReader::new("out.bag", bytes.clone()),
             &Limits::default(),
@@ -464,12 +450,12 @@ mod tests {
         let mut w = BagWriter::new(Cursor::new(Vec::new())).unwrap();
         assert!(matches!(
             w.write(3, 0, b""),
-            Err(BagWriteError::UnknownConnection(3))
+            Err(Error::Write(m)) if m == "connection 3 was never added"
         ));
         let c = w.add_connection(connection("/a"));
         assert!(matches!(
             w.write(c, u64::MAX, b""),
-            Err(BagWriteError::TimeOutOfRange { .. })
+            Err(Error::Write(m)) if m.ends_with("is past what a bag stores (u32 seconds)")
         ));
     }
 

@@ -1,4 +1,4 @@
-//! Writing a ROS 2 bag with SQLite storage: one `.db3` database with the
+//! [`Db3Writer`]: a ROS 2 bag's SQLite storage, one `.db3` database with the
 //! tables rosbag2's `sqlite3` storage plugin creates (schema version 4:
 //! `schema`, `metadata`, `topics`, `message_definitions`, `messages` and the
 //! `timestamp_idx` index), and the bag's `metadata.yaml` text
@@ -16,8 +16,10 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, params};
 
-use super::bag_meta::{BagMetadata, FileInfo, TopicInfo};
-use crate::model::Channel;
+use logsql_readers::formats::ros2::bag_meta::{BagMetadata, FileInfo, TopicInfo};
+use logsql_readers::model::Channel;
+
+use crate::error::{Error, Result};
 
 /// Rows inserted per transaction.
 pub const COMMIT_ROWS: u64 = 10_000;
@@ -41,28 +43,9 @@ CREATE TABLE messages(id INTEGER PRIMARY KEY, topic_id INTEGER NOT NULL,
 CREATE INDEX timestamp_idx ON messages (timestamp ASC);
 ";
 
-/// Why a `.db3` could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum Db3WriteError {
-    /// SQLite failed.
-    #[error("{path}: {source}")]
-    Sqlite {
-        /// The database.
-        path: PathBuf,
-        /// SQLite's error.
-        source: rusqlite::Error,
-    },
-    /// Syncing the database failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The database.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// A message for a topic id the writer did not hand out.
-    #[error("topic {0} was never added")]
-    UnknownTopic(i64),
+/// An SQLite error on the database `path`.
+fn sqlite(path: &Path, e: rusqlite::Error) -> Error {
+    Error::Write(format!("{}: {e}", path.display()))
 }
 
 /// One topic of the bag: a `topics` row, and its type's definition for
@@ -135,11 +118,8 @@ pub struct Db3Writer {
 impl Db3Writer {
     /// Creates the database at `path` (which must not exist) with the
     /// rosbag2 tables; `ros_distro` goes into the `schema` table.
-    pub fn create(path: &Path, ros_distro: &str) -> Result<Self, Db3WriteError> {
-        let err = |source| Db3WriteError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        };
+    pub fn create(path: &Path, ros_distro: &str) -> Result<Self> {
+        let err = |e| sqlite(path, e);
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -165,16 +145,13 @@ impl Db3Writer {
         })
     }
 
-    fn err(&self, source: rusqlite::Error) -> Db3WriteError {
-        Db3WriteError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+    fn err(&self, e: rusqlite::Error) -> Error {
+        sqlite(&self.path, e)
     }
 
     /// Adds a topic (and its type's definition, once per type) and returns
     /// its id.
-    pub fn add_topic(&mut self, topic: Db3Topic) -> Result<i64, Db3WriteError> {
+    pub fn add_topic(&mut self, topic: Db3Topic) -> Result<i64> {
         let id = self.topics.len() as i64 + 1;
         self.conn
             .execute(
@@ -208,12 +185,7 @@ impl Db3Writer {
     }
 
     /// Inserts one message of topic `topic_id` at `timestamp` (ns).
-    pub fn write(
-        &mut self,
-        topic_id: i64,
-        timestamp: i64,
-        data: &[u8],
-    ) -> Result<(), Db3WriteError> {
+    pub fn write(&mut self, topic_id: i64, timestamp: i64, data: &[u8]) -> Result<()> {
         self.write_all([(topic_id, timestamp, data)])
     }
 
@@ -222,12 +194,9 @@ impl Db3Writer {
     pub fn write_all<'a>(
         &mut self,
         rows: impl IntoIterator<Item = (i64, i64, &'a [u8])>,
-    ) -> Result<(), Db3WriteError> {
+    ) -> Result<()> {
         let path = &self.path;
-        let err = |source| Db3WriteError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let err = |e| sqlite(path, e);
         let mut stmt = self
             .conn
             .prepare("INSERT INTO messages(topic_id, timestamp, data) VALUES (?1, ?2, ?3)")
@@ -237,7 +206,7 @@ impl Db3Writer {
                 .ok()
                 .and_then(|i| self.topics.get_mut(i))
             else {
-                return Err(Db3WriteError::UnknownTopic(topic_id));
+                return Err(Error::Write(format!("topic {topic_id} was never added")));
             };
             stmt.execute(params![topic_id, timestamp, data])
                 .map_err(err)?;
@@ -299,12 +268,9 @@ impl Db3Writer {
 
     /// Stores `metadata` in the `metadata` table (as rosbag2 does when it
     /// closes a bag), commits and closes the database, and syncs it to disk.
-    pub fn finish(self, metadata: &BagMetadata) -> Result<(), Db3WriteError> {
+    pub fn finish(self, metadata: &BagMetadata) -> Result<()> {
         let Self { conn, path, .. } = self;
-        let err = |source| Db3WriteError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let err = |e| sqlite(&path, e);
         conn.execute(
             "INSERT INTO metadata(metadata_version, metadata) VALUES (?1, ?2)",
             params![
@@ -318,10 +284,7 @@ impl Db3Writer {
         conn.close().map_err(|(_, e)| err(e))?;
         std::fs::File::open(&path)
             .and_then(|f| f.sync_all())
-            .map_err(|source| Db3WriteError::Io {
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(|e| Error::io(&path, e))?;
         Ok(())
     }
 }
@@ -329,11 +292,11 @@ impl Db3Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::FormatReader;
-    use crate::formats::ros2::Ros2Format;
-    use crate::io::FileReader;
-    use crate::limits::Limits;
-    use crate::model::{Flow, Selection};
+    use logsql_readers::formats::FormatReader;
+    use logsql_readers::formats::ros2::Ros2Format;
+    use logsql_readers::io::FileReader;
+    use logsql_readers::limits::Limits;
+    use logsql_readers::model::{Flow, Selection};
 
     #[test]
     fn a_written_bag_reads_back_with_its_metadata() {
@@ -365,7 +328,7 @@ mod tests {
         }
         assert!(matches!(
             w.write(9, 0, b""),
-            Err(Db3WriteError::UnknownTopic(9))
+            Err(Error::Write(m)) if m == "topic 9 was never added"
         ));
         let meta = w.metadata("out_0.db3", "");
         w.finish(&meta).unwrap();
@@ -380,7 +343,7 @@ mod tests {
         assert_eq!(parsed.topics[1].message_count, Some(2));
 
         let file = FileReader::open(&db).unwrap();
-        let report = crate::doctor::check(&Ros2Format, &file, &Limits::default()).unwrap();
+        let report = logsql_readers::doctor::check(&Ros2Format, &file, &Limits::default()).unwrap();
         assert!(report.healthy(), "{report:?}");
         assert_eq!(report.messages, 5);
         let summary = Ros2Format
@@ -392,7 +355,7 @@ mod tests {
         );
         let mut got = Vec::new();
         for chunk in &summary.chunks {
-            let mut sink = |m: crate::model::Message<'_>| {
+            let mut sink = |m: logsql_readers::model::Message<'_>| {
                 got.push((m.channel.topic.clone(), m.log_time, m.data.to_vec()));
                 Flow::Continue
             };
