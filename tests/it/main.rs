@@ -51,6 +51,7 @@ mod lerobot;
 mod mcap_conformance;
 mod mcap_samples;
 mod mcap_writer;
+mod ops;
 mod points;
 mod queries;
 /// The robot recording generator of the LeRobot tests and benchmark.
