@@ -7,7 +7,8 @@
 //!   the scan runs in parallel inside the user's own datafusion-python session;
 //! - [`sql`]: a query run by logsql's own session, its result an Arrow C stream
 //!   (`__arrow_c_stream__`) that pyarrow, pandas and polars import without copying;
-//! - [`summary`]: a file's summary (format, index, times, chunks, channels) as a dict.
+//! - [`summary`]: a file's summary (format, index, times, chunks, channels) as a
+//!   dict, the facts `logsql info` reports ([`logsql::ops::info`]).
 //!
 //! Scans always plan and run in logsql's session (its object stores, table
 //! functions and `logsql.*` options), whatever session calls them: the FFI
@@ -26,6 +27,8 @@ use datafusion::common::{ScalarValue, TableReference};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::Expr;
 use datafusion::prelude::SessionContext;
+use logsql::ops::info;
+use logsql::storage::summary_cache::CachedSummary;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -144,26 +147,27 @@ fn sql(
     Ok(ArrowStream::new(stream))
 }
 
-/// `logsql.info(path)`'s facts from the file's summary (a local file).
+/// `logsql.info(path)`'s facts, as `logsql info` gathers them
+/// ([`logsql::ops::info`]): the summary through the session's summary cache,
+/// and where the file states no per-topic counts, the messages and the time
+/// span counted from message headers. `path` names one log file.
 #[pyfunction]
 fn summary<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
-    let (format, summary) = py
-        .detach(|| -> logsql_readers::Result<_> {
-            let file = logsql_readers::io::FileReader::open(&path)?;
-            let format = logsql_readers::formats::detect(&file)?;
-            let summary = format.summary(&file)?;
-            Ok((format, summary))
-        })
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let ctx = logsql::session_context();
+    let (facts, cached) = py
+        .detach(|| RUNTIME.block_on(gather(&ctx, &path)))
+        .map_err(PyRuntimeError::new_err)?;
+    let summary = &cached.summary;
     let d = PyDict::new(py);
     d.set_item("path", &path)?;
-    d.set_item("format", format.name())?;
-    d.set_item("size", summary.file_size)?;
-    d.set_item("indexed", summary.indexed)?;
-    d.set_item("message_count", summary.message_count)?;
-    d.set_item("start_time_ns", summary.start_time)?;
-    d.set_item("end_time_ns", summary.end_time)?;
-    d.set_item("chunks", summary.chunks.len())?;
+    d.set_item("format", facts.format)?;
+    d.set_item("size", facts.size)?;
+    d.set_item("indexed", facts.indexed)?;
+    d.set_item("message_count", facts.messages)?;
+    d.set_item("messages_counted_from_headers", facts.count_note.is_some())?;
+    d.set_item("start_time_ns", facts.start)?;
+    d.set_item("end_time_ns", facts.end)?;
+    d.set_item("chunks", facts.chunks)?;
     let mut compression: HashMap<&str, usize> = HashMap::new();
     for c in &summary.chunks {
         *compression.entry(c.compression.as_str()).or_default() += 1;
@@ -196,10 +200,34 @@ fn summary<'py>(py: Python<'py>, path: String) -> PyResult<Bound<'py, PyDict>> {
         .map(|m| (m.name.clone(), m.metadata.clone().into_iter().collect()))
         .collect();
     d.set_item("metadata", metadata)?;
-    d.set_item("attachments", summary.attachments.len())?;
+    d.set_item("attachments", facts.attachments)?;
     d.set_item("properties", summary.properties.clone())?;
-    d.set_item("damage", summary.damage.as_ref().map(|e| e.to_string()))?;
+    d.set_item("damage", facts.damage)?;
     Ok(d)
+}
+
+/// The facts of the one log file `path` names, and its summary.
+async fn gather(ctx: &SessionContext, path: &str) -> Result<(info::Facts, CachedSummary), String> {
+    let state = ctx.state();
+    let mut files = info::files(&state, &[path.to_string()])
+        .await
+        .map_err(|e| e.to_string())?;
+    if files.len() != 1 {
+        return Err(format!(
+            "{path}: info takes one log file; this path names {}",
+            files.len()
+        ));
+    }
+    let (loc, cached) = files.remove(0).read.map_err(|e| e.to_string())?;
+    let limits = logsql::LogsqlOptions::from_config(state.config_options()).limits();
+    // Reads block (object stores block on the runtime): a blocking thread.
+    tokio::task::spawn_blocking(move || {
+        info::gather(&loc, &cached, info::Gather::default(), limits)
+            .map(|(facts, _)| (facts, cached))
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("info task failed: {e}"))?
 }
 
 /// The DataFusion (and datafusion-ffi) major version this module is built on.

@@ -200,6 +200,22 @@ def test_info_is_the_summary():
     assert d["damage"] is None
 
 
+def test_info_counts_what_the_file_does_not_state_as_the_cli_does():
+    # A summary without a statistics record or message indexes: no message
+    # counts stated. The CLI's `logsql info` counts them from message
+    # headers; so does info() (the summary alone said None).
+    path = fixture("mcap/conformance/TenMessages/TenMessages-ch-chx-pad-rch-rsh-sum.mcap")
+    d = logsql.info(path)
+    assert d["format"] == "mcap"
+    assert d["message_count"] == 10
+    assert d["messages_counted_from_headers"] is True
+    assert (d["start_time_ns"], d["end_time_ns"]) == (0, 9)
+    assert [(t["topic"], t["message_count"]) for t in d["topics"]] == [("example", 10)]
+    assert [c["topic"] for c in d["channels"]] == ["example"]
+    # A file that states its counts is not counted again.
+    assert logsql.info(fixture("mcap/samples/compressed.mcap"))["messages_counted_from_headers"] is False
+
+
 def test_damage_is_an_error_with_file_and_offset(tmp_path, capfd):
     data = pathlib.Path(fixture("mcap/samples/compressed.mcap")).read_bytes()
     cut = tmp_path / "cut.mcap"

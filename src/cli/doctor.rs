@@ -1,18 +1,18 @@
 //! `logsql doctor`: the health of log files, problem by problem.
 //!
-//! The checks are the readers' ([`logsql_readers::doctor`]); this module
-//! finds the files (a directory stands for the log files under it), prints
-//! each report as text or JSON, and turns the worst outcome into the exit
-//! status: 0 healthy, 1 problems, 2 a file that cannot be read at all.
+//! The checks are the readers' ([`logsql_readers::doctor`]) and the files
+//! checked [`logsql::ops::doctor`]'s (a directory stands for the log files
+//! under it); this module prints each report as text or JSON, and turns the
+//! worst outcome into the exit status: 0 healthy, 1 problems, 2 a file that
+//! cannot be read at all.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use logsql::LogsqlOptions;
-use logsql_readers::doctor::{Report, Severity};
-use logsql_readers::formats::{self, FormatReader};
-use logsql_readers::io::FileReader;
-use logsql_readers::limits::Limits;
+use logsql::ops::doctor::ExpandError;
+pub use logsql::ops::doctor::{Checked, check_path};
+use logsql_readers::doctor::Severity;
 use serde_json::{Value, json};
 
 use super::App;
@@ -24,22 +24,12 @@ pub const PROBLEMS: u8 = 1;
 /// Exit status of a file that cannot be read.
 pub const UNREADABLE: u8 = 2;
 
-/// One file's outcome.
-pub struct Checked {
-    /// The file's path.
-    pub path: PathBuf,
-    /// The report, or why the file cannot be read at all.
-    pub report: Result<Report, logsql_readers::Error>,
-}
-
-impl Checked {
-    /// The exit status this file alone would give.
-    pub fn status(&self) -> u8 {
-        match &self.report {
-            Ok(r) if r.healthy() => 0,
-            Ok(_) => PROBLEMS,
-            Err(_) => UNREADABLE,
-        }
+/// The exit status `checked` alone would give.
+pub fn exit_status(checked: &Checked) -> u8 {
+    match &checked.report {
+        Ok(r) if r.healthy() => 0,
+        Ok(_) => PROBLEMS,
+        Err(_) => UNREADABLE,
     }
 }
 
@@ -52,7 +42,7 @@ pub fn run(app: &App, paths: &[String], format: Format, out: &mut dyn Write) -> 
     let mut objects = Vec::new();
     for path in files {
         let checked = check_path(&path, &limits);
-        status = status.max(checked.status());
+        status = status.max(exit_status(&checked));
         match format {
             Format::Table => write(out, &text(&checked))?,
             Format::Ndjson => write(out, &format!("{}\n", to_json(&checked)))?,
@@ -75,76 +65,18 @@ pub fn run(app: &App, paths: &[String], format: Format, out: &mut dyn Write) -> 
     }
 }
 
-/// Checks one local file.
-pub fn check_path(path: &Path, limits: &Limits) -> Checked {
-    let report = FileReader::open(path).and_then(|file| {
-        let format = formats::detect(&file)?;
-        logsql_readers::doctor::check(format.as_ref(), &file, limits)
-    });
-    Checked {
-        path: path.to_path_buf(),
-        report,
-    }
-}
-
-/// The files `paths` name: a file as it is, a directory as the log files
-/// under it at any depth (in name order), leaving out the companions of a
-/// format (`-wal`, `-shm`) and files no format recognises unless they are
-/// named like a log file.
+/// The files `paths` name (see [`logsql::ops::doctor::expand`]); the walk's
+/// warnings (a link to a directory it is in, a loop, is not followed) are
+/// given on stderr.
 pub fn expand(paths: &[String]) -> CliResult<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for path in paths {
-        let p = Path::new(path);
-        if p.is_dir() {
-            let before = out.len();
-            walk(p, &mut out)?;
-            if out.len() == before {
-                return Err(logsql_readers::Error::NoLogFiles { path: path.clone() }.into());
-            }
-        } else {
-            out.push(p.to_path_buf());
-        }
+    let expanded = logsql::ops::doctor::expand(paths).map_err(|e| match e {
+        ExpandError::NoLogFiles(e) => CliError::from(e),
+        ExpandError::Walk(e) => CliError::io(e.path.display().to_string(), e.source),
+    })?;
+    for w in &expanded.warnings {
+        log::warn!("{w}");
     }
-    Ok(out)
-}
-
-/// Adds the log files under `dir` to `out` (see [`expand`]).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> CliResult {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| CliError::io(dir.display().to_string(), e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() {
-            walk(&entry, out)?;
-        } else if is_log_file(&entry) {
-            out.push(entry);
-        }
-    }
-    Ok(())
-}
-
-/// Whether `path` is a log file of some format (by content, or by a log
-/// file's name), and not a companion file.
-fn is_log_file(path: &Path) -> bool {
-    let name = path.display().to_string();
-    let all = formats::all();
-    if all.iter().any(|f| formats::is_companion(f.as_ref(), &name)) {
-        return false;
-    }
-    let by_content = FileReader::open(path)
-        .ok()
-        .and_then(|f| formats::detect(&f).ok())
-        .is_some();
-    by_content || has_log_extension(&all, path)
-}
-
-/// Whether `path`'s extension is one a format claims.
-fn has_log_extension(all: &[std::sync::Arc<dyn FormatReader>], path: &Path) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let ext = ext.to_ascii_lowercase();
-    all.iter().any(|f| f.extensions().contains(&ext.as_str())) || ext == "active"
+    Ok(expanded.files)
 }
 
 fn write(out: &mut dyn Write, s: &str) -> CliResult {

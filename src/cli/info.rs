@@ -1,39 +1,28 @@
 //! `logsql info`: a human summary of log files, in the spirit of `mcap info`.
 //!
-//! Reads each file's [`Summary`] as queries do, through the session's summary
-//! cache: the index when the file has one, a recovery walk otherwise. When the
-//! file does not state per-topic message counts, they are counted by reading
-//! message headers (no payloads), chunk by chunk, as `topics()` counts them;
-//! damage stops a chunk, not the count.
+//! The facts are [`logsql::ops::info`]'s (the summary as queries read it,
+//! per-topic counts from message headers where the file states none,
+//! cameras, timelines); this module prints them as aligned text or JSON.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
 
-use datafusion::execution::SessionState;
 use logsql::LogsqlOptions;
-use logsql::storage::object_io::{FileLocation, is_local};
-use logsql::storage::summary_cache::{self, CachedSummary};
-use logsql::surface::header_walk::{HeaderWalk, TopicCount, count_topics};
-use logsql::surface::url_table::{ResolvedPath, resolve};
-use logsql_readers::formats::FormatReader;
-use logsql_readers::io::{ReadAt, check_regular_file};
+use logsql::ops::info::{self, AllTimes, Codec, Facts, FileTimes, Gather, InfoError, InfoFile};
+use logsql::storage::object_io::FileLocation;
+use logsql::storage::summary_cache::CachedSummary;
 use logsql_readers::limits::Limits;
-use logsql_readers::model::Summary;
 use serde_json::{Value, json};
 
 use super::App;
 use super::args::Format;
 use super::error::{CliError, CliResult};
-use super::timeline::Timeline;
+use super::timeline;
 use super::units::{bytes, duration, rfc3339};
 
 /// Minimum width of the label column.
 const LABEL: usize = 14;
-
-/// Reader properties shown by other lines of the summary (`index`, `compression`).
-const HIDDEN_PROPERTIES: &[&str] = &["index", "chunk_compression"];
 
 /// What `info` prints and checks.
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +69,10 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
     for (i, file) in files.into_iter().enumerate() {
         let described = match file.read {
             Ok((loc, cached)) => {
-                let cameras = cameras(app, &loc, &cached.summary);
+                let render = |e| CliError::from(e).to_string();
+                let cameras =
+                    app.rt
+                        .block_on(info::cameras(&app.ctx, &loc, &cached.summary, &render));
                 app.rt
                     .block_on(
                         app.rt
@@ -114,7 +106,7 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
             }
         }
     }
-    match all.and_then(|all| all.describe(opts)) {
+    match all.and_then(|all| describe_all(all, opts)) {
         Some(Described::Text(text)) => write(out, &format!("\n{text}"))?,
         Some(Described::Json(v)) if opts.format == Format::Ndjson => write(out, &format!("{v}\n"))?,
         Some(Described::Json(v)) => objects.push(v),
@@ -137,117 +129,15 @@ pub fn run(app: &App, paths: &[String], opts: InfoOptions, out: &mut dyn Write) 
     }
 }
 
-/// A file `info` summarises: its name, and where it is with its summary, or
-/// why it cannot be read.
-struct File {
-    name: String,
-    read: Result<(FileLocation, CachedSummary), logsql_readers::Error>,
-}
-
-/// The files `paths` name, each with its summary read through the session's
-/// summary cache, as queries list and read them: a directory or glob stands for
-/// the log files in it (at any depth, as the session lists them), and one of them that
-/// cannot be read as a log file is reported with the others, not fatal.
-fn expand(app: &App, paths: &[String]) -> CliResult<Vec<File>> {
-    let mut out = Vec::new();
-    for path in paths {
-        // A local path (not a `file://` URL).
-        let local = is_local(path) && !path.starts_with("file:");
-        let glob = !Path::new(path).exists() && path.contains(['*', '?', '[']);
-        // A missing file, a pipe or a device is that file's failure.
-        if local
-            && !glob
-            && let Err(e) = check_regular_file(Path::new(path))
-        {
-            out.push(File {
-                name: path.clone(),
-                read: Err(e),
-            });
-            continue;
-        }
-        let state = app.ctx.state();
-        let files = app.rt.block_on(read(&state, path))?;
-        if files.is_empty() {
-            return Err(logsql_readers::Error::NoLogFiles { path: path.clone() }.into());
-        }
-        out.extend(files);
-    }
-    Ok(out)
-}
-
-/// The files `path` names, with their summaries (see [`expand`]).
-async fn read(state: &SessionState, path: &str) -> CliResult<Vec<File>> {
-    let mut resolved = resolve(state, path).await?;
-    let names: Vec<String> = resolved
-        .files
-        .iter()
-        .map(|(loc, _)| shown_name(path, &resolved, loc))
-        .collect();
-    for ((loc, _), name) in resolved.files.iter_mut().zip(names) {
-        loc.name = name;
-    }
-    let file = |loc: &FileLocation, read: Result<CachedSummary, logsql_readers::Error>| File {
-        name: loc.name.clone(),
-        read: read.map(|cached| (loc.clone(), cached)),
-    };
-    let cache = summary_cache::of(state.runtime_env());
-    let limits = LogsqlOptions::from_config(state.config_options()).limits();
-    if let [(loc, format)] = resolved.files.as_slice()
-        && !resolved.many
-    {
-        // One file: summarised (or said not to be a log) whatever it holds.
-        let read = loc
-            .summary_with_limits(Some(cache), format.clone(), limits)
-            .await;
-        return Ok(vec![file(loc, read)]);
-    }
-    let mut files = Vec::new();
-    for ((loc, _), read) in resolved.summaries(state).await? {
-        files.push(file(loc, read));
-    }
-    // Named like a log, but no format recognises it: damaged, the detection says how.
-    for (loc, _) in resolved.unrecognised_logs() {
-        let read = loc.summary_with_limits(Some(cache.clone()), None, limits);
-        files.push(file(loc, read.await));
-    }
-    if is_local(path) {
-        files.sort_by(|a, b| Path::new(&a.name).cmp(Path::new(&b.name)));
-    }
-    Ok(files)
-}
-
-/// The name `info` shows for `loc`, one of the files `path` names: a local
-/// file by the path as the user spelled it (a directory's files under it), an
-/// object by its URL.
-fn shown_name(path: &str, resolved: &ResolvedPath, loc: &FileLocation) -> String {
-    if !is_local(path) || path.starts_with("file:") {
-        return loc.name.clone();
-    }
-    if !resolved.many {
-        return path.to_string();
-    }
-    // A glob's files are named under the directory before its first pattern character.
-    let base = match path.find(['*', '?', '[']) {
-        Some(i) if resolved.url.get_glob().is_some() => {
-            &path[..path[..i].rfind('/').map_or(0, |j| j + 1)]
-        }
-        _ => path,
-    };
-    let under: Vec<&str> = resolved
-        .url
-        .strip_prefix(&loc.meta.location)
-        .into_iter()
-        .flatten()
-        .collect();
-    Path::new(base).join(under.join("/")).display().to_string()
-}
-
-/// Per-topic facts for the topic table.
-#[derive(Default)]
-struct TopicRow {
-    types: Vec<String>,
-    encodings: Vec<String>,
-    count: Option<u64>,
+/// The files `paths` name, with their summaries ([`info::files`]).
+fn expand(app: &App, paths: &[String]) -> CliResult<Vec<InfoFile>> {
+    let state = app.ctx.state();
+    app.rt
+        .block_on(info::files(&state, paths))
+        .map_err(|e| match e {
+            InfoError::Read(e) => CliError::from(e),
+            InfoError::Query(e) => CliError::from(e),
+        })
 }
 
 /// One file's summary, as text or as a JSON object.
@@ -256,124 +146,6 @@ enum Described {
     Json(Value),
 }
 
-/// What `info` reports about one file.
-struct Facts {
-    file: String,
-    format: &'static str,
-    size: u64,
-    /// Reader properties shown as their own lines.
-    properties: Vec<(String, String)>,
-    indexed: bool,
-    index_note: Option<String>,
-    checksum: Option<Result<(), String>>,
-    damage: Option<String>,
-    messages: Option<u64>,
-    count_note: Option<&'static str>,
-    read_error: Option<String>,
-    start: Option<u64>,
-    end: Option<u64>,
-    span: Option<u64>,
-    chunks: usize,
-    codecs: BTreeMap<String, Codec>,
-    channels: usize,
-    topics: BTreeMap<String, TopicRow>,
-    attachments: usize,
-    metadata: usize,
-    timeline: Option<Timeline>,
-    cameras: Vec<Camera>,
-}
-
-/// The message types `read_images` reads.
-const IMAGE_TYPES: &[&str] = &[
-    "sensor_msgs/Image",
-    "sensor_msgs/msg/Image",
-    "sensor_msgs/CompressedImage",
-    "sensor_msgs/msg/CompressedImage",
-    "foxglove.RawImage",
-    "foxglove.CompressedImage",
-    "foxglove_msgs/msg/RawImage",
-    "foxglove_msgs/msg/CompressedImage",
-];
-
-/// A camera topic and what its first image says: encoding and size, or why
-/// it could not be read.
-struct Camera {
-    topic: String,
-    first: Result<(String, u32, u32), String>,
-}
-
-/// Each camera topic of one file, with its first message's image as
-/// `read_images` reads it (a JPEG or PNG header, a raw image's fields).
-fn cameras(app: &App, loc: &FileLocation, summary: &Summary) -> Vec<Camera> {
-    let topics: std::collections::BTreeSet<&str> = summary
-        .channels
-        .values()
-        .filter(|c| {
-            c.message_type
-                .as_deref()
-                .is_some_and(|t| IMAGE_TYPES.contains(&t))
-        })
-        .map(|c| c.topic.as_str())
-        .collect();
-    topics
-        .into_iter()
-        .map(|topic| {
-            let sql = format!(
-                "SELECT encoding, width, height FROM read_images({}, {}) LIMIT 1",
-                super::quote(&loc.display_name()),
-                super::quote(topic)
-            );
-            let first = app
-                .rt
-                .block_on(async { app.ctx.sql(&sql).await?.collect().await })
-                .map_err(|e| short_cause(&super::error::CliError::from(e).to_string()))
-                .and_then(|batches| first_image(&batches));
-            Camera {
-                topic: topic.to_string(),
-                first,
-            }
-        })
-        .collect()
-}
-
-/// The cause in a `read_images` error (`<file>: topic ...: the image logged
-/// at N ns: <cause> (SET ...)`), which the line of its file and topic needs
-/// alone; other errors whole.
-fn short_cause(e: &str) -> String {
-    let cause = e.split_once(" ns: ").map_or(e, |(_, c)| c);
-    cause
-        .split(" (SET logsql.on_error")
-        .next()
-        .unwrap_or(cause)
-        .to_string()
-}
-
-/// The encoding and size of the first row of `read_images` batches.
-fn first_image(
-    batches: &[datafusion::arrow::record_batch::RecordBatch],
-) -> Result<(String, u32, u32), String> {
-    use datafusion::arrow::array::{Array, AsArray};
-    use datafusion::arrow::datatypes::UInt32Type;
-    let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
-        return Err("no messages".into());
-    };
-    let (enc, w, h) = (
-        b.column(0).as_string::<i32>(),
-        b.column(1).as_primitive::<UInt32Type>(),
-        b.column(2).as_primitive::<UInt32Type>(),
-    );
-    if enc.is_null(0) {
-        return Err("the first message holds no image".into());
-    }
-    Ok((enc.value(0).to_string(), w.value(0), h.value(0)))
-}
-
-/// One file's message times per topic (sorted) and the bytes decompressed to read them.
-type FileTimes = (BTreeMap<String, Vec<u64>>, u64);
-
-/// A file's messages counted per topic from their headers.
-type Counted = (BTreeMap<String, TopicCount>, HeaderWalk);
-
 /// The summary of one file, as text or JSON, and its message times when the
 /// timelines were read. Runs on a blocking thread (object stores block on it).
 fn describe(
@@ -381,41 +153,24 @@ fn describe(
     cached: &CachedSummary,
     opts: InfoOptions,
     limits: Limits,
-    cameras: Vec<Camera>,
+    cameras: Vec<info::Camera>,
 ) -> CliResult<(Described, Option<FileTimes>)> {
-    let reader = loc.open()?;
-    let (reader, format, summary) = (reader.as_ref(), &*cached.format, &*cached.summary);
     // Formats with their own established listing (CARLA's recorder info) print it.
-    if opts.format == Format::Table
-        && let Some(text) = format.info_text(reader, summary, opts.all)
-    {
-        return Ok((Described::Text(text?), None));
+    if opts.format == Format::Table {
+        let reader = loc.open()?;
+        if let Some(text) = cached
+            .format
+            .info_text(reader.as_ref(), &cached.summary, opts.all)
+        {
+            return Ok((Described::Text(text?), None));
+        }
     }
-    // One header-only read serves the timelines and, where the file states no
-    // per-topic counts, the counts.
-    let uncounted = summary.channel_message_counts.is_none() && !summary.chunks.is_empty();
-    let mut times: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let counted = (opts.timeline || uncounted).then(|| {
-        count_topics(format, reader, summary, limits, |topic, t| {
-            if !opts.timeline {
-                return;
-            }
-            match times.get_mut(topic) {
-                Some(v) => v.extend_from_slice(t),
-                None => {
-                    times.insert(topic.to_string(), t.to_vec());
-                }
-            }
-        })
-    });
-    let mut facts = gather(format, reader, summary, opts.verify, counted.as_ref());
+    let what = Gather {
+        verify: opts.verify,
+        timeline: opts.timeline,
+    };
+    let (mut facts, times) = info::gather(loc, cached, what, limits)?;
     facts.cameras = cameras;
-    let mut times = counted
-        .filter(|_| opts.timeline)
-        .map(|(_, walk)| (times, walk.bytes_decompressed));
-    facts.timeline = times
-        .as_mut()
-        .and_then(|(topics, bytes)| Timeline::from_times(topics, *bytes));
     let description = if opts.format == Format::Table {
         Described::Text(text(&facts, opts.ascii, opts.escape))
     } else {
@@ -424,162 +179,22 @@ fn describe(
     Ok((description, times))
 }
 
-/// The per-topic message times of several files, merged for one timeline.
-#[derive(Default)]
-struct AllTimes {
-    /// File names, in the order they were read.
-    files: Vec<String>,
-    /// Message times per topic, across the files.
-    topics: BTreeMap<String, Vec<u64>>,
-    /// Bytes decompressed to find them.
-    bytes_decompressed: u64,
-}
-
-impl AllTimes {
-    /// Adds one file's times.
-    fn add(&mut self, file: String, (topics, bytes): FileTimes) {
-        self.files.push(file);
-        self.bytes_decompressed += bytes;
-        for (topic, mut times) in topics {
-            self.topics.entry(topic).or_default().append(&mut times);
-        }
-    }
-
-    /// The timeline across every file, as text or JSON (`None` without messages).
-    fn describe(mut self, opts: InfoOptions) -> Option<Described> {
-        let timeline = Timeline::from_times(&mut self.topics, self.bytes_decompressed)?;
-        let n = self.files.len();
-        Some(if opts.format == Format::Table {
-            Described::Text(format!(
-                "all {n} files:\ntimeline:\n{}",
-                timeline.text(opts.ascii)
-            ))
-        } else {
-            let messages: usize = self.topics.values().map(Vec::len).sum();
-            Described::Json(serde_json::json!({
-                "files": self.files,
-                "messages": messages,
-                "timeline": timeline.json(),
-            }))
-        })
-    }
-}
-
-/// Reads what `info` reports from the summary (and from the message headers,
-/// `counted`, when the file states no per-topic counts).
-fn gather(
-    format: &dyn FormatReader,
-    reader: &dyn ReadAt,
-    summary: &Summary,
-    verify: bool,
-    counted: Option<&Counted>,
-) -> Facts {
-    let checksum = if verify {
-        format
-            .verify(reader, summary)
-            .map(|r| r.map_err(|e| e.to_string()))
+/// The timeline across every file, as text or JSON (`None` without messages).
+fn describe_all(mut all: AllTimes, opts: InfoOptions) -> Option<Described> {
+    let timeline = all.timeline()?;
+    let n = all.files.len();
+    Some(if opts.format == Format::Table {
+        Described::Text(format!(
+            "all {n} files:\ntimeline:\n{}",
+            timeline::text(&timeline, opts.ascii)
+        ))
     } else {
-        None
-    };
-
-    // Per-topic counts: from the file, else counted by the engine.
-    let mut topics: BTreeMap<String, TopicRow> = BTreeMap::new();
-    for ch in summary.channels.values() {
-        let row = topics.entry(ch.topic.clone()).or_default();
-        let ty = ch.message_type.clone().unwrap_or_else(|| "-".into());
-        if !row.types.contains(&ty) {
-            row.types.push(ty);
-        }
-        let enc = if ch.message_encoding.is_empty() {
-            "-".to_string()
-        } else {
-            ch.message_encoding.clone()
-        };
-        if !row.encodings.contains(&enc) {
-            row.encodings.push(enc);
-        }
-    }
-    let (mut start, mut end, mut total) =
-        (summary.start_time, summary.end_time, summary.message_count);
-    let mut count_note = None;
-    let mut read_error = None;
-    match (summary.topic_message_counts(), counted) {
-        (Some(counts), _) => {
-            for (topic, n) in counts {
-                topics.entry(topic.to_string()).or_default().count = Some(n);
-            }
-        }
-        (None, Some((counted, walk))) if !summary.chunks.is_empty() => {
-            for (topic, c) in counted {
-                topics.entry(topic.clone()).or_default().count = Some(c.count);
-                start = start.into_iter().chain(c.first).min();
-                end = end.max(c.last);
-            }
-            for t in topics.values_mut() {
-                t.count.get_or_insert(0);
-            }
-            total = total.or(Some(counted.values().map(|c| c.count).sum()));
-            count_note = Some("counted from message headers: the file states no per-topic counts");
-            read_error = walk.errors.first().map(|e| e.to_string());
-        }
-        (None, _) => {
-            // No chunk: every topic the file declares has no message.
-            total = total.or(Some(0));
-            for t in topics.values_mut() {
-                t.count.get_or_insert(0);
-            }
-        }
-    }
-    let span = match (start, end) {
-        (Some(s), Some(e)) if e >= s => Some(e - s),
-        _ => None,
-    };
-    let mut index_note = (format.name() == "ros2" && !summary.indexed).then(|| {
-        "none: the database has no index on messages.timestamp; \
-         summary read from its tables"
-            .to_string()
-    });
-    let mut properties = Vec::new();
-    for (k, v) in &summary.properties {
-        match k.as_str() {
-            // Shown in the lines below, in more detail.
-            "index" => index_note = Some(v.clone()),
-            k if HIDDEN_PROPERTIES.contains(&k) => {}
-            _ => properties.push((k.to_string(), v.clone())),
-        }
-    }
-    Facts {
-        file: reader.name().to_string(),
-        format: format.name(),
-        size: summary.file_size,
-        properties,
-        indexed: summary.indexed,
-        index_note,
-        checksum,
-        damage: summary.damage.as_ref().map(|d| d.to_string()),
-        messages: total,
-        count_note,
-        read_error,
-        start,
-        end,
-        span,
-        chunks: summary.chunks.len(),
-        codecs: codecs(summary),
-        channels: summary.channels.len(),
-        topics,
-        attachments: summary.attachments.len(),
-        metadata: summary.metadata.len(),
-        timeline: None,
-        cameras: Vec::new(),
-    }
-}
-
-/// A topic's mean message rate over the file's span, in Hz.
-fn frequency(count: Option<u64>, span: Option<u64>) -> Option<f64> {
-    match (count, span) {
-        (Some(n), Some(d)) if d > 0 => Some(n as f64 / (d as f64 / 1e9)),
-        _ => None,
-    }
+        Described::Json(json!({
+            "files": all.files,
+            "messages": all.messages(),
+            "timeline": timeline::json(&timeline),
+        }))
+    })
 }
 
 /// The summary as one JSON object.
@@ -594,7 +209,7 @@ fn to_json(f: &Facts) -> Value {
                 "message_types": t.types,
                 "encodings": t.encodings,
                 "messages": t.count,
-                "frequency_hz": frequency(t.count, f.span),
+                "frequency_hz": f.frequency(t.count),
             })
         })
         .collect();
@@ -636,7 +251,7 @@ fn to_json(f: &Facts) -> Value {
         "topics": topics,
         "attachments": f.attachments,
         "metadata": f.metadata,
-        "timeline": f.timeline.as_ref().map(Timeline::json),
+        "timeline": f.timeline.as_ref().map(timeline::json),
         "cameras": f.cameras.iter().map(|c| match &c.first {
             Ok((encoding, width, height)) => json!({
                 "topic": c.topic, "encoding": encoding, "width": width, "height": height,
@@ -720,7 +335,8 @@ fn text(f: &Facts, ascii: bool, escape: bool) -> String {
                 cell(t.types.join(", ")),
                 cell(t.encodings.join(", ")),
                 t.count.map_or("?".into(), |n| n.to_string()),
-                frequency(t.count, f.span).map_or("-".into(), |hz| format!("{hz:.2} Hz")),
+                f.frequency(t.count)
+                    .map_or("-".into(), |hz| format!("{hz:.2} Hz")),
             ]);
         }
         s.push_str(&align(&rows, &[false, false, false, true, true], "  "));
@@ -739,7 +355,7 @@ fn text(f: &Facts, ascii: bool, escape: bool) -> String {
     }
     if let Some(t) = &f.timeline {
         let _ = writeln!(s, "timeline:");
-        s.push_str(&t.text(ascii));
+        s.push_str(&timeline::text(t, ascii));
     }
     let _ = writeln!(s, "{:<width$}{}", "attachments:", f.attachments);
     let _ = writeln!(s, "{:<width$}{}", "metadata:", f.metadata);
@@ -760,36 +376,6 @@ fn index_line(indexed: bool, note: Option<&str>) -> String {
 
 fn time_line(ns: u64) -> String {
     format!("{} ({ns} ns)", rfc3339(ns as i64))
-}
-
-/// Chunks, compressed and uncompressed bytes of one codec.
-#[derive(Default)]
-struct Codec {
-    chunks: usize,
-    compressed: u64,
-    uncompressed: u64,
-    /// Some chunk does not state its uncompressed size.
-    unknown: bool,
-}
-
-/// The chunks of `summary` per codec (`none` for uncompressed chunks).
-fn codecs(summary: &Summary) -> BTreeMap<String, Codec> {
-    let mut codecs: BTreeMap<String, Codec> = BTreeMap::new();
-    for c in &summary.chunks {
-        let name = if c.compression.is_empty() {
-            "none"
-        } else {
-            c.compression.as_str()
-        };
-        let codec = codecs.entry(name.to_string()).or_default();
-        codec.chunks += 1;
-        codec.compressed += c.compressed_size;
-        match c.uncompressed_size {
-            Some(u) => codec.uncompressed += u,
-            None => codec.unknown = true,
-        }
-    }
-    codecs
 }
 
 /// One line per codec: chunk count, compressed and uncompressed sizes, ratio.

@@ -47,6 +47,7 @@ mod gen_support;
 mod hostile_inputs;
 mod lerobot;
 mod mcap_writer;
+mod ops;
 mod points;
 mod queries;
 /// The robot recording generator of the LeRobot tests and benchmark.

@@ -37,6 +37,8 @@
 //! - [`surface`]: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
 //!   typed side tables, `read_topic`, scalar functions, file order under
 //!   `LIMIT`;
+//! - [`ops`]: whole operations the CLI and the Python bindings share (`info`'s
+//!   facts, `doctor`'s files, the `dataset` spec, `recover`'s time windows);
 //! - `distributed` (feature `distributed`): the plan codec, coordinator and worker
 //!   for datafusion-distributed.
 
@@ -48,6 +50,7 @@ pub mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
 pub(crate) mod file_format;
+pub mod ops;
 pub mod plan_guard;
 pub mod scanner;
 pub mod storage;

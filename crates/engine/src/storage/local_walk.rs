@@ -19,6 +19,9 @@
 //! Warnings go to the `log` crate (the CLI prints them on stderr), once per
 //! link or directory per store (a session's runtime), however often the
 //! directory is listed. Everything but listing is `LocalFileSystem`'s own.
+//!
+//! [`walk_files`] is the same walk by file path, for operations that take
+//! local paths themselves (`doctor`), their warnings theirs to give.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -126,12 +129,81 @@ fn listable_name(name: &str) -> bool {
 /// does not exist or is not a directory holds no files, as for
 /// `LocalFileSystem`; a directory that cannot be read is an error.
 pub(crate) fn walk(root: &FsPath) -> Result<Walk> {
+    let mut files = Vec::new();
+    let warnings = walk_with::<datafusion::object_store::Error>(root, &mut |path, meta| {
+        let location = Path::from_absolute_path(path).map_err(|e| walk_error(path, e))?;
+        files.push(object_meta(location, meta));
+        Ok(())
+    })?;
+    Ok(Walk { files, warnings })
+}
+
+/// A local directory's files by their paths under it, as the walk of a
+/// listing finds them (links followed once, loops named, no deeper than
+/// [`MAX_DEPTH`]; see the module documentation), and what the walk has to
+/// say about links and depth.
+#[derive(Debug, Default)]
+pub struct LocalFiles {
+    /// Every file, by its path under the walked directory (as spelled),
+    /// in the order walked.
+    pub files: Vec<PathBuf>,
+    /// Links not followed (a loop among them) and directories left out.
+    pub warnings: Vec<String>,
+}
+
+/// An entry the walk could not read, and why.
+#[derive(Debug)]
+pub struct WalkError {
+    /// The directory or entry.
+    pub path: PathBuf,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+impl fmt::Display for WalkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for WalkError {}
+
+impl From<WalkError> for datafusion::object_store::Error {
+    fn from(e: WalkError) -> Self {
+        walk_error(&e.path, e.source)
+    }
+}
+
+/// Walks the local directory `root` as a listing does (see [`LocalFiles`]):
+/// its files by path, the warnings not given (the caller says them). A
+/// `root` that does not exist or is not a directory holds no files.
+pub fn walk_files(root: &FsPath) -> std::result::Result<LocalFiles, WalkError> {
+    let mut files = Vec::new();
+    let warnings = walk_with::<WalkError>(root, &mut |path, _| {
+        files.push(path.to_path_buf());
+        Ok(())
+    })?;
+    Ok(LocalFiles { files, warnings })
+}
+
+/// The walk of `root`: hands `file` each file's path and metadata, returns
+/// the warnings.
+fn walk_with<E: From<WalkError>>(
+    root: &FsPath,
+    file: &mut dyn FnMut(&FsPath, &std::fs::Metadata) -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<String>, E> {
+    let io = |path: &FsPath, source: std::io::Error| {
+        E::from(WalkError {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
     let mut out = Walk::default();
     let meta = match std::fs::metadata(root) {
         Ok(m) if m.is_dir() => m,
-        Ok(_) => return Ok(out),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(walk_error(root, e)),
+        Ok(_) => return Ok(out.warnings),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out.warnings),
+        Err(e) => return Err(io(root, e)),
     };
     // The first path each directory was listed under.
     let mut listed: HashMap<DirKey, PathBuf> = HashMap::new();
@@ -163,10 +235,10 @@ pub(crate) fn walk(root: &FsPath) -> Result<Walk> {
         let mut entries: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
             Ok(rd) => rd
                 .collect::<std::io::Result<_>>()
-                .map_err(|e| walk_error(&dir, e))?,
+                .map_err(|e| io(&dir, e))?,
             // Removed while being walked.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(walk_error(&dir, e)),
+            Err(e) => return Err(io(&dir, e)),
         };
         entries.sort_by_key(|e| e.file_name());
         // Pushed in reverse: popped, and so listed, in name order.
@@ -188,7 +260,7 @@ pub(crate) fn walk(root: &FsPath) -> Result<Walk> {
                 match entry.metadata() {
                     Ok(m) => m,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(walk_error(&path, e)),
+                    Err(e) => return Err(io(&path, e)),
                 }
             } else {
                 continue;
@@ -198,8 +270,7 @@ pub(crate) fn walk(root: &FsPath) -> Result<Walk> {
                 if !listable_name(&name.to_string_lossy()) {
                     continue;
                 }
-                let location = Path::from_absolute_path(&path).map_err(|e| walk_error(&path, e))?;
-                out.files.push(object_meta(location, &meta));
+                file(&path, &meta)?;
                 continue;
             }
             if !meta.is_dir() {
@@ -227,7 +298,7 @@ pub(crate) fn walk(root: &FsPath) -> Result<Walk> {
         }
         real.extend(subdirs.into_iter().rev());
     }
-    Ok(out)
+    Ok(out.warnings)
 }
 
 /// `path` leads to the directory listed already as `first`: a loop when

@@ -1,0 +1,161 @@
+//! The operations the CLI and the Python bindings share (`logsql::ops`), held
+//! to what the CLI prints: `info`'s facts for a file that states no per-topic
+//! counts, and `doctor` on a directory holding a link to itself.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use logsql::ops::info::{self, Gather};
+use serde_json::Value;
+
+use crate::fixtures;
+
+/// An MCAP file with a summary (channels, chunk indexes) but no statistics
+/// record and no message indexes: it states no message counts, per topic or
+/// in all (the summary alone answered `None` for its messages).
+const UNCOUNTED: &str = "conformance/TenMessages/TenMessages-ch-chx-pad-rch-rsh-sum.mcap";
+
+/// `logsql ARGS`: exit status, stdout, stderr; killed (and the test failed)
+/// after a minute.
+fn logsql(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "logsql {args:?} did not end within a minute; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn info_facts_count_a_file_that_states_no_counts_as_the_cli_does() {
+    let Some(path) = fixtures::file("mcap", UNCOUNTED) else {
+        return;
+    };
+    let path = path.to_str().unwrap().to_string();
+    let ctx = logsql::session_context();
+    let state = ctx.state();
+    let mut files = info::files(&state, std::slice::from_ref(&path))
+        .await
+        .unwrap();
+    assert_eq!(files.len(), 1);
+    let file = files.remove(0);
+    assert_eq!(file.name, path);
+    let (loc, cached) = file.read.unwrap();
+    // The file states no counts: they are counted from message headers.
+    assert_eq!(cached.summary.channel_message_counts, None);
+    assert_eq!(cached.summary.message_count, None);
+    let limits = logsql::LogsqlOptions::from_config(state.config_options()).limits();
+    let (facts, times) = tokio::task::spawn_blocking(move || {
+        info::gather(&loc, &cached, Gather::default(), limits).unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(times.is_none());
+    assert_eq!(facts.format, "mcap");
+    assert_eq!(facts.messages, Some(10));
+    assert!(facts.count_note.is_some());
+    assert_eq!(facts.read_error, None);
+    let counts: Vec<(&str, Option<u64>)> = facts
+        .topics
+        .iter()
+        .map(|(topic, row)| (topic.as_str(), row.count))
+        .collect();
+    assert_eq!(counts, [("example", Some(10))]);
+    let (start, end) = (facts.start.unwrap(), facts.end.unwrap());
+    assert_eq!((start, end), (0, 9));
+
+    // The CLI's JSON states the same facts.
+    let (code, stdout, stderr) = logsql(&["info", "--format", "json", &path]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    let cli = &json[0];
+    assert_eq!(cli["messages"], 10, "{cli}");
+    assert_eq!(cli["messages_counted_from_headers"], true, "{cli}");
+    assert_eq!(cli["start_ns"], start, "{cli}");
+    assert_eq!(cli["end_ns"], end, "{cli}");
+    assert_eq!(cli["duration_ns"], end - start, "{cli}");
+    assert_eq!(cli["topics"][0]["topic"], "example", "{cli}");
+    assert_eq!(cli["topics"][0]["messages"], 10, "{cli}");
+    assert_eq!(cli["chunks"], facts.chunks, "{cli}");
+    // And the text says where the counts came from.
+    let (code, text, stderr) = logsql(&["info", &path]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(text.contains("counted from message headers"), "{text}");
+}
+
+#[cfg(unix)]
+#[test]
+fn doctor_on_a_directory_linking_to_itself_ends_and_names_the_loop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("runs");
+    std::fs::create_dir_all(dir.join("day1")).unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.mcap");
+    std::fs::copy(&demo, dir.join("day1/a.mcap")).unwrap();
+    std::fs::copy(&demo, dir.join("b.mcap")).unwrap();
+    std::os::unix::fs::symlink(&dir, dir.join("self")).unwrap();
+    std::os::unix::fs::symlink(&dir, dir.join("day1/up")).unwrap();
+
+    // The library: each file once, in name order, the loops named.
+    let expanded = logsql::ops::doctor::expand(&[dir.display().to_string()]).unwrap();
+    assert_eq!(
+        expanded.files,
+        [dir.join("b.mcap"), dir.join("day1/a.mcap")],
+        "{:?}",
+        expanded.warnings
+    );
+    for link in [dir.join("self"), dir.join("day1/up")] {
+        let named = format!(
+            "{}: a symbolic link to {}, a directory it is in (a loop); not followed",
+            link.display(),
+            dir.display()
+        );
+        assert!(
+            expanded.warnings.contains(&named),
+            "{named} in {:?}",
+            expanded.warnings
+        );
+    }
+
+    // The command ends, checks each file once and says so on stderr.
+    let (code, stdout, stderr) = logsql(&["doctor", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[0].starts_with(&format!("{}: mcap file", dir.join("b.mcap").display())),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("{}: mcap file", dir.join("day1/a.mcap").display())),
+        "{stdout}"
+    );
+    assert!(lines.iter().all(|l| l.ends_with(": healthy")), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: a symbolic link to {}, a directory it is in (a loop); not followed",
+            dir.join("self").display(),
+            dir.display()
+        )),
+        "{stderr}"
+    );
+}
