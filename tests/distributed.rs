@@ -6,8 +6,7 @@
 //! The coordinator has no local worker: every scan task is encoded, sent to a
 //! worker over gRPC and decoded there from bytes.
 
-#[path = "it/fixtures.rs"]
-mod fixtures;
+use logsql_fixtures as fixtures;
 #[path = "../benches/support/gen.rs"]
 mod gen_support;
 

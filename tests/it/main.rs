@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 
 mod asof;
+/// The ROS bag writer of the tests (the readers' tests use all of it).
+#[allow(dead_code)]
 mod bag_writer;
 mod bddf_sql;
 /// Facts of the CARLA fixtures, shared with the reader's tests.
