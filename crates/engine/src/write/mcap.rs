@@ -56,9 +56,3 @@ pub async fn write_mcap(
     Ok((driven.report.rows, driven.stream_error))
 }
 
-/// A time column as nanoseconds (Int64): timestamps of any unit, or integers taken as ns.
-pub(crate) fn nanos(
-    c: &Arc<dyn datafusion::arrow::array::Array>,
-) -> Result<Arc<dyn datafusion::arrow::array::Array>> {
-    logsql_writers::columns::nanos(c).map_err(super::df_write_err)
-}
