@@ -55,4 +55,3 @@ pub async fn write_mcap(
     .await?;
     Ok((driven.report.rows, driven.stream_error))
 }
-
