@@ -254,21 +254,32 @@ async fn rows_a_bag_cannot_hold_are_refused_naming_the_output_row_and_topic() {
         )),
         "{e}"
     );
-    // A ros1 channel without an md5sum (an MCAP that states none) has no connection header.
-    let e = error(
+    // A ros1 MCAP channel that states no md5sum gets the one ROS computes
+    // from its definition (sensor_msgs/Imu's and tf2_msgs/TFMessage's).
+    let mcap_out = tmp.path().join("from-mcap.bag");
+    let rows = ints(
         &ctx,
         &format!(
-            "COPY (SELECT * FROM '{}' WHERE topic = '/imu') TO '{}'",
+            "COPY (SELECT * FROM '{}' WHERE topic IN ('/imu', '/tf')) TO '{}'",
             data.join("demo.mcap").display(),
-            out.display()
+            mcap_out.display()
         ),
     )
     .await;
-    assert!(
-        e.contains(
-            "row 1 (topic \"/imu\") has no message type or md5sum for its connection header"
-        ),
-        "{e}"
+    assert_eq!(rows, [2500]);
+    assert_eq!(
+        of(
+            &ctx,
+            "SELECT topic, metadata['md5sum'] AS md5sum FROM channels('{f}') ORDER BY topic",
+            &mcap_out
+        )
+        .await,
+        "+--------+----------------------------------+\n\
+         | topic  | md5sum                           |\n\
+         +--------+----------------------------------+\n\
+         | /imu   | 6a62c6daae103f4ff57a132d6f95cec2 |\n\
+         | /tf    | 94810edda583a504dfda3829e70d7eec |\n\
+         +--------+----------------------------------+"
     );
     // ROS1 messages are not a ROS 2 bag's.
     let e = error(

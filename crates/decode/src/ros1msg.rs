@@ -28,6 +28,8 @@
 //!   (`pose.covariance[3]: ...`). Bytes after the message are ignored, as ROS
 //!   tools do.
 
+mod defs;
+mod md5sum;
 mod parse;
 mod plan;
 mod wire;
@@ -36,6 +38,7 @@ use std::sync::Arc;
 
 use arrow_schema::DataType;
 
+pub use md5sum::md5sum;
 pub use parse::MAX_FIXED_LEN;
 pub use plan::MAX_DEPTH;
 

@@ -163,12 +163,14 @@ fn statement_kind(statement: &Statement) -> String {
     let text = statement.to_string();
     let words: Vec<&str> = text
         .split_whitespace()
-        .take_while(|w| w.chars().all(|c| c.is_ascii_alphabetic() || c == '_'))
+        // Its leading keywords (sqlparser prints them in capitals), not the
+        // names that follow: `CREATE TABLE`, not `CREATE TABLE T`.
+        .take_while(|w| w.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
         .take(3)
         .collect();
     match words.is_empty() {
         true => "this statement".to_string(),
-        false => words.join(" ").to_ascii_uppercase(),
+        false => words.join(" "),
     }
 }
 

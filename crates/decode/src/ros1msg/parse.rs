@@ -41,6 +41,28 @@ pub(super) struct FieldDecl<'a> {
     pub array: ArrayDecl,
 }
 
+/// One constant declaration (`TYPE NAME=VALUE`), its value as genmsg keeps
+/// its text: a string constant's is the rest of the line (`#` included),
+/// another's ends at a comment; both trimmed.
+#[derive(Debug)]
+pub(super) struct ConstDecl<'a> {
+    /// Builtin type name.
+    pub ty: &'a str,
+    /// Constant name.
+    pub name: &'a str,
+    /// Value text.
+    pub value: &'a str,
+}
+
+/// A section's declarations, each kind in order.
+#[derive(Debug, Default)]
+pub(super) struct Decls<'a> {
+    /// Constants.
+    pub constants: Vec<ConstDecl<'a>>,
+    /// Fields.
+    pub fields: Vec<FieldDecl<'a>>,
+}
+
 /// Is `line` a section separator (a line of `=`; genmsg writes 80, rosbag.js
 /// only checks for a leading `==`)?
 fn is_separator(line: &str) -> bool {
@@ -173,6 +195,16 @@ pub(super) fn parse_fields<'a>(
     section: &Section<'a>,
     is_builtin: impl Fn(&str) -> bool,
 ) -> Result<Vec<FieldDecl<'a>>, DecodeError> {
+    parse_section(section, is_builtin).map(|d| d.fields)
+}
+
+/// The constant and field declarations of one section. `is_builtin` tells
+/// which type names may have constants.
+pub(super) fn parse_section<'a>(
+    section: &Section<'a>,
+    is_builtin: impl Fn(&str) -> bool,
+) -> Result<Decls<'a>, DecodeError> {
+    let mut constants: Vec<ConstDecl<'a>> = Vec::new();
     let mut fields: Vec<FieldDecl<'a>> = Vec::new();
     for &(number, line) in &section.lines {
         // genmsg: strip the comment, skip blank lines, a `=` left means a
@@ -209,6 +241,16 @@ pub(super) fn parse_fields<'a>(
             if !valid_name(name) {
                 return Err(bad(format!("bad constant name {name:?}")));
             }
+            let value = if ty == "string" {
+                line.split_once('=').map_or("", |(_, v)| v)
+            } else {
+                &clean[eq + 1..]
+            };
+            constants.push(ConstDecl {
+                ty,
+                name,
+                value: value.trim(),
+            });
             continue;
         }
         let mut tokens = clean.split_whitespace();
@@ -224,5 +266,5 @@ pub(super) fn parse_fields<'a>(
         }
         fields.push(FieldDecl { name, base, array });
     }
-    Ok(fields)
+    Ok(Decls { constants, fields })
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Fields};
 
-use super::parse::{self, ArrayDecl, FieldDecl, Section};
+use super::defs::{self, Definitions};
+use super::parse::{self, ArrayDecl, FieldDecl};
 use crate::{DecodeError, duration_type, field, fixed_list_of, list_of, timestamp_type};
 
 /// Deepest nesting of message types accepted (the main type is depth 1).
@@ -165,33 +166,9 @@ pub(super) struct Plan {
 
 /// Compiles `definition` (genmsg full text) whose main type is `type_name`.
 pub(super) fn compile(type_name: &str, definition: &str) -> Result<Plan, DecodeError> {
-    let root_name = parse::normalize_type_name(type_name);
-    let mut sections: HashMap<String, Section<'_>> = HashMap::new();
-    let mut all = parse::split_sections(definition).into_iter();
-    if let Some(main) = all.next() {
-        sections.insert(root_name.clone(), main);
-    }
-    for s in all {
-        if let Some(name) = s.name.clone() {
-            // A duplicated section: the first one wins.
-            sections.entry(name).or_insert(s);
-        }
-    }
-    let mut by_short_name: HashMap<String, Vec<String>> = HashMap::new();
-    for name in sections.keys() {
-        if let Some((_, short)) = name.rsplit_once('/') {
-            by_short_name
-                .entry(short.to_string())
-                .or_default()
-                .push(name.clone());
-        }
-    }
-    for names in by_short_name.values_mut() {
-        names.sort();
-    }
+    let (root_name, defs) = Definitions::new(type_name, definition);
     let mut c = Compiler {
-        sections,
-        by_short_name,
+        defs,
         structs: Vec::new(),
         done: HashMap::new(),
         stack: Vec::new(),
@@ -205,10 +182,8 @@ pub(super) fn compile(type_name: &str, definition: &str) -> Result<Plan, DecodeE
 
 /// State of one compilation.
 struct Compiler<'a> {
-    /// Section text by normalized type name (the main type under its own name).
-    sections: HashMap<String, Section<'a>>,
-    /// Full names of the sections by short name (`Point` → `geometry_msgs/Point`).
-    by_short_name: HashMap<String, Vec<String>>,
+    /// The definition's sections and how its type names resolve.
+    defs: Definitions<'a>,
     /// The arena being built.
     structs: Vec<StructPlan>,
     /// Index of every type compiled so far.
@@ -217,45 +192,7 @@ struct Compiler<'a> {
     stack: Vec<String>,
 }
 
-/// The package of `pkg/Type` (`""` without one).
-fn package_of(type_name: &str) -> &str {
-    type_name.rsplit_once('/').map(|(p, _)| p).unwrap_or("")
-}
-
 impl Compiler<'_> {
-    /// The full name `base` means inside a section of package `pkg`:
-    /// `Header` is `std_msgs/Header`; a bare name is looked up in `pkg`, then
-    /// in `std_msgs`, then as the only dependency section of that short name.
-    fn resolve(&self, base: &str, pkg: &str) -> Result<String, DecodeError> {
-        let base = parse::normalize_type_name(base);
-        if base == "Header" {
-            return Ok("std_msgs/Header".to_string());
-        }
-        if base.contains('/') {
-            return Ok(base);
-        }
-        let local = if pkg.is_empty() {
-            base.clone()
-        } else {
-            format!("{pkg}/{base}")
-        };
-        if self.sections.contains_key(&local) {
-            return Ok(local);
-        }
-        let std = format!("std_msgs/{base}");
-        if self.sections.contains_key(&std) {
-            return Ok(std);
-        }
-        match self.by_short_name.get(base.as_str()).map(Vec::as_slice) {
-            None | Some([]) => Ok(local),
-            Some([one]) => Ok(one.clone()),
-            Some(many) => Err(DecodeError::new(format!(
-                "type {base:?} is ambiguous: {}",
-                many.join(", ")
-            ))),
-        }
-    }
-
     /// Compiles message type `name` (once) and returns its arena index.
     fn compile_struct(&mut self, name: &str) -> Result<usize, DecodeError> {
         if let Some(&i) = self.done.get(name) {
@@ -274,7 +211,7 @@ impl Compiler<'_> {
                 "message types nest deeper than {MAX_DEPTH} levels (at {name})"
             )));
         }
-        let Some(section) = self.sections.get(name) else {
+        let Some(section) = self.defs.section(name) else {
             return Err(DecodeError::new(format!(
                 "type {name} is not defined in the message definition"
             )));
@@ -303,7 +240,7 @@ impl Compiler<'_> {
         name: &str,
         decls: &[(String, String, ArrayDecl)],
     ) -> Result<StructPlan, DecodeError> {
-        let pkg = package_of(name).to_string();
+        let pkg = defs::package_of(name).to_string();
         let mut fields = Vec::with_capacity(decls.len());
         let mut arrow_fields = Vec::with_capacity(decls.len());
         let mut fixed = Some(0usize);
@@ -319,8 +256,8 @@ impl Compiler<'_> {
                     prim_field(p, bytes, *array)
                 }
                 None => {
-                    let full = self.resolve(base, &pkg).map_err(in_field)?;
-                    if !self.done.contains_key(&full) && !self.sections.contains_key(&full) {
+                    let full = self.defs.resolve(base, &pkg).map_err(in_field)?;
+                    if !self.done.contains_key(&full) && !self.defs.has(&full) {
                         return Err(in_field(DecodeError::new(format!(
                             "type {full} is not defined in the message definition"
                         ))));

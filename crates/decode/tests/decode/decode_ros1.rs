@@ -1342,3 +1342,63 @@ fn imu_decode_rate() {
         );
     }
 }
+
+/// Every connection of every ROS1 bag fixture (and of the ros1 MCAP files
+/// that state one) carries the md5sum [`ros1msg::md5sum`] computes from its
+/// type and definition: the one a bag written from a file without md5sums
+/// gets.
+#[test]
+fn md5sums_of_every_fixture_connection_are_computed_from_their_definitions() {
+    use logsql_readers::formats::{self, FormatReader};
+    use logsql_readers::io::FileReader;
+    let Some(dir) = fixtures::dir("rosbag") else {
+        return;
+    };
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bag"))
+        .collect();
+    if let Some(mcap) = fixtures::dir("mcap") {
+        files.push(mcap.join("samples/compressed.mcap"));
+        files.push(mcap.join("decode/ros1.mcap"));
+    }
+    files.sort();
+    let (mut checked, mut mismatches) = (0usize, Vec::new());
+    for path in &files {
+        let Ok(file) = FileReader::open(path) else {
+            continue;
+        };
+        let Ok(format) = formats::detect(&file) else {
+            continue;
+        };
+        let format: Arc<dyn FormatReader> = format;
+        let Ok(summary) = format.summary(&file) else {
+            continue; // damaged bags: the readers' tests cover them
+        };
+        for c in summary.channels.values() {
+            let (Some(ty), Some(schema), Some(stated)) = (
+                c.message_type.as_deref(),
+                c.schema.as_deref(),
+                c.metadata.get("md5sum"),
+            ) else {
+                continue;
+            };
+            if schema.is_empty() || stated == "*" {
+                continue; // a lost definition, or a wildcard subscriber
+            }
+            let text = String::from_utf8_lossy(schema);
+            match ros1msg::md5sum(ty, &text) {
+                Ok(sum) if &sum == stated => checked += 1,
+                got => mismatches.push(format!(
+                    "{} {} {ty}: stated {stated}, computed {got:?}",
+                    path.display(),
+                    c.topic
+                )),
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    assert!(checked >= 20, "only {checked} connections checked");
+    println!("{checked} md5sums equal the computed ones");
+}

@@ -7,18 +7,31 @@ use logsql_readers::model::Channel;
 use super::file::BagConnection;
 
 /// The connection of `channel`: `Ok(None)` for a `ros1` channel without a
-/// message type or `md5sum` (a bag connection whose record was lost: its
-/// messages cannot be written), an error, with the reason, for a channel of
-/// another encoding.
+/// message type or an `md5sum` (stated, or computed from its definition: a
+/// bag connection whose record was lost, its messages cannot be written), an
+/// error, with the reason, for a channel of another encoding.
 pub fn connection_of(channel: &Channel) -> Result<Option<BagConnection>, String> {
     if channel.message_encoding == "ros1"
-        && (channel.message_type.is_none() || !channel.metadata.contains_key("md5sum"))
+        && (channel.message_type.is_none() || md5sum_of(channel).is_none())
     {
         return Ok(None);
     }
     BagConnection::from_channel(channel)
         .map(Some)
         .map_err(|e| format!("{e} (connection headers are ROS1's)"))
+}
+
+/// The `md5sum` of a `ros1` channel: the one its metadata states (a bag's
+/// connection header), else the one ROS computes from its type and
+/// definition (ros1 MCAP files often state none). `None` without a type or a
+/// definition, or when the definition does not parse.
+pub fn md5sum_of(channel: &Channel) -> Option<String> {
+    if let Some(stated) = channel.metadata.get("md5sum") {
+        return Some(stated.clone());
+    }
+    let ty = channel.message_type.as_deref()?;
+    let schema = channel.schema.as_deref().filter(|s| !s.is_empty())?;
+    logsql_decode::ros1msg::md5sum(ty, &String::from_utf8_lossy(schema)).ok()
 }
 
 /// Fails, with the reason, when a channel of `channels` cannot be a bag
@@ -46,6 +59,11 @@ mod tests {
             metadata: Default::default(),
         };
         assert_eq!(connection_of(&c), Ok(None), "no md5sum: left out");
+        // A definition gives the md5sum ROS computes.
+        c.schema = Some(std::sync::Arc::from(&b"string data\n"[..]));
+        let conn = connection_of(&c).unwrap().unwrap();
+        assert_eq!(conn.md5sum, "992ce8a1687cec8c8bd883ec73ca41d1");
+        assert_eq!(conn.message_definition, b"string data\n");
         c.metadata.insert("md5sum".into(), "abc".into());
         let conn = connection_of(&c).unwrap().unwrap();
         assert_eq!((conn.topic.as_str(), conn.md5sum.as_str()), ("/a", "abc"));

@@ -61,9 +61,10 @@ pub struct BagConnection {
 impl BagConnection {
     /// The connection of a `ros1` channel as a reader describes it (the bag
     /// reader's channels: type, definition, `md5sum`, `callerid`,
-    /// `latching` and any other connection field in the metadata). Refused,
-    /// with the reason, for a channel of another encoding or without a type
-    /// or `md5sum`: a bag connection needs them.
+    /// `latching` and any other connection field in the metadata; an
+    /// `md5sum` the metadata does not state is computed from the
+    /// definition). Refused, with the reason, for a channel of another
+    /// encoding or without a type or `md5sum`: a bag connection needs them.
     pub fn from_channel(channel: &Channel) -> std::result::Result<Self, String> {
         if channel.message_encoding != "ros1" {
             return Err(format!(
@@ -74,13 +75,14 @@ impl BagConnection {
         let Some(msg_type) = channel.message_type.clone() else {
             return Err(format!("topic {:?} has no message type", channel.topic));
         };
-        let mut others = channel.metadata.clone();
-        let Some(md5sum) = others.remove("md5sum") else {
+        let Some(md5sum) = super::connections::md5sum_of(channel) else {
             return Err(format!(
                 "topic {:?} has no md5sum for its connection header",
                 channel.topic
             ));
         };
+        let mut others = channel.metadata.clone();
+        others.remove("md5sum");
         Ok(Self {
             topic: channel.topic.clone(),
             msg_type,
