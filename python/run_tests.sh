@@ -8,7 +8,8 @@
 #   LOGSQL_PY_VENV   the venv to create/use (default: $HOME/.cache/logsql-pyvenv)
 #   CARGO_TARGET_DIR shared with the Rust build (default: target/)
 # Needs python3 >= 3.10 with venv, and PyPI the first time (maturin, datafusion 55,
-# pyarrow, pandas, polars, pytest). pytest's last line is "N passed ...".
+# pyarrow, pandas, polars, pytest; mcap and rosbags, the official readers COPY's
+# outputs are read back with). pytest's last line is "N passed ...".
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,9 +18,9 @@ venv=${LOGSQL_PY_VENV:-$HOME/.cache/logsql-pyvenv}
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import maturin, datafusion, pyarrow, pandas, polars, pytest" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import maturin, datafusion, pyarrow, pandas, polars, pytest, mcap, rosbags" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "maturin>=1.8,<2" "datafusion>=55,<56" pyarrow pandas polars pytest
+        "maturin>=1.8,<2" "datafusion>=55,<56" pyarrow pandas polars pytest "mcap>=1.2,<2" "rosbags>=0.11,<0.12"
 fi
 
 wheels=$(mktemp -d)

@@ -366,7 +366,7 @@ pub struct RecoverArgs {
     pub to: Option<RecoverTo>,
     /// Memory the time sort of an input out of time order may hold before
     /// it spills to temporary files (`64MiB`, `1GiB`).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "64MiB")]
+    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::quantities::parse_size, default_value = "64MiB")]
     pub memory_limit: usize,
 }
 
@@ -415,10 +415,10 @@ pub struct ServeArgs {
     pub allow_write: Option<String>,
     /// Memory a query may hold at once (`512MiB`, `2GB`); a query needing
     /// more fails with a resources-exhausted error.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::quantities::parse_size)]
     pub memory_limit: Option<usize>,
     /// Time a query may take, waiting for a slot included (`30s`, `5min`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = logsql::ops::quantities::parse_duration)]
     pub query_timeout: Option<std::time::Duration>,
     /// Queries that run at once; others wait for a slot (within
     /// --query-timeout).
@@ -427,52 +427,6 @@ pub struct ServeArgs {
     /// Client connections open at once; more are refused.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
-}
-
-/// Parses a size: bytes, or a number with `KB`/`MB`/`GB`/`TB` (powers of
-/// 1000) or `KiB`/`MiB`/`GiB`/`TiB` (powers of 1024).
-fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" | "k" => 1e3,
-        "mb" | "m" => 1e6,
-        "gb" | "g" => 1e9,
-        "tb" | "t" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(format!("'{s}' is not a size (e.g. 512MiB, 2GB)")),
-    };
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (e.g. 512MiB, 2GB)"))?;
-    Ok((n * factor) as usize)
-}
-
-/// Parses a duration: a number with `ms`, `s`, `min` or `h`.
-pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let seconds: f64 = match unit.trim() {
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "min" | "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("'{s}' is not a duration (e.g. 30s, 5min)")),
-    };
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (e.g. 30s, 5min)"))?;
-    std::time::Duration::try_from_secs_f64(n * seconds).map_err(|e| format!("'{s}': {e}"))
 }
 
 /// Arguments of `logsql frames`.

@@ -274,12 +274,12 @@ async fn rows_a_bag_cannot_hold_are_refused_naming_the_output_row_and_topic() {
             &mcap_out
         )
         .await,
-        "+--------+----------------------------------+\n\
-         | topic  | md5sum                           |\n\
-         +--------+----------------------------------+\n\
-         | /imu   | 6a62c6daae103f4ff57a132d6f95cec2 |\n\
-         | /tf    | 94810edda583a504dfda3829e70d7eec |\n\
-         +--------+----------------------------------+"
+        "+-------+----------------------------------+\n\
+         | topic | md5sum                           |\n\
+         +-------+----------------------------------+\n\
+         | /imu  | 6a62c6daae103f4ff57a132d6f95cec2 |\n\
+         | /tf   | 94810edda583a504dfda3829e70d7eec |\n\
+         +-------+----------------------------------+"
     );
     // ROS1 messages are not a ROS 2 bag's.
     let e = error(

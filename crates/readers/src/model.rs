@@ -4,7 +4,7 @@
 //! (topic, type, encoding, schema) and a sequence of *chunks*, each with a byte
 //! range, a time range and maybe the set of channels in it; a chunk yields
 //! *messages*. A reader describes its file as a [`Summary`] and delivers the
-//! messages of one [`ChunkMeta`] to a [`MessageSink`]; pruning, partitioning,
+//! messages of one [`ChunkMeta`] to a [`MessageReceiver`]; pruning, partitioning,
 //! batching and metrics are the engine's job.
 
 use std::any::Any;
@@ -312,7 +312,7 @@ pub enum ExtraValue<'a> {
     },
 }
 
-/// Whether a sink wants more messages.
+/// Whether a receiver wants more messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     /// Keep going.
@@ -322,12 +322,12 @@ pub enum Flow {
 }
 
 /// Receives the messages of a chunk.
-pub trait MessageSink {
+pub trait MessageReceiver {
     /// Takes one message.
     fn message(&mut self, msg: Message<'_>) -> Flow;
 }
 
-impl<F: FnMut(Message<'_>) -> Flow> MessageSink for F {
+impl<F: FnMut(Message<'_>) -> Flow> MessageReceiver for F {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         self(msg)
     }
@@ -340,7 +340,7 @@ pub struct ChunkRead {
     pub bytes_decompressed: u64,
     /// Messages parsed (delivered or skipped by the selection).
     pub messages: u64,
-    /// Whether the sink asked to stop.
+    /// Whether the receiver asked to stop.
     pub stopped: bool,
     /// Whether the chunk was not read after all: the format's own finer index
     /// (e.g. MCAP message indexes) showed that nothing in it is selected.

@@ -3,7 +3,7 @@
 //! Besides the common `messages` table, some formats have records worth their
 //! own typed table (CARLA's positions, actors, collisions; BDDF's series and
 //! POD samples). A reader describes each such table as a [`TableDef`] and, per
-//! chunk, hands its rows as slices of [`Value`]s to a [`RowSink`]; the engine
+//! chunk, hands its rows as slices of [`Value`]s to a [`RowReceiver`]; the engine
 //! turns them into Arrow batches with the same pruning, partitioning and
 //! metrics as `messages`. Nothing here depends on Arrow or DataFusion.
 
@@ -162,12 +162,12 @@ pub enum Value<'a> {
 
 /// Receives the rows of a typed table, one slice of cells per row, in the
 /// order of [`TableDef::columns`].
-pub trait RowSink {
+pub trait RowReceiver {
     /// Takes one row.
     fn row(&mut self, cells: &[Value<'_>]) -> Flow;
 }
 
-impl<F: FnMut(&[Value<'_>]) -> Flow> RowSink for F {
+impl<F: FnMut(&[Value<'_>]) -> Flow> RowReceiver for F {
     fn row(&mut self, cells: &[Value<'_>]) -> Flow {
         self(cells)
     }

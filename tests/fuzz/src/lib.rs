@@ -31,7 +31,7 @@ use logsql_decode::{ColumnBuilder, MessageDecoder, append_message};
 use logsql_readers::formats::{FormatReader, SNIFF_LEN};
 use logsql_readers::io::BytesReader;
 use logsql_readers::model::{Channel, Flow, Message, Selection};
-use logsql_readers::table::{RowSink, Value};
+use logsql_readers::table::{RowReceiver, Value};
 
 /// Most table arguments tried per typed table (BDDF `pod` takes a series).
 const MAX_TABLE_ARGS: usize = 8;
@@ -52,11 +52,11 @@ pub fn exercise_format(format: &dyn FormatReader, data: &[u8]) {
     let mut decoders = Decoders::new(format);
     let all = Selection::all();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             decoders.decode(&m);
             Flow::Continue
         };
-        let _ = format.read_chunk(&file, &summary, chunk, &all, &mut sink);
+        let _ = format.read_chunk(&file, &summary, chunk, &all, &mut receiver);
     }
     decoders.finish_all();
 
@@ -74,8 +74,8 @@ pub fn exercise_format(format: &dyn FormatReader, data: &[u8]) {
         ..Default::default()
     };
     for chunk in &summary.chunks {
-        let mut sink = |_: Message<'_>| Flow::Continue;
-        let _ = format.read_chunk(&file, &summary, chunk, &narrow, &mut sink);
+        let mut receiver = |_: Message<'_>| Flow::Continue;
+        let _ = format.read_chunk(&file, &summary, chunk, &narrow, &mut receiver);
     }
 
     // Every typed table, with no argument or (when one is needed) each topic.
@@ -94,13 +94,13 @@ pub fn exercise_format(format: &dyn FormatReader, data: &[u8]) {
             let Ok(def) = table.def(&summary, arg) else {
                 continue;
             };
-            let mut sink = CountRows(0);
+            let mut receiver = CountRows(0);
             if def.per_chunk {
                 for chunk in &summary.chunks {
-                    let _ = table.read_chunk(&file, &summary, chunk, arg, &all, &mut sink);
+                    let _ = table.read_chunk(&file, &summary, chunk, arg, &all, &mut receiver);
                 }
             } else {
-                let _ = table.read_file(&file, &summary, arg, &mut sink);
+                let _ = table.read_file(&file, &summary, arg, &mut receiver);
             }
         }
     }
@@ -110,10 +110,10 @@ pub fn exercise_format(format: &dyn FormatReader, data: &[u8]) {
     let _ = format.info_text(&file, &summary, true);
 }
 
-/// A [`RowSink`] that touches every cell and counts rows.
+/// A [`RowReceiver`] that touches every cell and counts rows.
 struct CountRows(u64);
 
-impl RowSink for CountRows {
+impl RowReceiver for CountRows {
     fn row(&mut self, cells: &[Value<'_>]) -> Flow {
         for cell in cells {
             std::hint::black_box(cell);
@@ -564,7 +564,7 @@ pub fn exercise_bag_write(data: &[u8]) {
     let mut written: Vec<(String, u64, Vec<u8>)> = Vec::new();
     let mut failed = false;
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let Some(&conn) = connections.get(&m.channel.id) else {
                 return Flow::Continue;
             };
@@ -575,7 +575,7 @@ pub fn exercise_bag_write(data: &[u8]) {
             }
             Flow::Continue
         };
-        let _ = BagFormat.read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink);
+        let _ = BagFormat.read_chunk(&file, &summary, chunk, &Selection::all(), &mut receiver);
     }
     let _ = failed;
     let out = writer.finish().expect("finishing a bag in memory").into_inner();
@@ -587,12 +587,12 @@ pub fn exercise_bag_write(data: &[u8]) {
     assert!(summary.damage.is_none(), "the written bag reads as damaged");
     let mut read: Vec<(String, u64, Vec<u8>)> = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             read.push((m.channel.topic.clone(), m.log_time, m.data.to_vec()));
             Flow::Continue
         };
         BagFormat
-            .read_chunk(&back, &summary, chunk, &Selection::all(), &mut sink)
+            .read_chunk(&back, &summary, chunk, &Selection::all(), &mut receiver)
             .unwrap_or_else(|e| panic!("a chunk of the written bag does not read back: {e}"));
     }
     assert_eq!(read.len(), written.len(), "messages read back");
@@ -626,7 +626,7 @@ pub fn exercise_db3_write(data: &[u8]) {
     }
     let mut written: Vec<(String, u64, Vec<u8>)> = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let (Some(&topic), Ok(time)) = (topics.get(&m.channel.id), i64::try_from(m.log_time))
             else {
                 return Flow::Continue;
@@ -637,7 +637,7 @@ pub fn exercise_db3_write(data: &[u8]) {
             written.push((m.channel.topic.clone(), m.log_time, m.data.to_vec()));
             Flow::Continue
         };
-        let _ = Ros2Format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink);
+        let _ = Ros2Format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut receiver);
     }
     let metadata = writer.metadata("out.db3", "");
     writer
@@ -650,12 +650,12 @@ pub fn exercise_db3_write(data: &[u8]) {
         .unwrap_or_else(|e| panic!("the written database does not read back: {e}"));
     let mut read: Vec<(String, u64, Vec<u8>)> = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             read.push((m.channel.topic.clone(), m.log_time, m.data.to_vec()));
             Flow::Continue
         };
         Ros2Format
-            .read_chunk(&back, &summary, chunk, &Selection::all(), &mut sink)
+            .read_chunk(&back, &summary, chunk, &Selection::all(), &mut receiver)
             .unwrap_or_else(|e| panic!("the written database does not read back: {e}"));
     }
     drop(back);

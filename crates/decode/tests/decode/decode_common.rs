@@ -46,7 +46,7 @@ pub fn file_messages(path: &Path) -> Vec<OwnedMessage> {
     let mut out = Vec::new();
     let sel = Selection::all();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let channel = channels
                 .entry(m.channel.id)
                 .or_insert_with(|| Arc::new(m.channel.clone()))
@@ -60,7 +60,7 @@ pub fn file_messages(path: &Path) -> Vec<OwnedMessage> {
             Flow::Continue
         };
         format
-            .read_chunk(&file, &summary, chunk, &sel, &mut sink)
+            .read_chunk(&file, &summary, chunk, &sel, &mut receiver)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     out

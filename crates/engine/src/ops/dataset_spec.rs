@@ -34,8 +34,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
-use std::time::Duration;
 
+use super::quantities::parse_duration;
 use super::sql_literal;
 
 /// A spec that cannot be used: the spec file's path, then what is wrong.
@@ -550,26 +550,6 @@ fn field_expr(alias: &str, path: &str) -> String {
         e.push_str(&format!("[{}]", sql_literal(p)));
     }
     e
-}
-
-/// A duration such as `2s`, `500ms`, `1.5min` or `1h`.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let seconds: f64 = match unit.trim() {
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "min" | "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("'{s}' is not a duration (e.g. 30s, 5min)")),
-    };
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (e.g. 30s, 5min)"))?;
-    Duration::try_from_secs_f64(n * seconds).map_err(|e| format!("'{s}': {e}"))
 }
 
 #[cfg(test)]

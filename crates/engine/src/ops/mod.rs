@@ -8,11 +8,13 @@
 //! - [`dataset_spec`]: the spec of `logsql dataset`, parsed and compiled to
 //!   the SQL of its LeRobot export;
 //! - [`recover_windows`]: the time windows `logsql recover` sorts an
-//!   unsorted recording in, each within a memory budget.
+//!   unsorted recording in, each within a memory budget;
+//! - [`quantities`]: sizes and durations as users type them.
 
 pub mod dataset_spec;
 pub mod doctor;
 pub mod info;
+pub mod quantities;
 pub mod recover_windows;
 pub mod timeline;
 

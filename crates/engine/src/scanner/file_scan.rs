@@ -22,7 +22,7 @@ use super::damage::report;
 use super::error::df_err;
 use super::newest_first::RuntimePruning;
 use super::options::VerifyChecksums;
-use super::scan::{ScanMetrics, ScanPlan, Sink};
+use super::scan::{Collector, ScanMetrics, ScanPlan};
 use super::summary_rows;
 use super::time_order;
 use crate::storage::counting::CountingReader;
@@ -48,7 +48,7 @@ pub(crate) struct FileScan {
     /// Whether this byte range holds the file's start: it reports what
     /// concerns the whole file (its damage, its checksum, its pruning).
     owns_start: bool,
-    sink: Sink,
+    collector: Collector,
     /// Positions in the summary's chunk list still to read, in read order.
     chunks: std::vec::IntoIter<usize>,
     runtime: RuntimePruning,
@@ -124,8 +124,8 @@ impl FileScan {
             metrics.files_total.add(1);
             metrics.files_pruned.add(usize::from(choice.file_pruned));
         }
-        let mut sink = Sink::new(&plan, &format, &name, loc.cache_key())?;
-        if let (Some(spec), Sink::Rows(rows)) = (plan.target.table(), &mut sink)
+        let mut collector = Collector::new(&plan, &format, &name, loc.cache_key())?;
+        if let (Some(spec), Collector::Rows(rows)) = (plan.target.table(), &mut collector)
             && !spec.def.per_chunk
         {
             // A whole-file table: its rows come from the summary and the
@@ -145,13 +145,13 @@ impl FileScan {
                 rows.flush()?;
                 outcome?;
             }
-            return Ok(Opened::Done(sink.take_batches()));
+            return Ok(Opened::Done(collector.take_batches()));
         }
         if choice.answered_by_summary {
             // Only per-channel columns, and exact per-channel counts in the
             // summary: the partition owning the file's start emits the rows.
-            if let (Sink::Messages(s), Some(counts), true, false) = (
-                &mut sink,
+            if let (Collector::Messages(s), Some(counts), true, false) = (
+                &mut collector,
                 summary_rows::exact_counts(&summary),
                 owns_start,
                 choice.file_pruned,
@@ -163,7 +163,7 @@ impl FileScan {
                 }
                 s.flush()?;
             }
-            return Ok(Opened::Done(sink.take_batches()));
+            return Ok(Opened::Done(collector.take_batches()));
         }
         // A scan that reads every chunk of the whole file verifies the file's
         // whole-file checksum in the same pass (`verify_checksums = 'auto'`):
@@ -210,7 +210,7 @@ impl FileScan {
             blocking,
             cached,
             owns_start,
-            sink,
+            collector,
             chunks: choice.chunks.into_iter(),
             runtime,
             digest,
@@ -243,7 +243,7 @@ impl FileScan {
     pub(crate) fn read_next_chunk(&mut self) -> Result<bool> {
         let summary = Arc::clone(&self.cached.summary);
         let chunk = loop {
-            if self.stopped || self.sink.done() {
+            if self.stopped || self.collector.done() {
                 return Ok(false);
             }
             let Some(i) = self.chunks.next() else {
@@ -271,7 +271,7 @@ impl FileScan {
             None => &file,
         };
         let read = self
-            .sink
+            .collector
             .read_chunk(format.as_ref(), reader, &summary, chunk, &plan);
         self.metrics.bytes_read.add(file.take_count() as usize);
         self.passed(chunk);
@@ -285,13 +285,13 @@ impl FileScan {
             }
             Err(_) => self.metrics.chunks_read.add(1),
         }
-        if let Some(e) = self.sink.take_error() {
+        if let Some(e) = self.collector.take_error() {
             return Err(e);
         }
         // A scan in time order hands the chunk's rows out now, sorted; a
         // message outside the chunk's stated bounds breaks the declared order.
         let bounds = time_order::chunk_bounds(&summary, chunk).unwrap_or((i64::MIN, i64::MAX));
-        if let Some(time) = self.sink.end_chunk(bounds)? {
+        if let Some(time) = self.collector.end_chunk(bounds)? {
             let e = time_order::out_of_bounds(&self.name, format.name(), chunk, bounds, time);
             self.report_or_defer(e)?;
         }
@@ -303,10 +303,11 @@ impl FileScan {
                 // chunk. Otherwise a batch a quarter full ends with the
                 // chunk: the next chunk is then read into the buffers this
                 // batch frees once consumed, rather than into new ones.
-                let send =
-                    plan.limit.is_some() || !self.runtime.is_empty() || self.sink.is_quarter_full();
-                let flushed = send && !self.sink.flush()?;
-                if r.stopped || flushed || self.sink.done() {
+                let send = plan.limit.is_some()
+                    || !self.runtime.is_empty()
+                    || self.collector.is_quarter_full();
+                let flushed = send && !self.collector.flush()?;
+                if r.stopped || flushed || self.collector.done() {
                     self.stopped = true;
                 }
             }
@@ -338,7 +339,7 @@ impl FileScan {
             }
             None => {
                 // The rows before the damage go out first.
-                self.sink.flush()?;
+                self.collector.flush()?;
                 self.stopped = true;
                 Err(e)
             }
@@ -350,8 +351,8 @@ impl FileScan {
     /// (which may read the bytes this scan did not: under `blocks()`, run on
     /// the blocking pool).
     pub(crate) fn finish(&mut self) -> Result<()> {
-        self.sink.flush()?;
-        if !self.owns_start || self.sink.done() {
+        self.collector.flush()?;
+        if !self.owns_start || self.collector.done() {
             return Ok(());
         }
         if let Some(damage) = &self.cached.summary.damage {
@@ -408,7 +409,7 @@ impl FileScan {
 
     /// The batches made since the last call.
     pub(crate) fn take_batches(&mut self) -> Vec<RecordBatch> {
-        self.sink.take_batches()
+        self.collector.take_batches()
     }
 
     /// Where an error that ends a scan under `plan` goes: recorded for the

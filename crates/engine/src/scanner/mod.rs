@@ -1,4 +1,4 @@
-//! The scan core: what a scan reads ([`target`]), its plan and sink
+//! The scan core: what a scan reads ([`target`]), its plan and collector
 //! ([`scan`]), which chunks it reads (`chunk_choice`) and one file's scan
 //! step by step (`file_scan`), the batch builders ([`batch`], `table_batch`, `decoded_batch`),
 //! pruning ([`predicate`]), rows answered from a file's summary

@@ -1,6 +1,6 @@
 //! What every format's scan shares: the plan of a scan ([`ScanPlan`]), its
-//! metrics, and the sink readers push rows into, which builds, filters and
-//! projects the batches ([`Sink`]). A file's scan itself, step by step, is
+//! metrics, and the collector readers push rows into, which builds, filters and
+//! projects the batches ([`Collector`]). A file's scan itself, step by step, is
 //! [`super::file_scan`].
 
 use std::collections::HashSet;
@@ -30,7 +30,7 @@ use super::time_order::ChunkOrder;
 use crate::storage::summary_cache::SummaryCache;
 use logsql_readers::formats::FormatReader;
 use logsql_readers::model::{ChunkMeta, ChunkRead, Flow, Message, Selection};
-use logsql_readers::table::{RowSink, Value};
+use logsql_readers::table::{RowReceiver, Value};
 
 /// The scan metrics, as `EXPLAIN ANALYZE` shows them on the scan node.
 #[derive(Debug, Clone)]
@@ -351,7 +351,7 @@ pub(crate) fn dealt_position(i: usize, n: usize, size: u64) -> u64 {
     ((u128::from(2 * slot + 1) * u128::from(size)) >> (bits + 1)) as u64
 }
 
-/// What a [`BatchSink`] buffers rows in.
+/// What a [`BatchCollector`] buffers rows in.
 pub(crate) trait RowBuffer {
     /// Whether nothing is buffered.
     fn is_empty(&self) -> bool;
@@ -396,15 +396,15 @@ impl RowBuffer for TableBatchBuilder {
     }
 }
 
-/// The one sink a scan fills: `messages` rows, typed-table rows or decoded rows.
-pub(crate) enum Sink {
-    Messages(BatchSink<BatchBuilder>),
-    Rows(BatchSink<TableBatchBuilder>),
-    Decoded(BatchSink<DecodedBatchBuilder>),
+/// The one collector a scan fills: `messages` rows, typed-table rows or decoded rows.
+pub(crate) enum Collector {
+    Messages(BatchCollector<BatchBuilder>),
+    Rows(BatchCollector<TableBatchBuilder>),
+    Decoded(BatchCollector<DecodedBatchBuilder>),
 }
 
-impl Sink {
-    /// The sink of `plan`'s target for the file `name` of `format`
+impl Collector {
+    /// The collector of `plan`'s target for the file `name` of `format`
     /// (`cache_key` names the file for the decoders' caches).
     pub(crate) fn new(
         plan: &Arc<ScanPlan>,
@@ -413,7 +413,7 @@ impl Sink {
         cache_key: String,
     ) -> Result<Self> {
         Ok(match &plan.target {
-            ScanTarget::Table(spec) => Sink::Rows(BatchSink::new(
+            ScanTarget::Table(spec) => Collector::Rows(BatchCollector::new(
                 plan,
                 TableBatchBuilder::new(
                     Arc::clone(&plan.read_schema),
@@ -422,7 +422,7 @@ impl Sink {
                     plan.batch_rows,
                 )?,
             )),
-            ScanTarget::Decoded(spec) => Sink::Decoded(BatchSink::new(
+            ScanTarget::Decoded(spec) => Collector::Decoded(BatchCollector::new(
                 plan,
                 DecodedBatchBuilder::new(
                     Arc::clone(spec),
@@ -434,7 +434,7 @@ impl Sink {
                     plan.batch_bytes,
                 )?,
             )),
-            ScanTarget::Messages => Sink::Messages(BatchSink::new(
+            ScanTarget::Messages => Collector::Messages(BatchCollector::new(
                 plan,
                 BatchBuilder::new(
                     Arc::clone(&plan.read_schema),
@@ -447,7 +447,7 @@ impl Sink {
         })
     }
 
-    /// Reads one chunk into this sink.
+    /// Reads one chunk into this collector.
     pub(crate) fn read_chunk(
         &mut self,
         format: &dyn FormatReader,
@@ -457,9 +457,9 @@ impl Sink {
         plan: &ScanPlan,
     ) -> logsql_readers::Result<ChunkRead> {
         match self {
-            Sink::Messages(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
-            Sink::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
-            Sink::Rows(s) => {
+            Collector::Messages(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
+            Collector::Decoded(s) => format.read_chunk(file, summary, chunk, &plan.selection, s),
+            Collector::Rows(s) => {
                 let spec = plan.target.table().expect("a typed-table scan has a table");
                 spec.table.read_chunk(
                     file,
@@ -473,64 +473,64 @@ impl Sink {
         }
     }
 
-    /// The error a sink met while taking rows, if any.
+    /// The error a collector met while taking rows, if any.
     pub(crate) fn take_error(&mut self) -> Option<DataFusionError> {
         match self {
-            Sink::Messages(s) => s.error.take(),
-            Sink::Rows(s) => s.error.take(),
-            Sink::Decoded(s) => s.error.take(),
+            Collector::Messages(s) => s.error.take(),
+            Collector::Rows(s) => s.error.take(),
+            Collector::Decoded(s) => s.error.take(),
         }
     }
 
     pub(crate) fn end_chunk(&mut self, bounds: (i64, i64)) -> Result<Option<i64>> {
         match self {
-            Sink::Messages(s) => s.end_chunk(bounds),
-            Sink::Rows(s) => s.end_chunk(bounds),
-            Sink::Decoded(s) => s.end_chunk(bounds),
+            Collector::Messages(s) => s.end_chunk(bounds),
+            Collector::Rows(s) => s.end_chunk(bounds),
+            Collector::Decoded(s) => s.end_chunk(bounds),
         }
     }
 
     /// Whether the buffered rows are worth sending at the end of a chunk.
     pub(crate) fn is_quarter_full(&self) -> bool {
         match self {
-            Sink::Messages(s) => s.is_quarter_full(),
-            Sink::Rows(s) => s.is_quarter_full(),
-            Sink::Decoded(s) => s.is_quarter_full(),
+            Collector::Messages(s) => s.is_quarter_full(),
+            Collector::Rows(s) => s.is_quarter_full(),
+            Collector::Decoded(s) => s.is_quarter_full(),
         }
     }
 
     pub(crate) fn flush(&mut self) -> Result<bool> {
         match self {
-            Sink::Messages(s) => s.flush(),
-            Sink::Rows(s) => s.flush(),
-            Sink::Decoded(s) => s.flush(),
+            Collector::Messages(s) => s.flush(),
+            Collector::Rows(s) => s.flush(),
+            Collector::Decoded(s) => s.flush(),
         }
     }
 
     pub(crate) fn done(&self) -> bool {
         match self {
-            Sink::Messages(s) => s.done(),
-            Sink::Rows(s) => s.done(),
-            Sink::Decoded(s) => s.done(),
+            Collector::Messages(s) => s.done(),
+            Collector::Rows(s) => s.done(),
+            Collector::Decoded(s) => s.done(),
         }
     }
 
     /// The batches made since the last call, ready for the consumer.
     pub(crate) fn take_batches(&mut self) -> Vec<RecordBatch> {
         match self {
-            Sink::Messages(s) => std::mem::take(&mut s.out),
-            Sink::Rows(s) => std::mem::take(&mut s.out),
-            Sink::Decoded(s) => std::mem::take(&mut s.out),
+            Collector::Messages(s) => std::mem::take(&mut s.out),
+            Collector::Rows(s) => std::mem::take(&mut s.out),
+            Collector::Decoded(s) => std::mem::take(&mut s.out),
         }
     }
 }
 
-/// The sink of a scan (messages or typed rows): builds, filters and
+/// The collector of a scan (messages or typed rows): builds, filters and
 /// projects batches, which wait in `out` for the consumer.
-pub(crate) struct BatchSink<B> {
+pub(crate) struct BatchCollector<B> {
     plan: Arc<ScanPlan>,
     builder: B,
-    /// Batches made and not yet taken ([`Sink::take_batches`]).
+    /// Batches made and not yet taken ([`Collector::take_batches`]).
     out: Vec<RecordBatch>,
     remaining: Option<usize>,
     pub(crate) error: Option<DataFusionError>,
@@ -539,7 +539,7 @@ pub(crate) struct BatchSink<B> {
     order: Option<ChunkOrder>,
 }
 
-impl<B: RowBuffer> BatchSink<B> {
+impl<B: RowBuffer> BatchCollector<B> {
     fn new(plan: &Arc<ScanPlan>, builder: B) -> Self {
         Self {
             plan: Arc::clone(plan),
@@ -650,7 +650,7 @@ fn payload_over_cap(plan: &ScanPlan, file: &str, msg: &Message<'_>) -> Option<Da
     })
 }
 
-impl logsql_readers::model::MessageSink for BatchSink<BatchBuilder> {
+impl logsql_readers::model::MessageReceiver for BatchCollector<BatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         if let Some(e) = payload_over_cap(&self.plan, self.builder.file(), &msg) {
             self.error = Some(e);
@@ -676,7 +676,7 @@ impl RowBuffer for DecodedBatchBuilder {
     }
 }
 
-impl logsql_readers::model::MessageSink for BatchSink<DecodedBatchBuilder> {
+impl logsql_readers::model::MessageReceiver for BatchCollector<DecodedBatchBuilder> {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         if let Some(e) = payload_over_cap(&self.plan, self.builder.file(), &msg) {
             self.error = Some(e);
@@ -690,7 +690,7 @@ impl logsql_readers::model::MessageSink for BatchSink<DecodedBatchBuilder> {
     }
 }
 
-impl RowSink for BatchSink<TableBatchBuilder> {
+impl RowReceiver for BatchCollector<TableBatchBuilder> {
     fn row(&mut self, cells: &[Value<'_>]) -> Flow {
         self.builder.append(cells);
         self.after_append()

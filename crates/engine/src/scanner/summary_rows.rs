@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 use datafusion::arrow::datatypes::SchemaRef;
 
 use super::schema::col;
-use logsql_readers::model::{Flow, Message, MessageSink, Summary};
+use logsql_readers::model::{Flow, Message, MessageReceiver, Summary};
 
 /// Whether every column of `read_schema` (the output and the predicate's
 /// columns) is constant per channel of one file.
@@ -76,14 +76,14 @@ pub(crate) fn exact_counts(summary: &Summary) -> Option<&BTreeMap<u64, u64>> {
     Some(counts)
 }
 
-/// Delivers each channel's constant row `count` times to `sink` (channels
+/// Delivers each channel's constant row `count` times to `receiver` (channels
 /// outside `wanted`, when given, are skipped). Returns the rows delivered;
-/// stops early when the sink says so (a satisfied `LIMIT`).
+/// stops early when the receiver says so (a satisfied `LIMIT`).
 pub(crate) fn emit(
     summary: &Summary,
     counts: &BTreeMap<u64, u64>,
     wanted: Option<&HashSet<u64>>,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> u64 {
     let mut rows = 0;
     for (id, &n) in counts {
@@ -104,7 +104,7 @@ pub(crate) fn emit(
         };
         for _ in 0..n {
             rows += 1;
-            if sink.message(msg) == Flow::Stop {
+            if receiver.message(msg) == Flow::Stop {
                 return rows;
             }
         }
@@ -171,7 +171,7 @@ mod tests {
     }
 
     struct Collect(Vec<String>, usize);
-    impl MessageSink for Collect {
+    impl MessageReceiver for Collect {
         fn message(&mut self, msg: Message<'_>) -> Flow {
             self.0.push(msg.channel.topic.clone());
             if self.0.len() >= self.1 {

@@ -58,11 +58,11 @@ pub(crate) fn walk_headers<'c>(
                 continue;
             }
         }
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             f(m.channel.id, Some(m.channel), &[m.log_time]);
             Flow::Continue
         };
-        match format.read_chunk(file, summary, chunk, &sel, &mut sink) {
+        match format.read_chunk(file, summary, chunk, &sel, &mut receiver) {
             Ok(r) => walk.bytes_decompressed += r.bytes_decompressed,
             Err(e) => walk.errors.push(e),
         }

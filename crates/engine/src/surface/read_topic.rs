@@ -280,7 +280,7 @@ fn sample_payloads(
         if chunk.channels.as_ref().is_some_and(|c| !c.contains(&id)) {
             continue;
         }
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             if m.channel.id == id {
                 out.push(m.data.to_vec());
             }
@@ -291,7 +291,7 @@ fn sample_payloads(
             }
         };
         // A damaged chunk just gives fewer samples.
-        let _ = format.read_chunk(file, summary, chunk, &sel, &mut sink);
+        let _ = format.read_chunk(file, summary, chunk, &sel, &mut receiver);
         if out.len() >= n {
             break;
         }

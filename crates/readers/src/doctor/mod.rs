@@ -17,7 +17,7 @@ use std::fmt;
 
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::model::{Flow, Message, MessageSink, Selection};
+use crate::model::{Flow, Message, MessageReceiver, Selection};
 
 mod check;
 
@@ -227,7 +227,7 @@ pub(crate) struct Tally {
     pub(crate) bounds: Option<(u64, u64)>,
 }
 
-impl MessageSink for Tally {
+impl MessageReceiver for Tally {
     fn message(&mut self, msg: Message<'_>) -> Flow {
         let t = msg.log_time;
         self.messages += 1;

@@ -2,7 +2,7 @@
 //!
 //! A format reader knows nothing of DataFusion or Arrow: it turns bytes read
 //! through a [`ReadAt`] into a [`Summary`] and, chunk by chunk, into
-//! [`Message`](crate::model::Message)s handed to a [`MessageSink`].
+//! [`Message`](crate::model::Message)s handed to a [`MessageReceiver`].
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -11,10 +11,10 @@ use crate::error::{Error, Result, hex_head};
 use crate::io::ReadAt;
 use crate::limits::Limits;
 use crate::model::{
-    Channel, ChannelSchema, ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageSink,
+    Channel, ChannelSchema, ChannelTimes, ChunkMeta, ChunkRead, ExtraColumn, MessageReceiver,
     Selection, Summary,
 };
-use crate::table::{RowSink, TableDef};
+use crate::table::{RowReceiver, TableDef};
 
 pub mod apollo;
 pub mod bag;
@@ -71,7 +71,7 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
     /// formats whose summaries decompress nothing ignore them.
     fn summary_with_limits(&self, file: &dyn ReadAt, limits: &Limits) -> Result<Summary>;
 
-    /// Delivers the messages of one chunk of `summary` to `sink`, restricted (as
+    /// Delivers the messages of one chunk of `summary` to `receiver`, restricted (as
     /// far as is cheap) to `sel`. On damage inside the chunk, the messages before
     /// it are delivered, then the error is returned.
     fn read_chunk(
@@ -80,7 +80,7 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead>;
 
     /// Appends the log time of every message of one chunk of `summary` to `out`,
@@ -243,9 +243,9 @@ pub trait TypedTable: Send + Sync + Debug + 'static {
         chunk: &ChunkMeta,
         arg: Option<&str>,
         sel: &Selection,
-        sink: &mut dyn RowSink,
+        receiver: &mut dyn RowReceiver,
     ) -> Result<ChunkRead> {
-        let _ = (file, summary, chunk, arg, sel, sink);
+        let _ = (file, summary, chunk, arg, sel, receiver);
         Err(Error::Invalid(format!(
             "table {} is read for the whole file, not per chunk",
             self.name()
@@ -260,9 +260,9 @@ pub trait TypedTable: Send + Sync + Debug + 'static {
         file: &dyn ReadAt,
         summary: &Summary,
         arg: Option<&str>,
-        sink: &mut dyn RowSink,
+        receiver: &mut dyn RowReceiver,
     ) -> Result<()> {
-        let _ = (file, summary, arg, sink);
+        let _ = (file, summary, arg, receiver);
         Err(Error::Invalid(format!(
             "table {} is read per chunk, not for the whole file",
             self.name()

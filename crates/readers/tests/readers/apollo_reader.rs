@@ -50,7 +50,7 @@ fn read_all(file: &dyn ReadAt, s: &Summary, sel: &Selection) -> (Vec<Msg>, Vec<E
     let mut msgs = Vec::new();
     let mut errors = Vec::new();
     for chunk in &s.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             assert!(m.publish_time.is_none() && m.sequence.is_none());
             msgs.push((
                 m.channel.topic.clone(),
@@ -60,7 +60,7 @@ fn read_all(file: &dyn ReadAt, s: &Summary, sel: &Selection) -> (Vec<Msg>, Vec<E
             ));
             Flow::Continue
         };
-        if let Err(e) = ApolloFormat.read_chunk(file, s, chunk, sel, &mut sink) {
+        if let Err(e) = ApolloFormat.read_chunk(file, s, chunk, sel, &mut receiver) {
             errors.push(e);
         }
     }
@@ -443,7 +443,7 @@ fn every_fixture_matches_the_independent_walk() {
         assert_eq!(chunk_total, Some(want.total), "{}", want.file);
         for c in &s.chunks {
             let mut n = 0;
-            let mut sink = |m: Message<'_>| {
+            let mut receiver = |m: Message<'_>| {
                 n += 1;
                 assert!(
                     c.start_time.unwrap() <= m.log_time && m.log_time <= c.end_time.unwrap(),
@@ -454,7 +454,7 @@ fn every_fixture_matches_the_independent_walk() {
                 Flow::Continue
             };
             ApolloFormat
-                .read_chunk(&file, &s, c, &Selection::all(), &mut sink)
+                .read_chunk(&file, &s, c, &Selection::all(), &mut receiver)
                 .unwrap();
             assert_eq!(Some(n), c.message_count, "{}", want.file);
         }
@@ -930,14 +930,14 @@ fn selections_filter_topics_and_exact_times() {
     assert!(got.iter().all(|m| m.3.is_empty()));
     // Bodies are not sorted: some message follows a later one in file order.
     assert!(all.windows(2).any(|w| w[1].2 < w[0].2));
-    // A sink that stops.
+    // A receiver that stops.
     let mut n = 0;
-    let mut sink = |_: Message<'_>| {
+    let mut receiver = |_: Message<'_>| {
         n += 1;
         if n == 5 { Flow::Stop } else { Flow::Continue }
     };
     let r = ApolloFormat
-        .read_chunk(&file, &s, &s.chunks[0], &Selection::all(), &mut sink)
+        .read_chunk(&file, &s, &s.chunks[0], &Selection::all(), &mut receiver)
         .unwrap();
     assert!(r.stopped);
     assert_eq!(n, 5);
@@ -1308,14 +1308,14 @@ fn undeclared_channels_and_declared_compression() {
     assert_eq!(only.len(), 1);
     assert_eq!(only[0].1, ghost.1);
     let mut seen = None;
-    let mut sink = |m: Message<'_>| {
+    let mut receiver = |m: Message<'_>| {
         if m.channel.topic == "/ghost" {
             seen = Some(m.channel.clone());
         }
         Flow::Continue
     };
     ApolloFormat
-        .read_chunk(&file, &s, &s.chunks[1], &Selection::all(), &mut sink)
+        .read_chunk(&file, &s, &s.chunks[1], &Selection::all(), &mut receiver)
         .unwrap();
     let ch = seen.unwrap();
     assert_eq!(ch.metadata["declared"], "false");
@@ -1330,9 +1330,9 @@ fn undeclared_channels_and_declared_compression() {
     bytes[body + 1] = 0xff;
     let file = BytesReader::new("bz.record", bytes);
     let s = summary_of(&file);
-    let mut sink = |_: Message<'_>| Flow::Continue;
+    let mut receiver = |_: Message<'_>| Flow::Continue;
     let e = ApolloFormat
-        .read_chunk(&file, &s, &s.chunks[0], &Selection::all(), &mut sink)
+        .read_chunk(&file, &s, &s.chunks[0], &Selection::all(), &mut receiver)
         .unwrap_err();
     assert!(matches!(e, Error::Unsupported { .. }), "{e}");
     assert!(

@@ -53,7 +53,7 @@ fn read_all(file: &dyn ReadAt, summary: &Summary, sel: &Selection) -> ReadAll {
         errors: Vec::new(),
     };
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             out.messages.push((
                 m.channel.topic.clone(),
                 m.channel.id,
@@ -67,7 +67,7 @@ fn read_all(file: &dyn ReadAt, summary: &Summary, sel: &Selection) -> ReadAll {
             assert!(m.publish_time.is_none() && m.sequence.is_none());
             Flow::Continue
         };
-        match BagFormat.read_chunk(file, summary, chunk, sel, &mut sink) {
+        match BagFormat.read_chunk(file, summary, chunk, sel, &mut receiver) {
             Ok(r) => out.reads.push(r),
             Err(e) => out.errors.push(e),
         }
@@ -330,14 +330,14 @@ fn every_fixture_matches_the_rosbags_oracle() {
 fn read_payload(file: &dyn ReadAt, s: &Summary, id: u64, time: u64) -> Vec<u8> {
     let mut out = None;
     for chunk in &s.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             if m.channel.id == id && m.log_time == time && out.is_none() {
                 out = Some(m.data.to_vec());
             }
             Flow::Continue
         };
         BagFormat
-            .read_chunk(file, s, chunk, &Selection::all(), &mut sink)
+            .read_chunk(file, s, chunk, &Selection::all(), &mut receiver)
             .unwrap();
     }
     out.unwrap()
@@ -539,12 +539,12 @@ fn time_window_checks_match() {
                 let all = read_all(&file, &s, &Selection::all());
                 let mut got: Vec<(u64, Vec<u8>)> = Vec::new();
                 for chunk in &s.chunks {
-                    let mut sink = |m: Message<'_>| {
+                    let mut receiver = |m: Message<'_>| {
                         got.push((m.log_time, m.data[4..].to_vec()));
                         Flow::Continue
                     };
                     BagFormat
-                        .read_chunk(&file, &s, chunk, &Selection::all(), &mut sink)
+                        .read_chunk(&file, &s, chunk, &Selection::all(), &mut receiver)
                         .unwrap();
                 }
                 // File order is 2, 3, 1; sorted by time it is 1, 2, 3.
@@ -774,7 +774,7 @@ fn read_damaged(file: &BytesReader) -> (Vec<Msg>, Vec<Error>) {
     let mut errors = Vec::new();
     let mut messages = Vec::new();
     for chunk in &s.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             messages.push((
                 m.channel.topic.clone(),
                 m.channel.id,
@@ -784,7 +784,7 @@ fn read_damaged(file: &BytesReader) -> (Vec<Msg>, Vec<Error>) {
             ));
             Flow::Continue
         };
-        if let Err(e) = BagFormat.read_chunk(file, &s, chunk, &Selection::all(), &mut sink) {
+        if let Err(e) = BagFormat.read_chunk(file, &s, chunk, &Selection::all(), &mut receiver) {
             errors.push(e);
             break;
         }

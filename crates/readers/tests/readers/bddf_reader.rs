@@ -771,7 +771,7 @@ fn read_all_with(file: &dyn ReadAt, summary: &Summary, sel: &Selection, hash: bo
         errors: Vec::new(),
     };
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             if hash {
                 out.hashes.entry(m.channel.id).or_default().update(m.data);
             }
@@ -794,7 +794,7 @@ fn read_all_with(file: &dyn ReadAt, summary: &Summary, sel: &Selection, hash: bo
             });
             Flow::Continue
         };
-        if let Err(e) = BddfFormat.read_chunk(file, summary, chunk, sel, &mut sink) {
+        if let Err(e) = BddfFormat.read_chunk(file, summary, chunk, sel, &mut receiver) {
             out.errors.push(e);
         }
     }
@@ -1164,7 +1164,7 @@ fn pod_table_matches_the_official_reader() {
         let mut total = 0f64;
         let mut int_total = 0i128;
         for chunk in &summary.chunks {
-            let mut sink = |cells: &[Value<'_>]| {
+            let mut receiver = |cells: &[Value<'_>]| {
                 let Value::Time(t) = cells[0] else { panic!() };
                 let Value::U64(b) = cells[1] else { panic!() };
                 let Value::U64(s) = cells[2] else { panic!() };
@@ -1196,7 +1196,7 @@ fn pod_table_matches_the_official_reader() {
                         chunk,
                         Some(topic),
                         &Selection::all(),
-                        &mut sink,
+                        &mut receiver,
                     )
                 })
                 .unwrap();
@@ -1311,7 +1311,7 @@ fn pod_table_types_and_errors() {
     };
     let mut times = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |cells: &[Value<'_>]| {
+        let mut receiver = |cells: &[Value<'_>]| {
             let Value::Time(t) = cells[0] else { panic!() };
             times.push(t);
             Flow::Continue
@@ -1325,7 +1325,7 @@ fn pod_table_types_and_errors() {
                     chunk,
                     Some("acme:signals:varname=test.int8"),
                     &sel,
-                    &mut sink,
+                    &mut receiver,
                 )
             })
             .unwrap();
@@ -1347,7 +1347,7 @@ fn series_table() {
     assert!(!def.per_chunk);
     let col = |n: &str| def.columns.iter().position(|c| c.name == n).unwrap();
     let mut rows: Vec<String> = Vec::new();
-    let mut sink = |cells: &[Value<'_>]| {
+    let mut receiver = |cells: &[Value<'_>]| {
         assert_eq!(cells.len(), def.columns.len());
         rows.push(format!("{:?}", cells));
         if let Value::U64(5) = cells[col("series_index")] {
@@ -1381,7 +1381,7 @@ fn series_table() {
     };
     BddfFormat
         .table("series")
-        .and_then(|t| t.read_file(&file, &summary, None, &mut sink))
+        .and_then(|t| t.read_file(&file, &summary, None, &mut receiver))
         .unwrap();
     assert_eq!(rows.len(), 7);
 }

@@ -55,7 +55,7 @@ fn read_messages(file: &dyn ReadAt, s: &Summary, sel: &Selection) -> (Vec<Msg>, 
     let mut out = Vec::new();
     let mut errors = Vec::new();
     for chunk in &s.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let (ExtraValue::UInt64(frame), ExtraValue::Float64(elapsed)) =
                 (m.extra[0], m.extra[1])
             else {
@@ -70,7 +70,7 @@ fn read_messages(file: &dyn ReadAt, s: &Summary, sel: &Selection) -> (Vec<Msg>, 
             ));
             Flow::Continue
         };
-        if let Err(e) = CarlaFormat.read_chunk(file, s, chunk, sel, &mut sink) {
+        if let Err(e) = CarlaFormat.read_chunk(file, s, chunk, sel, &mut receiver) {
             errors.push(e);
         }
     }
@@ -84,7 +84,7 @@ fn table_rows(file: &dyn ReadAt, s: &Summary, table: &str, sel: &Selection) -> V
         .and_then(|t| t.def(s, None))
         .unwrap();
     let mut rows = Vec::new();
-    let mut sink = |cells: &[Value<'_>]| {
+    let mut receiver = |cells: &[Value<'_>]| {
         assert_eq!(cells.len(), def.columns.len(), "{table}: row width");
         rows.push(cells.iter().map(|c| format!("{c:?}")).collect());
         Flow::Continue
@@ -93,13 +93,13 @@ fn table_rows(file: &dyn ReadAt, s: &Summary, table: &str, sel: &Selection) -> V
         for chunk in &s.chunks {
             CarlaFormat
                 .table(table)
-                .and_then(|t| t.read_chunk(file, s, chunk, None, sel, &mut sink))
+                .and_then(|t| t.read_chunk(file, s, chunk, None, sel, &mut receiver))
                 .unwrap();
         }
     } else {
         CarlaFormat
             .table(table)
-            .and_then(|t| t.read_file(file, s, None, &mut sink))
+            .and_then(|t| t.read_file(file, s, None, &mut receiver))
             .unwrap();
     }
     rows
@@ -111,7 +111,7 @@ fn count_rows(file: &dyn ReadAt, s: &Summary, table: &str) -> u64 {
         .table(table)
         .and_then(|t| t.def(s, None))
         .unwrap();
-    let mut sink = |_: &[Value<'_>]| {
+    let mut receiver = |_: &[Value<'_>]| {
         n += 1;
         Flow::Continue
     };
@@ -119,13 +119,13 @@ fn count_rows(file: &dyn ReadAt, s: &Summary, table: &str) -> u64 {
         for chunk in &s.chunks {
             CarlaFormat
                 .table(table)
-                .and_then(|t| t.read_chunk(file, s, chunk, None, &Selection::all(), &mut sink))
+                .and_then(|t| t.read_chunk(file, s, chunk, None, &Selection::all(), &mut receiver))
                 .unwrap();
         }
     } else {
         CarlaFormat
             .table(table)
-            .and_then(|t| t.read_file(file, s, None, &mut sink))
+            .and_then(|t| t.read_file(file, s, None, &mut receiver))
             .unwrap();
     }
     n
@@ -529,17 +529,17 @@ fn read_everything(bytes: Vec<u8>, info: bool) -> Option<(Summary, Vec<Msg>)> {
     }
     for t in CarlaFormat.tables().iter().map(|t| t.name()) {
         let def = CarlaFormat.table(t).and_then(|t| t.def(&s, None)).unwrap();
-        let mut sink = |_: &[Value<'_>]| Flow::Continue;
+        let mut receiver = |_: &[Value<'_>]| Flow::Continue;
         if def.per_chunk {
             for c in &s.chunks {
                 let _ = CarlaFormat
                     .table(t)
-                    .and_then(|t| t.read_chunk(&r, &s, c, None, &Selection::all(), &mut sink));
+                    .and_then(|t| t.read_chunk(&r, &s, c, None, &Selection::all(), &mut receiver));
             }
         } else {
             let _ = CarlaFormat
                 .table(t)
-                .and_then(|t| t.read_file(&r, &s, None, &mut sink));
+                .and_then(|t| t.read_file(&r, &s, None, &mut receiver));
         }
     }
     let _ = CarlaFormat.info_text(&r, &s, info);
@@ -636,7 +636,7 @@ fn positions_decoder_throughput() {
     let mut sum = 0.0;
     for _ in 0..3 {
         for chunk in &s.chunks {
-            let mut sink = |cells: &[Value<'_>]| {
+            let mut receiver = |cells: &[Value<'_>]| {
                 n += 1;
                 if let Value::F64(x) = cells[4] {
                     sum += x;
@@ -645,7 +645,7 @@ fn positions_decoder_throughput() {
             };
             CarlaFormat
                 .table("positions")
-                .and_then(|t| t.read_chunk(&f, &s, chunk, None, &Selection::all(), &mut sink))
+                .and_then(|t| t.read_chunk(&f, &s, chunk, None, &Selection::all(), &mut receiver))
                 .unwrap();
         }
     }
@@ -708,7 +708,7 @@ fn time_window_reads_only_the_chunks_and_frames_inside() {
     let mut got = Vec::new();
     let mut skipped = 0;
     for chunk in &s.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let ExtraValue::UInt64(fr) = m.extra[0] else {
                 panic!()
             };
@@ -716,7 +716,7 @@ fn time_window_reads_only_the_chunks_and_frames_inside() {
             Flow::Continue
         };
         let r = CarlaFormat
-            .read_chunk(&f, &s, chunk, &sel, &mut sink)
+            .read_chunk(&f, &s, chunk, &sel, &mut receiver)
             .unwrap();
         skipped += usize::from(r.skipped);
         // The engine's pruning by chunk time agrees with the reader's skipping.
@@ -818,13 +818,13 @@ fn big_file_positions_throughput() {
     let walk = start.elapsed();
     let mut n = 0u64;
     for chunk in &s.chunks {
-        let mut sink = |_: &[Value<'_>]| {
+        let mut receiver = |_: &[Value<'_>]| {
             n += 1;
             Flow::Continue
         };
         CarlaFormat
             .table("positions")
-            .and_then(|t| t.read_chunk(&f, &s, chunk, None, &Selection::all(), &mut sink))
+            .and_then(|t| t.read_chunk(&f, &s, chunk, None, &Selection::all(), &mut receiver))
             .unwrap();
     }
     let all = start.elapsed();

@@ -52,7 +52,7 @@ use logsql_decode::{ColumnBuilder, append_message};
 use logsql_readers::formats;
 use logsql_readers::io::BytesReader;
 use logsql_readers::model::{Channel, Flow, Message, Selection};
-use logsql_readers::table::{RowSink, Value};
+use logsql_readers::table::{RowReceiver, Value};
 
 /// Most the child's peak virtual memory may grow while running one case.
 const BUDGET: u64 = 64 << 20;
@@ -212,10 +212,10 @@ macro_rules! alloc_case {
 // ---------------------------------------------------------------------------
 // Reading a whole file the way a query would, collecting every error.
 
-/// A [`RowSink`] that touches every cell.
+/// A [`RowReceiver`] that touches every cell.
 struct Rows(u64);
 
-impl RowSink for Rows {
+impl RowReceiver for Rows {
     fn row(&mut self, cells: &[Value<'_>]) -> Flow {
         std::hint::black_box(cells);
         self.0 += 1;
@@ -243,7 +243,7 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
     let decode = format.name() != "carla";
     for chunk in &summary.chunks {
         let mut decode_errors = Vec::new();
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             if !decode {
                 return Flow::Continue;
             }
@@ -268,7 +268,8 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
             }
             Flow::Continue
         };
-        if let Err(e) = format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink) {
+        if let Err(e) = format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut receiver)
+        {
             errors.push(e.to_string());
         }
         errors.extend(decode_errors);
@@ -280,7 +281,7 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
             let Ok(def) = table.def(&summary, arg.as_deref()) else {
                 continue;
             };
-            let mut sink = Rows(0);
+            let mut receiver = Rows(0);
             let result = if def.per_chunk {
                 summary.chunks.iter().try_for_each(|chunk| {
                     table
@@ -290,12 +291,12 @@ fn read_everything(name: &str, bytes: Vec<u8>) -> Vec<String> {
                             chunk,
                             arg.as_deref(),
                             &Selection::all(),
-                            &mut sink,
+                            &mut receiver,
                         )
                         .map(drop)
                 })
             } else {
-                table.read_file(&file, &summary, arg.as_deref(), &mut sink)
+                table.read_file(&file, &summary, arg.as_deref(), &mut receiver)
             };
             if let Err(e) = result {
                 errors.push(e.to_string());
@@ -320,11 +321,11 @@ fn messages_read(bytes: Vec<u8>) -> usize {
     };
     let mut n = 0;
     for chunk in &summary.chunks {
-        let mut sink = |_: Message<'_>| {
+        let mut receiver = |_: Message<'_>| {
             n += 1;
             Flow::Continue
         };
-        let _ = format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink);
+        let _ = format.read_chunk(&file, &summary, chunk, &Selection::all(), &mut receiver);
     }
     n
 }

@@ -244,7 +244,7 @@ fn read(format: &dyn FormatReader, file: &dyn ReadAt, tables: bool) -> Read {
         let start = out.messages.len();
         let messages = &mut out.messages;
         let topic_names = &mut out.topic_names;
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let topic = *topics.entry(m.channel.id).or_insert_with(|| {
                 let h = hash_bytes(m.channel.topic.as_bytes());
                 topic_names.insert(h, m.channel.topic.clone());
@@ -258,7 +258,7 @@ fn read(format: &dyn FormatReader, file: &dyn ReadAt, tables: bool) -> Read {
             });
             Flow::Continue
         };
-        let result = format.read_chunk(file, &summary, chunk, &sel, &mut sink);
+        let result = format.read_chunk(file, &summary, chunk, &sel, &mut receiver);
         out.per_chunk.push(start..out.messages.len());
         out.chunk_errors.push(result.err());
     }
@@ -285,12 +285,12 @@ fn read_header_only(
     let mut total = 0;
     for chunk in &summary.chunks {
         let mut n = 0usize;
-        let mut sink = |_: Message<'_>| {
+        let mut receiver = |_: Message<'_>| {
             n += 1;
             Flow::Continue
         };
         if format
-            .read_chunk(file, summary, chunk, &header_only, &mut sink)
+            .read_chunk(file, summary, chunk, &header_only, &mut receiver)
             .is_err()
         {
             out.header_only_failed = true;
@@ -317,7 +317,7 @@ fn read_tables(format: &dyn FormatReader, file: &dyn ReadAt, summary: &Summary, 
                 continue;
             };
             let mut rows = 0u64;
-            let mut sink = |cells: &[Value<'_>]| {
+            let mut receiver = |cells: &[Value<'_>]| {
                 assert_eq!(
                     cells.len(),
                     def.columns.len(),
@@ -329,11 +329,12 @@ fn read_tables(format: &dyn FormatReader, file: &dyn ReadAt, summary: &Summary, 
             };
             if def.per_chunk {
                 for chunk in &summary.chunks {
-                    if let Err(e) = table.read_chunk(file, summary, chunk, arg, &sel, &mut sink) {
+                    if let Err(e) = table.read_chunk(file, summary, chunk, arg, &sel, &mut receiver)
+                    {
                         out.table_errors.push(e);
                     }
                 }
-            } else if let Err(e) = table.read_file(file, summary, arg, &mut sink) {
+            } else if let Err(e) = table.read_file(file, summary, arg, &mut receiver) {
                 out.table_errors.push(e);
             }
             out.table_rows += rows;

@@ -332,7 +332,7 @@ fn message_json(
 fn indexed_messages(file: &BytesReader, summary: &Summary) -> Result<Vec<(u64, Value)>, String> {
     let mut out = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             let v = message_json(
                 m.channel.id,
                 m.sequence.map(s).unwrap_or(Value::Null),
@@ -344,7 +344,7 @@ fn indexed_messages(file: &BytesReader, summary: &Summary) -> Result<Vec<(u64, V
             Flow::Continue
         };
         McapFormat
-            .read_chunk(file, summary, chunk, &Selection::all(), &mut sink)
+            .read_chunk(file, summary, chunk, &Selection::all(), &mut receiver)
             .map_err(|e| e.to_string())?;
     }
     out.sort_by_key(|(t, _)| *t);
@@ -406,12 +406,12 @@ fn check_indexed(file: &BytesReader, expected: &Value) -> Result<(), String> {
     };
     let mut light = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             light.push((m.channel.id, m.log_time));
             Flow::Continue
         };
         McapFormat
-            .read_chunk(file, &summary, chunk, &sel, &mut sink)
+            .read_chunk(file, &summary, chunk, &sel, &mut receiver)
             .map_err(|e| format!("header-only read: {e}"))?;
     }
     light.sort();

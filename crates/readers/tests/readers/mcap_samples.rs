@@ -58,7 +58,7 @@ fn read_all(file: &BytesReader, summary: &Summary, sel: &Selection) -> ReadAll {
         errors: Vec::new(),
     };
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             out.messages.push(Msg {
                 topic: m.channel.topic.clone(),
                 channel: m.channel.id,
@@ -69,7 +69,7 @@ fn read_all(file: &BytesReader, summary: &Summary, sel: &Selection) -> ReadAll {
             });
             Flow::Continue
         };
-        match McapFormat.read_chunk(file, summary, chunk, sel, &mut sink) {
+        match McapFormat.read_chunk(file, summary, chunk, sel, &mut receiver) {
             Ok(r) => out.reads.push(r),
             Err(e) => out.errors.push((chunk.index, e)),
         }
@@ -371,19 +371,19 @@ fn selection_filters_and_stop() {
             .iter()
             .all(|m| m.data.is_empty() && m.publish_time.is_some())
     );
-    // A sink that stops after 3 messages.
+    // A receiver that stops after 3 messages.
     let chunk = summary
         .chunks
         .iter()
         .find(|c| c.channels.as_ref().is_some_and(|ch| ch.len() == 2))
         .unwrap();
     let mut n = 0;
-    let mut sink = |_: Message<'_>| {
+    let mut receiver = |_: Message<'_>| {
         n += 1;
         if n == 1 { Flow::Stop } else { Flow::Continue }
     };
     let r = McapFormat
-        .read_chunk(&file, &summary, chunk, &Selection::all(), &mut sink)
+        .read_chunk(&file, &summary, chunk, &Selection::all(), &mut receiver)
         .unwrap();
     assert!(r.stopped);
     assert_eq!(n, 1);
@@ -1095,12 +1095,12 @@ fn indexed_summary_and_header_only_reads_are_cheap() {
     };
     let mut n = 0u64;
     for chunk in &summary.chunks {
-        let mut sink = |_: Message<'_>| {
+        let mut receiver = |_: Message<'_>| {
             n += 1;
             Flow::Continue
         };
         McapFormat
-            .read_chunk(&file, &summary, chunk, &sel, &mut sink)
+            .read_chunk(&file, &summary, chunk, &sel, &mut receiver)
             .unwrap();
     }
     assert_eq!(n, 826);

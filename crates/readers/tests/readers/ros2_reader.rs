@@ -25,11 +25,11 @@ pub fn read_all(file: &dyn ReadAt) -> Result<Vec<Row>, logsql_readers::Error> {
     let summary = f.summary(file)?;
     let mut out = Vec::new();
     for chunk in &summary.chunks {
-        let mut sink = |m: Message<'_>| {
+        let mut receiver = |m: Message<'_>| {
             out.push((m.channel.topic.clone(), m.log_time, m.data.to_vec()));
             Flow::Continue
         };
-        f.read_chunk(file, &summary, chunk, &Selection::all(), &mut sink)?;
+        f.read_chunk(file, &summary, chunk, &Selection::all(), &mut receiver)?;
     }
     Ok(out)
 }

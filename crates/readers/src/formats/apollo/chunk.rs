@@ -6,7 +6,9 @@ use std::ops::ControlFlow;
 use crate::error::{Error, ErrorContext, Result};
 use crate::formats::chunk_io::with_buffers;
 use crate::io::ReadAt;
-use crate::model::{Channel, ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use crate::model::{
+    Channel, ChunkMeta, ChunkRead, Flow, Message, MessageReceiver, Selection, Summary,
+};
 use arrow_buffer::Buffer;
 
 use super::section::{SECTION_LEN, SectionHeader, kind, kind_name, walk_body};
@@ -65,7 +67,7 @@ pub(super) fn read(
     summary: &Summary,
     chunk: &ChunkMeta,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     let private = summary.private::<RecordIndex>();
     let compress = private.map_or(0, |p| p.compress);
@@ -113,7 +115,7 @@ pub(super) fn read(
             body_offset,
             compress,
             sel,
-            sink,
+            receiver,
         )
     })
 }
@@ -128,7 +130,7 @@ fn deliver(
     body_offset: u64,
     compress: i32,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     let mut channels = Channels {
         summary,
@@ -165,7 +167,7 @@ fn deliver(
             data_buffer: Some(buffer),
             extra: &[],
         };
-        if sink.message(msg) == Flow::Stop {
+        if receiver.message(msg) == Flow::Stop {
             stats.stopped = true;
             return ControlFlow::Break(());
         }

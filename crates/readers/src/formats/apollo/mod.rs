@@ -45,7 +45,9 @@
 use crate::error::{ErrorContext, Result};
 use crate::io::ReadAt;
 
-use crate::model::{Channel, ChannelSchema, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use crate::model::{
+    Channel, ChannelSchema, ChunkMeta, ChunkRead, MessageReceiver, Selection, Summary,
+};
 
 use super::FormatReader;
 
@@ -107,10 +109,10 @@ impl FormatReader for ApolloFormat {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead> {
         let ctx = ErrorContext::new(file.name(), FORMAT, file.size());
-        chunk::read(file, &ctx, summary, chunk, sel, sink)
+        chunk::read(file, &ctx, summary, chunk, sel, receiver)
     }
 
     /// The message type in the channel's `proto_desc` (a descriptor pool

@@ -2,7 +2,7 @@
 //! index-data records that follow it.
 //!
 //! This module owns everything between "a chunk starts at this offset" and
-//! messages handed to a [`MessageSink`]: reading the chunk record header
+//! messages handed to a [`MessageReceiver`]: reading the chunk record header
 //! (compression, uncompressed size, data length), decompressing into a buffer
 //! bounded by the declared size, walking the inner connection and message-data
 //! records with a per-read connection map (the shared
@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorContext, Result};
 use crate::formats::channels::ChannelResolver;
 use crate::formats::chunk_io::{ChunkBuf, LoadedChunk, decompressed, with_buffers};
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use crate::model::{ChunkMeta, ChunkRead, Flow, Message, MessageReceiver, Selection, Summary};
 use arrow_buffer::Buffer;
 
 /// Index-data ranges longer than this are not read (the chunk is decompressed instead).
@@ -291,13 +291,13 @@ fn on_connection(resolver: &mut ChannelResolver<'_>, conn: u32, topic: &[u8], da
     }
 }
 
-/// Delivers the messages of a loaded chunk to `sink`.
+/// Delivers the messages of a loaded chunk to `receiver`.
 fn deliver(
     ctx: &ErrorContext,
     loaded: &LoadedChunk<'_>,
     summary: &Summary,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     let mut read = ChunkRead {
         bytes_decompressed: loaded.bytes_decompressed,
@@ -323,7 +323,7 @@ fn deliver(
                 data_buffer: Some(loaded.buffer),
                 extra: &[],
             };
-            sink.message(msg)
+            receiver.message(msg)
         }
     });
     match walked {
@@ -424,7 +424,7 @@ pub(crate) fn read(
     chunk: &ChunkMeta,
     index_end: Option<u64>,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     let head = read_chunk_head(file, ctx, chunk.offset)?;
     let header_only = !sel.payload && !sel.full_header;
@@ -469,7 +469,7 @@ pub(crate) fn read(
                     data: &[],
                     data_buffer: None,
                 };
-                if sink.message(msg) == Flow::Stop {
+                if receiver.message(msg) == Flow::Stop {
                     read.stopped = true;
                     break;
                 }
@@ -488,7 +488,7 @@ pub(crate) fn read(
     }
     with_buffers(|raw, out| {
         let loaded = load_chunk(file, ctx, &head, raw, out)?;
-        deliver(ctx, &loaded, summary, sel, sink)
+        deliver(ctx, &loaded, summary, sel, receiver)
     })
 }
 

@@ -49,7 +49,7 @@
 use crate::error::{ErrorContext, Result};
 use crate::formats::FormatReader;
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use crate::model::{ChunkMeta, ChunkRead, MessageReceiver, Selection, Summary};
 
 mod chunk;
 pub mod index;
@@ -107,11 +107,11 @@ impl FormatReader for BagFormat {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead> {
         let ctx = ErrorContext::new(file.name(), "bag", file.size()).with_limits(sel.limits);
         let index_end = find_detail(summary, chunk).map(|d| d.index_end);
-        chunk::read(file, &ctx, summary, chunk, index_end, sel, sink)
+        chunk::read(file, &ctx, summary, chunk, index_end, sel, receiver)
     }
 }
 

@@ -40,8 +40,10 @@
 
 use crate::error::{ErrorContext, Result};
 use crate::io::ReadAt;
-use crate::model::{ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, MessageSink, Selection, Summary};
-use crate::table::{RowSink, TableDef};
+use crate::model::{
+    ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, MessageReceiver, Selection, Summary,
+};
+use crate::table::{RowReceiver, TableDef};
 
 use super::{FileDigest, FormatReader, TypedTable};
 use sha1::{Digest, Sha1};
@@ -105,9 +107,9 @@ impl FormatReader for BddfFormat {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead> {
-        read::read_messages(file, &context(file), summary, chunk, sel, sink)
+        read::read_messages(file, &context(file), summary, chunk, sel, receiver)
     }
 
     fn extra_columns(&self) -> &'static [ExtraColumn] {
@@ -150,9 +152,9 @@ impl TypedTable for SeriesTable {
         file: &dyn ReadAt,
         summary: &Summary,
         _arg: Option<&str>,
-        sink: &mut dyn RowSink,
+        receiver: &mut dyn RowReceiver,
     ) -> Result<()> {
-        read::read_series_table(read::index_of(summary, &context(file))?, sink);
+        read::read_series_table(read::index_of(summary, &context(file))?, receiver);
         Ok(())
     }
 }
@@ -178,9 +180,9 @@ impl TypedTable for PodTable {
         chunk: &ChunkMeta,
         arg: Option<&str>,
         sel: &Selection,
-        sink: &mut dyn RowSink,
+        receiver: &mut dyn RowReceiver,
     ) -> Result<ChunkRead> {
-        read::read_pod_chunk(file, &context(file), summary, chunk, arg, sel, sink)
+        read::read_pod_chunk(file, &context(file), summary, chunk, arg, sel, receiver)
     }
 }
 

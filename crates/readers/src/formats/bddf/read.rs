@@ -17,9 +17,9 @@ use crate::error::{Error, ErrorContext, Result};
 use crate::formats::chunk_io::with_buffers;
 use crate::io::ReadAt;
 use crate::model::{
-    ChunkMeta, ChunkRead, ExtraValue, Flow, Message, MessageSink, Nanos, Selection, Summary,
+    ChunkMeta, ChunkRead, ExtraValue, Flow, Message, MessageReceiver, Nanos, Selection, Summary,
 };
-use crate::table::{ColumnDef, ColumnType, RowSink, ScalarType, TableDef, Value};
+use crate::table::{ColumnDef, ColumnType, RowReceiver, ScalarType, TableDef, Value};
 use arrow_buffer::Buffer;
 
 /// The reader-private index of `summary`, or an error naming the file.
@@ -223,7 +223,7 @@ pub(crate) fn read_messages(
     summary: &Summary,
     chunk: &ChunkMeta,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     let index = index_of(summary, ctx)?;
     let detail = detail_of(index, summary, chunk, ctx)?;
@@ -238,7 +238,7 @@ pub(crate) fn read_messages(
     let deliver = |b: &Block,
                    data: &[u8],
                    data_buffer: Option<&Buffer>,
-                   sink: &mut dyn MessageSink|
+                   receiver: &mut dyn MessageReceiver|
      -> Option<Flow> {
         let series = index.series.get(b.series as usize)?;
         let channel = summary.channels.get(&u64::from(series.index))?;
@@ -248,7 +248,7 @@ pub(crate) fn read_messages(
         } else {
             ExtraValue::Int64Map { keys, values }
         }];
-        Some(sink.message(Message {
+        Some(receiver.message(Message {
             channel,
             log_time: b.time,
             publish_time: None,
@@ -266,7 +266,7 @@ pub(crate) fn read_messages(
                 continue;
             };
             read.messages += 1;
-            if deliver(b, &[], None, sink) == Some(Flow::Stop) {
+            if deliver(b, &[], None, receiver) == Some(Flow::Stop) {
                 read.stopped = true;
                 break;
             }
@@ -274,7 +274,7 @@ pub(crate) fn read_messages(
         return Ok(read);
     }
     let (parsed, stopped) = for_each_block(file, ctx, index, &ids, |b, _, payload, buffer| {
-        Ok(deliver(b, payload, buffer, sink).unwrap_or(Flow::Continue))
+        Ok(deliver(b, payload, buffer, receiver).unwrap_or(Flow::Continue))
     })?;
     read.messages = parsed;
     read.stopped = stopped;
@@ -372,7 +372,7 @@ pub(crate) fn series_table() -> TableDef {
 }
 
 /// Delivers the rows of the `series` table (from the summary alone).
-pub(crate) fn read_series_table(index: &BddfIndex, sink: &mut dyn RowSink) {
+pub(crate) fn read_series_table(index: &BddfIndex, receiver: &mut dyn RowReceiver) {
     for s in &index.series {
         let names = s.additional_index_names.join(",");
         let dims: Vec<u64>;
@@ -430,7 +430,7 @@ pub(crate) fn read_series_table(index: &BddfIndex, sink: &mut dyn RowSink) {
             s.start_time.map_or(Value::Null, Value::Time),
             s.end_time.map_or(Value::Null, Value::Time),
         ];
-        if sink.row(&row) == Flow::Stop {
+        if receiver.row(&row) == Flow::Stop {
             return;
         }
     }
@@ -642,7 +642,7 @@ pub(crate) fn read_pod_chunk(
     chunk: &ChunkMeta,
     arg: Option<&str>,
     sel: &Selection,
-    sink: &mut dyn RowSink,
+    receiver: &mut dyn RowReceiver,
 ) -> Result<ChunkRead> {
     let index = index_of(summary, ctx)?;
     let (pos, target, t, n) = pod_series(index, ctx, arg)?;
@@ -678,7 +678,7 @@ pub(crate) fn read_pod_chunk(
                 Value::U64(j as u64),
                 value,
             ];
-            if sink.row(&row) == Flow::Stop {
+            if receiver.row(&row) == Flow::Stop {
                 return Ok(Flow::Stop);
             }
         }

@@ -36,9 +36,9 @@ use crate::formats::{FormatReader, TypedTable};
 use crate::io::ReadAt;
 use crate::model::{
     Channel, ChannelSchema, ChunkMeta, ChunkRead, ExtraColumn, ExtraKind, ExtraValue, Message,
-    MessageSink, Selection, Summary,
+    MessageReceiver, Selection, Summary,
 };
-use crate::table::{RowSink, TableDef};
+use crate::table::{RowReceiver, TableDef};
 use std::sync::LazyLock;
 
 pub mod chunk;
@@ -106,7 +106,7 @@ impl FormatReader for CarlaFormat {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead> {
         let ctx = ErrorContext::new(file.name(), "carla", file.size());
         let (idx, _) = chunk::find(summary, chunk, &ctx)?;
@@ -141,7 +141,7 @@ impl FormatReader for CarlaFormat {
                     ExtraValue::UInt64(p.frame.id),
                     ExtraValue::Float64(p.frame.elapsed),
                 ];
-                Ok(sink.message(Message {
+                Ok(receiver.message(Message {
                     channel: ch,
                     log_time: p.frame.log_time,
                     publish_time: None,
@@ -214,9 +214,9 @@ impl TypedTable for CarlaTable {
         chunk: &ChunkMeta,
         _arg: Option<&str>,
         sel: &Selection,
-        sink: &mut dyn RowSink,
+        receiver: &mut dyn RowReceiver,
     ) -> Result<ChunkRead> {
-        tables::read_chunk(file, summary, chunk, self.0, sel, sink)
+        tables::read_chunk(file, summary, chunk, self.0, sel, receiver)
     }
 
     fn read_file(
@@ -224,8 +224,8 @@ impl TypedTable for CarlaTable {
         file: &dyn ReadAt,
         summary: &Summary,
         _arg: Option<&str>,
-        sink: &mut dyn RowSink,
+        receiver: &mut dyn RowReceiver,
     ) -> Result<()> {
-        tables::read_file(file, summary, self.0, sink)
+        tables::read_file(file, summary, self.0, receiver)
     }
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use crate::error::{ErrorContext, Result};
 use crate::io::{ReadAt, SequentialReader};
 use crate::model::{ChunkMeta, ChunkRead, Flow, Selection, Summary};
-use crate::table::{ColumnDef, ColumnType, RowSink, ScalarType as S, TableDef, Value};
+use crate::table::{ColumnDef, ColumnType, RowReceiver, ScalarType as S, TableDef, Value};
 
 use super::chunk::{self, FrameCtx, Packet};
 use super::decode::{self, Bone, Cur, FrameStart, PhysicsControl};
@@ -534,14 +534,14 @@ pub(crate) fn table_def(table: &str) -> Option<TableDef> {
 const CM: f64 = 0.01;
 
 /// Emits a row made of the frame prefix and `rest`, without allocating.
-fn emit(sink: &mut dyn RowSink, fr: &FrameCtx, rest: &[Value<'_>]) -> Flow {
+fn emit(receiver: &mut dyn RowReceiver, fr: &FrameCtx, rest: &[Value<'_>]) -> Flow {
     let mut cells = [Value::Null; 48];
     cells[0] = Value::U64(fr.id);
     cells[1] = Value::F64(fr.elapsed);
     cells[2] = Value::Time(fr.log_time);
     let n = rest.len().min(cells.len() - 3);
     cells[3..3 + n].copy_from_slice(&rest[..n]);
-    sink.row(&cells[..3 + n])
+    receiver.row(&cells[..3 + n])
 }
 
 fn f(v: f32) -> Value<'static> {
@@ -554,16 +554,16 @@ fn packet_rows(
     p: &Packet<'_>,
     layout: &Layout,
     scratch: &mut String,
-    sink: &mut dyn RowSink,
+    receiver: &mut dyn RowReceiver,
 ) -> Option<Flow> {
     let fr = &p.frame;
     let mut c = Cur::new(p.body, layout.f64_vectors);
     match kind {
         Kind::PlatformTime | Kind::VisualTime => {
             let t = c.f64()?;
-            return Some(emit(sink, fr, &[Value::F64(t)]));
+            return Some(emit(receiver, fr, &[Value::F64(t)]));
         }
-        Kind::Position if !layout.f64_vectors => return positions_fast(p, sink),
+        Kind::Position if !layout.f64_vectors => return positions_fast(p, receiver),
         _ => {}
     }
     let total = c.u16()?;
@@ -572,7 +572,7 @@ fn packet_rows(
             Kind::Position => {
                 let (id, l, r) = (c.u32()?, c.vec3()?, c.vec3()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -588,7 +588,7 @@ fn packet_rows(
             Kind::Collision => {
                 let (id, a1, a2, h1, h2) = (c.u32()?, c.u32()?, c.u32()?, c.bool()?, c.bool()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -602,7 +602,7 @@ fn packet_rows(
             Kind::State => {
                 let (id, frozen, t, s) = (c.u32()?, c.bool()?, c.f32()?, c.u8()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -617,7 +617,7 @@ fn packet_rows(
                 let (id, st, th, br, hb, gear) =
                     (c.u32()?, c.f32()?, c.f32()?, c.f32()?, c.bool()?, c.i32()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -632,7 +632,7 @@ fn packet_rows(
             Kind::AnimWalker => {
                 let (id, sp) = (c.u32()?, c.f32()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[Value::U64(u64::from(id)), Value::F64(f64::from(sp) * CM)],
                 )
@@ -641,7 +641,7 @@ fn packet_rows(
                 let (id, st) = (c.u32()?, c.u32()?);
                 decode::light_names(st, scratch);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -655,7 +655,7 @@ fn packet_rows(
                 let (r, g, b, a) = (c.f32()?, c.f32()?, c.f32()?, c.f32()?);
                 let (on, group) = (c.bool()?, c.u8()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::I64(i64::from(id)),
@@ -673,7 +673,7 @@ fn packet_rows(
             Kind::Kinematics => {
                 let (id, l, a) = (c.u32()?, c.vec3()?, c.vec3()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -689,7 +689,7 @@ fn packet_rows(
             Kind::BoundingBox | Kind::TriggerVolume => {
                 let (id, o, e) = (c.u32()?, c.vec3()?, c.vec3()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -704,12 +704,12 @@ fn packet_rows(
             }
             Kind::TrafficLightTime => {
                 let (id, g, y, r) = (c.u32()?, c.f32()?, c.f32()?, c.f32()?);
-                emit(sink, fr, &[Value::U64(u64::from(id)), f(g), f(y), f(r)])
+                emit(receiver, fr, &[Value::U64(u64::from(id)), f(g), f(y), f(r)])
             }
             Kind::AnimBiker => {
                 let (id, sp, er) = (c.u32()?, c.f32()?, c.f32()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -721,7 +721,7 @@ fn packet_rows(
             Kind::VehicleDoor => {
                 let (id, door, open) = (c.u32()?, c.u8()?, c.bool()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::U64(u64::from(id)),
@@ -738,7 +738,7 @@ fn packet_rows(
                 for i in 0..n {
                     let (loc, st, rot) = (c.u8()?, c.f32()?, c.f32()?);
                     flow = emit(
-                        sink,
+                        receiver,
                         fr,
                         &[
                             Value::U64(u64::from(id)),
@@ -763,7 +763,7 @@ fn packet_rows(
                     let b = Bone::parse(&mut c)?;
                     let name = decode::text(b.name);
                     flow = emit(
-                        sink,
+                        receiver,
                         fr,
                         &[
                             Value::U64(u64::from(id)),
@@ -785,7 +785,7 @@ fn packet_rows(
             }
             Kind::PhysicsControl => {
                 let pc = PhysicsControl::parse(&mut c, layout.wheel_physics_bytes)?;
-                physics_row(sink, fr, &pc)
+                physics_row(receiver, fr, &pc)
             }
             _ => return Some(Flow::Continue),
         };
@@ -797,7 +797,7 @@ fn packet_rows(
 }
 
 /// Rows of the `events` table from one EventAdd/EventDel/EventParent packet.
-fn event_rows(p: &Packet<'_>, layout: &Layout, sink: &mut dyn RowSink) -> Option<Flow> {
+fn event_rows(p: &Packet<'_>, layout: &Layout, receiver: &mut dyn RowReceiver) -> Option<Flow> {
     let fr = &p.frame;
     let mut c = Cur::new(p.body, layout.f64_vectors);
     let kind = layout.kind(p.raw)?;
@@ -808,7 +808,7 @@ fn event_rows(p: &Packet<'_>, layout: &Layout, sink: &mut dyn RowSink) -> Option
                 let a = decode::EventAdd::parse(&mut c)?;
                 let bp = decode::text(a.blueprint);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::Str("add"),
@@ -822,7 +822,7 @@ fn event_rows(p: &Packet<'_>, layout: &Layout, sink: &mut dyn RowSink) -> Option
             Kind::EventDel => {
                 let id = c.u32()?;
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::Str("del"),
@@ -836,7 +836,7 @@ fn event_rows(p: &Packet<'_>, layout: &Layout, sink: &mut dyn RowSink) -> Option
             Kind::EventParent => {
                 let (id, parent) = (c.u32()?, c.u32()?);
                 emit(
-                    sink,
+                    receiver,
                     fr,
                     &[
                         Value::Str("parent"),
@@ -858,7 +858,7 @@ fn event_rows(p: &Packet<'_>, layout: &Layout, sink: &mut dyn RowSink) -> Option
 
 /// Position records (f32 layout, 28 bytes each) decoded straight from the
 /// packet with fixed-size reads: no allocation, no per-field bounds checks.
-fn positions_fast(p: &Packet<'_>, sink: &mut dyn RowSink) -> Option<Flow> {
+fn positions_fast(p: &Packet<'_>, receiver: &mut dyn RowReceiver) -> Option<Flow> {
     let body = p.body;
     let n = u16::from_le_bytes([*body.first()?, *body.get(1)?]) as usize;
     let recs = body.get(2..2 + n * 28)?;
@@ -877,14 +877,14 @@ fn positions_fast(p: &Packet<'_>, sink: &mut dyn RowSink) -> Option<Flow> {
         cells[7] = Value::F64(fl(16));
         cells[8] = Value::F64(fl(20));
         cells[9] = Value::F64(fl(24));
-        if sink.row(&cells) == Flow::Stop {
+        if receiver.row(&cells) == Flow::Stop {
             return Some(Flow::Stop);
         }
     }
     Some(Flow::Continue)
 }
 
-fn physics_row(sink: &mut dyn RowSink, fr: &FrameCtx, pc: &PhysicsControl) -> Flow {
+fn physics_row(receiver: &mut dyn RowReceiver, fr: &FrameCtx, pc: &PhysicsControl) -> Flow {
     let flat2: Vec<f32> = pc.torque_curve.iter().flatten().copied().collect();
     let gears: Vec<f32> = pc.forward_gears.iter().flatten().copied().collect();
     let steer: Vec<f32> = pc.steering_curve.iter().flatten().copied().collect();
@@ -908,7 +908,7 @@ fn physics_row(sink: &mut dyn RowSink, fr: &FrameCtx, pc: &PhysicsControl) -> Fl
     let e = &pc.engine;
     let m = &pc.misc;
     emit(
-        sink,
+        receiver,
         fr,
         &[
             Value::U64(u64::from(pc.id)),
@@ -950,10 +950,10 @@ struct FrameRow {
     packets: u64,
 }
 
-fn emit_frame(sink: &mut dyn RowSink, r: &FrameRow) -> Flow {
+fn emit_frame(receiver: &mut dyn RowReceiver, r: &FrameRow) -> Flow {
     let opt = |v: Option<f64>| v.map_or(Value::Null, Value::F64);
     emit(
-        sink,
+        receiver,
         &r.frame,
         &[
             if r.frame.duration < 0.0 {
@@ -977,7 +977,7 @@ pub fn read_chunk(
     chunk: &ChunkMeta,
     table: &str,
     sel: &Selection,
-    sink: &mut dyn RowSink,
+    receiver: &mut dyn RowReceiver,
 ) -> Result<ChunkRead> {
     let ctx = ErrorContext::new(file.name(), "carla", file.size());
     let unsupported = || crate::Error::UnsupportedTable {
@@ -996,7 +996,7 @@ pub fn read_chunk(
                 .is_none_or(|c| c.frame.id != p.frame.id || p.raw == 0);
             if new_frame {
                 if let Some(r) = cur.take()
-                    && emit_frame(sink, &r) == Flow::Stop
+                    && emit_frame(receiver, &r) == Flow::Stop
                 {
                     stopped_early = true;
                     return Ok(Flow::Stop);
@@ -1024,7 +1024,7 @@ pub fn read_chunk(
         })?;
         let mut stopped = w.stopped || stopped_early;
         if !stopped && let Some(r) = cur.take() {
-            stopped = emit_frame(sink, &r) == Flow::Stop;
+            stopped = emit_frame(receiver, &r) == Flow::Stop;
         }
         return Ok(ChunkRead {
             messages: w.parsed,
@@ -1046,7 +1046,7 @@ pub fn read_chunk(
             sel,
             &|r| raws.contains(&r),
             &mut |p| {
-                event_rows(&p, &layout, sink).ok_or_else(|| {
+                event_rows(&p, &layout, receiver).ok_or_else(|| {
                     ctx.corrupt(
                     p.offset,
                     format!(
@@ -1069,7 +1069,7 @@ pub fn read_chunk(
     let raw = layout.raw_id(kind);
     let mut scratch = String::new();
     let w = chunk::for_each_packet(file, summary, chunk, sel, &|r| r == raw, &mut |p| {
-        packet_rows(kind, &p, &layout, &mut scratch, sink).ok_or_else(|| {
+        packet_rows(kind, &p, &layout, &mut scratch, receiver).ok_or_else(|| {
             ctx.corrupt(
                 p.offset,
                 format!(
@@ -1108,7 +1108,7 @@ pub fn read_file(
     file: &dyn ReadAt,
     summary: &Summary,
     table: &str,
-    sink: &mut dyn RowSink,
+    receiver: &mut dyn RowReceiver,
 ) -> Result<()> {
     if table != "actors" {
         return Err(crate::Error::UnsupportedTable {
@@ -1140,7 +1140,7 @@ pub fn read_file(
             None => (Value::Null, Value::Null, Value::Null),
         };
         let flow = emit(
-            sink,
+            receiver,
             &fr,
             &[
                 Value::U64(u64::from(a.id)),

@@ -1,7 +1,7 @@
 //! Reading one Chunk record: load, decompress, check, and deliver its messages.
 //!
 //! This module owns everything between "here is a chunk's byte range" and
-//! messages handed to a [`MessageSink`]: reading the record, decompressing into
+//! messages handed to a [`MessageReceiver`]: reading the record, decompressing into
 //! a buffer bounded by the declared size, the `uncompressed_crc` check, walking
 //! the inner records with a per-read channel map ([`Resolver`]), and the
 //! header-only fast path over the MessageIndex records that follow a chunk.
@@ -18,7 +18,7 @@ use crate::formats::chunk_io::{
     ChunkBuf, LoadedChunk, decompressed, read_range_into, with_buffers,
 };
 use crate::io::ReadAt;
-use crate::model::{self, ChunkRead, Flow, Message, MessageSink, Selection, Summary};
+use crate::model::{self, ChunkRead, Flow, Message, MessageReceiver, Selection, Summary};
 use arrow_buffer::Buffer;
 
 /// An error for a record at `record_pos` of `loaded` whose field parse failed.
@@ -273,20 +273,20 @@ impl<'s> Resolver<'s> {
         self.channels.channel(u64::from(id))
     }
 
-    /// Delivers one message to `sink` if it passes the selection; `buffer` is
+    /// Delivers one message to `receiver` if it passes the selection; `buffer` is
     /// the shared buffer `data` lies in, if any.
     pub(super) fn deliver(
         &mut self,
         h: &records::MessageHeader,
         data: &[u8],
         buffer: Option<&Buffer>,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Flow {
         if !self.sel.wants_time(h.log_time) || !self.wants(h.channel_id) {
             return Flow::Continue;
         }
         let payload = self.sel.payload;
-        sink.message(Message {
+        receiver.message(Message {
             channel: self.channels.channel(u64::from(h.channel_id)),
             log_time: h.log_time,
             publish_time: Some(h.publish_time),
@@ -306,7 +306,7 @@ pub(crate) fn read_chunk_records(
     offset: u64,
     length: u64,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     with_buffers(|raw, out| {
         let loaded = load_chunk(file, ctx, offset, length, raw, out)?;
@@ -324,7 +324,8 @@ pub(crate) fn read_chunk_records(
                     let m = records::parse_message(rec.content)
                         .map_err(|e| field_error(&loaded, ctx, rec.pos, rec.opcode, &e))?;
                     stats.messages += 1;
-                    if resolver.deliver(&m.header, m.data, Some(loaded.buffer), sink) == Flow::Stop
+                    if resolver.deliver(&m.header, m.data, Some(loaded.buffer), receiver)
+                        == Flow::Stop
                     {
                         stats.stopped = true;
                         break;
@@ -511,7 +512,7 @@ pub(crate) fn read_message_indexes(
     mi_offset: u64,
     mi_length: u64,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<Option<ChunkRead>> {
     let Some(entries) = message_index_entries(file, ctx, summary, mi_offset, mi_length)? else {
         return Ok(None);
@@ -529,7 +530,7 @@ pub(crate) fn read_message_indexes(
             continue;
         }
         let channel = resolver.channel(channel_id);
-        let flow = sink.message(Message {
+        let flow = receiver.message(Message {
             channel,
             log_time,
             publish_time: None,

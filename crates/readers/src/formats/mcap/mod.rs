@@ -35,7 +35,7 @@
 use crate::error::{ErrorContext, Result};
 use crate::formats::FormatReader;
 use crate::io::ReadAt;
-use crate::model::{ChannelTimes, ChunkMeta, ChunkRead, MessageSink, Selection, Summary};
+use crate::model::{ChannelTimes, ChunkMeta, ChunkRead, MessageReceiver, Selection, Summary};
 
 mod chunk;
 mod doctor;
@@ -90,7 +90,7 @@ impl FormatReader for McapFormat {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead> {
         let ctx = ErrorContext::new(file.name(), "mcap", file.size()).with_limits(sel.limits);
         let detail = find_detail(summary, chunk);
@@ -142,7 +142,7 @@ impl FormatReader for McapFormat {
                         mi_offset,
                         d.message_index_length,
                         sel,
-                        sink,
+                        receiver,
                     )?;
                     if let Some(read) = fast {
                         return Ok(read);
@@ -155,12 +155,18 @@ impl FormatReader for McapFormat {
                     chunk.offset,
                     chunk.length,
                     sel,
-                    sink,
+                    receiver,
                 )
             }
-            ChunkKind::Loose => {
-                walk::read_loose(file, &ctx, summary, chunk.offset, chunk.length, sel, sink)
-            }
+            ChunkKind::Loose => walk::read_loose(
+                file,
+                &ctx,
+                summary,
+                chunk.offset,
+                chunk.length,
+                sel,
+                receiver,
+            ),
         }
     }
 

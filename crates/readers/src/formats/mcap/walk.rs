@@ -18,7 +18,7 @@ use super::records::{self, MESSAGE_HEADER_LEN, RECORD_PREFIX_LEN, op};
 use crate::error::{ErrorContext, Result};
 use crate::io::{ReadAt, SequentialReader};
 use crate::model::{
-    AttachmentInfo, ChunkMeta, ChunkRead, Flow, MessageSink, MetadataInfo, Selection, Summary,
+    AttachmentInfo, ChunkMeta, ChunkRead, Flow, MessageReceiver, MetadataInfo, Selection, Summary,
 };
 
 /// A run of loose messages is split into pseudo-chunks of about this many bytes.
@@ -459,7 +459,7 @@ pub(crate) fn read_loose(
     offset: u64,
     length: u64,
     sel: &Selection,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
 ) -> Result<ChunkRead> {
     let end = match offset.checked_add(length) {
         Some(end) if end <= file.size() => end,
@@ -506,7 +506,7 @@ pub(crate) fn read_loose(
                     };
                     let content = peek_content(&mut sr, ctx, pos, len, want)?;
                     let data = content.get(MESSAGE_HEADER_LEN..).unwrap_or(&[]);
-                    if resolver.deliver(&h, data, None, sink) == Flow::Stop {
+                    if resolver.deliver(&h, data, None, receiver) == Flow::Stop {
                         stats.stopped = true;
                         return Ok(stats);
                     }

@@ -47,7 +47,7 @@ use rusqlite::types::ValueRef;
 use crate::error::{Error, Result};
 use crate::io::ReadAt;
 use crate::model::{
-    Channel, ChannelSchema, ChunkMeta, ChunkRead, Flow, Message, MessageSink, MetadataInfo,
+    Channel, ChannelSchema, ChunkMeta, ChunkRead, Flow, Message, MessageReceiver, MetadataInfo,
     Selection, Summary,
 };
 
@@ -462,7 +462,7 @@ impl FormatReader for Ros2Format {
         summary: &Summary,
         chunk: &ChunkMeta,
         sel: &Selection,
-        sink: &mut dyn MessageSink,
+        receiver: &mut dyn MessageReceiver,
     ) -> Result<ChunkRead> {
         let name = file.name();
         let private: &Private = summary
@@ -509,7 +509,7 @@ impl FormatReader for Ros2Format {
                 summary,
                 sel,
                 private,
-                sink,
+                receiver,
                 &mut read,
                 &mut overflow,
             )
@@ -588,7 +588,7 @@ impl FormatReader for Ros2Format {
     }
 }
 
-/// Runs `sql` and hands its rows to `sink`, adding to `overflow` the overflow
+/// Runs `sql` and hands its rows to `receiver`, adding to `overflow` the overflow
 /// pages of the blobs read (see [`db::overflow_pages`]).
 #[allow(clippy::too_many_arguments)]
 fn deliver(
@@ -598,7 +598,7 @@ fn deliver(
     summary: &Summary,
     sel: &Selection,
     private: &Private,
-    sink: &mut dyn MessageSink,
+    receiver: &mut dyn MessageReceiver,
     read: &mut ChunkRead,
     overflow: &mut u64,
 ) -> Result<()> {
@@ -662,7 +662,7 @@ fn deliver(
             &[]
         };
         read.messages += 1;
-        let flow = sink.message(Message {
+        let flow = receiver.message(Message {
             channel,
             log_time: ts.max(0) as u64,
             publish_time: None,
