@@ -366,7 +366,7 @@ pub struct RecoverArgs {
     pub to: Option<RecoverTo>,
     /// Memory the time sort of an input out of time order may hold before
     /// it spills to temporary files (`64MiB`, `1GiB`).
-    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::quantities::parse_size, default_value = "64MiB")]
+    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::units::parse_size, default_value = "64MiB")]
     pub memory_limit: usize,
 }
 
@@ -415,10 +415,10 @@ pub struct ServeArgs {
     pub allow_write: Option<String>,
     /// Memory a query may hold at once (`512MiB`, `2GB`); a query needing
     /// more fails with a resources-exhausted error.
-    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::quantities::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::units::parse_size)]
     pub memory_limit: Option<usize>,
     /// Time a query may take, waiting for a slot included (`30s`, `5min`).
-    #[arg(long, value_name = "DURATION", value_parser = logsql::ops::quantities::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = logsql::ops::units::parse_duration)]
     pub query_timeout: Option<std::time::Duration>,
     /// Queries that run at once; others wait for a slot (within
     /// --query-timeout).

@@ -7,24 +7,20 @@
 //! skip whole chunks. Batches stream from `execute_stream()` into an
 //! `ArrowWriter` (zstd), one row group per ~128 MiB of encoded data, into an
 //! exclusively created temporary file beside OUTPUT, renamed over it once
-//! complete ([`logsql::atomic_write`]). On a terminal, a
+//! complete ([`logsql::ops::export`]). On a terminal, a
 //! progress bar counts messages against the total the file summaries state.
 
 use std::collections::BTreeSet;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::basic::{Compression, ZstdLevel};
-use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
-use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use logsql::LogsqlOptions;
-use logsql::atomic_write::AtomicFile;
+use logsql::ops::export::{self, decoded_sql, expected_rows, export_sql, file_stem};
 use logsql::write::mcap::{
     Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
 };
@@ -32,11 +28,8 @@ use logsql::write::sources::ScannedFiles;
 
 use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
-use super::units::{bytes, parse_time, rfc3339};
 use super::{App, logger, quote};
-
-/// Encoded bytes buffered before a row group is flushed.
-const ROW_GROUP_BYTES: usize = 128 * 1024 * 1024;
+use logsql::ops::units::{bytes, parse_time, rfc3339};
 
 /// Runs `logsql export` and prints a one-line result to `out`.
 pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
@@ -296,99 +289,26 @@ pub fn check_topics(input: &str, wanted: &BTreeSet<&str>, known: &[String]) -> C
     )))
 }
 
-/// A file name for `topic`: `/camera/image_raw` -> `camera.image_raw`.
-pub fn file_stem(topic: &str) -> String {
-    let s: String = topic
-        .trim_start_matches('/')
-        .chars()
-        .map(|c| match c {
-            '/' => '.',
-            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') => c,
-            _ => '_',
-        })
-        .collect();
-    if s.is_empty() { "root".to_string() } else { s }
-}
-
-/// The query behind `export --decode` of one topic.
-pub fn decoded_sql(
-    input: &str,
-    topic: &str,
-    flatten: bool,
-    start: Option<i64>,
-    end: Option<i64>,
-) -> String {
-    format!(
-        "SELECT * FROM read_topic({}, {}{}){}",
-        quote(input),
-        quote(topic),
-        if flatten { ", 'flatten'" } else { "" },
-        super::export_files::time_where(start, end)
-    )
-}
-
-/// Streams the result of `sql` into a Parquet file at `output` (written to an
-/// exclusively created temporary file beside it, renamed over it when
-/// complete). Returns the rows written.
-///
-/// A query that fails after delivering rows (a damaged file: the engine
-/// delivers every readable row first) leaves a complete Parquet file of those
-/// rows, and the error says so; one that fails before any row leaves no file.
+/// Streams the result of `sql` into a Parquet file at `output`
+/// ([`logsql::ops::export::write_parquet`]), with a progress bar on a
+/// terminal. Returns the rows written; a query that failed after delivering
+/// rows leaves a complete file of them, and the error says so.
 fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> CliResult<u64> {
     let df = app.rt.block_on(logsql::sql(&app.ctx, sql))?;
-    let mut stream = app.rt.block_on(df.execute_stream())?;
-
-    let mut target = AtomicFile::create(output).map_err(|e| CliError::io(temp_name(output), e))?;
-    let file = target
-        .file()
-        .try_clone()
-        .map_err(|e| CliError::io(temp_name(output), e))?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_created_by(format!("logsql {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut writer = ArrowWriter::try_new(BufWriter::new(file), stream.schema(), Some(props))?;
+    let stream = app.rt.block_on(df.execute_stream())?;
     let progress = Progress::new(total);
-    let mut rows = 0u64;
-    let mut failed = None;
-    loop {
-        let batch = match app.rt.block_on(stream.next()) {
-            None => break,
-            Some(Ok(batch)) => batch,
-            Some(Err(e)) if rows > 0 => {
-                failed = Some(e);
-                break;
-            }
-            Some(Err(e)) => return Err(e.into()),
-        };
-        writer.write(&batch)?;
-        rows += batch.num_rows() as u64;
-        progress.set(rows);
-        if writer.in_progress_size() >= ROW_GROUP_BYTES {
-            writer.flush()?;
-        }
-    }
-    // Writes the footer.
-    let mut buf = writer.into_inner()?;
-    buf.flush()
-        .map_err(|e| CliError::io(temp_name(output), e))?;
-    drop(buf);
+    let written = app
+        .rt
+        .block_on(export::write_parquet(stream, output, &|n| progress.set(n)))?;
     drop(progress);
-    target
-        .commit()
-        .map_err(|e| CliError::io(output.display().to_string(), e))?;
-    match failed {
-        None => Ok(rows),
+    match written.failed {
+        None => Ok(written.rows),
         Some(e) => Err(CliError::from(e.context(format!(
-            "{} holds the {rows} rows read before the error (a complete Parquet file)",
-            output.display()
+            "{} holds the {} rows read before the error (a complete Parquet file)",
+            output.display(),
+            written.rows
         )))),
     }
-}
-
-/// How errors name the temporary file of `output`.
-fn temp_name(output: &Path) -> String {
-    format!("{} (its temporary file)", output.display())
 }
 
 /// Prints the one-line result of writing `output`.
@@ -403,57 +323,6 @@ fn report(out: &mut dyn Write, rows: u64, output: &Path, started: Instant) -> Cl
     )
     .and_then(|_| out.flush())
     .map_err(|e| CliError::io("writing output", e))
-}
-
-/// The query behind an export.
-pub fn export_sql(
-    input: &str,
-    topics: &BTreeSet<&str>,
-    start: Option<i64>,
-    end: Option<i64>,
-) -> String {
-    let mut filters = Vec::new();
-    if !topics.is_empty() {
-        let list: Vec<String> = topics.iter().map(|t| quote(t)).collect();
-        filters.push(format!("topic IN ({})", list.join(", ")));
-    }
-    filters.extend(super::export_files::time_filters(start, end));
-    let mut sql = format!("SELECT * FROM {}", quote(input));
-    if !filters.is_empty() {
-        sql.push_str(" WHERE ");
-        sql.push_str(&filters.join(" AND "));
-    }
-    sql
-}
-
-/// The number of messages the export will write, from the file summaries, when
-/// every file states its counts (per topic, when topics are chosen).
-async fn expected_rows(ctx: &SessionContext, input: &str, topics: &BTreeSet<&str>) -> Option<u64> {
-    let state = ctx.state();
-    let resolved = logsql::surface::url_table::resolve(&state, input)
-        .await
-        .ok()?;
-    let limits =
-        logsql::scanner::options::LogsqlOptions::from_config(state.config_options()).limits();
-    let mut total = 0;
-    for (loc, format) in resolved.log_files() {
-        let cache = logsql::storage::summary_cache::of(state.runtime_env());
-        let cached = loc
-            .summary_with_limits(Some(cache), format.clone(), limits)
-            .await
-            .ok()?;
-        let summary = &cached.summary;
-        total += if topics.is_empty() {
-            summary.message_count?
-        } else {
-            let counts = summary.topic_message_counts()?;
-            topics
-                .iter()
-                .map(|t| counts.get(t).copied().unwrap_or(0))
-                .sum()
-        };
-    }
-    Some(total)
 }
 
 /// A progress bar (known total) or spinner on stderr, only when stderr is a terminal.
@@ -501,25 +370,6 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn export_sql_quotes_and_filters() {
-        let topics: BTreeSet<&str> = ["/tf", "/it's"].into_iter().collect();
-        assert_eq!(
-            export_sql(
-                "logs/*.mcap",
-                &topics,
-                Some(1_000_000_000),
-                Some(2_500_000_000)
-            ),
-            "SELECT * FROM 'logs/*.mcap' WHERE topic IN ('/it''s', '/tf') \
-             AND log_time >= '1970-01-01T00:00:01Z' AND log_time < '1970-01-01T00:00:02.500Z'"
-        );
-        assert_eq!(
-            export_sql("a.mcap", &BTreeSet::new(), None, None),
-            "SELECT * FROM 'a.mcap'"
-        );
-    }
 
     #[test]
     fn unknown_topics_are_listed_with_the_known_ones() {

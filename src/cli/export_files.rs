@@ -1,5 +1,5 @@
-//! What the exports share: the `log_time` bounds of `--start` / `--end`;
-//! and for the per-message file exports (`--as png|jpeg` in
+//! What the exports share (their `log_time` bounds are
+//! [`logsql::ops::export::time_where`]'s): for the per-message file exports (`--as png|jpeg` in
 //! [`super::export_images`], `--as pcd|ply` in [`super::export_points`], the
 //! video in [`super::export_video`]) the query of one topic's messages in a
 //! time window, the output directory, and one file name per message.
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
 use super::quote;
-use super::units::rfc3339;
+use logsql::ops::export::time_where;
 
 /// `SELECT CAST(log_time AS BIGINT) AS t, <column> FROM <function>(input,
 /// topic)` with `--start` / `--end` as `log_time` bounds (pushed to the scan).
@@ -28,28 +28,6 @@ pub fn topic_sql(
         quote(topic),
         time_where(start, end)
     )
-}
-
-/// The `log_time` bounds of `--start` (inclusive) and `--end` (exclusive).
-pub fn time_filters(start: Option<i64>, end: Option<i64>) -> Vec<String> {
-    let mut filters = Vec::new();
-    if let Some(s) = start {
-        filters.push(format!("log_time >= {}", quote(&rfc3339(s))));
-    }
-    if let Some(e) = end {
-        filters.push(format!("log_time < {}", quote(&rfc3339(e))));
-    }
-    filters
-}
-
-/// ` WHERE log_time >= START AND log_time < END` of `--start` / `--end`
-/// (empty without them).
-pub fn time_where(start: Option<i64>, end: Option<i64>) -> String {
-    let filters = time_filters(start, end);
-    match filters.is_empty() {
-        true => String::new(),
-        false => format!(" WHERE {}", filters.join(" AND ")),
-    }
 }
 
 /// Refuses the export options set in `a` that `what` (an export of its own

@@ -20,8 +20,8 @@ use futures::StreamExt;
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
 use super::export_files::{FileNames, output_dir, refuse_other_flags, topic_sql};
-use super::units::bytes;
 use super::{App, quote};
+use logsql::ops::units::bytes;
 
 /// Runs the image export of `a` as `format` (`png` or `jpeg`).
 pub fn run(

@@ -24,7 +24,7 @@ use logsql_media::points::{CloudFormat, write_cloud};
 use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
 use super::export_files::{FileNames, output_dir, refuse_other_flags, topic_sql};
-use super::units::bytes;
+use logsql::ops::units::bytes;
 
 /// Runs `logsql export --as pcd|ply` and prints a one-line result to `out`.
 pub fn run(

@@ -18,8 +18,8 @@ use plotters::prelude::*;
 
 use super::args::FramesArgs;
 use super::error::{CliError, CliResult};
-use super::units::rfc3339;
 use super::{App, quote};
+use logsql::ops::units::rfc3339;
 
 /// Pixels between and around the frames.
 const PAD: u32 = 8;

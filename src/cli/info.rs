@@ -19,7 +19,7 @@ use super::App;
 use super::args::Format;
 use super::error::{CliError, CliResult};
 use super::timeline;
-use super::units::{bytes, duration, rfc3339};
+use logsql::ops::units::{bytes, duration, rfc3339};
 
 /// Minimum width of the label column.
 const LABEL: usize = 14;

@@ -14,7 +14,7 @@
 //! - [`serve`]: `logsql serve`, its flags handed to logsql-serve (the session
 //!   over the Postgres wire protocol and Flight SQL);
 //! - [`terminal`]: control characters escaped in what a terminal shows;
-//! - [`error`], [`logger`], [`units`]: error rendering, warnings on stderr, human units.
+//! - [`error`], [`logger`]: error rendering, warnings on stderr (human units are [`logsql::ops::units`]).
 //!
 //! Everything runs on one [`App`]: a tokio runtime and a logsql `SessionContext`.
 //! The main thread drives query streams with `block_on` and does all writing, so
@@ -41,7 +41,6 @@ pub mod shell;
 pub mod statements;
 pub mod terminal;
 pub mod timeline;
-pub mod units;
 
 use std::future::Future;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};

@@ -85,7 +85,8 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     let sqls: Vec<String> = windows
         .iter()
         .map(|&(start, end)| {
-            let mut sql = super::export::export_sql(&a.input, &Default::default(), start, end);
+            let mut sql =
+                logsql::ops::export::export_sql(&a.input, &Default::default(), start, end);
             if windows.len() > 1 || checked.len() > 1 {
                 // Payloads copied out of the chunk buffers they view: a
                 // window's sort (or the sort that merges several files)

@@ -121,7 +121,7 @@ fn seconds(ns: u64) -> String {
 }
 
 fn logsql_time(ns: u64) -> String {
-    super::units::rfc3339(ns as i64)
+    logsql::ops::units::rfc3339(ns as i64)
 }
 
 #[cfg(test)]

@@ -256,7 +256,9 @@ async fn rows_a_bag_cannot_hold_are_refused_naming_the_output_row_and_topic() {
     );
     // A ros1 MCAP channel that states no md5sum gets the one ROS computes
     // from its definition (sensor_msgs/Imu's and tf2_msgs/TFMessage's).
-    let mcap_out = tmp.path().join("from-mcap.bag");
+    // (Written to a directory of its own: `tmp` must end up holding nothing new.)
+    let written = tempfile::tempdir().unwrap();
+    let mcap_out = written.path().join("from-mcap.bag");
     let rows = ints(
         &ctx,
         &format!(

@@ -6,7 +6,7 @@
 //! precision the span needs.
 
 use super::data::XKind;
-use crate::cli::units::rfc3339;
+use logsql::ops::units::rfc3339;
 
 /// An x axis: values are drawn at `(x - origin) / scale`.
 #[derive(Debug, Clone)]

@@ -35,8 +35,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use super::quantities::parse_duration;
 use super::sql_literal;
+use super::units::parse_duration;
 
 /// A spec that cannot be used: the spec file's path, then what is wrong.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,18 +5,21 @@
 //!   with [`timeline`], its topics' timelines and gaps;
 //! - [`doctor`]: the files a health check takes (a directory's log files,
 //!   walked without following a link into a loop), and each file's check;
+//! - [`export`]: `logsql export`'s queries and its Parquet output;
 //! - [`dataset_spec`]: the spec of `logsql dataset`, parsed and compiled to
 //!   the SQL of its LeRobot export;
 //! - [`recover_windows`]: the time windows `logsql recover` sorts an
 //!   unsorted recording in, each within a memory budget;
-//! - [`quantities`]: sizes and durations as users type them.
+//! - [`units`]: times, durations and sizes as the CLI shows them and as
+//!   users type them.
 
 pub mod dataset_spec;
 pub mod doctor;
+pub mod export;
 pub mod info;
-pub mod quantities;
 pub mod recover_windows;
 pub mod timeline;
+pub mod units;
 
 /// `s` as a SQL string literal (`'it''s'`).
 pub(crate) fn sql_literal(s: &str) -> String {

@@ -1,0 +1,235 @@
+//! `logsql export`'s queries and its Parquet output, for any caller: the
+//! query of an export (topics and a `[start, end)` window, pushed down to the
+//! chunk indexes), the query of one decoded topic, the rows the file
+//! summaries promise, and a query's stream written to a Parquet file that
+//! appears only when complete.
+
+use std::collections::BTreeSet;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::SessionContext;
+use futures::StreamExt;
+
+use super::sql_literal;
+use super::units::rfc3339;
+use crate::atomic_write::AtomicFile;
+
+/// Encoded bytes buffered before a Parquet row group is flushed.
+pub const ROW_GROUP_BYTES: usize = 128 * 1024 * 1024;
+
+/// The `log_time` bounds of a window: `start` inclusive, `end` exclusive
+/// (nanoseconds since the epoch).
+pub fn time_filters(start: Option<i64>, end: Option<i64>) -> Vec<String> {
+    let mut filters = Vec::new();
+    if let Some(s) = start {
+        filters.push(format!("log_time >= {}", sql_literal(&rfc3339(s))));
+    }
+    if let Some(e) = end {
+        filters.push(format!("log_time < {}", sql_literal(&rfc3339(e))));
+    }
+    filters
+}
+
+/// ` WHERE log_time >= START AND log_time < END` (empty without bounds).
+pub fn time_where(start: Option<i64>, end: Option<i64>) -> String {
+    let filters = time_filters(start, end);
+    match filters.is_empty() {
+        true => String::new(),
+        false => format!(" WHERE {}", filters.join(" AND ")),
+    }
+}
+
+/// The query of an export: every message of `input`, of `topics` (all when
+/// empty), in the window.
+pub fn export_sql(
+    input: &str,
+    topics: &BTreeSet<&str>,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> String {
+    let mut filters = Vec::new();
+    if !topics.is_empty() {
+        let list: Vec<String> = topics.iter().map(|t| sql_literal(t)).collect();
+        filters.push(format!("topic IN ({})", list.join(", ")));
+    }
+    filters.extend(time_filters(start, end));
+    let mut sql = format!("SELECT * FROM {}", sql_literal(input));
+    if !filters.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&filters.join(" AND "));
+    }
+    sql
+}
+
+/// The query of one topic's decoded fields as typed columns (`read_topic`,
+/// struct fields flattened to `a.b` columns with `flatten`), in the window.
+pub fn decoded_sql(
+    input: &str,
+    topic: &str,
+    flatten: bool,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> String {
+    format!(
+        "SELECT * FROM read_topic({}, {}{}){}",
+        sql_literal(input),
+        sql_literal(topic),
+        if flatten { ", 'flatten'" } else { "" },
+        time_where(start, end)
+    )
+}
+
+/// A file name for `topic`: `/camera/image_raw` -> `camera.image_raw`.
+pub fn file_stem(topic: &str) -> String {
+    let s: String = topic
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| match c {
+            '/' => '.',
+            c if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') => c,
+            _ => '_',
+        })
+        .collect();
+    if s.is_empty() { "root".to_string() } else { s }
+}
+
+/// The number of messages an export of `topics` (all when empty) of `input`
+/// writes, from the file summaries, when every file states its counts.
+pub async fn expected_rows(
+    ctx: &SessionContext,
+    input: &str,
+    topics: &BTreeSet<&str>,
+) -> Option<u64> {
+    let state = ctx.state();
+    let resolved = crate::surface::url_table::resolve(&state, input)
+        .await
+        .ok()?;
+    let limits = crate::LogsqlOptions::from_config(state.config_options()).limits();
+    let mut total = 0;
+    for (loc, format) in resolved.log_files() {
+        let cache = crate::storage::summary_cache::of(state.runtime_env());
+        let cached = loc
+            .summary_with_limits(Some(cache), format.clone(), limits)
+            .await
+            .ok()?;
+        let summary = &cached.summary;
+        total += if topics.is_empty() {
+            summary.message_count?
+        } else {
+            let counts = summary.topic_message_counts()?;
+            topics
+                .iter()
+                .map(|t| counts.get(t).copied().unwrap_or(0))
+                .sum()
+        };
+    }
+    Some(total)
+}
+
+/// What [`write_parquet`] wrote: the rows, and the error of a stream that
+/// failed after delivering rows (the file then holds those rows, complete).
+#[derive(Debug)]
+pub struct Written {
+    /// Rows written.
+    pub rows: u64,
+    /// The stream's error after `rows` rows, if it failed.
+    pub failed: Option<DataFusionError>,
+}
+
+/// Streams `stream` into a Parquet file at `output` (zstd, a row group per
+/// [`ROW_GROUP_BYTES`] of encoded data), written to an exclusively created
+/// temporary file beside it and renamed over it when complete; `progress`
+/// hears the rows written so far.
+///
+/// A stream that fails after delivering rows (a damaged file: the engine
+/// delivers every readable row first) leaves a complete file of those rows
+/// and returns the error in [`Written::failed`]; one that fails before any
+/// row leaves no file and returns the error.
+pub async fn write_parquet(
+    mut stream: SendableRecordBatchStream,
+    output: &Path,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<Written> {
+    let io = |what: String| {
+        move |e: std::io::Error| DataFusionError::External(format!("{what}: {e}").into())
+    };
+    let temp = format!("{} (its temporary file)", output.display());
+    let mut target = AtomicFile::create(output).map_err(io(temp.clone()))?;
+    let file = target.file().try_clone().map_err(io(temp.clone()))?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_created_by(format!("logsql {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut writer = ArrowWriter::try_new(BufWriter::new(file), stream.schema(), Some(props))?;
+    let mut rows = 0u64;
+    let mut failed = None;
+    while let Some(next) = stream.next().await {
+        let batch = match next {
+            Ok(batch) => batch,
+            Err(e) if rows > 0 => {
+                failed = Some(e);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        writer.write(&batch)?;
+        rows += batch.num_rows() as u64;
+        progress(rows);
+        if writer.in_progress_size() >= ROW_GROUP_BYTES {
+            writer.flush()?;
+        }
+    }
+    // Writes the footer.
+    let mut buf = writer.into_inner()?;
+    buf.flush().map_err(io(temp))?;
+    drop(buf);
+    target.commit().map_err(io(output.display().to_string()))?;
+    Ok(Written { rows, failed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn export_queries() {
+        assert_eq!(file_stem("/camera/image_raw"), "camera.image_raw");
+        assert_eq!(file_stem("/"), "root");
+        assert_eq!(file_stem("/a b:c"), "a_b_c");
+        let topics = BTreeSet::from(["/imu", "/it's"]);
+        assert_eq!(
+            export_sql("x.mcap", &topics, Some(0), Some(1_000_000_000)),
+            "SELECT * FROM 'x.mcap' WHERE topic IN ('/imu', '/it''s') AND \
+             log_time >= '1970-01-01T00:00:00Z' AND log_time < '1970-01-01T00:00:01Z'"
+        );
+        assert_eq!(
+            decoded_sql("x.mcap", "/imu", true, None, None),
+            "SELECT * FROM read_topic('x.mcap', '/imu', 'flatten')"
+        );
+    }
+
+    #[test]
+    fn export_sql_quotes_and_filters() {
+        let topics: BTreeSet<&str> = ["/tf", "/it's"].into_iter().collect();
+        assert_eq!(
+            export_sql(
+                "logs/*.mcap",
+                &topics,
+                Some(1_000_000_000),
+                Some(2_500_000_000)
+            ),
+            "SELECT * FROM 'logs/*.mcap' WHERE topic IN ('/it''s', '/tf') \
+             AND log_time >= '1970-01-01T00:00:01Z' AND log_time < '1970-01-01T00:00:02.500Z'"
+        );
+        assert_eq!(
+            export_sql("a.mcap", &BTreeSet::new(), None, None),
+            "SELECT * FROM 'a.mcap'"
+        );
+    }
+}
