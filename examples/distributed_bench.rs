@@ -16,10 +16,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use datafusion::prelude::{SessionConfig, SessionContext};
+use logsql::DataRoots;
 use logsql::distributed::{
     ClusterAuth, StaticWorkers, Token, WorkerOptions, coordinator_context, serve_listener,
 };
-use logsql::storage::roots::DataRoots;
 
 const HOUR: u64 = 3_600_000_000_000;
 

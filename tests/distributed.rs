@@ -22,11 +22,11 @@ use datafusion_distributed::{
 use datafusion_proto::bytes::{
     physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
 };
+use logsql::DataRoots;
 use logsql::distributed::{
     ClusterAuth, LogsqlCodec, StaticWorkers, Token, WorkerOptions, coordinator_state_builder,
     serve_listener,
 };
-use logsql::storage::roots::DataRoots;
 
 const HOUR: u64 = 3_600_000_000_000;
 

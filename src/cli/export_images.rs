@@ -7,7 +7,7 @@
 //! as JPEG, or a PNG as PNG, is written as recorded), streamed batch by
 //! batch; each file is written to an exclusively created temporary file
 //! beside its name and renamed over it when complete
-//! ([`logsql::atomic_write`]). Under `--on-error warn` an image that does not
+//! ([`logsql::AtomicFile`]). Under `--on-error warn` an image that does not
 //! decode is skipped with a warning.
 
 use std::io::Write;

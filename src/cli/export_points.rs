@@ -4,7 +4,7 @@
 //! The clouds come from `read_points` (time pushdown as for any export);
 //! each is written by [`logsql_media::points::write_cloud`] into an
 //! exclusively created temporary file in OUT_DIR, renamed to
-//! `<log_time ns>.<ext>` once complete ([`logsql::atomic_write`]): a failed
+//! `<log_time ns>.<ext>` once complete ([`logsql::AtomicFile`]): a failed
 //! write leaves no partial file (the files written before it stay). Two messages with the same log_time
 //! (files of a directory or glob) get `<log_time>_2.<ext>`, `_3`, ...; a
 //! cloud that could not be read (NULL under `--on-error warn`) is skipped
@@ -18,7 +18,7 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
 use futures::StreamExt;
 
-use logsql::atomic_write::AtomicFile;
+use logsql::AtomicFile;
 use logsql_media::points::{CloudFormat, write_cloud};
 
 use super::args::{ExportArgs, FilesFormat};

@@ -15,8 +15,8 @@ use logsql_media::video::MAX_FPS;
 use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
 use super::export_files::refuse_other_flags;
-use logsql::ops::export::time_where;
 use super::{App, quote};
+use logsql::ops::export::time_where;
 use logsql::ops::units::bytes;
 
 /// Runs `logsql export IN OUT.mp4` and prints a one-line result to `out`.

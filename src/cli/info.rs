@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
+use logsql::CachedSummary;
+use logsql::FileLocation;
 use logsql::LogsqlOptions;
 use logsql::ops::info::{self, AllTimes, Codec, Facts, FileTimes, Gather, InfoError, InfoFile};
-use logsql::storage::object_io::FileLocation;
-use logsql::storage::summary_cache::CachedSummary;
 use logsql_readers::limits::Limits;
 use serde_json::{Value, json};
 

@@ -58,7 +58,7 @@ use tokio::sync::watch;
 
 use args::{Args, Command, Format};
 use error::{CliError, CliResult};
-use logsql::atomic_write::AtomicFile;
+use logsql::AtomicFile;
 use output::Printer;
 
 /// Parses the command line, runs it, and maps the outcome to an exit code:
@@ -513,8 +513,8 @@ fn cluster_auth(
 /// `logsql worker`: serves until stopped.
 #[cfg(feature = "distributed")]
 fn worker(app: &App, w: &args::WorkerArgs) -> CliResult<()> {
+    use logsql::DataRoots;
     use logsql::distributed::WorkerOptions;
-    use logsql::storage::roots::DataRoots;
     let options = WorkerOptions {
         auth: cluster_auth(
             w.token_file.as_deref(),
@@ -550,7 +550,7 @@ fn worker(app: &App, w: &args::WorkerArgs) -> CliResult<()> {
 /// file (an image, a contact sheet, a chart) under the name asked for, nor writes through a link there.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> CliResult {
     use std::io::Write;
-    let mut file = logsql::atomic_write::AtomicFile::create(path)
+    let mut file = logsql::AtomicFile::create(path)
         .map_err(|e| CliError::io(path.display().to_string(), e))?;
     file.file()
         .write_all(bytes)

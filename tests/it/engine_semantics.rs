@@ -31,7 +31,7 @@ fn file_order(path: &Path) -> Vec<(String, i64)> {
     let file = FileReader::open(path).unwrap();
     let format = logsql_readers::formats::detect(&file).unwrap();
     let summary = format.summary(&file).unwrap();
-    let in_time_order = logsql::scanner::time_order::file_in_time_order(format.as_ref(), &summary);
+    let in_time_order = logsql::file_in_time_order(format.as_ref(), &summary);
     let mut out = Vec::new();
     for chunk in &summary.chunks {
         let mut of_chunk = Vec::new();

@@ -8,7 +8,7 @@
 
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::SessionContext;
-use logsql::scanner::shared_chunks::SharedChunkRegistry;
+use logsql::SharedChunkRegistry;
 
 use crate::fixtures;
 use crate::sql::{analyze, metric, query};

@@ -45,10 +45,7 @@ fn in_time_order(path: &Path) -> Option<bool> {
     let file = FileReader::open(path).ok()?;
     let format = logsql_readers::formats::detect(&file).ok()?;
     let summary = format.summary(&file).ok()?;
-    Some(logsql::scanner::time_order::file_in_time_order(
-        format.as_ref(),
-        &summary,
-    ))
+    Some(logsql::file_in_time_order(format.as_ref(), &summary))
 }
 
 /// The physical plan of `sql`.

@@ -17,24 +17,28 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Layers, bottom up (each imports only the ones below it):
-//! - [`task`]: copies of a query's task context with its configuration or
+//! The face is at the root (the session, the options, the file formats, the
+//! types the CLI, Python and the server name: [`DataRoots`], [`PlanGuard`],
+//! [`AtomicFile`], ...) and in three public modules, [`write`], [`ops`] and
+//! `distributed`. The engine's own modules, bottom up (each imports only the
+//! ones below it):
+//! - `task`: copies of a query's task context with its configuration or
 //!   runtime changed;
-//! - [`atomic_write`]: the files DataFusion's own writers put staged beside
+//! - `atomic_write`: the files DataFusion's own writers put staged beside
 //!   their targets and renamed over them when complete (the rule giving
 //!   every `COPY` that guarantee);
-//! - [`storage`]: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
+//! - `storage`: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
 //!   first use, reads through them, and the summary cache;
-//! - [`scanner`]: the `messages` table schema, pruning, the scan loop, batch
+//! - `scanner`: the `messages` table schema, pruning, the scan loop, batch
 //!   building, time order;
-//! - [`datasource`]: DataFusion's `FileSource` / `FileFormat` of the read side;
+//! - `datasource`: DataFusion's `FileSource` / `FileFormat` of the read side;
 //! - [`write`]: the write wing's glue: one bridge driving any writer of
 //!   `logsql-writers`, and the `COPY ... TO` formats (MCAP, MP4, LeRobot);
 //! - `file_format`: each log format's DataFusion `FileFormat`, read through
-//!   [`datasource`] and written through [`write`];
-//! - [`plan_guard`]: the checks of plans from others (a server's clients, a
+//!   `datasource` and written through [`write`];
+//! - `plan_guard`: the checks of plans from others (a server's clients, a
 //!   distributed coordinator): roots, and which sinks may write;
-//! - [`surface`]: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
+//! - `surface`: what SQL sees: `SELECT ... FROM 'path'`, the table functions,
 //!   typed side tables, `read_topic`, scalar functions, file order under
 //!   `LIMIT`;
 //! - [`ops`]: whole operations the CLI and the Python bindings share (`info`'s
@@ -45,17 +49,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod atomic_write;
-pub mod datasource;
+mod atomic_write;
+mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
-pub(crate) mod file_format;
+mod file_format;
 pub mod ops;
-pub mod plan_guard;
-pub mod scanner;
-pub mod storage;
-pub mod surface;
-pub mod task;
+mod plan_guard;
+mod scanner;
+mod storage;
+mod surface;
+mod task;
 pub mod write;
 
 use std::sync::Arc;
@@ -70,9 +74,21 @@ use datafusion::logical_expr::CreateExternalTable;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+// The library's face: everything an embedder, the CLI, Python and the
+// server use, by name, at the root; the modules behind it are the engine's
+// own (`write`, `ops` and `distributed` are faces of their own).
+pub use atomic_write::{AtomicDir, AtomicFile};
 pub use file_format::{LogFileFormat, LogFileFormatFactory};
 pub use logsql_asof::sql;
+pub use plan_guard::PlanGuard;
 pub use scanner::options::LogsqlOptions;
+pub use scanner::shared_chunks::SharedChunkRegistry;
+pub use scanner::time_order::file_in_time_order;
+pub use scanner::unary::only_child;
+pub use storage::object_io::FileLocation;
+pub use storage::roots::DataRoots;
+pub use storage::summary_cache::CachedSummary;
+pub use task::with_runtime;
 
 use storage::stores;
 use surface::{file_order, functions, read_topic, table_functions, typed_tables, url_table};

@@ -51,10 +51,10 @@ mod statements;
 pub use config::{Auth, Limits, ServeConfig, TableSpec, TlsFiles};
 pub use error::{ServeError, ServeResult};
 pub use limits::{LimitedExec, QueryLimits, ServeRule};
+pub use logsql::DataRoots;
 /// The plan guard and data roots are the engine's (its distributed worker
 /// and url tables use them too); they are part of a server's policy.
-pub use logsql::plan_guard::PlanGuard;
-pub use logsql::storage::roots::DataRoots;
+pub use logsql::PlanGuard;
 pub use policy::Policy;
 pub use server::{Listening, Server, run};
 pub use session::ServeSession;

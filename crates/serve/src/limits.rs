@@ -27,7 +27,7 @@ use datafusion::physical_plan::{
     SendableRecordBatchStream,
 };
 use futures::StreamExt;
-use logsql::plan_guard::PlanGuard;
+use logsql::PlanGuard;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -171,7 +171,7 @@ impl ExecutionPlan for LimitedExec {
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = logsql::scanner::unary::only_child(children, "LimitedExec")?;
+        let input = logsql::only_child(children, "LimitedExec")?;
         Ok(Arc::new(Self::new(input, Arc::clone(&self.limits))))
     }
 
@@ -246,5 +246,5 @@ fn with_memory_limit(context: &Arc<TaskContext>, limit: usize) -> Arc<TaskContex
         GreedyMemoryPool::new(limit),
         std::num::NonZeroUsize::new(3).expect("3 is not zero"),
     ));
-    logsql::task::with_runtime(context, Arc::new(runtime))
+    logsql::with_runtime(context, Arc::new(runtime))
 }

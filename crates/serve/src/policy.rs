@@ -11,8 +11,8 @@ use datafusion::common::TableReference;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use logsql::plan_guard::PlanGuard;
-use logsql::storage::roots::DataRoots;
+use logsql::DataRoots;
+use logsql::PlanGuard;
 
 use crate::cancel::RunningQueries;
 use crate::config::{ServeConfig, TableSpec};

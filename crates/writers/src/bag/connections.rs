@@ -4,7 +4,7 @@
 
 use logsql_readers::model::Channel;
 
-use super::file::BagConnection;
+use super::file::{BagConnection, md5sum_of};
 
 /// The connection of `channel`: `Ok(None)` for a `ros1` channel without a
 /// message type or an `md5sum` (stated, or computed from its definition: a
@@ -19,19 +19,6 @@ pub fn connection_of(channel: &Channel) -> Result<Option<BagConnection>, String>
     BagConnection::from_channel(channel)
         .map(Some)
         .map_err(|e| format!("{e} (connection headers are ROS1's)"))
-}
-
-/// The `md5sum` of a `ros1` channel: the one its metadata states (a bag's
-/// connection header), else the one ROS computes from its type and
-/// definition (ros1 MCAP files often state none). `None` without a type or a
-/// definition, or when the definition does not parse.
-pub fn md5sum_of(channel: &Channel) -> Option<String> {
-    if let Some(stated) = channel.metadata.get("md5sum") {
-        return Some(stated.clone());
-    }
-    let ty = channel.message_type.as_deref()?;
-    let schema = channel.schema.as_deref().filter(|s| !s.is_empty())?;
-    logsql_decode::ros1msg::md5sum(ty, &String::from_utf8_lossy(schema)).ok()
 }
 
 /// Fails, with the reason, when a channel of `channels` cannot be a bag

@@ -41,6 +41,19 @@ fn too_large(what: &str, bytes: u64) -> Error {
     ))
 }
 
+/// The `md5sum` of a `ros1` channel: the one its metadata states (a bag's
+/// connection header), else the one ROS computes from its type and
+/// definition (ros1 MCAP files often state none). `None` without a type or a
+/// definition, or when the definition does not parse.
+pub fn md5sum_of(channel: &Channel) -> Option<String> {
+    if let Some(stated) = channel.metadata.get("md5sum") {
+        return Some(stated.clone());
+    }
+    let ty = channel.message_type.as_deref()?;
+    let schema = channel.schema.as_deref().filter(|s| !s.is_empty())?;
+    logsql_decode::ros1msg::md5sum(ty, &String::from_utf8_lossy(schema)).ok()
+}
+
 /// One connection of the bag: the topic its messages are stored under and
 /// the connection header `rosbag` records for it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,7 +88,7 @@ impl BagConnection {
         let Some(msg_type) = channel.message_type.clone() else {
             return Err(format!("topic {:?} has no message type", channel.topic));
         };
-        let Some(md5sum) = super::connections::md5sum_of(channel) else {
+        let Some(md5sum) = md5sum_of(channel) else {
             return Err(format!(
                 "topic {:?} has no md5sum for its connection header",
                 channel.topic
