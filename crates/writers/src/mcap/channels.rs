@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use logsql_readers::formats::mcap::target::{McapChannel, McapSchema, mcap_channel};
+use logsql_readers::formats::mcap::mapping::{McapChannel, McapSchema, mcap_channel};
 use logsql_readers::model::MetadataInfo;
 
 use crate::source::SourceFile;

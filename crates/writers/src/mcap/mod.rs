@@ -8,7 +8,7 @@
 //! come from the source file named in its `file` column when the engine
 //! registered it ([`FormatWriter::add_source`]): the row gets the channel of
 //! that file with the row's topic, message type and message encoding, mapped
-//! to MCAP by [`logsql_readers::formats::mcap::target`]. Rows without a
+//! to MCAP by [`logsql_readers::formats::mcap::mapping`]. Rows without a
 //! `file` column, or whose `file` names a file that was not read, get a
 //! channel keyed by (topic, message type, message encoding) whose schema
 //! record carries only the type name. Each source file's metadata records
@@ -26,7 +26,7 @@ use std::io::{Seek, Write};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use logsql_readers::formats::mcap::target::{McapChannel, named_only};
+use logsql_readers::formats::mcap::mapping::{McapChannel, named_only};
 
 use crate::error::{Error, Result};
 use crate::format_writer::{FormatWriter, Progress};

@@ -40,10 +40,10 @@ use crate::model::{ChannelTimes, ChunkMeta, ChunkRead, MessageReceiver, Selectio
 mod chunk;
 mod doctor;
 pub mod index;
+pub mod mapping;
 pub mod reader;
 pub mod records;
 mod summary;
-pub mod target;
 mod walk;
 
 pub use index::{ChunkDetail, ChunkKind, McapIndex, SchemaInfo};

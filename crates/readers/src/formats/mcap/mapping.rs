@@ -1,5 +1,5 @@
 //! How a channel of any format is written to MCAP (the writer is the `mcap`
-//! crate's, driven by the engine's `COPY ... TO 'x.mcap'` receiver).
+//! crate's, driven by the engine's `COPY ... TO 'x.mcap'` sink).
 //!
 //! | source | MCAP channel | MCAP schema |
 //! |---|---|---|
