@@ -1,7 +1,10 @@
 """Shared by the interop suites: the logsql CLI wrapper, the message query and
-its columns, and the pass/fail bookkeeping."""
+its columns, the pass/fail bookkeeping, and the reading of a ROS bag logsql
+wrote through rosbags' own readers."""
 
+import hashlib
 import json
+import pathlib
 import subprocess
 from collections import Counter
 
@@ -68,3 +71,48 @@ def diff_multisets(expected, actual, limit=5):
     missing = list((e - a).elements())[:limit]
     extra = list((a - e).elements())[:limit]
     return f"{sum(e.values())} expected vs {sum(a.values())} read; missing {missing}; unexpected {extra}"
+
+
+def rosbags_view(out, kind):
+    """OUT, a ROS1 bag (kind ``bag``) or a ROS 2 bag directory (``db3``),
+    through rosbags' own reader: (topic, log time, sha256) per message in the
+    reader's order, the connections, the index's message count, and every
+    message deserialized by ``AnyReader`` (a message's ``data`` field where it
+    has one, else the message)."""
+    from rosbags.highlevel import AnyReader
+
+    if kind == "bag":
+        from rosbags.rosbag1 import Reader
+    else:
+        from rosbags.rosbag2 import Reader
+    out = pathlib.Path(out)
+    with Reader(out) as reader:
+        rows = [(c.topic, t, hashlib.sha256(d).hexdigest()) for c, t, d in reader.messages()]
+        conns = list(reader.connections)
+        count = reader.message_count
+    with AnyReader([out]) as reader:
+        decoded = [getattr(m, "data", m) for m in (reader.deserialize(d, c.msgtype) for c, _, d in reader.messages())]
+    return rows, conns, count, decoded
+
+
+def check_rosbags_read(checks, label, out, kind, expected, whose):
+    """What every suite checks of a bag logsql wrote: rosbags opens OUT and
+    reads the messages of ``expected`` ((topic, log time, sha256), as
+    ``whose`` read them), in log-time order, with their number in its index.
+    Returns (connections, decoded messages), or None when rosbags cannot open it."""
+    try:
+        rows, conns, count, decoded = rosbags_view(out, kind)
+    except Exception as e:  # noqa: BLE001 - reported as a failed check
+        checks.check(f"{label}: rosbags opens the output", lambda e=e: f"{type(e).__name__}: {e}")
+        return None
+    checks.check(
+        f"{label}: rosbags reads {whose} {len(expected)} messages",
+        lambda: diff_multisets(expected, rows) or (None if expected else "no messages"),
+    )
+    times = [t for _, t, _ in rows]
+    checks.check(f"{label}: in log-time order", lambda: None if times == sorted(times) else "not sorted")
+    checks.check(
+        f"{label}: its index states {len(expected)} messages",
+        lambda: None if count == len(expected) else f"{count}",
+    )
+    return conns, decoded

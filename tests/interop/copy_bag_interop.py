@@ -33,7 +33,7 @@ import tempfile
 from mcap.reader import make_reader
 from mcap.writer import Writer
 
-from common import Checks, Logsql, diff_multisets
+from common import Checks, Logsql, check_rosbags_read
 
 FIXTURES = pathlib.Path(
     os.environ.get("LOGSQL_FIXTURES", pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures")
@@ -96,27 +96,6 @@ def official_types(path):
         return sorted({(c.topic, ros_type(s.name)) for s, c, _ in make_reader(f).iter_messages(log_time_order=False)})
 
 
-def rosbags_view(out, kind):
-    """OUT through rosbags: rows, connections, the index's count, decoded strings."""
-    from rosbags.highlevel import AnyReader
-
-    if kind == "bag":
-        from rosbags.rosbag1 import Reader
-    else:
-        from rosbags.rosbag2 import Reader
-    out = pathlib.Path(out)
-    with Reader(out) as reader:
-        rows = [(c.topic, t, hashlib.sha256(d).hexdigest()) for c, t, d in reader.messages()]
-        conns = list(reader.connections)
-        count = reader.message_count
-    with AnyReader([out]) as reader:
-        decoded = []
-        for c, _, d in reader.messages():
-            msg = reader.deserialize(d, c.msgtype)
-            decoded.append(getattr(msg, "data", msg))
-    return rows, conns, count, decoded
-
-
 def ros1_md5(conn):
     """The md5sum rosbags computes from the connection's own definition."""
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
@@ -140,21 +119,10 @@ def check_copy(checks, ls, name, src, out, kind, strings=None):
         f"{name} -> {kind}: COPY states {len(expected)} rows",
         lambda: None if written == len(expected) else f"{written}",
     )
-    try:
-        got, conns, count, decoded = rosbags_view(out, kind)
-    except Exception as e:  # noqa: BLE001
-        checks.check(f"{name} -> {kind}: rosbags opens the output", lambda e=e: f"{type(e).__name__}: {e}")
+    read = check_rosbags_read(checks, f"{name} -> {kind}", out, kind, expected, "the official reader's")
+    if read is None:
         return
-    checks.check(
-        f"{name} -> {kind}: rosbags reads the official reader's {len(expected)} messages",
-        lambda: diff_multisets(expected, got) or (None if expected else "no messages"),
-    )
-    times = [t for _, t, _ in got]
-    checks.check(f"{name} -> {kind}: in log-time order", lambda: None if times == sorted(times) else "not sorted")
-    checks.check(
-        f"{name} -> {kind}: the index states {len(expected)} messages",
-        lambda: None if count == len(expected) else f"{count}",
-    )
+    conns, decoded = read
     types = official_types(src)
     checks.check(
         f"{name} -> {kind}: connections carry the source's types {types}",

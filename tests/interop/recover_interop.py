@@ -46,7 +46,7 @@ from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 from mcap.records import Message as McapMessage
 
-from common import Checks, Logsql, diff_multisets
+from common import Checks, Logsql, check_rosbags_read, diff_multisets
 
 MCAP_WRITER = textwrap.dedent(
     """
@@ -251,25 +251,6 @@ def check_recovery(checks, ls, name, damaged, out, kinds, mcap_input=False, extr
         checks.check(f"{name}: {kind} {want} kept", lambda got=got, want=want: None if want in got else f"{got}")
 
 
-def rosbags_messages(out, to):
-    """OUT through rosbags' own reader: (rows in reader order, connections, decoded texts)."""
-    from pathlib import Path
-
-    from rosbags.highlevel import AnyReader
-
-    if to == "bag":
-        from rosbags.rosbag1 import Reader
-    else:
-        from rosbags.rosbag2 import Reader
-    with Reader(Path(out)) as reader:
-        rows = [(c.topic, t, hashlib.sha256(d).hexdigest()) for c, t, d in reader.messages()]
-        conns = sorted((c.topic, c.msgtype, c.digest if to == "bag" else c.msgcount) for c in reader.connections)
-        count = reader.message_count
-    with AnyReader([Path(out)]) as reader:
-        texts = [reader.deserialize(d, c.msgtype).data for c, _, d in reader.messages()]
-    return rows, conns, count, texts
-
-
 def check_native_recovery(checks, ls, name, damaged, out, to, conns):
     """`recover --to bag|db3`: rosbags' reader reads OUT as logsql reads the damaged input."""
     rec = run(ls.binary, "recover", damaged, out, "--to", to)
@@ -277,21 +258,11 @@ def check_native_recovery(checks, ls, name, damaged, out, to, conns):
     if rec.returncode != 0:
         return
     expected = logsql_messages(ls, damaged, "warn")
-    try:
-        rows, got_conns, count, texts = rosbags_messages(out, to)
-    except Exception as e:  # noqa: BLE001 - reported as a failed check
-        checks.check(f"{name} --to {to}: rosbags opens the output", lambda e=e: f"{type(e).__name__}: {e}")
+    read = check_rosbags_read(checks, f"{name} --to {to}", out, to, expected, "what logsql reads under warn:")
+    if read is None:
         return
-    checks.check(
-        f"{name} --to {to}: rosbags reads what logsql reads under warn ({len(expected)} messages)",
-        lambda: diff_multisets(expected, rows) or (None if expected else "no messages"),
-    )
-    times = [t for _, t, _ in rows]
-    checks.check(f"{name} --to {to}: in log-time order", lambda: None if times == sorted(times) else "not sorted")
-    checks.check(
-        f"{name} --to {to}: its index states {len(expected)} messages",
-        lambda: None if count == len(expected) else f"{count}",
-    )
+    got_conns = sorted((c.topic, c.msgtype, c.digest if to == "bag" else c.msgcount) for c in read[0])
+    texts = read[1]
     want = [(t, ty, len(expected) if d is None else d) for t, ty, d in conns]
     checks.check(f"{name} --to {to}: connections {want}", lambda: None if got_conns == want else f"{got_conns}")
     checks.check(

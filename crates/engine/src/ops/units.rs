@@ -152,14 +152,19 @@ fn bare_integer(s: &str, number: &str, neg: bool) -> String {
     )
 }
 
-/// Parses a size: bytes, or a number with `KB`/`MB`/`GB`/`TB` (powers of
-/// 1000) or `KiB`/`MiB`/`GiB`/`TiB` (powers of 1024).
-pub fn parse_size(s: &str) -> Result<usize, String> {
+/// `s` as its leading number (digits and `.`) and the unit after it.
+fn number_and_unit(s: &str) -> (&str, &str) {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
+    t.split_at(split)
+}
+
+/// Parses a size: bytes, or a number with `KB`/`MB`/`GB`/`TB` (powers of
+/// 1000) or `KiB`/`MiB`/`GiB`/`TiB` (powers of 1024).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let (number, unit) = number_and_unit(s);
     let factor: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "kb" | "k" => 1e3,
@@ -180,11 +185,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// Parses a duration: a number with `ms`, `s`, `min` or `h`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
+    let (number, unit) = number_and_unit(s);
     let seconds: f64 = match unit.trim() {
         "ms" => 1e-3,
         "s" => 1.0,

@@ -11,10 +11,12 @@ use super::file::{BagConnection, md5sum_of};
 /// bag connection whose record was lost, its messages cannot be written), an
 /// error, with the reason, for a channel of another encoding.
 pub fn connection_of(channel: &Channel) -> Result<Option<BagConnection>, String> {
-    if channel.message_encoding == "ros1"
-        && (channel.message_type.is_none() || md5sum_of(channel).is_none())
-    {
-        return Ok(None);
+    if channel.message_encoding == "ros1" {
+        // The md5sum computed once, here (a definition is parsed for it).
+        return Ok(match (channel.message_type.clone(), md5sum_of(channel)) {
+            (Some(ty), Some(md5sum)) => Some(BagConnection::with_header(channel, ty, md5sum)),
+            _ => None,
+        });
     }
     BagConnection::from_channel(channel)
         .map(Some)

@@ -94,15 +94,21 @@ impl BagConnection {
                 channel.topic
             ));
         };
+        Ok(Self::with_header(channel, msg_type, md5sum))
+    }
+
+    /// The connection of `channel` under the header's `type` and `md5sum`
+    /// (its other fields from the channel's metadata).
+    pub(super) fn with_header(channel: &Channel, msg_type: String, md5sum: String) -> Self {
         let mut others = channel.metadata.clone();
         others.remove("md5sum");
-        Ok(Self {
+        Self {
             topic: channel.topic.clone(),
             msg_type,
             md5sum,
             message_definition: channel.schema.as_deref().unwrap_or_default().to_vec(),
             others,
-        })
+        }
     }
 
     /// The connection record's data: its fields in name order, as the ROS
