@@ -96,6 +96,12 @@ impl From<logsql_readers::Error> for CliError {
     }
 }
 
+impl From<logsql::ops::chart::ChartError> for CliError {
+    fn from(e: logsql::ops::chart::ChartError) -> Self {
+        CliError::Message(e.to_string())
+    }
+}
+
 /// Whether a DataFusion error is, at bottom, a broken pipe on output.
 fn is_broken_pipe(e: &DataFusionError) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);

@@ -13,22 +13,17 @@
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use datafusion::prelude::SessionContext;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use logsql::LogsqlOptions;
 use logsql::ops::export::{self, decoded_sql, expected_rows, export_sql, file_stem};
-use logsql::write::mcap::{
-    Compression as McapCompression, McapWriteOptions, StreamErrors, Target, write_mcap,
-};
-use logsql::write::sources::ScannedFiles;
+use logsql::write::mcap::{Compression as McapCompression, McapWriteOptions};
+use logsql::write::sink::LogWrite;
 
-use super::args::{ExportArgs, FilesFormat};
+use super::args::ExportArgs;
 use super::error::{CliError, CliResult};
-use super::{App, logger, quote};
+use super::{App, logger};
 use logsql::ops::units::{bytes, parse_time, rfc3339};
 
 /// Runs `logsql export` and prints a one-line result to `out`.
@@ -54,14 +49,8 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
     if !topics.is_empty() {
         check_topics(&a.input, &topics, &file_topics(app, &a.input)?)?;
     }
-    match a.as_files {
-        Some(format @ (FilesFormat::Png | FilesFormat::Jpeg)) => {
-            return super::export_images::run(app, a, format.name(), start, end, out);
-        }
-        Some(format @ (FilesFormat::Pcd | FilesFormat::Ply)) => {
-            return super::export_points::run(app, a, format, start, end, started, out);
-        }
-        None => {}
+    if let Some(format) = a.as_files {
+        return super::export_files::run(app, a, format, (start, end), started, out);
     }
     let video = a
         .output
@@ -138,12 +127,13 @@ fn is_mcap(output: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("mcap"))
 }
 
-/// Streams the result of `sql` into an MCAP file at `output` (see
-/// [`logsql::write::mcap`]). Returns the rows written.
+/// Streams the result of `sql` into an MCAP file at `output`
+/// ([`logsql::ops::export::write_log_of`]), with a progress bar on a
+/// terminal. Returns the rows written.
 ///
 /// As with Parquet, a query that fails after delivering rows (a damaged file)
 /// leaves a complete MCAP file of those rows, and the error says so.
-pub(crate) fn write_mcap_file(
+fn write_mcap_file(
     app: &App,
     input: &str,
     sql: &str,
@@ -151,39 +141,20 @@ pub(crate) fn write_mcap_file(
     total: Option<u64>,
     options: &McapWriteOptions,
 ) -> CliResult<u64> {
-    let state = app.ctx.state();
-    // One local file is read in one partition: its scan in declared time
-    // order then needs no merge of partitions, whose `SortPreservingMergeExec`
-    // copies every payload once more (the writer thread, compressing chunks,
-    // is the bottleneck, not the scan). A directory or glob keeps the
-    // configured partitions (its files are merged in time order).
-    let df = if Path::new(input).is_file() {
-        let mut one = state.clone();
-        one.config_mut().options_mut().execution.target_partitions = 1;
-        app.rt
-            .block_on(SessionContext::new_with_state(one).sql(sql))?
-    } else {
-        app.rt.block_on(app.ctx.sql(sql))?
-    };
-    let task = Arc::new(df.task_ctx());
-    let plan = app.rt.block_on(df.create_physical_plan())?;
-    // Channels come only from the files this export reads.
-    let scanned = ScannedFiles::of_plan(&plan);
-    let stream = datafusion::physical_plan::execute_stream(plan, task)?;
-    let pool = LogsqlOptions::from_config(state.config_options()).descriptor_pool()?;
     let progress = Progress::new(total);
-    let (rows, failed) = app.rt.block_on(write_mcap(
-        stream,
-        app.ctx.runtime_env(),
-        pool,
-        &scanned,
-        options,
-        &Target::Local(output.to_path_buf()),
-        StreamErrors::KeepRows,
+    let write = LogWrite::Mcap(options.clone());
+    let sqls = [sql.to_string()];
+    let driven = app.rt.block_on(export::write_log_of(
+        &app.ctx,
+        input,
+        &sqls,
+        output,
+        &write,
         &|n| progress.set(n),
     ))?;
     drop(progress);
-    match failed {
+    let rows = driven.report.rows;
+    match driven.stream_error {
         None => Ok(rows),
         Some(e) => Err(CliError::from(e.context(format!(
             "{} holds the {rows} rows read before the error (a complete MCAP file)",
@@ -253,19 +224,7 @@ fn run_decoded(
 
 /// The distinct topics of the log(s) `input` names, sorted.
 fn file_topics(app: &App, input: &str) -> CliResult<Vec<String>> {
-    let sql = format!(
-        "SELECT DISTINCT topic FROM topics({}) ORDER BY topic",
-        quote(input)
-    );
-    let batches = app
-        .rt
-        .block_on(async { app.ctx.sql(&sql).await?.collect().await })?;
-    let mut v = Vec::new();
-    for b in &batches {
-        let col = datafusion::arrow::array::cast::AsArray::as_string::<i32>(b.column(0));
-        v.extend(col.iter().flatten().map(str::to_string));
-    }
-    Ok(v)
+    Ok(app.rt.block_on(export::topics(&app.ctx, input))?)
 }
 
 /// Fails, listing the topics `input` has, when some of `wanted` is not one of them.
@@ -294,12 +253,12 @@ pub fn check_topics(input: &str, wanted: &BTreeSet<&str>, known: &[String]) -> C
 /// terminal. Returns the rows written; a query that failed after delivering
 /// rows leaves a complete file of them, and the error says so.
 fn write_parquet(app: &App, sql: &str, output: &Path, total: Option<u64>) -> CliResult<u64> {
-    let df = app.rt.block_on(logsql::sql(&app.ctx, sql))?;
-    let stream = app.rt.block_on(df.execute_stream())?;
     let progress = Progress::new(total);
     let written = app
         .rt
-        .block_on(export::write_parquet(stream, output, &|n| progress.set(n)))?;
+        .block_on(export::write_parquet_of(&app.ctx, sql, output, &|n| {
+            progress.set(n)
+        }))?;
     drop(progress);
     match written.failed {
         None => Ok(written.rows),

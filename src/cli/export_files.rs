@@ -1,33 +1,79 @@
-//! What the exports share (their `log_time` bounds are
-//! [`logsql::ops::export::time_where`]'s): for the per-message file exports (`--as png|jpeg` in
-//! [`super::export_images`], `--as pcd|ply` in [`super::export_points`], the
-//! video in [`super::export_video`]) the query of one topic's messages in a
-//! time window, the output directory, and one file name per message.
+//! `logsql export IN OUT_DIR --topic T --as png|jpeg|pcd|ply`: one file per
+//! message of a camera or point-cloud topic, named by its log time
+//! ([`logsql::ops::message_files`]), and what the exports share: the export
+//! flags a kind of export does not read, refused, and the output directory.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
 
-use super::args::ExportArgs;
+use logsql::ops::message_files::{MessageFile, write_message_files};
+use logsql::ops::units::bytes;
+use logsql_media::points::CloudFormat;
+
+use super::App;
+use super::args::{ExportArgs, FilesFormat};
 use super::error::{CliError, CliResult};
-use super::quote;
-use logsql::ops::export::time_where;
 
-/// `SELECT CAST(log_time AS BIGINT) AS t, <column> FROM <function>(input,
-/// topic)` with `--start` / `--end` as `log_time` bounds (pushed to the scan).
-pub fn topic_sql(
-    column: &str,
-    function: &str,
-    input: &str,
-    topic: &str,
-    start: Option<i64>,
-    end: Option<i64>,
-) -> String {
-    format!(
-        "SELECT CAST(log_time AS BIGINT) AS t, {column} FROM {function}({}, {}){}",
-        quote(input),
-        quote(topic),
-        time_where(start, end)
-    )
+/// Runs `logsql export --as FORMAT` and prints a one-line result to `out`.
+pub fn run(
+    app: &App,
+    a: &ExportArgs,
+    format: FilesFormat,
+    window: (Option<i64>, Option<i64>),
+    started: Instant,
+    out: &mut dyn Write,
+) -> CliResult {
+    let flag = format!("--as {}", format.name());
+    let (kind, what, one_topic) = match format {
+        FilesFormat::Png => (MessageFile::Png, "image files", "exports one camera topic"),
+        FilesFormat::Jpeg => (MessageFile::Jpeg, "image files", "exports one camera topic"),
+        FilesFormat::Pcd => (
+            MessageFile::Cloud(CloudFormat::Pcd),
+            "one file per message",
+            "writes one topic's messages",
+        ),
+        FilesFormat::Ply => (
+            MessageFile::Cloud(CloudFormat::Ply),
+            "one file per message",
+            "writes one topic's messages",
+        ),
+    };
+    let [topic] = a.topics.as_slice() else {
+        return Err(CliError::msg(format!(
+            "{flag} {one_topic}: give exactly one --topic"
+        )));
+    };
+    refuse_other_flags(a, &["--as"], &format!("{flag} ({what})"))?;
+    output_dir(&a.output, &flag)?;
+    let written = app.rt.block_on(write_message_files(
+        &app.ctx, &a.input, topic, kind, window, &a.output,
+    ))?;
+    let (dir, size, n) = (a.output.display(), bytes(written.bytes), written.skipped);
+    let secs = started.elapsed().as_secs_f64();
+    let line = match kind {
+        MessageFile::Cloud(_) => {
+            let skipped = match n {
+                0 => String::new(),
+                n => format!(", {n} unreadable clouds skipped"),
+            };
+            let (files, points) = (written.files, written.points);
+            format!(
+                "exported {files} clouds ({points} points) to {dir} ({size}){skipped} in {secs:.2} s"
+            )
+        }
+        _ => {
+            let skipped = match n {
+                0 => String::new(),
+                n => format!(" ({n} images that did not decode skipped)"),
+            };
+            let files = written.files;
+            format!("exported {files} images to {dir} ({size}) in {secs:.2} s{skipped}")
+        }
+    };
+    writeln!(out, "{line}")
+        .and_then(|_| out.flush())
+        .map_err(|e| CliError::io("writing output", e))
 }
 
 /// Refuses the export options set in `a` that `what` (an export of its own
@@ -53,7 +99,7 @@ pub fn refuse_other_flags(a: &ExportArgs, accepted: &[&str], what: &str) -> CliR
 }
 
 /// Creates the output directory `dir` of `flag` (refusing a file there).
-pub fn output_dir(dir: &Path, flag: &str) -> CliResult {
+fn output_dir(dir: &Path, flag: &str) -> CliResult {
     if dir.exists() && !dir.is_dir() {
         return Err(CliError::msg(format!(
             "{}: {flag} writes one file per message into a directory, and this is a file",
@@ -61,56 +107,4 @@ pub fn output_dir(dir: &Path, flag: &str) -> CliResult {
         )));
     }
     std::fs::create_dir_all(dir).map_err(|e| CliError::io(dir.display().to_string(), e))
-}
-
-/// One file name per message: `DIR/<log_time ns>.<ext>`, and
-/// `DIR/<ns>-1.<ext>`, `-2`, ... for the other messages of the same time.
-#[derive(Debug, Default)]
-pub struct FileNames {
-    taken: HashSet<PathBuf>,
-}
-
-impl FileNames {
-    /// The next message's path.
-    pub fn next(&mut self, dir: &Path, ns: i64, ext: &str) -> PathBuf {
-        let mut path = dir.join(format!("{ns}.{ext}"));
-        let mut k = 1;
-        while self.taken.contains(&path) {
-            path = dir.join(format!("{ns}-{k}.{ext}"));
-            k += 1;
-        }
-        self.taken.insert(path.clone());
-        path
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_log_times_made_unique() {
-        let dir = Path::new("/out");
-        let mut names = FileNames::default();
-        assert_eq!(names.next(dir, 5, "png"), dir.join("5.png"));
-        assert_eq!(names.next(dir, 5, "png"), dir.join("5-1.png"));
-        assert_eq!(names.next(dir, 5, "png"), dir.join("5-2.png"));
-        assert_eq!(names.next(dir, 6, "pcd"), dir.join("6.pcd"));
-    }
-
-    #[test]
-    fn the_query_filters_time() {
-        assert_eq!(
-            topic_sql(
-                "points",
-                "read_points",
-                "a's.bag",
-                "/p",
-                Some(1_000_000_000),
-                None
-            ),
-            "SELECT CAST(log_time AS BIGINT) AS t, points FROM read_points('a''s.bag', '/p') \
-             WHERE log_time >= '1970-01-01T00:00:01Z'"
-        );
-    }
 }

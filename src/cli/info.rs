@@ -12,8 +12,9 @@ use logsql::CachedSummary;
 use logsql::FileLocation;
 use logsql::LogsqlOptions;
 use logsql::ops::info::{self, AllTimes, Codec, Facts, FileTimes, Gather, InfoError, InfoFile};
+use logsql::ops::info_json::{self, index_line};
 use logsql_readers::limits::Limits;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::App;
 use super::args::Format;
@@ -174,7 +175,7 @@ fn describe(
     let description = if opts.format == Format::Table {
         Described::Text(text(&facts, opts.ascii, opts.escape))
     } else {
-        Described::Json(to_json(&facts))
+        Described::Json(info_json::facts(&facts))
     };
     Ok((description, times))
 }
@@ -189,75 +190,7 @@ fn describe_all(mut all: AllTimes, opts: InfoOptions) -> Option<Described> {
             timeline::text(&timeline, opts.ascii)
         ))
     } else {
-        Described::Json(json!({
-            "files": all.files,
-            "messages": all.messages(),
-            "timeline": timeline::json(&timeline),
-        }))
-    })
-}
-
-/// The summary as one JSON object.
-fn to_json(f: &Facts) -> Value {
-    let time = |t: Option<u64>| t.map(|ns| rfc3339(ns as i64));
-    let topics: Vec<Value> = f
-        .topics
-        .iter()
-        .map(|(topic, t)| {
-            json!({
-                "topic": topic,
-                "message_types": t.types,
-                "encodings": t.encodings,
-                "messages": t.count,
-                "frequency_hz": f.frequency(t.count),
-            })
-        })
-        .collect();
-    let compression: Vec<Value> = f
-        .codecs
-        .iter()
-        .map(|(name, c)| {
-            json!({
-                "codec": name,
-                "chunks": c.chunks,
-                "compressed_bytes": c.compressed,
-                "uncompressed_bytes": (!c.unknown).then_some(c.uncompressed),
-            })
-        })
-        .collect();
-    json!({
-        "file": f.file,
-        "format": f.format,
-        "size_bytes": f.size,
-        "properties": f.properties.iter().cloned().collect::<BTreeMap<_, _>>(),
-        "indexed": f.indexed,
-        "index": index_line(f.indexed, f.index_note.as_deref()),
-        "checksum": f.checksum.as_ref().map(|r| match r {
-            Ok(()) => "ok".to_string(),
-            Err(e) => format!("mismatch: {e}"),
-        }),
-        "damage": f.damage,
-        "messages": f.messages,
-        "messages_counted_from_headers": f.count_note.is_some(),
-        "read_error": f.read_error,
-        "start": time(f.start),
-        "start_ns": f.start,
-        "end": time(f.end),
-        "end_ns": f.end,
-        "duration_ns": f.span,
-        "chunks": f.chunks,
-        "compression": compression,
-        "channels": f.channels,
-        "topics": topics,
-        "attachments": f.attachments,
-        "metadata": f.metadata,
-        "timeline": f.timeline.as_ref().map(timeline::json),
-        "cameras": f.cameras.iter().map(|c| match &c.first {
-            Ok((encoding, width, height)) => json!({
-                "topic": c.topic, "encoding": encoding, "width": width, "height": height,
-            }),
-            Err(e) => json!({ "topic": c.topic, "error": e }),
-        }).collect::<Vec<Value>>(),
+        Described::Json(info_json::across(&all, &timeline))
     })
 }
 
@@ -360,18 +293,6 @@ fn text(f: &Facts, ascii: bool, escape: bool) -> String {
     let _ = writeln!(s, "{:<width$}{}", "attachments:", f.attachments);
     let _ = writeln!(s, "{:<width$}{}", "metadata:", f.metadata);
     s
-}
-
-/// Where the summary came from: the file's index, or a recovery walk.
-fn index_line(indexed: bool, note: Option<&str>) -> String {
-    match (indexed, note) {
-        (true, None) => "read from the file's index".into(),
-        (true, Some(n)) => format!("read from the file's index ({n})"),
-        (false, Some(n)) if n.starts_with("rebuilt by") => format!("none usable; summary {n}"),
-        (false, Some(n)) if n.starts_with("none") => n.to_string(),
-        (false, Some(n)) => format!("none usable; summary rebuilt by a recovery walk ({n})"),
-        (false, None) => "none usable; summary rebuilt by a recovery walk of the file".into(),
-    }
 }
 
 fn time_line(ns: u64) -> String {

@@ -2,7 +2,6 @@
 //!
 //! - [`args`]: the command line (clap);
 //! - [`output`]: result printers (table, CSV, JSON, NDJSON);
-//! - [`statements`]: splitting scripts at `;`;
 //! - [`shell`]: the interactive shell;
 //! - [`info`]: `logsql info`, a human summary of log files;
 //! - [`doctor`] and [`recover`]: `logsql doctor` (each file's problems) and
@@ -26,8 +25,6 @@ pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod export_files;
-pub mod export_images;
-pub mod export_points;
 pub mod export_video;
 pub mod frames;
 pub mod info;
@@ -38,7 +35,7 @@ pub mod recover;
 pub mod recover_to;
 pub mod serve;
 pub mod shell;
-pub mod statements;
+
 pub mod terminal;
 pub mod timeline;
 
@@ -384,7 +381,7 @@ impl App {
     /// Runs every statement of `script` in order, printing each result; stops at
     /// the first error.
     pub fn run_script(&mut self, script: &str, out: &mut dyn Write) -> CliResult {
-        for stmt in statements::script(script) {
+        for stmt in logsql::ops::statements::script(script) {
             self.run_timed(&stmt, out)?;
         }
         Ok(())
@@ -558,7 +555,5 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> CliResult {
         .map_err(|e| CliError::io(path.display().to_string(), e))
 }
 
-/// `s` as a SQL string literal.
-pub fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
+/// `s` as a SQL string literal (`'it''s'`).
+pub use logsql::ops::sql_literal as quote;

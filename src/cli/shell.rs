@@ -28,7 +28,7 @@ use rustyline::{Context, Editor, Helper};
 use super::App;
 use super::args::Format;
 use super::error::{CliError, CliResult};
-use super::statements;
+use logsql::ops::statements;
 
 const HELP: &str = "\
 Statements end with ';' and may span lines. Examples:

@@ -3,11 +3,10 @@
 //! silent, as text or JSON. The timelines themselves (buckets, gaps) are
 //! [`logsql::ops::timeline`]'s.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use logsql::ops::timeline::{GAP_PERIODS, Timeline, WIDTH};
-use serde_json::{Value, json};
+use logsql::ops::units::rfc3339;
 
 /// Unicode bar levels, lowest first (a bucket without messages is a space).
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -30,8 +29,8 @@ pub fn text(timeline: &Timeline, ascii: bool) -> String {
         "  {} buckets of {} from {} to {}{}",
         WIDTH,
         seconds(timeline.bucket_ns),
-        logsql_time(timeline.start),
-        logsql_time(timeline.end),
+        rfc3339(timeline.start as i64),
+        rfc3339(timeline.end as i64),
         if timeline.bytes_decompressed > 0 {
             format!(
                 " ({} bytes decompressed: the index does not hold every message time)",
@@ -73,42 +72,11 @@ pub fn text(timeline: &Timeline, ascii: bool) -> String {
                 "    {topic:<name_width$}  {} from +{:.3} s ({})",
                 seconds(*len),
                 (at - timeline.start) as f64 / 1e9,
-                logsql_time(*at)
+                rfc3339(*at as i64)
             );
         }
     }
     s
-}
-
-/// The timelines as JSON: the axis, and per topic its counts, rates and gaps.
-pub fn json(timeline: &Timeline) -> Value {
-    let per_second = 1e9 / timeline.bucket_ns as f64;
-    let topics: BTreeMap<&String, Value> = timeline
-        .topics
-        .iter()
-        .map(|(topic, t)| {
-            let gaps: Vec<Value> = t
-                .gaps
-                .iter()
-                .map(|(at, len)| {
-                    json!({"start_ns": at, "start": logsql_time(*at), "length_ns": len})
-                })
-                .collect();
-            let rates: Vec<f64> = t.counts.iter().map(|&n| n as f64 * per_second).collect();
-            (
-                topic,
-                json!({"counts": t.counts, "rates_hz": rates, "gaps": gaps}),
-            )
-        })
-        .collect();
-    json!({
-        "start_ns": timeline.start,
-        "end_ns": timeline.end,
-        "bucket_ns": timeline.bucket_ns,
-        "buckets": WIDTH,
-        "bytes_decompressed": timeline.bytes_decompressed,
-        "topics": topics,
-    })
 }
 
 /// `1.25 s`, `40 ms`.
@@ -120,13 +88,10 @@ fn seconds(ns: u64) -> String {
     }
 }
 
-fn logsql_time(ns: u64) -> String {
-    logsql::ops::units::rfc3339(ns as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     const S: u64 = 1_000_000_000;
 

@@ -1,6 +1,8 @@
 //! The operations the CLI and the Python bindings share (`logsql::ops`), held
-//! to what the CLI prints: `info`'s facts for a file that states no per-topic
-//! counts, and `doctor` on a directory holding a link to itself.
+//! to what the CLI prints: `info`'s facts (and its JSON) for a file that
+//! states no per-topic counts, `doctor` on a directory holding a link to
+//! itself, and queries written one after the other as one log (`export`,
+//! `recover`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -97,6 +99,19 @@ async fn info_facts_count_a_file_that_states_no_counts_as_the_cli_does() {
     assert_eq!(cli["topics"][0]["topic"], "example", "{cli}");
     assert_eq!(cli["topics"][0]["messages"], 10, "{cli}");
     assert_eq!(cli["chunks"], facts.chunks, "{cli}");
+    // Without checksums and timelines, the library's JSON is the CLI's.
+    let args = [
+        "--no-verify",
+        "info",
+        "--no-timeline",
+        "--format",
+        "json",
+        &path,
+    ];
+    let (code, stdout, stderr) = logsql(&args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(logsql::ops::info_json::facts(&facts), json[0]);
     // And the text says where the counts came from.
     let (code, text, stderr) = logsql(&["info", &path]);
     assert_eq!(code, Some(0), "{stderr}");
@@ -158,4 +173,70 @@ fn doctor_on_a_directory_linking_to_itself_ends_and_names_the_loop() {
         )),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn queries_written_one_after_the_other_make_one_log_as_export_writes_it() {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::Int64Type;
+    use logsql::ops::export::{export_sql, write_log_of};
+    use logsql::write::sink::LogWrite;
+
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.mcap");
+    let input = demo.to_str().unwrap();
+    let ctx = logsql::session_context();
+    let ints = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+            let mut v = Vec::new();
+            for b in &batches {
+                for c in b.columns() {
+                    v.extend(c.as_primitive::<Int64Type>().iter().flatten());
+                }
+            }
+            v
+        }
+    };
+    let facts = ints(format!(
+        "SELECT CAST(min(log_time) AS BIGINT), CAST(max(log_time) AS BIGINT), count(*), \
+         CAST(sum(length(data)) AS BIGINT) FROM '{input}'"
+    ))
+    .await;
+    let [first, last, count, bytes] = facts[..] else {
+        panic!("{facts:?}")
+    };
+    // The messages before the middle of the recording, then the others.
+    let mid = first + (last - first) / 2;
+    let ordered =
+        |start, end| export_sql(input, &Default::default(), start, end) + " ORDER BY log_time";
+    let sqls = [ordered(None, Some(mid)), ordered(Some(mid), None)];
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("both.mcap");
+    let write = LogWrite::default();
+    let driven = write_log_of(&ctx, input, &sqls, &out, &write, &|_| {})
+        .await
+        .unwrap();
+    assert!(driven.stream_error.is_none());
+    assert_eq!(driven.report.rows as i64, count);
+    let out = out.to_str().unwrap();
+    let back = ints(format!(
+        "SELECT count(*), CAST(sum(length(data)) AS BIGINT) FROM '{out}'"
+    ))
+    .await;
+    assert_eq!(back, [count, bytes]);
+    let times = ints(format!("SELECT CAST(log_time AS BIGINT) FROM '{out}'")).await;
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in log_time order");
+
+    // `logsql export` writes the same messages.
+    let cli = tmp.path().join("cli.mcap");
+    let (code, _, stderr) = logsql(&["export", input, cli.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let cli = cli.to_str().unwrap();
+    let same = ints(format!(
+        "SELECT count(*) FROM (SELECT log_time, topic, data FROM '{cli}' \
+         EXCEPT ALL SELECT log_time, topic, data FROM '{out}')"
+    ))
+    .await;
+    assert_eq!(same, [0]);
 }

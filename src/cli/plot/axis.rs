@@ -5,7 +5,7 @@
 //! on small numbers); the labels turn them back into UTC times, with the
 //! precision the span needs.
 
-use super::data::XKind;
+use logsql::ops::chart::XKind;
 use logsql::ops::units::rfc3339;
 
 /// An x axis: values are drawn at `(x - origin) / scale`.

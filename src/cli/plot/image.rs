@@ -10,9 +10,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::axis::{XAxis, number};
-use super::data::{Chart, reduce};
 use super::{Kind, Look};
 use crate::cli::error::{CliError, CliResult};
+use logsql::ops::chart::{Chart, reduce};
 
 /// The font family the chart's text is set in.
 pub(crate) const FONT: &str = "sans-serif";

@@ -5,13 +5,12 @@
 //! `linear_acceleration.x`). With `-o FILE.png` / `.svg` the chart is an image
 //! ([`image`]); without, a text chart on stdout ([`text`]).
 //!
-//! Results stream through [`data::Chart`], which keeps memory bounded by
+//! Results stream through [`logsql::ops::chart::Chart`], which keeps memory bounded by
 //! reducing each series to the first, last, lowest and highest point of fine
 //! x buckets; drawing then keeps those four per pixel column, so spikes stay
 //! visible however long the result. What was drawn is said on stderr.
 
 pub mod axis;
-pub mod data;
 pub mod image;
 pub mod text;
 
@@ -20,11 +19,12 @@ use std::path::Path;
 
 use futures::StreamExt;
 
+use super::App;
 use super::args::{Kind, PlotArgs};
 use super::error::{CliError, CliResult};
-use super::{App, statements};
-use data::Chart;
 use image::ImageType;
+use logsql::ops::chart::Chart;
+use logsql::ops::statements;
 
 /// What an image looks like.
 #[derive(Debug, Clone)]

@@ -8,9 +8,9 @@ use textplots::{Chart as TextChart, LabelBuilder, LabelFormat, Plot, Shape};
 
 use super::Kind;
 use super::axis::{XAxis, number};
-use super::data::{Chart, reduce};
 use super::image::steps;
 use crate::cli::error::CliResult;
+use logsql::ops::chart::{Chart, reduce};
 
 /// Narrowest text chart, in characters (textplots needs 32 dots, 16 characters).
 const MIN_COLUMNS: u32 = 40;

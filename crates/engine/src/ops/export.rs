@@ -1,24 +1,35 @@
-//! `logsql export`'s queries and its Parquet output, for any caller: the
-//! query of an export (topics and a `[start, end)` window, pushed down to the
-//! chunk indexes), the query of one decoded topic, the rows the file
-//! summaries promise, and a query's stream written to a Parquet file that
-//! appears only when complete.
+//! `logsql export`'s queries and its outputs, for any caller: the query of
+//! an export (topics and a `[start, end)` window, pushed down to the chunk
+//! indexes), the query of one decoded topic, the topics and the rows the
+//! file summaries promise, a query's stream written to a Parquet file, and
+//! queries written one after the other as one log (MCAP, a ROS1 bag, a ROS 2
+//! bag: [`write_log_of`], which `logsql recover` writes its windows with);
+//! every output appears only when complete.
 
 use std::collections::BTreeSet;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 
+use datafusion::arrow::array::AsArray;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
 use super::sql_literal;
 use super::units::rfc3339;
+use crate::LogsqlOptions;
 use crate::atomic_write::AtomicFile;
+use crate::write::drive::{Driven, StreamErrors};
+use crate::write::sink::{LogSources, LogWrite, Report, write_log};
+use crate::write::sources::ScannedFiles;
+use crate::write::target::Target;
 
 /// Encoded bytes buffered before a Parquet row group is flushed.
 pub const ROW_GROUP_BYTES: usize = 128 * 1024 * 1024;
@@ -97,6 +108,20 @@ pub fn file_stem(topic: &str) -> String {
         })
         .collect();
     if s.is_empty() { "root".to_string() } else { s }
+}
+
+/// The distinct topics of the log(s) `input` names, sorted.
+pub async fn topics(ctx: &SessionContext, input: &str) -> Result<Vec<String>> {
+    let sql = format!(
+        "SELECT DISTINCT topic FROM topics({}) ORDER BY topic",
+        sql_literal(input)
+    );
+    let mut topics = Vec::new();
+    for batch in ctx.sql(&sql).await?.collect().await? {
+        let column = batch.column(0).as_string::<i32>();
+        topics.extend(column.iter().flatten().map(str::to_string));
+    }
+    Ok(topics)
 }
 
 /// The number of messages an export of `topics` (all when empty) of `input`
@@ -191,6 +216,90 @@ pub async fn write_parquet(
     drop(buf);
     target.commit().map_err(io(output.display().to_string()))?;
     Ok(Written { rows, failed })
+}
+
+/// Streams the result of `sql` into a Parquet file at `output`, as
+/// [`write_parquet`] does.
+pub async fn write_parquet_of(
+    ctx: &SessionContext,
+    sql: &str,
+    output: &Path,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<Written> {
+    let stream = crate::sql(ctx, sql).await?.execute_stream().await?;
+    write_parquet(stream, output, progress).await
+}
+
+/// The session a write over `input` plans its queries in: for one local
+/// file, `ctx` reading it in one partition (its scan in the file's time
+/// order then needs no merge of partitions, whose `SortPreservingMergeExec`
+/// copies every payload once more, while the writer compressing chunks is
+/// the bottleneck, not the scan); a directory or glob keeps the configured
+/// partitions (its files are merged in time order).
+fn write_session(ctx: &SessionContext, input: &str) -> SessionContext {
+    if !Path::new(input).is_file() {
+        return ctx.clone();
+    }
+    let mut one = ctx.state();
+    one.config_mut().options_mut().execution.target_partitions = 1;
+    SessionContext::new_with_state(one)
+}
+
+/// Writes the rows of `sqls` (queries over `input`), one query after the
+/// other as one stream, into one log at `output` as `write` says (an MCAP
+/// file, a ROS1 bag or a ROS 2 bag directory: [`crate::write::sink`]),
+/// published only when complete. Channels, schemas, metadata and
+/// attachments come only from the files the queries scan; `progress` hears
+/// the rows written so far.
+///
+/// A stream that fails after delivering rows (a damaged file) completes the
+/// output and returns the error in [`Driven::stream_error`]; one that fails
+/// before any row leaves nothing and returns the error.
+pub async fn write_log_of(
+    ctx: &SessionContext,
+    input: &str,
+    sqls: &[String],
+    output: &Path,
+    write: &LogWrite,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<Driven<Report>> {
+    let ctx = write_session(ctx, input);
+    let mut plans: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(sqls.len());
+    for sql in sqls {
+        plans.push(ctx.sql(sql).await?.create_physical_plan().await?);
+    }
+    let Some(first) = plans.first() else {
+        return Err(DataFusionError::Plan(format!(
+            "{}: nothing to write (no query)",
+            output.display()
+        )));
+    };
+    let scanned = ScannedFiles::of_plan(first);
+    let schema = first.schema();
+    let task = ctx.task_ctx();
+    let batches = futures::stream::iter(plans).flat_map(move |plan| {
+        match execute_stream(plan, Arc::clone(&task)) {
+            Ok(stream) => stream.boxed(),
+            Err(e) => futures::stream::once(async { Err(e) }).boxed(),
+        }
+    });
+    let stream: SendableRecordBatchStream =
+        Box::pin(RecordBatchStreamAdapter::new(schema, batches));
+    let sources = LogSources {
+        scanned: &scanned,
+        env: ctx.runtime_env(),
+        pool: LogsqlOptions::from_config(ctx.state().config_options()).descriptor_pool()?,
+    };
+    write_log(
+        stream,
+        write,
+        &Target::Local(output.to_path_buf()),
+        sources,
+        StreamErrors::KeepRows,
+        &|p| progress(p.rows),
+        std::future::pending(),
+    )
+    .await
 }
 
 #[cfg(test)]

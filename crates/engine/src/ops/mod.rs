@@ -2,26 +2,40 @@
 //! giving data for its callers to render (text, JSON, a Python dict):
 //!
 //! - [`info`]: the facts of a file's summary (`logsql info`, `logsql.info()`),
-//!   with [`timeline`], its topics' timelines and gaps;
+//!   with [`timeline`], its topics' timelines and gaps, and [`info_json`],
+//!   the JSON `logsql info --format json` prints;
 //! - [`doctor`]: the files a health check takes (a directory's log files,
 //!   walked without following a link into a loop), and each file's check;
 //! - [`export`]: `logsql export`'s queries and its Parquet output;
+//! - [`message_files`]: one file per message of a camera or point-cloud
+//!   topic (`logsql export --as png|jpeg|pcd|ply`);
 //! - [`dataset_spec`]: the spec of `logsql dataset`, parsed and compiled to
 //!   the SQL of its LeRobot export;
-//! - [`recover_windows`]: the time windows `logsql recover` sorts an
-//!   unsorted recording in, each within a memory budget;
+//! - [`recover`]: `logsql recover`'s plan: the time windows it sorts an
+//!   unsorted recording in, each within a memory budget, and their queries;
+//! - [`statements`]: SQL text split into statements at `;` (scripts, the
+//!   shell's unfinished input);
+//! - [`chart`]: a query's result as chart series, in bounded memory (`logsql
+//!   plot`);
+//! - [`text`]: query results as text (fixed-digit RFC 3339 timestamps,
+//!   JSON's non-finite floats), the same in every output that prints them;
 //! - [`units`]: times, durations and sizes as the CLI shows them and as
 //!   users type them.
 
+pub mod chart;
 pub mod dataset_spec;
 pub mod doctor;
 pub mod export;
 pub mod info;
-pub mod recover_windows;
+pub mod info_json;
+pub mod message_files;
+pub mod recover;
+pub mod statements;
+pub mod text;
 pub mod timeline;
 pub mod units;
 
 /// `s` as a SQL string literal (`'it''s'`).
-pub(crate) fn sql_literal(s: &str) -> String {
+pub fn sql_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }

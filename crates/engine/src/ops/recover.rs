@@ -1,10 +1,95 @@
-//! `logsql recover`'s time windows: the time axis of damaged, unsorted
-//! recordings cut into windows that each hold about a memory budget of
-//! messages, estimated from the chunks' stated times and sizes, so that each
-//! window sorts within the budget (`... WHERE log_time >= a AND log_time < b
-//! ORDER BY log_time`; time pushdown reads only the chunks overlapping it).
+//! `logsql recover`'s plan: the summaries of the files that passed the
+//! check, the time axis of damaged, unsorted recordings cut into windows
+//! that each hold about a memory budget of messages (estimated from the
+//! chunks' stated times and sizes, so that each window sorts within the
+//! budget), and each window's query (`... WHERE log_time >= a AND log_time <
+//! b ORDER BY log_time`; time pushdown reads only the chunks overlapping
+//! it). The queries are written one after the other as one output by
+//! [`super::export::write_log_of`].
 
+use std::path::Path;
+
+use logsql_readers::formats;
+use logsql_readers::io::FileReader;
+use logsql_readers::limits::Limits;
 use logsql_readers::model::Summary;
+
+use super::export::export_sql;
+
+/// Rows per batch while recovering: payloads may be large, and the sort of
+/// an input out of time order reserves and spills whole batches.
+pub const SORT_BATCH_ROWS: usize = 256;
+
+/// The settings a recover runs under with `memory_limit` bytes: damaged
+/// input warns instead of failing, small batches (a sort holds and spills
+/// payloads a few at a time), and the sort's memory bounded.
+pub fn settings(memory_limit: usize) -> [String; 3] {
+    [
+        "SET logsql.on_error = 'warn'".to_string(),
+        format!("SET datafusion.execution.batch_size = {SORT_BATCH_ROWS}"),
+        format!(
+            "SET datafusion.runtime.memory_limit = '{}K'",
+            (memory_limit / 1024).max(1)
+        ),
+    ]
+}
+
+/// The summaries of the files at `paths` that a reader can open (a file
+/// whose summary cannot be read gives none).
+pub fn summaries<'a>(paths: impl IntoIterator<Item = &'a Path>, limits: &Limits) -> Vec<Summary> {
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let f = FileReader::open(path).ok()?;
+            formats::detect(&f)
+                .and_then(|format| format.summary_with_limits(&f, limits))
+                .ok()
+        })
+        .collect()
+}
+
+/// The queries that recover `input` (of `files` files, with `summaries`)
+/// within a sort memory of `budget` bytes: one per time window, each in
+/// `log_time` order.
+pub fn window_sqls(input: &str, files: usize, summaries: &[Summary], budget: u64) -> Vec<String> {
+    let windows = time_windows(&chunk_spans(summaries), budget);
+    let copied = windows.len() > 1 || files > 1;
+    windows
+        .iter()
+        .map(|&(start, end)| {
+            let mut sql = export_sql(input, &Default::default(), start, end);
+            if copied {
+                // Payloads copied out of the chunk buffers they view: a
+                // window's sort (or the sort that merges several files)
+                // then holds its own messages, not every chunk any of them
+                // came from.
+                sql = sql.replacen(
+                    "SELECT *",
+                    "SELECT * EXCLUDE (data), arrow_cast(data, 'Binary') AS data",
+                    1,
+                );
+            }
+            sql.push_str(" ORDER BY log_time");
+            sql
+        })
+        .collect()
+}
+
+/// Whether writing `output` would write `input` (the same file, or a file
+/// inside an `input` directory): recover never writes its input.
+pub fn writes_input(input: &str, output: &Path) -> bool {
+    let parent = match output.parent() {
+        Some(p) if p.as_os_str().is_empty() => Path::new("."),
+        Some(p) => p,
+        None => return false,
+    };
+    let (Ok(input), Ok(parent)) = (std::fs::canonicalize(input), std::fs::canonicalize(parent))
+    else {
+        return false;
+    };
+    let target = parent.join(output.file_name().unwrap_or_default());
+    target == input || (input.is_dir() && target.starts_with(&input))
+}
 
 /// A chunk's stated time span (inclusive) and its size in bytes.
 pub type Span = (u64, u64, u64);

@@ -12,7 +12,20 @@ use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, RecordBat
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 
-use crate::cli::error::{CliError, CliResult};
+/// Why a result cannot be charted: nothing numeric to draw, or a column
+/// that does not read as numbers.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ChartError(String);
+
+impl ChartError {
+    fn msg(why: impl Into<String>) -> Self {
+        Self(why.into())
+    }
+}
+
+/// What the chart's steps return.
+pub type Result<T = (), E = ChartError> = std::result::Result<T, E>;
 
 /// Points a series keeps before it is reduced.
 pub const COMPACT_AT: usize = 1 << 18;
@@ -60,14 +73,14 @@ pub struct Chart {
 impl Chart {
     /// Plans the series of a result with `schema`: fails when the first
     /// column is not a time or a number, or no other column is numeric.
-    pub fn new(schema: &Schema) -> CliResult<Self> {
+    pub fn new(schema: &Schema) -> Result<Self> {
         let Some(x) = schema.fields().first() else {
-            return Err(CliError::msg(
+            return Err(ChartError::msg(
                 "nothing to plot: the query returned no columns",
             ));
         };
         let x_kind = x_kind(x.data_type()).ok_or_else(|| {
-            CliError::msg(format!(
+            ChartError::msg(format!(
                 "nothing to plot: the first column is the x axis and must be a timestamp, \
                  a date or a number, but {} is {}",
                 x.name(),
@@ -91,7 +104,7 @@ impl Chart {
                 .iter()
                 .map(|(n, t)| format!("{n} ({t})"))
                 .collect();
-            return Err(CliError::msg(if columns.is_empty() {
+            return Err(ChartError::msg(if columns.is_empty() {
                 format!(
                     "nothing to plot: the query has only its x column ({}); add numeric \
                      columns to draw",
@@ -132,13 +145,13 @@ impl Chart {
     }
 
     /// Adds the rows of `batch` (whose schema is the one given to [`Chart::new`]).
-    pub fn push(&mut self, batch: &RecordBatch) -> CliResult {
+    pub fn push(&mut self, batch: &RecordBatch) -> Result {
         self.rows += batch.num_rows() as u64;
         let xs = x_values(batch.column(0), self.x_kind)?;
         for (series, path) in self.series.iter_mut().zip(&self.paths) {
             let column = resolve(batch.columns(), path)?;
             let ys = cast(&column, &DataType::Float64)
-                .map_err(|e| CliError::msg(format!("reading {} as numbers: {e}", series.name)))?;
+                .map_err(|e| ChartError::msg(format!("reading {} as numbers: {e}", series.name)))?;
             let ys = ys.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
             for (x, y) in xs.iter().zip(ys.iter()) {
                 if let (Some(x), Some(y)) = (x, y)
@@ -158,11 +171,11 @@ impl Chart {
 
     /// The x and y ranges covered by every series' points; an error when no
     /// row had a value to draw.
-    pub fn ranges(&self) -> CliResult<((f64, f64), (f64, f64))> {
+    pub fn ranges(&self) -> Result<((f64, f64), (f64, f64))> {
         let points = || self.series.iter().flat_map(|s| s.points.iter());
         match (range(points().map(|p| p.0)), range(points().map(|p| p.1))) {
             (Some(x), Some(y)) => Ok((x, y)),
-            _ => Err(CliError::msg(format!(
+            _ => Err(ChartError::msg(format!(
                 "nothing to plot: the query returned {} rows but no numeric values",
                 self.rows
             ))),
@@ -172,7 +185,7 @@ impl Chart {
 
 /// The column at `path`: a batch column, then struct children (a struct's
 /// nulls are carried to its children, so a NULL struct is no point).
-fn resolve(columns: &[ArrayRef], path: &[usize]) -> CliResult<ArrayRef> {
+fn resolve(columns: &[ArrayRef], path: &[usize]) -> Result<ArrayRef> {
     let mut array = columns[path[0]].clone();
     for &j in &path[1..] {
         let parent: &StructArray = array.as_struct();
@@ -187,7 +200,7 @@ fn resolve(columns: &[ArrayRef], path: &[usize]) -> CliResult<ArrayRef> {
                         .into_builder()
                         .nulls(merged)
                         .build()
-                        .map_err(|e| CliError::msg(format!("reading a struct field: {e}")))?,
+                        .map_err(|e| ChartError::msg(format!("reading a struct field: {e}")))?,
                 )
             }
             _ => child,
@@ -213,8 +226,8 @@ fn is_numeric(t: &DataType) -> bool {
 }
 
 /// The x column as f64: nanoseconds since the epoch for times, else the value.
-fn x_values(column: &ArrayRef, kind: XKind) -> CliResult<Float64Array> {
-    let err = |e| CliError::msg(format!("reading the x column: {e}"));
+fn x_values(column: &ArrayRef, kind: XKind) -> Result<Float64Array> {
+    let err = |e| ChartError::msg(format!("reading the x column: {e}"));
     let values = match (kind, column.data_type()) {
         (XKind::Time, DataType::Timestamp(TimeUnit::Nanosecond, _)) => column.clone(),
         (XKind::Time, _) => {
