@@ -242,17 +242,43 @@ impl<I: Copy> Routes<I> {
     }
 
     /// Whether (topic, type) has its output channel (or is left out) already.
-    pub(crate) fn contains(&mut self, topic: &str, message_type: Option<&str>) -> bool {
+    fn contains(&mut self, topic: &str, message_type: Option<&str>) -> bool {
         self.set_key(topic, message_type);
         self.ids.contains_key(self.key.as_str())
     }
 
     /// Sets the output channel of (topic, type); the first one set stays.
-    pub(crate) fn insert(&mut self, topic: &str, message_type: Option<&str>, id: Option<I>) {
+    fn insert(&mut self, topic: &str, message_type: Option<&str>, id: Option<I>) {
         self.set_key(topic, message_type);
         if !self.ids.contains_key(self.key.as_str()) {
             self.ids.insert(self.key.clone(), id);
         }
+    }
+
+    /// Declares an output channel for each (topic, type) of `channels`
+    /// before any row, the first channel listed winning: what `make` makes
+    /// of it (`Ok(None)`: that (topic, type) is left out, as a channel
+    /// whose connection record was lost); its error, the reason a channel
+    /// cannot be written, refuses the write as `what` to `name`.
+    pub(crate) fn declare(
+        &mut self,
+        channels: &[Channel],
+        what: &str,
+        name: &str,
+        mut make: impl FnMut(&Channel) -> std::result::Result<Option<Result<I>>, String>,
+    ) -> Result<()> {
+        for c in channels {
+            let ty = c.message_type.as_deref();
+            if self.contains(&c.topic, ty) {
+                continue;
+            }
+            match make(c) {
+                Ok(Some(id)) => self.insert(&c.topic, ty, Some(id?)),
+                Ok(None) => {}
+                Err(why) => return Err(Error::Input(format!("{what} {name}: {why}"))),
+            }
+        }
+        Ok(())
     }
 
     /// The output channel of `row` (`None`: left out). A (topic, type) met

@@ -18,15 +18,12 @@ use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::{GetExt, Statistics};
-use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::common::GetExt;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
-use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
+use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
-use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
-use datafusion::object_store::{ObjectMeta, ObjectStore};
 use datafusion::physical_expr::LexRequirement;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, SendableRecordBatchStream,
@@ -40,7 +37,7 @@ use logsql_writers::publish::AtomicDir;
 use super::df_write_err;
 use super::drive::{Drive, drive};
 use super::target::Target;
-use crate::datasource::source::LogSource;
+use super::write_only::{WriteOnly, WriteOnlyFormat};
 
 /// [`LeRobotOptions`] from `COPY ... OPTIONS (...)` with DataFusion's
 /// errors (import it to call `LeRobotOptions::from_map`).
@@ -59,64 +56,27 @@ impl LeRobotOptionsExt for LeRobotOptions {
 /// The name of the format (`STORED AS LEROBOT`).
 pub const FORMAT_NAME: &str = "lerobot";
 
-fn write_only() -> DataFusionError {
-    DataFusionError::NotImplemented(
-        "LeRobot datasets are written by logsql (COPY ... TO 'dir' STORED AS LEROBOT), not read: read their data/*.parquet files"
-            .into(),
-    )
-}
-
 /// The LeRobot dataset format (write only).
 #[derive(Debug, Clone, Default)]
-pub struct LeRobotFormat {
+pub(crate) struct LeRobotFormat {
     options: LeRobotOptions,
 }
 
-#[async_trait]
-impl FileFormat for LeRobotFormat {
-    fn get_ext(&self) -> String {
+impl WriteOnly for LeRobotFormat {
+    fn extension(&self) -> String {
         String::new()
     }
 
-    fn get_ext_with_compression(&self, _c: &FileCompressionType) -> Result<String> {
-        Ok(String::new())
+    fn not_read(&self) -> DataFusionError {
+        DataFusionError::NotImplemented(
+            "LeRobot datasets are written by logsql (COPY ... TO 'dir' STORED AS LEROBOT), not read: read their data/*.parquet files"
+                .into(),
+        )
     }
 
-    fn compression_type(&self) -> Option<FileCompressionType> {
-        None
-    }
-
-    async fn infer_schema(
-        &self,
-        _state: &dyn Session,
-        _store: &Arc<dyn ObjectStore>,
-        _objects: &[ObjectMeta],
-    ) -> Result<SchemaRef> {
-        Err(write_only())
-    }
-
-    async fn infer_stats(
-        &self,
-        _state: &dyn Session,
-        _store: &Arc<dyn ObjectStore>,
-        _table_schema: SchemaRef,
-        _object: &ObjectMeta,
-    ) -> Result<Statistics> {
-        Err(write_only())
-    }
-
-    async fn create_physical_plan(
-        &self,
-        _state: &dyn Session,
-        _conf: FileScanConfig,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        Err(write_only())
-    }
-
-    async fn create_writer_physical_plan(
+    fn writer_plan(
         &self,
         input: Arc<dyn ExecutionPlan>,
-        _state: &dyn Session,
         conf: FileSinkConfig,
         order_requirements: Option<LexRequirement>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
@@ -158,12 +118,6 @@ impl FileFormat for LeRobotFormat {
         });
         Ok(Arc::new(DataSinkExec::new(input, sink, order)))
     }
-
-    /// Never scanned (`create_physical_plan` refuses); the source exists
-    /// because the trait asks for one.
-    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
-        Arc::new(LogSource::new(None, table_schema))
-    }
 }
 
 /// The local directory a `COPY` names.
@@ -199,13 +153,13 @@ impl FileFormatFactory for LeRobotFormatFactory {
         _state: &dyn Session,
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
-        Ok(Arc::new(LeRobotFormat {
+        Ok(Arc::new(WriteOnlyFormat(LeRobotFormat {
             options: LeRobotOptions::parse(options).map_err(df_write_err)?,
-        }))
+        })))
     }
 
     fn default(&self) -> Arc<dyn FileFormat> {
-        Arc::new(LeRobotFormat::default())
+        Arc::new(WriteOnlyFormat(LeRobotFormat::default()))
     }
 }
 
@@ -335,13 +289,14 @@ impl DataSink for LeRobotSink {
 mod tests {
     use super::*;
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::datasource::table_schema::TableSchema;
 
     #[test]
     fn the_format_gives_a_file_source_and_refuses_to_be_read() {
         let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true)]));
-        let format = LeRobotFormat::default();
+        let format = WriteOnlyFormat(LeRobotFormat::default());
         let source = format.file_source(TableSchema::from(schema));
         assert_eq!(source.file_type(), "log");
-        assert!(write_only().to_string().contains("not read"));
+        assert!(format.0.not_read().to_string().contains("not read"));
     }
 }

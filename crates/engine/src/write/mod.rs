@@ -11,7 +11,9 @@
 //! - [`sink`]: the one sink of the log formats (MCAP, ROS1 bag, ROS 2 bag)
 //!   and [`sink::write_log`], which `export` and `recover` call too;
 //! - [`mcap`], [`mp4`], [`lerobot`]: the `COPY ... TO` formats;
-//! - [`frame_batches`]: small batches under the sinks of camera frames.
+//! - [`frame_batches`]: small batches under the sinks of camera frames;
+//! - `write_only`: the one `FileFormat` of the outputs `COPY` writes and
+//!   never reads (MP4, LeRobot).
 
 pub mod drive;
 pub mod frame_batches;
@@ -21,6 +23,7 @@ pub mod mp4;
 pub mod sink;
 pub mod sources;
 pub mod target;
+mod write_only;
 
 use datafusion::error::DataFusionError;
 

@@ -21,15 +21,12 @@ use async_trait::async_trait;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::{GetExt, Statistics};
-use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::common::GetExt;
 use datafusion::datasource::file_format::{FileFormat, FileFormatFactory};
-use datafusion::datasource::physical_plan::{FileScanConfig, FileSinkConfig, FileSource};
+use datafusion::datasource::physical_plan::FileSinkConfig;
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
-use datafusion::datasource::table_schema::TableSchema;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
-use datafusion::object_store::{ObjectMeta, ObjectStore};
 use datafusion::physical_expr::{LexRequirement, PhysicalSortRequirement};
 use datafusion::physical_plan::expressions::col as column;
 use datafusion::physical_plan::{
@@ -41,70 +38,33 @@ pub use logsql_writers::mp4::{OPTION_KEYS, VideoWriteOptions};
 use super::df_write_err;
 use super::drive::{Drive, drive};
 use super::target::{Target, io_err};
-use crate::datasource::source::LogSource;
+use super::write_only::{WriteOnly, WriteOnlyFormat};
 use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::schema::col;
 
 /// The name of the format (`STORED AS MP4`, the `.mp4` extension).
 pub const MP4: &str = "mp4";
 
-/// The MP4 file format: written by `COPY`, never read.
+/// The MP4 file format: written by `COPY`, never read ([`WriteOnly`]).
 #[derive(Debug, Clone, Default)]
-pub struct VideoFileFormat {
+pub(crate) struct VideoFileFormat {
     options: VideoWriteOptions,
 }
 
-fn not_read() -> DataFusionError {
-    DataFusionError::NotImplemented(
-        "logsql writes MP4 video (COPY ... TO 'clip.mp4') but does not read it".into(),
-    )
-}
-
-#[async_trait]
-impl FileFormat for VideoFileFormat {
-    fn get_ext(&self) -> String {
+impl WriteOnly for VideoFileFormat {
+    fn extension(&self) -> String {
         format!(".{MP4}")
     }
 
-    fn get_ext_with_compression(&self, _c: &FileCompressionType) -> Result<String> {
-        Ok(self.get_ext())
+    fn not_read(&self) -> DataFusionError {
+        DataFusionError::NotImplemented(
+            "logsql writes MP4 video (COPY ... TO 'clip.mp4') but does not read it".into(),
+        )
     }
 
-    fn compression_type(&self) -> Option<FileCompressionType> {
-        None
-    }
-
-    async fn infer_schema(
-        &self,
-        _state: &dyn Session,
-        _store: &Arc<dyn ObjectStore>,
-        _objects: &[ObjectMeta],
-    ) -> Result<SchemaRef> {
-        Err(not_read())
-    }
-
-    async fn infer_stats(
-        &self,
-        _state: &dyn Session,
-        _store: &Arc<dyn ObjectStore>,
-        table_schema: SchemaRef,
-        _object: &ObjectMeta,
-    ) -> Result<Statistics> {
-        Ok(Statistics::new_unknown(&table_schema))
-    }
-
-    async fn create_physical_plan(
-        &self,
-        _state: &dyn Session,
-        _conf: FileScanConfig,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        Err(not_read())
-    }
-
-    async fn create_writer_physical_plan(
+    fn writer_plan(
         &self,
         input: Arc<dyn ExecutionPlan>,
-        _state: &dyn Session,
         conf: FileSinkConfig,
         _order_requirements: Option<LexRequirement>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
@@ -124,12 +84,6 @@ impl FileFormat for VideoFileFormat {
         });
         Ok(Arc::new(DataSinkExec::new(input, sink, order)))
     }
-
-    /// Never scanned (`create_physical_plan` refuses); the source exists
-    /// because the trait asks for one.
-    fn file_source(&self, table_schema: TableSchema) -> Arc<dyn FileSource> {
-        Arc::new(LogSource::new(None, table_schema))
-    }
 }
 
 /// Creates [`VideoFileFormat`]s for `COPY ... TO 'x.mp4'` / `STORED AS MP4`.
@@ -148,13 +102,13 @@ impl FileFormatFactory for VideoFileFormatFactory {
         _state: &dyn Session,
         options: &HashMap<String, String>,
     ) -> Result<Arc<dyn FileFormat>> {
-        Ok(Arc::new(VideoFileFormat {
+        Ok(Arc::new(WriteOnlyFormat(VideoFileFormat {
             options: VideoWriteOptions::parse(options).map_err(df_write_err)?,
-        }))
+        })))
     }
 
     fn default(&self) -> Arc<dyn FileFormat> {
-        Arc::new(VideoFileFormat::default())
+        Arc::new(WriteOnlyFormat(VideoFileFormat::default()))
     }
 }
 

@@ -121,21 +121,10 @@ impl<W: Write + Seek> BagBatchWriter<W> {
             rows: 0,
             left_out: 0,
         };
-        for c in &options.channels {
-            let ty = c.message_type.as_deref();
-            if w.routes.contains(&c.topic, ty) {
-                continue;
-            }
-            match connection_of(c) {
-                Ok(Some(conn)) => {
-                    let id = w.bag.add_connection(conn);
-                    w.routes.insert(&c.topic, ty, Some(id));
-                }
-                // Its messages are left out (a lost connection record).
-                Ok(None) => {}
-                Err(why) => return Err(Error::Input(format!("{WHAT} {}: {why}", w.name))),
-            }
-        }
+        let bag = &mut w.bag;
+        w.routes.declare(&options.channels, WHAT, &w.name, |c| {
+            Ok(connection_of(c)?.map(|conn| Ok(bag.add_connection(conn))))
+        })?;
         Ok(w)
     }
 }

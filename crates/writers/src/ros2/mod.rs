@@ -110,20 +110,10 @@ impl Ros2BagWriter {
             rows: 0,
             left_out: 0,
         };
-        for c in &options.channels {
-            let ty = c.message_type.as_deref();
-            if w.routes.contains(&c.topic, ty) {
-                continue;
-            }
-            match topic_of(c) {
-                Ok(Some(topic)) => {
-                    let id = w.db.add_topic(topic)?;
-                    w.routes.insert(&c.topic, ty, Some(id));
-                }
-                Ok(None) => {}
-                Err(why) => return Err(Error::Input(format!("{WHAT} {}: {why}", w.name))),
-            }
-        }
+        let db = &mut w.db;
+        w.routes.declare(&options.channels, WHAT, &w.name, |c| {
+            Ok(topic_of(c)?.map(|topic| db.add_topic(topic)))
+        })?;
         Ok(w)
     }
 }
