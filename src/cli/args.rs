@@ -257,6 +257,11 @@ pub enum Command {
     /// function, `read_topic` and ASOF JOIN as in the CLI, reading only below
     /// the --root directories, writing nothing unless --allow-write.
     Serve(ServeArgs),
+    /// Serves the Model Context Protocol over stdin and stdout for one
+    /// language-model agent (Claude Desktop, an IDE, the MCP Inspector):
+    /// tools that list, describe and query the recordings below the --root
+    /// directories and show camera frames, read-only and within the limits.
+    Mcp(McpArgs),
     /// Serves a datafusion-distributed worker until stopped: a coordinator
     /// (`logsql --workers ADDR,... "SQL"`) sends it the scans of its queries.
     /// It reads files and object stores with its own paths and environment,
@@ -427,6 +432,26 @@ pub struct ServeArgs {
     /// Client connections open at once; more are refused.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+}
+
+/// Arguments of `logsql mcp`.
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    /// A directory (or object-store prefix) the agent's queries may read
+    /// below; repeatable, at least one. Relative paths an agent names are
+    /// taken from the first.
+    #[arg(long = "root", value_name = "DIR|URL", required = true)]
+    pub roots: Vec<String>,
+    /// Memory a query may hold at once (`512MiB`, `2GB`).
+    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::units::parse_size)]
+    pub memory_limit: Option<usize>,
+    /// Time a query may take (`30s`, `5min`; default 60s).
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = logsql::ops::units::parse_duration)]
+    pub query_timeout: std::time::Duration,
+    /// Queries that run at once; others wait for a slot.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_queries: u32,
 }
 
 /// Arguments of `logsql frames`.

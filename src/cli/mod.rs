@@ -93,6 +93,14 @@ pub fn run(args: Args) -> CliResult {
         }
         return serve::run(&args, serve);
     }
+    if let Some(Command::Mcp(mcp)) = &args.command {
+        if args.sql.is_some() || !args.files.is_empty() || !args.commands.is_empty() {
+            return Err(CliError::msg(
+                "give either SQL (or -f / -c) or a subcommand, not both",
+            ));
+        }
+        return serve::run_mcp(&args, mcp);
+    }
     let mut app = App::new(&args)?;
     let (mut out, file) = output(&args)?;
     let result = run_with(&mut app, &args, &mut out);
@@ -158,7 +166,9 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Chunks { path } => app.run_table_function("chunks", path, out),
             Command::Attachments { path } => app.run_table_function("attachments", path, out),
             Command::Metadata { path } => app.run_table_function("metadata", path, out),
-            Command::Serve(_) => unreachable!("`logsql serve` runs without an App (see run)"),
+            Command::Serve(_) | Command::Mcp(_) => {
+                unreachable!("`logsql serve` and `logsql mcp` make their own App (see run)")
+            }
             #[cfg(feature = "distributed")]
             Command::Worker(w) => worker(app, w),
         };

@@ -1,12 +1,15 @@
-//! `logsql serve`: its flags as a [`ServeConfig`], the session the CLI makes
-//! (every table function, `read_topic`, ASOF JOIN and global option) with the
-//! server's data roots installed, then logsql-serve runs it. Its errors
+//! `logsql serve` and `logsql mcp`: their flags as a [`ServeConfig`], the
+//! session the CLI makes (every table function, `read_topic`, ASOF JOIN and
+//! global option) with the server's data roots installed, then logsql-serve
+//! runs it (Postgres wire and Flight SQL, or MCP over stdio). Its errors
 //! become the CLI's here.
 
-use logsql_serve::{Auth, Limits, ServeConfig, ServeError, Server, TableSpec, TlsFiles};
+use logsql_serve::{
+    Auth, Limits, McpServer, Policy, ServeConfig, ServeError, Server, TableSpec, TlsFiles,
+};
 
 use super::App;
-use super::args::{Args, ServeArgs};
+use super::args::{Args, McpArgs, ServeArgs};
 use super::error::{CliError, CliResult};
 
 /// Runs `logsql serve` until the process is stopped.
@@ -16,6 +19,37 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
     let listening = app.rt.block_on(server.bind(app.ctx.clone()))?;
     listening.announce();
     app.rt.block_on(listening.serve());
+    Ok(())
+}
+
+/// Runs `logsql mcp` until the agent disconnects: the session under the
+/// serving policy of `mcp`'s roots and limits (read-only), served over stdio.
+pub fn run_mcp(args: &Args, mcp: &McpArgs) -> CliResult {
+    let config = ServeConfig {
+        roots: mcp.roots.clone(),
+        limits: Limits {
+            max_queries: mcp.max_queries as usize,
+            query_timeout: Some(mcp.query_timeout),
+            memory_limit: mcp.memory_limit,
+            ..Limits::default()
+        },
+        ..ServeConfig::default()
+    };
+    let policy = Policy::new(&config)?;
+    // Relative paths, in a tool's arguments and in the agent's SQL alike,
+    // are the first root's.
+    if let Some(root) = policy.roots().first_local() {
+        std::env::set_current_dir(root)
+            .map_err(|e| CliError::io(format!("entering {}", root.display()), e))?;
+    }
+    let app = App::with_config(args, |config| policy.session_config(config))?;
+    let session = app.rt.block_on(policy.session(app.ctx.clone()))?;
+    log::info!(
+        "logsql mcp: serving MCP over stdio, reading below {}",
+        policy.roots()
+    );
+    app.rt.block_on(McpServer::new(session)?.serve_stdio())?;
+    app.close();
     Ok(())
 }
 

@@ -17,7 +17,7 @@
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
 # boto3, and for images Pillow numpy foxglove-schemas-protobuf). LOGSQL_INTEROP_SUITES picks suites
-# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag;
+# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -39,7 +39,8 @@
 # with the official mcap reader, CRCs validated, and the `--to bag` / `--to db3` results with
 # rosbags' own ROS1 and ROS 2 readers; copy_bag_interop.py reads the bags and ROS 2 bag
 # directories of `COPY ... TO 'y.bag'` / `STORED AS DB3` (from MCAP files the official writer
-# and rosbag2 recorded) with rosbags' readers, message for message; lerobot_interop.py, not in the default list,
+# and rosbag2 recorded) with rosbags' readers, message for message; mcp_interop.py drives `logsql mcp`
+# with the official MCP Python SDK, pip `mcp`, over stdio; lerobot_interop.py, not in the default list,
 # loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
 # package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
 # (default ~/.cache/logsql-lerobot-venv), and needs the gen_robot example beside the
@@ -99,6 +100,10 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" asof "* || " ${LOGSQL_INTERO
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
 fi
 
+if [[ " ${LOGSQL_INTEROP_SUITES:-mcp} " == *" mcp "* ]] && ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp>=1.9,<2"
+fi
+
 if [[ " ${LOGSQL_INTEROP_SUITES:-} " == *" lerobot "* ]]; then
     lerobot_venv=${LOGSQL_LEROBOT_VENV:-$HOME/.cache/logsql-lerobot-venv}
     if [[ ! -x "$lerobot_venv/bin/python" ]]; then
@@ -117,7 +122,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp}; do
     log=$(mktemp)
     status=0
     python="$venv/bin/python"

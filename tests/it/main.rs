@@ -49,6 +49,7 @@ mod gen_support;
 mod hostile_inputs;
 mod lerobot;
 mod mcap_writer;
+mod mcp;
 mod ops;
 mod points;
 mod queries;

@@ -23,24 +23,28 @@
 //!   it makes the one [`ServeSession`] every front end serves, whose last
 //!   physical optimizer rule ([`ServeRule`]) checks every plan with the
 //!   [`PlanGuard`] and runs it under the [`QueryLimits`] (a slot, a time
-//!   and a memory limit), however a statement reached it;
+//!   and a memory limit, the time checked at every operator: `deadline`),
+//!   however a statement reached it;
 //! - [`ServeSession`]: the statement checks ([`ServeSession::vet`]: what a
 //!   shared session must not run is refused, `ASOF JOIN`s rewritten) and
 //!   [`ServeSession::query`], the one call a further front end (an MCP
 //!   server, over HTTP or stdio) needs to run a client's statement;
 //! - the front ends: Postgres wire (`pg`: login, TLS, the statement hooks,
-//!   nested columns as JSON text) and Flight SQL (`flight`: login, tickets
-//!   that cancel), over one registry of running queries (`cancel`);
+//!   nested columns as JSON text), Flight SQL (`flight`: login, tickets
+//!   that cancel), over one registry of running queries (`cancel`), and the
+//!   Model Context Protocol for agents ([`mcp`]: tools over stdio);
 //! - [`Server`] and [`Listening`]: a server's start, its listeners and its
 //!   accept loop; [`run`] for all of it in one call.
 
 mod cancel;
 mod config;
+mod deadline;
 mod error;
 #[cfg(feature = "flight")]
 mod flight;
 mod json_text;
 mod limits;
+pub mod mcp;
 mod pg;
 mod pg_catalog;
 mod policy;
@@ -55,6 +59,7 @@ pub use logsql::DataRoots;
 /// The plan guard and data roots are the engine's (its distributed worker
 /// and url tables use them too); they are part of a server's policy.
 pub use logsql::PlanGuard;
+pub use mcp::McpServer;
 pub use policy::Policy;
 pub use server::{Listening, Server, run};
 pub use session::ServeSession;

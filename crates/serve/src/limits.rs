@@ -28,6 +28,8 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 use logsql::PlanGuard;
+
+use crate::deadline::{self, Deadline, with_deadline};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -129,18 +131,18 @@ impl DisplayAs for LimitedExec {
 
 /// A query that outlived `--query-timeout`.
 fn timed_out(limits: &QueryLimits, waiting: bool) -> DataFusionError {
-    let limit = limits.timeout.unwrap_or_default();
-    let what = if waiting {
-        format!(
+    let deadline = Deadline {
+        at: Instant::now(),
+        limit: limits.timeout.unwrap_or_default(),
+    };
+    let what = match waiting {
+        true => format!(
             " waiting for one of the server's {} query slots (--max-queries)",
             limits.max_queries
-        )
-    } else {
-        String::new()
+        ),
+        false => String::new(),
     };
-    DataFusionError::Execution(format!(
-        "query cancelled: it ran longer than the server's query timeout of {limit:?}{what}"
-    ))
+    deadline.passed(&what)
 }
 
 impl ExecutionPlan for LimitedExec {
@@ -188,6 +190,14 @@ impl ExecutionPlan for LimitedExec {
             None => context,
         };
         let deadline = limits.timeout.map(|t| Instant::now() + t);
+        // Every operator checks the deadline as its batches pass.
+        let (input, context) = match (deadline, limits.timeout) {
+            (Some(at), Some(limit)) => {
+                let context = with_deadline(&context, Deadline { at, limit });
+                (deadline::everywhere(input)?, context)
+            }
+            _ => (input, context),
+        };
 
         /// Where a query is: waiting for a slot, running, or over.
         enum Step {

@@ -144,15 +144,26 @@ impl DataRoots {
     }
 }
 
-impl fmt::Display for DataRoots {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<String> = self
-            .local
+impl DataRoots {
+    /// Each root as a path or URL a query can name: the local directories
+    /// (canonical), then the object-store prefixes.
+    pub fn names(&self) -> Vec<String> {
+        self.local
             .iter()
             .map(|p| p.display().to_string())
             .chain(self.remote.iter().map(Url::to_string))
-            .collect();
-        f.write_str(&names.join(", "))
+            .collect()
+    }
+
+    /// The first local root (where a server takes relative paths from).
+    pub fn first_local(&self) -> Option<&Path> {
+        self.local.first().map(PathBuf::as_path)
+    }
+}
+
+impl fmt::Display for DataRoots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.names().join(", "))
     }
 }
 

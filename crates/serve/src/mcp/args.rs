@@ -1,0 +1,73 @@
+//! The arguments of the MCP tools, as an agent sends them: each a JSON
+//! object whose schema (with the descriptions below) the server lists.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// `list_recordings`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct ListRecordings {
+    /// A directory or glob below a data root (relative paths are taken from
+    /// the first root; default: every root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only recordings with this topic.
+    #[serde(default)]
+    pub topic: Option<String>,
+    /// At most this many recordings (default 100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// `describe_recording`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DescribeRecording {
+    /// The recording: a log file (MCAP, ROS 1 bag, ROS 2 bag, Apollo record,
+    /// BDDF, CARLA log) below a data root, as `list_recordings` names it.
+    pub path: String,
+}
+
+/// `describe_topic`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DescribeTopic {
+    /// The recording, as `list_recordings` names it.
+    pub path: String,
+    /// The topic, as `describe_recording` lists it.
+    pub topic: String,
+    /// Sample rows to show (default 3, at most 20).
+    #[serde(default)]
+    pub samples: Option<u32>,
+}
+
+/// `query`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Query {
+    /// One read-only SQL statement (DataFusion's dialect with logsql's
+    /// table functions: `FROM 'run.mcap'`, `read_topic('run.mcap',
+    /// '/imu')`, `topics('dir/')`, ASOF JOIN).
+    pub sql: String,
+    /// At most this many rows come back (default 100, at most 10000); the
+    /// answer says when the result had more.
+    #[serde(default)]
+    pub max_rows: Option<u32>,
+}
+
+/// `sample_frames`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SampleFrames {
+    /// The recording, as `list_recordings` names it.
+    pub path: String,
+    /// A camera topic (`sensor_msgs/Image`, `CompressedImage`, Foxglove images).
+    pub topic: String,
+    /// Log times (RFC 3339, or nanoseconds since the epoch) to show the
+    /// first image at or after; default: `count` times spread evenly over
+    /// the topic.
+    #[serde(default)]
+    pub times: Vec<String>,
+    /// How many frames when no times are given (default 4, at most 16).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// The longer side of each thumbnail in pixels (default 320, at most 1024).
+    #[serde(default)]
+    pub size: Option<u32>,
+}

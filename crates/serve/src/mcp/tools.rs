@@ -1,0 +1,316 @@
+//! What each MCP tool does: the queries it runs through the server's
+//! session and the answer it gives, text (and JSON) or PNG images. A
+//! failure is the tool's answer, phrased for the agent ([`reply`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::Int64Type;
+use futures::TryStreamExt;
+use logsql::ops::sql_literal as quote;
+use logsql::ops::units::{parse_time, rfc3339};
+use logsql::ops::{info, info_json};
+use rmcp::model::{CallToolResult, ContentBlock};
+
+use super::McpServer;
+use super::answer::{Caps, collect};
+use super::args;
+use crate::error::ServeError;
+
+/// Rows of a `query` answer by default, and at most.
+const ROWS: (u32, u32) = (100, 10_000);
+/// Bytes of JSON an answer holds at most.
+const ANSWER_BYTES: usize = 512 * 1024;
+/// Recordings `list_recordings` names by default.
+const RECORDINGS: u32 = 100;
+/// Frames `sample_frames` shows by default, and at most.
+const FRAMES: (u32, u32) = (4, 16);
+/// A thumbnail's longer side by default, and at most.
+const THUMBNAIL: (u32, u32) = (320, 1024);
+
+/// What a tool answers, or why it could not.
+pub(super) type Reply = Result<Vec<ContentBlock>, String>;
+
+/// A tool's answer as its result: a failure is a result marked as an error
+/// whose text the agent reads.
+pub(super) fn reply(r: Reply) -> CallToolResult {
+    match r {
+        Ok(content) => CallToolResult::success(content),
+        Err(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
+    }
+}
+
+/// A serve error as an agent reads it.
+fn say(e: ServeError) -> String {
+    match e {
+        ServeError::DataFusion(e) => {
+            let text = e.strip_backtrace();
+            text.strip_prefix("External error: ")
+                .unwrap_or(&text)
+                .to_string()
+        }
+        e => e.to_string(),
+    }
+}
+
+impl McpServer {
+    /// `path` as the server reads it: relative paths from the first root; a
+    /// path outside the roots is refused before anything is read.
+    fn path(&self, path: &str) -> Result<String, String> {
+        let path = path.trim();
+        let local = !path.contains("://");
+        let full = match (
+            self.roots.first_local(),
+            local && Path::new(path).is_relative(),
+        ) {
+            (Some(base), true) => base.join(path).display().to_string(),
+            _ => path.to_string(),
+        };
+        let checked = if local {
+            self.roots.check_local(Path::new(&full), path)
+        } else {
+            url::Url::parse(&full)
+                .map_err(|e| datafusion::error::DataFusionError::Plan(format!("{path}: {e}")))
+                .and_then(|u| self.roots.check_url(&u, path))
+        };
+        checked.map_err(|e| say(e.into()))?;
+        Ok(full)
+    }
+
+    /// Runs `sql` through the session, every row kept.
+    async fn rows(&self, sql: &str) -> Result<Vec<RecordBatch>, String> {
+        let stream = self.session.query(sql).await.map_err(say)?;
+        stream.try_collect().await.map_err(|e| say(e.into()))
+    }
+
+    pub(super) async fn list(&self, a: args::ListRecordings) -> Reply {
+        let paths: Vec<String> = match &a.path {
+            Some(p) => vec![self.path(p)?],
+            None => self.roots.names(),
+        };
+        let limit = a.limit.unwrap_or(RECORDINGS).max(1) as usize;
+        let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for path in &paths {
+            let sql = format!(
+                "SELECT file, topic, message_type FROM channels({}) ORDER BY file, topic",
+                quote(path)
+            );
+            for batch in self.rows(&sql).await? {
+                let (file, topic, ty) = (
+                    batch.column(0).as_string::<i32>(),
+                    batch.column(1).as_string::<i32>(),
+                    batch.column(2).as_string::<i32>(),
+                );
+                for i in 0..batch.num_rows() {
+                    let entry = files.entry(file.value(i).to_string()).or_default();
+                    let t = match ty.is_null(i) {
+                        true => topic.value(i).to_string(),
+                        false => format!("{} ({})", topic.value(i), ty.value(i)),
+                    };
+                    let wanted = a.topic.as_deref().is_none_or(|w| w == topic.value(i));
+                    if wanted && !entry.contains(&t) {
+                        entry.push(t);
+                    }
+                }
+            }
+        }
+        if a.topic.is_some() {
+            files.retain(|_, topics| !topics.is_empty());
+        }
+        let total = files.len();
+        let mut text = String::new();
+        for (file, topics) in files.iter().take(limit) {
+            let size = std::fs::metadata(file.strip_prefix("file://").unwrap_or(file))
+                .map(|m| format!(", {} bytes", m.len()))
+                .unwrap_or_default();
+            text.push_str(&format!("{file} ({} topics{size})\n", topics.len()));
+            for t in topics {
+                text.push_str(&format!("  {t}\n"));
+            }
+        }
+        text.push_str(&match total {
+            0 => "no recordings found".to_string(),
+            n if n > limit => format!("{limit} of {n} recordings (raise limit for more)"),
+            n => format!("{n} recordings"),
+        });
+        Ok(vec![ContentBlock::text(text)])
+    }
+
+    pub(super) async fn describe(&self, a: args::DescribeRecording) -> Reply {
+        let path = self.path(&a.path)?;
+        let state = self.session.state();
+        let mut files = info::files(&state, std::slice::from_ref(&path))
+            .await
+            .map_err(|e| e.to_string())?;
+        if files.len() != 1 {
+            return Err(format!(
+                "{}: describe_recording takes one log file; this names {} (see list_recordings)",
+                a.path,
+                files.len()
+            ));
+        }
+        let (loc, cached) = files.remove(0).read.map_err(|e| e.to_string())?;
+        let render = |e: datafusion::error::DataFusionError| say(e.into());
+        let cameras = info::cameras(self.session.context(), &loc, &cached.summary, &render).await;
+        let limits = logsql::LogsqlOptions::from_config(state.config_options()).limits();
+        let what = info::Gather {
+            verify: false,
+            timeline: true,
+        };
+        let (mut facts, _) = tokio::task::spawn_blocking(move || {
+            info::gather(&loc, &cached, what, limits).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| format!("describe_recording failed: {e}"))??;
+        facts.cameras = cameras;
+        let json = info_json::facts(&facts);
+        let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
+        Ok(vec![ContentBlock::text(text)])
+    }
+
+    pub(super) async fn topic(&self, a: args::DescribeTopic) -> Reply {
+        let path = self.path(&a.path)?;
+        let samples = a.samples.unwrap_or(3).min(20);
+        let (p, t) = (quote(&path), quote(&a.topic));
+        let sql = format!(
+            "SELECT message_type, message_encoding, message_count, start_time, end_time \
+             FROM topics({p}) WHERE topic = {t}"
+        );
+        let caps = Caps {
+            rows: 10,
+            bytes: ANSWER_BYTES,
+        };
+        let facts = self.session.query(&sql).await.map_err(say)?;
+        let facts = collect(facts, caps).await.map_err(|e| say(e.into()))?;
+        if facts.rows() == 0 {
+            return Err(format!(
+                "{}: no topic {} (describe_recording lists the topics)",
+                a.path, a.topic
+            ));
+        }
+        let stream = self
+            .session
+            .query(&format!(
+                "SELECT * FROM read_topic({p}, {t}) LIMIT {samples}"
+            ))
+            .await
+            .map_err(say)?;
+        let rows = collect(
+            stream,
+            Caps {
+                rows: samples as usize,
+                bytes: ANSWER_BYTES,
+            },
+        )
+        .await
+        .map_err(|e| say(e.into()))?;
+        let mut text = format!(
+            "topic {} of {}\n{}\n\ncolumns of read_topic({p}, {t}):\n",
+            a.topic,
+            a.path,
+            facts.table().map_err(|e| say(e.into()))?
+        );
+        for (name, ty) in &rows.columns {
+            text.push_str(&format!("  {name}: {ty}\n"));
+        }
+        text.push_str(&format!(
+            "\nsample rows:\n{}",
+            rows.table().map_err(|e| say(e.into()))?
+        ));
+        Ok(vec![ContentBlock::text(text)])
+    }
+
+    pub(super) async fn run_query(&self, a: args::Query) -> Reply {
+        let rows = a.max_rows.unwrap_or(ROWS.0).clamp(1, ROWS.1) as usize;
+        let stream = self.session.query(&a.sql).await.map_err(say)?;
+        let answer = collect(
+            stream,
+            Caps {
+                rows,
+                bytes: ANSWER_BYTES,
+            },
+        )
+        .await
+        .map_err(|e| say(e.into()))?;
+        let table = answer.table().map_err(|e| say(e.into()))?;
+        Ok(vec![
+            ContentBlock::text(table),
+            ContentBlock::text(answer.json_text()),
+        ])
+    }
+
+    pub(super) async fn frames(&self, a: args::SampleFrames) -> Reply {
+        let path = self.path(&a.path)?;
+        let (p, t) = (quote(&path), quote(&a.topic));
+        let size = a.size.unwrap_or(THUMBNAIL.0).clamp(16, THUMBNAIL.1);
+        let mut times = Vec::new();
+        for s in a.times.iter().take(FRAMES.1 as usize) {
+            times.push(parse_time(s).map_err(|e| format!("times: {s}: {e}"))?);
+        }
+        if times.is_empty() {
+            let span = self
+                .rows(&format!(
+                    "SELECT CAST(min(start_time) AS BIGINT), CAST(max(end_time) AS BIGINT) \
+                     FROM topics({p}) WHERE topic = {t}"
+                ))
+                .await?;
+            let bounds = span.first().filter(|b| b.num_rows() > 0).and_then(|b| {
+                let (first, last) = (
+                    b.column(0).as_primitive::<Int64Type>(),
+                    b.column(1).as_primitive::<Int64Type>(),
+                );
+                (first.is_valid(0) && last.is_valid(0)).then(|| (first.value(0), last.value(0)))
+            });
+            let Some((first, last)) = bounds else {
+                return Err(format!(
+                    "{}: no messages of topic {} (describe_recording lists the topics)",
+                    a.path, a.topic
+                ));
+            };
+            let n = i128::from(a.count.unwrap_or(FRAMES.0).clamp(1, FRAMES.1));
+            for k in 0..n {
+                times.push(match n {
+                    1 => first,
+                    _ => first + ((i128::from(last - first) * k) / (n - 1)) as i64,
+                });
+            }
+        }
+        let mut content = Vec::new();
+        let mut shown = Vec::new();
+        for at in times {
+            let sql = format!(
+                "SELECT CAST(log_time AS BIGINT) AS t, image_thumbnail(image, {size}) AS png \
+                 FROM read_images({p}, {t}) WHERE log_time >= {} ORDER BY log_time LIMIT 1",
+                quote(&rfc3339(at))
+            );
+            for batch in self.rows(&sql).await? {
+                let (times, pngs) = (
+                    batch.column(0).as_primitive::<Int64Type>(),
+                    batch.column(1).as_binary::<i32>(),
+                );
+                for i in 0..batch.num_rows() {
+                    if pngs.is_null(i) || shown.contains(&times.value(i)) {
+                        continue;
+                    }
+                    shown.push(times.value(i));
+                    let data = base64::engine::general_purpose::STANDARD.encode(pngs.value(i));
+                    content.push(ContentBlock::text(format!(
+                        "{} frame at {}",
+                        a.topic,
+                        rfc3339(times.value(i))
+                    )));
+                    content.push(ContentBlock::image(data, "image/png"));
+                }
+            }
+        }
+        if content.is_empty() {
+            return Err(format!(
+                "{}: no image of {} at or after the times asked decoded",
+                a.path, a.topic
+            ));
+        }
+        Ok(content)
+    }
+}

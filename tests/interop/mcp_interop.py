@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Interop test: ``logsql mcp`` driven by the official MCP Python SDK (``mcp``
+from PyPI), as a desktop agent drives it over stdio. The recording is one the
+official ``mcap`` writer wrote (JSON messages, two topics, known values); each
+tool's answer is held to what the official reader reads from the same file,
+and a hostile agent's calls (writes, DDL, SET, several statements, paths and
+URLs outside the root) come back as tool errors while the server keeps
+answering and nothing is written.
+
+Usage: mcp_interop.py --logsql PATH/TO/logsql [--keep DIR]
+Prints one line per check and finally ``N passed, M failed``; exits 1 on any failure.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections import Counter
+
+from common import Checks
+from mcap.reader import make_reader
+from mcap.writer import Writer
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+START = 1_700_000_000_000_000_000
+
+
+def write_recording(path):
+    """An MCAP file of the official writer: /pose at 50 Hz (x = i / 10) and
+    /status at 5 Hz (level = i % 3), 4 seconds."""
+    with open(path, "wb") as f:
+        w = Writer(f)
+        w.start(profile="", library="mcap_interop")
+        pose_schema = w.register_schema(
+            name="Pose",
+            encoding="jsonschema",
+            data=json.dumps({"type": "object", "properties": {"x": {"type": "number"}}}).encode(),
+        )
+        status_schema = w.register_schema(
+            name="Status",
+            encoding="jsonschema",
+            data=json.dumps({"type": "object", "properties": {"level": {"type": "integer"}}}).encode(),
+        )
+        pose = w.register_channel(topic="/pose", message_encoding="json", schema_id=pose_schema)
+        status = w.register_channel(topic="/status", message_encoding="json", schema_id=status_schema)
+        for i in range(200):
+            t = START + i * 20_000_000
+            w.add_message(pose, log_time=t, publish_time=t, data=json.dumps({"x": i / 10}).encode())
+            if i % 10 == 0:
+                w.add_message(
+                    status, log_time=t, publish_time=t, data=json.dumps({"level": (i // 10) % 3}).encode()
+                )
+        w.finish()
+
+
+def official_counts(path):
+    """Messages per topic, and the sum of /pose's x, as the official reader reads them."""
+    counts, total = Counter(), 0.0
+    with open(path, "rb") as f:
+        for _, channel, message in make_reader(f).iter_messages():
+            counts[channel.topic] += 1
+            if channel.topic == "/pose":
+                total += json.loads(message.data)["x"]
+    return counts, total
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+async def drive(binary, root, checks):
+    path = os.path.join(root, "run.mcap")
+    counts, total = official_counts(path)
+    params = StdioServerParameters(command=binary, args=["mcp", "--root", root, "--query-timeout", "5s"])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            checks.check("the server names itself", lambda: None if init.serverInfo.name == "logsql" else init)
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            want = {"list_recordings", "describe_recording", "describe_topic", "query", "sample_frames"}
+            checks.check("the tools are listed with schemas", lambda: None if want <= set(tools) and
+                         tools["query"].inputSchema["required"] == ["sql"] else sorted(tools))
+
+            listed = text_of(await session.call_tool("list_recordings", {}))
+            checks.check("list_recordings names the recording and its topics",
+                         lambda: None if "run.mcap (2 topics" in listed and "/pose (Pose)" in listed else listed)
+
+            r = await session.call_tool("describe_recording", {"path": "run.mcap"})
+            facts = json.loads(text_of(r))
+            got = {t["topic"]: t["messages"] for t in facts["topics"]}
+            checks.check("describe_recording counts what the official reader reads",
+                         lambda: None if got == dict(counts) else f"{got} vs {dict(counts)}")
+            checks.check("describe_recording's time span",
+                         lambda: None if (facts["start_ns"], facts["end_ns"]) == (START, START + 199 * 20_000_000)
+                         else (facts["start_ns"], facts["end_ns"]))
+
+            topic = text_of(await session.call_tool("describe_topic", {"path": "run.mcap", "topic": "/pose"}))
+            checks.check("describe_topic shows the decoded column", lambda: None if "  x: Float64" in topic else topic)
+
+            r = await session.call_tool("query", {"sql": "SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic"})
+            rows = json.loads(r.content[1].text)["rows"]
+            checks.check("query counts as the official reader",
+                         lambda: None if {x["topic"]: x["n"] for x in rows} == dict(counts) else rows)
+            r = await session.call_tool("query", {"sql": "SELECT sum(x) AS s FROM read_topic('run.mcap', '/pose')"})
+            s = json.loads(r.content[1].text)["rows"][0]["s"]
+            checks.check("query sums decoded fields as the official reader",
+                         lambda: None if abs(s - total) < 1e-9 else f"{s} vs {total}")
+            r = await session.call_tool("query", {"sql": "SELECT x FROM read_topic('run.mcap', '/pose')", "max_rows": 7})
+            answer = json.loads(r.content[1].text)
+            checks.check("a long result is cut with a note",
+                         lambda: None if answer["row_count"] == 7 and answer["truncated"] and "cut at 7 rows" in answer["note"] else answer)
+
+            outside = tempfile.mkdtemp()
+            hostile = [
+                f"COPY (SELECT 1) TO '{root}/out.csv'",
+                "CREATE TABLE t AS SELECT 1",
+                "SET datafusion.execution.batch_size = 1",
+                "SELECT 1; SELECT 2",
+                "SELECT * FROM '/etc/passwd'",
+                f"SELECT * FROM '{outside}/x.mcap'",
+                "SELECT * FROM 'http://127.0.0.1:1/x.mcap'",
+                "SELECT * FROM 'run.mcap' -- ; DROP TABLE x",
+            ]
+            for sql in hostile[:-1]:
+                r = await session.call_tool("query", {"sql": sql})
+                checks.check(f"refused: {sql[:50]}", lambda r=r: None if r.isError else text_of(r))
+            r = await session.call_tool("query", {"sql": hostile[-1], "max_rows": 1})
+            checks.check("a comment is only a comment", lambda: None if not r.isError else text_of(r))
+            r = await session.call_tool("describe_recording", {"path": "/etc/passwd"})
+            checks.check("a path outside the root is refused",
+                         lambda: None if r.isError and "outside the data roots" in text_of(r) else text_of(r))
+            r = await session.call_tool("query", {"sql": "SELECT count(*) AS n FROM 'run.mcap'"})
+            checks.check("the server still answers",
+                         lambda: None if json.loads(r.content[1].text)["rows"][0]["n"] == sum(counts.values()) else text_of(r))
+    left = sorted(os.listdir(root))
+    checks.check("nothing was written", lambda: None if left == ["run.mcap"] else left)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--logsql", required=True)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    checks = Checks()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.keep or tmp
+        os.makedirs(root, exist_ok=True)
+        write_recording(os.path.join(root, "run.mcap"))
+        asyncio.run(drive(os.path.abspath(args.logsql), root, checks))
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
