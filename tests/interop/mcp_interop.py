@@ -84,6 +84,12 @@ async def drive(binary, root, checks):
             checks.check("the tools are listed with schemas", lambda: None if want <= set(tools) and
                          tools["query"].inputSchema["required"] == ["sql"] else sorted(tools))
 
+            resources = {str(r.uri) for r in (await session.list_resources()).resources}
+            page = await session.read_resource("logsql://docs/decoded-messages")
+            checks.check("the SQL reference is a resource",
+                         lambda: None if "logsql://docs/table-functions" in resources
+                         and "read_topic" in page.contents[0].text else resources)
+
             listed = text_of(await session.call_tool("list_recordings", {}))
             checks.check("list_recordings names the recording and its topics",
                          lambda: None if "run.mcap (2 topics" in listed and "/pose (Pose)" in listed else listed)

@@ -158,6 +158,27 @@ fn every_tool_answers_with_the_recordings_values() {
         "{query_tool}"
     );
 
+    // The SQL reference, as resources.
+    let resources = agent.call("resources/list", json!({}));
+    let uris: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(
+        uris.contains(&"logsql://docs/decoded-messages"),
+        "{resources}"
+    );
+    let page = agent.call(
+        "resources/read",
+        json!({"uri": "logsql://docs/decoded-messages"}),
+    );
+    let text = page["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains("read_topic"), "{page}");
+    let missing = agent.call("resources/read", json!({"uri": "logsql://docs/nope"}));
+    assert!(missing["error"].is_object(), "{missing}");
+
     let list = agent.text("list_recordings", json!({}));
     assert!(list.ends_with("3 recordings"), "{list}");
     assert!(list.contains("demo.mcap (4 topics"), "{list}");

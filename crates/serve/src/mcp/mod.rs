@@ -15,10 +15,12 @@
 //!
 //! - [`args`]: each tool's arguments and their JSON schema;
 //! - [`answer`]: a result's rows as a text table and as JSON, within caps;
-//! - [`tools`]: what each tool does.
+//! - [`tools`]: what each tool does;
+//! - `reference`: the SQL reference of the user guide, as resources.
 
 pub(crate) mod answer;
 pub mod args;
+mod reference;
 mod tools;
 
 use std::sync::Arc;
@@ -26,8 +28,12 @@ use std::sync::Arc;
 use logsql::DataRoots;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::model::{
+    CallToolResult, Implementation, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 
 use crate::error::{ServeError, ServeResult};
 use crate::session::ServeSession;
@@ -40,7 +46,7 @@ cameras) and describe_topic (a topic's decoded columns with sample rows), then q
 SQL: FROM 'file.mcap' is the raw messages (topic, log_time, data, ...); \
 read_topic('file.mcap', '/topic') is one topic's decoded fields as typed columns (struct \
 fields as a.b); topics('path') and chunks('path') answer from the file's index. \
-sample_frames shows a camera's images. Queries are read-only and their answers are cut at \
+sample_frames shows a camera's images. The resources are the SQL reference. Queries are read-only and their answers are cut at \
 a number of rows: aggregate (count, avg, min, max, date_bin) rather than fetch raw rows.";
 
 /// The MCP server of a [`ServeSession`] (see the module documentation).
@@ -144,8 +150,35 @@ impl McpServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("logsql", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("logsql", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(reference::list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match reference::read(&request.uri) {
+            Some(page) => Ok(page.into()),
+            None => Err(ErrorData::resource_not_found(
+                format!("no resource {} (resources/list names them)", request.uri),
+                None,
+            )),
+        }
     }
 }
