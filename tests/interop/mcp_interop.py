@@ -57,14 +57,14 @@ def write_recording(path):
 
 
 def official_counts(path):
-    """Messages per topic, and the sum of /pose's x, as the official reader reads them."""
-    counts, total = Counter(), 0.0
+    """Messages per topic, and /pose's x values, as the official reader reads them."""
+    counts, xs = Counter(), []
     with open(path, "rb") as f:
         for _, channel, message in make_reader(f).iter_messages():
             counts[channel.topic] += 1
             if channel.topic == "/pose":
-                total += json.loads(message.data)["x"]
-    return counts, total
+                xs.append(json.loads(message.data)["x"])
+    return counts, xs
 
 
 def text_of(result):
@@ -73,7 +73,8 @@ def text_of(result):
 
 async def drive(binary, root, checks):
     path = os.path.join(root, "run.mcap")
-    counts, total = official_counts(path)
+    counts, xs = official_counts(path)
+    total = sum(xs)
     params = StdioServerParameters(command=binary, args=["mcp", "--root", root, "--query-timeout", "5s"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -105,6 +106,11 @@ async def drive(binary, root, checks):
 
             topic = text_of(await session.call_tool("describe_topic", {"path": "run.mcap", "topic": "/pose"}))
             checks.check("describe_topic shows the decoded column", lambda: None if "  x: Float64" in topic else topic)
+            want = f"  x: min {min(xs):g}, max {max(xs):g}, mean "
+            line = next((l for l in topic.splitlines() if l.startswith("  x: min")), "")
+            checks.check("describe_topic's statistics are the official reader's",
+                         lambda: None if line.startswith(want) and abs(float(line.rsplit(" ", 1)[1]) - sum(xs) / len(xs)) < 1e-9
+                         else f"{line!r} vs {want!r}")
 
             r = await session.call_tool("query", {"sql": "SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic"})
             rows = json.loads(r.content[1].text)["rows"]

@@ -213,6 +213,11 @@ fn every_tool_answers_with_the_recordings_values() {
     );
     assert!(topic.contains("  linear_acceleration: Struct("), "{topic}");
     assert!(topic.contains("3 rows"), "{topic}");
+    assert!(
+        topic.contains("field statistics over its 2000 messages"),
+        "{topic}"
+    );
+    assert!(topic.contains("  linear_acceleration.z: min "), "{topic}");
 
     // The counts the engine gives, as a table and as JSON.
     let (failed, content) = agent.tool(

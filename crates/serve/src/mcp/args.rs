@@ -37,6 +37,10 @@ pub struct DescribeTopic {
     /// Sample rows to show (default 3, at most 20).
     #[serde(default)]
     pub samples: Option<u32>,
+    /// The minimum, maximum and mean of each numeric field over every
+    /// message (default true; reads the whole topic).
+    #[serde(default)]
+    pub statistics: Option<bool>,
 }
 
 /// `query`.

@@ -117,7 +117,7 @@ impl McpServer {
     }
 
     #[tool(
-        description = "One topic as a query sees it: its message type, count and time span, the columns read_topic(path, topic) gives (decoded fields with their Arrow types, structs as a.b in queries) and a few sample rows."
+        description = "One topic as a query sees it: its message type, count and time span, the columns read_topic(path, topic) gives (decoded fields with their Arrow types, structs as a.b in queries) and a few sample rows, and the minimum, maximum and mean of each numeric field over every message."
     )]
     async fn describe_topic(
         &self,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::Int64Type;
+use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 use futures::TryStreamExt;
 use logsql::ops::sql_literal as quote;
 use logsql::ops::units::{parse_time, rfc3339};
@@ -23,6 +23,8 @@ use crate::error::ServeError;
 const ROWS: (u32, u32) = (100, 10_000);
 /// Bytes of JSON an answer holds at most.
 const ANSWER_BYTES: usize = 512 * 1024;
+/// Numeric fields `describe_topic` gives statistics of, at most.
+const STATISTICS: usize = 32;
 /// Recordings `list_recordings` names by default.
 const RECORDINGS: u32 = 100;
 /// Frames `sample_frames` shows by default, and at most.
@@ -219,7 +221,69 @@ impl McpServer {
             "\nsample rows:\n{}",
             rows.table().map_err(|e| say(e.into()))?
         ));
+        if a.statistics.unwrap_or(true) {
+            text.push_str(&self.field_statistics(&p, &t).await?);
+        }
         Ok(vec![ContentBlock::text(text)])
+    }
+
+    /// The minimum, maximum and mean of each numeric field of a topic (the
+    /// first [`STATISTICS`] of them), over every message, as text lines.
+    async fn field_statistics(&self, p: &str, t: &str) -> Result<String, String> {
+        let flat = format!("read_topic({p}, {t}, 'flatten')");
+        let stream = self
+            .session
+            .query(&format!("SELECT * FROM {flat} LIMIT 0"))
+            .await
+            .map_err(say)?;
+        let numeric: Vec<String> = stream
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| f.data_type().is_numeric())
+            .map(|f| f.name().clone())
+            .take(STATISTICS)
+            .collect();
+        drop(stream);
+        if numeric.is_empty() {
+            return Ok(String::new());
+        }
+        let column = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+        let aggregates: Vec<String> = numeric
+            .iter()
+            .flat_map(|n| {
+                let c = column(n);
+                [
+                    format!("CAST(min({c}) AS DOUBLE)"),
+                    format!("CAST(max({c}) AS DOUBLE)"),
+                    format!("avg(CAST({c} AS DOUBLE))"),
+                ]
+            })
+            .collect();
+        let sql = format!("SELECT count(*), {} FROM {flat}", aggregates.join(", "));
+        let batches = self.rows(&sql).await?;
+        let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+            return Ok(String::new());
+        };
+        let count = b.column(0).as_primitive::<Int64Type>().value(0);
+        let value = |i: usize| {
+            let c = b.column(i).as_primitive::<Float64Type>();
+            match c.is_null(0) {
+                true => "null".to_string(),
+                false => format!("{}", c.value(0)),
+            }
+        };
+        let mut text = format!("\nfield statistics over its {count} messages:\n");
+        for (k, name) in numeric.iter().enumerate() {
+            let i = 1 + 3 * k;
+            text.push_str(&format!(
+                "  {name}: min {}, max {}, mean {}\n",
+                value(i),
+                value(i + 1),
+                value(i + 2)
+            ));
+        }
+        Ok(text)
     }
 
     pub(super) async fn run_query(&self, a: args::Query) -> Reply {
