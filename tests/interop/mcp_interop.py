@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Interop test: ``logsql mcp`` driven by the official MCP Python SDK (``mcp``
-from PyPI), as a desktop agent drives it over stdio. The recording is one the
+from PyPI), as a desktop agent drives it over stdio, and by the MCP
+Inspector's CLI mode (``@modelcontextprotocol/inspector`` from the npm
+registry, installed into ``LOGSQL_MCP_INSPECTOR``, default
+``~/.cache/logsql-mcp-inspector``; skipped with a printed reason where npm is
+missing). The recording is one the
 official ``mcap`` writer wrote (JSON messages, two topics, known values); each
 tool's answer is held to what the official reader reads from the same file,
 and a hostile agent's calls (writes, DDL, SET, several statements, paths and
@@ -15,6 +19,8 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -151,6 +157,47 @@ async def drive(binary, root, checks):
     checks.check("nothing was written", lambda: None if left == ["run.mcap"] else left)
 
 
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+
+
+def inspector(binary, root, checks):
+    """The same server through the MCP Inspector's CLI: one process a call."""
+    npm = shutil.which("npm")
+    if not npm:
+        print("SKIPPED inspector: npm not found")
+        return
+    cache = os.environ.get("LOGSQL_MCP_INSPECTOR", os.path.expanduser("~/.cache/logsql-mcp-inspector"))
+    cli = os.path.join(cache, "node_modules", ".bin", "mcp-inspector")
+    if not os.path.exists(cli):
+        subprocess.run([npm, "install", "--silent", "--prefix", cache, INSPECTOR], check=True, timeout=900)
+
+    def call(*args):
+        out = subprocess.run([cli, "--cli", binary, "mcp", "--root", root, *args],
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr.strip() or out.stdout.strip())
+        return json.loads(out.stdout)
+
+    tools = {t["name"] for t in call("--method", "tools/list")["tools"]}
+    checks.check("inspector: the tools are listed",
+                 lambda: None if {"query", "describe_recording", "sample_frames"} <= tools else tools)
+    r = call("--method", "tools/call", "--tool-name", "query",
+             "--tool-arg", "sql=SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic")
+    rows = json.loads(r["content"][1]["text"])["rows"]
+    checks.check("inspector: query counts", lambda: None if {x["topic"]: x["n"] for x in rows} == {"/pose": 200, "/status": 20} else rows)
+    r = call("--method", "tools/call", "--tool-name", "describe_recording", "--tool-arg", "path=run.mcap")
+    facts = json.loads(r["content"][0]["text"])
+    checks.check("inspector: describe_recording", lambda: None if facts["messages"] == 220 else facts["messages"])
+    # The Inspector's CLI exits non-zero on a tool result marked as an error.
+    out = subprocess.run([cli, "--cli", binary, "mcp", "--root", root, "--method", "tools/call",
+                          "--tool-name", "query", "--tool-arg", f"sql=COPY (SELECT 1) TO '{root}/o.csv'"],
+                         capture_output=True, text=True, timeout=120)
+    checks.check("inspector: a write is refused", lambda: None if out.returncode != 0 and "isError:true"
+                 in out.stdout + out.stderr and not os.path.exists(f"{root}/o.csv") else out.stdout)
+    uris = [x["uri"] for x in call("--method", "resources/list")["resources"]]
+    checks.check("inspector: the SQL reference", lambda: None if "logsql://docs/table-functions" in uris else uris)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--logsql", required=True)
@@ -162,6 +209,7 @@ def main():
         os.makedirs(root, exist_ok=True)
         write_recording(os.path.join(root, "run.mcap"))
         asyncio.run(drive(os.path.abspath(args.logsql), root, checks))
+        checks.check("the Inspector runs", lambda: inspector(os.path.abspath(args.logsql), root, checks))
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
 
