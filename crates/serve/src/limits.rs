@@ -28,10 +28,10 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 use logsql::PlanGuard;
-
-use crate::deadline::{self, Deadline, with_deadline};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+
+use crate::deadline::{self, Deadline, with_deadline};
 
 /// The limits of a server's queries.
 #[derive(Debug)]
@@ -129,12 +129,8 @@ impl DisplayAs for LimitedExec {
     }
 }
 
-/// A query that outlived `--query-timeout`.
-fn timed_out(limits: &QueryLimits, waiting: bool) -> DataFusionError {
-    let deadline = Deadline {
-        at: Instant::now(),
-        limit: limits.timeout.unwrap_or_default(),
-    };
+/// A query that outlived `deadline` (`waiting`: still waiting for a slot).
+fn timed_out(limits: &QueryLimits, deadline: &Deadline, waiting: bool) -> DataFusionError {
     let what = match waiting {
         true => format!(
             " waiting for one of the server's {} query slots (--max-queries)",
@@ -189,14 +185,14 @@ impl ExecutionPlan for LimitedExec {
             Some(limit) => with_memory_limit(&context, limit),
             None => context,
         };
-        let deadline = limits.timeout.map(|t| Instant::now() + t);
+        let deadline = limits.timeout.map(|limit| Deadline {
+            at: Instant::now() + limit,
+            limit,
+        });
         // Every operator checks the deadline as its batches pass.
-        let (input, context) = match (deadline, limits.timeout) {
-            (Some(at), Some(limit)) => {
-                let context = with_deadline(&context, Deadline { at, limit });
-                (deadline::everywhere(input)?, context)
-            }
-            _ => (input, context),
+        let (input, context) = match &deadline {
+            Some(d) => (deadline::everywhere(input)?, with_deadline(&context, *d)),
+            None => (input, context),
         };
 
         /// Where a query is: waiting for a slot, running, or over.
@@ -237,9 +233,9 @@ impl ExecutionPlan for LimitedExec {
                 };
                 match deadline {
                     None => next.await,
-                    Some(deadline) => match tokio::time::timeout_at(deadline, next).await {
+                    Some(d) => match tokio::time::timeout_at(d.at, next).await {
                         Ok(item) => item,
-                        Err(_) => Some((Err(timed_out(&limits, waiting)), Step::Done)),
+                        Err(_) => Some((Err(timed_out(&limits, &d, waiting)), Step::Done)),
                     },
                 }
             }
