@@ -2,10 +2,8 @@
 //! contact sheet of a camera topic, N frames spread evenly over the topic's
 //! time span, each labelled with its log time: a glance at what a camera saw.
 //!
-//! The span comes from `topics()` (the summary). Each frame is the first
-//! image at or after its time: one `read_images` query with the time pushed
-//! down and `LIMIT 1`, so a sheet of a long recording reads a few chunks,
-//! not the file. The thumbnails are `image_thumbnail`'s PNGs; the sheet is
+//! The span, the times and each frame's query (the first image at or after
+//! its time, `LIMIT 1`) are [`logsql::ops::frames`]'s. The thumbnails are `image_thumbnail`'s PNGs; the sheet is
 //! drawn in memory (the labels with plotters and the embedded font) and
 //! written to a temporary file renamed over the output.
 
@@ -16,9 +14,10 @@ use datafusion::arrow::datatypes::Int64Type;
 use datafusion::arrow::record_batch::RecordBatch;
 use plotters::prelude::*;
 
+use super::App;
 use super::args::FramesArgs;
 use super::error::{CliError, CliResult};
-use super::{App, quote};
+use logsql::ops::frames::{span_sql, spread, thumbnail_sql};
 use logsql::ops::units::rfc3339;
 
 /// Pixels between and around the frames.
@@ -40,13 +39,7 @@ struct Frame {
 
 /// Runs `logsql frames` and prints a one-line result to `out`.
 pub fn run(app: &App, a: &FramesArgs, out: &mut dyn Write) -> CliResult {
-    let span = format!(
-        "SELECT CAST(min(start_time) AS BIGINT), CAST(max(end_time) AS BIGINT) \
-         FROM topics({}) WHERE topic = {}",
-        quote(&a.input),
-        quote(&a.topic)
-    );
-    let batches = collect(app, &span)?;
+    let batches = collect(app, &span_sql(&a.input, &a.topic))?;
     let bounds = batches.first().filter(|b| b.num_rows() > 0).and_then(|b| {
         let first = b.column(0).as_primitive::<Int64Type>();
         let last = b.column(1).as_primitive::<Int64Type>();
@@ -58,24 +51,12 @@ pub fn run(app: &App, a: &FramesArgs, out: &mut dyn Write) -> CliResult {
             a.input, a.topic
         )));
     };
-    let n = i128::from(a.count);
     let mut frames: Vec<Frame> = Vec::new();
-    for k in 0..n {
-        let at = match n {
-            1 => first,
-            _ => first + ((i128::from(last - first) * k) / (n - 1)) as i64,
-        };
+    for at in spread(first, last, a.count) {
         if frames.last().is_some_and(|f| f.time >= at) {
             continue;
         }
-        let sql = format!(
-            "SELECT CAST(log_time AS BIGINT) AS t, image_thumbnail(image, {}) AS png \
-             FROM read_images({}, {}) WHERE log_time >= {} ORDER BY log_time LIMIT 1",
-            a.size,
-            quote(&a.input),
-            quote(&a.topic),
-            quote(&rfc3339(at))
-        );
+        let sql = thumbnail_sql(&a.input, &a.topic, a.size, at);
         for batch in collect(app, &sql)? {
             let times = batch.column(0).as_primitive::<Int64Type>();
             let pngs = batch.column(1).as_binary::<i32>();

@@ -7,6 +7,8 @@
 //! - [`doctor`]: the files a health check takes (a directory's log files,
 //!   walked without following a link into a loop), and each file's check;
 //! - [`export`]: `logsql export`'s queries and its Parquet output;
+//! - [`frames`]: a camera topic at a glance (`logsql frames`, MCP's
+//!   `sample_frames`): its span, times spread over it, their thumbnails;
 //! - [`message_files`]: one file per message of a camera or point-cloud
 //!   topic (`logsql export --as png|jpeg|pcd|ply`);
 //! - [`dataset_spec`]: the spec of `logsql dataset`, parsed and compiled to
@@ -26,6 +28,7 @@ pub mod chart;
 pub mod dataset_spec;
 pub mod doctor;
 pub mod export;
+pub mod frames;
 pub mod info;
 pub mod info_json;
 pub mod message_files;

@@ -11,7 +11,7 @@ use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 use futures::TryStreamExt;
 use logsql::ops::sql_literal as quote;
 use logsql::ops::units::{parse_time, rfc3339};
-use logsql::ops::{info, info_json};
+use logsql::ops::{frames, info, info_json};
 use rmcp::model::{CallToolResult, ContentBlock};
 
 use super::McpServer;
@@ -307,19 +307,13 @@ impl McpServer {
 
     pub(super) async fn frames(&self, a: args::SampleFrames) -> Reply {
         let path = self.path(&a.path)?;
-        let (p, t) = (quote(&path), quote(&a.topic));
         let size = a.size.unwrap_or(THUMBNAIL.0).clamp(16, THUMBNAIL.1);
         let mut times = Vec::new();
         for s in a.times.iter().take(FRAMES.1 as usize) {
             times.push(parse_time(s).map_err(|e| format!("times: {s}: {e}"))?);
         }
         if times.is_empty() {
-            let span = self
-                .rows(&format!(
-                    "SELECT CAST(min(start_time) AS BIGINT), CAST(max(end_time) AS BIGINT) \
-                     FROM topics({p}) WHERE topic = {t}"
-                ))
-                .await?;
+            let span = self.rows(&frames::span_sql(&path, &a.topic)).await?;
             let bounds = span.first().filter(|b| b.num_rows() > 0).and_then(|b| {
                 let (first, last) = (
                     b.column(0).as_primitive::<Int64Type>(),
@@ -333,22 +327,12 @@ impl McpServer {
                     a.path, a.topic
                 ));
             };
-            let n = i128::from(a.count.unwrap_or(FRAMES.0).clamp(1, FRAMES.1));
-            for k in 0..n {
-                times.push(match n {
-                    1 => first,
-                    _ => first + ((i128::from(last - first) * k) / (n - 1)) as i64,
-                });
-            }
+            times = frames::spread(first, last, a.count.unwrap_or(FRAMES.0).clamp(1, FRAMES.1));
         }
         let mut content = Vec::new();
         let mut shown = Vec::new();
         for at in times {
-            let sql = format!(
-                "SELECT CAST(log_time AS BIGINT) AS t, image_thumbnail(image, {size}) AS png \
-                 FROM read_images({p}, {t}) WHERE log_time >= {} ORDER BY log_time LIMIT 1",
-                quote(&rfc3339(at))
-            );
+            let sql = frames::thumbnail_sql(&path, &a.topic, size, at);
             for batch in self.rows(&sql).await? {
                 let (times, pngs) = (
                     batch.column(0).as_primitive::<Int64Type>(),
