@@ -28,7 +28,7 @@ use tokio::runtime::Runtime;
 
 use super::args::Format;
 use super::error::{CliError, CliResult};
-use logsql::ops::text::{NonFiniteFloats, column_strings, fixed_times};
+use logsql::ops::text::{NonFiniteFloats, column_strings, cut, fixed_times};
 
 /// Writes result streams to an output in one [`Format`].
 #[derive(Debug, Clone, Copy)]
@@ -249,12 +249,7 @@ impl Printer {
 
     /// Cuts `s` to `max_width` characters, marking the cut with `…`.
     fn cut(&self, s: String) -> String {
-        if self.max_width == 0 || s.chars().count() <= self.max_width {
-            return s;
-        }
-        let mut t: String = s.chars().take(self.max_width.saturating_sub(1)).collect();
-        t.push('…');
-        t
+        cut(s, self.max_width)
     }
 
     /// Hex of `data` (as Arrow prints binary), formatting only what fits.

@@ -10,7 +10,8 @@
 //! - JSON floats JSON has no literal for as the bare tokens `NaN`,
 //!   `Infinity` and `-Infinity` (as Python's `json`, pandas and DuckDB read
 //!   and write them), never as `null`, which stays SQL NULL:
-//!   [`NonFiniteFloats`], an encoder factory for Arrow's JSON writer.
+//!   [`NonFiniteFloats`], an encoder factory for Arrow's JSON writer;
+//! - a long cell cut to a width, the cut marked with `…` ([`cut`]).
 
 use std::sync::Arc;
 
@@ -209,4 +210,14 @@ fn times_as_text(data_type: &DataType) -> DataType {
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
         other => other.clone(),
     }
+}
+
+/// `s` cut to `max` characters, its last one `…` when cut (`max` 0: never cut).
+pub fn cut(s: String, max: usize) -> String {
+    if max == 0 || s.chars().count() <= max {
+        return s;
+    }
+    let mut t: String = s.chars().take(max - 1).collect();
+    t.push('…');
+    t
 }

@@ -14,7 +14,7 @@ use datafusion::arrow::util::pretty::pretty_format_batches_with_schema;
 use datafusion::error::Result;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
-use logsql::ops::text::{NonFiniteFloats, column_strings, fixed_times};
+use logsql::ops::text::{NonFiniteFloats, column_strings, cut, fixed_times};
 use serde_json::{Value, json};
 
 /// Characters a table cell shows before it is cut (`…`).
@@ -65,7 +65,7 @@ impl Answer {
             let columns = batch
                 .columns()
                 .iter()
-                .map(|c| column_strings(c, cut_cell))
+                .map(|c| column_strings(c, |s| cut(s, CELL_CHARS)))
                 .collect::<std::result::Result<Vec<ArrayRef>, _>>()?;
             cells.push(RecordBatch::try_new(Arc::clone(&text_schema), columns)?);
         }
@@ -97,16 +97,6 @@ impl Answer {
             self.json.join(", ")
         )
     }
-}
-
-/// Cuts a cell to [`CELL_CHARS`] characters.
-fn cut_cell(s: String) -> String {
-    if s.chars().count() <= CELL_CHARS {
-        return s;
-    }
-    let mut t: String = s.chars().take(CELL_CHARS - 1).collect();
-    t.push('…');
-    t
 }
 
 /// The rows of `stream` within `caps`.
