@@ -1,7 +1,8 @@
 //! `logsql export IN OUT_DIR --topic T --as png|jpeg|pcd|ply`: one file per
 //! message of a camera or point-cloud topic, named by its log time
 //! ([`logsql::ops::message_files`]), and what the exports share: the export
-//! flags a kind of export does not read, refused, and the output directory.
+//! flags a kind of export does not read, refused, and a file where its output
+//! directory should be.
 
 use std::io::Write;
 use std::path::Path;
@@ -45,7 +46,7 @@ pub fn run(
         )));
     };
     refuse_other_flags(a, &["--as"], &format!("{flag} ({what})"))?;
-    output_dir(&a.output, &flag)?;
+    refuse_file_output(&a.output, &flag)?;
     let written = app.rt.block_on(write_message_files(
         &app.ctx, &a.input, topic, kind, window, &a.output,
     ))?;
@@ -98,13 +99,14 @@ pub fn refuse_other_flags(a: &ExportArgs, accepted: &[&str], what: &str) -> CliR
     }
 }
 
-/// Creates the output directory `dir` of `flag` (refusing a file there).
-fn output_dir(dir: &Path, flag: &str) -> CliResult {
+/// Refuses a file where `flag`'s output directory `dir` should be, naming
+/// the flag (the export creates the directory).
+fn refuse_file_output(dir: &Path, flag: &str) -> CliResult {
     if dir.exists() && !dir.is_dir() {
         return Err(CliError::msg(format!(
             "{}: {flag} writes one file per message into a directory, and this is a file",
             dir.display()
         )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| CliError::io(dir.display().to_string(), e))
+    Ok(())
 }
