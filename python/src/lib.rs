@@ -42,6 +42,7 @@ pub(crate) static RUNTIME: LazyLock<Runtime> = LazyLock::new(|| {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("logsql")
+        .thread_stack_size(logsql::complexity::PLANNING_STACK)
         .build()
         .expect("the logsql runtime starts")
 });

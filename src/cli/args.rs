@@ -422,9 +422,12 @@ pub struct ServeArgs {
     /// more fails with a resources-exhausted error.
     #[arg(long, value_name = "SIZE", value_parser = logsql::ops::units::parse_size)]
     pub memory_limit: Option<usize>,
-    /// Time a query may take, waiting for a slot included (`30s`, `5min`).
-    #[arg(long, value_name = "DURATION", value_parser = logsql::ops::units::parse_duration)]
-    pub query_timeout: Option<std::time::Duration>,
+    /// Time a query may take, waiting for a slot included (`30s`, `5min`;
+    /// `0` for none). A client's shorter `statement_timeout` ends its own
+    /// queries sooner.
+    #[arg(long, value_name = "DURATION", default_value = "10min",
+          value_parser = logsql::ops::units::parse_duration)]
+    pub query_timeout: std::time::Duration,
     /// Queries that run at once; others wait for a slot (within
     /// --query-timeout).
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]

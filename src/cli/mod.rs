@@ -71,7 +71,19 @@ pub fn main() -> ExitCode {
             .exit();
     }
     logger::init();
-    match run(args) {
+    // The command runs on a thread whose stack holds a statement planned to
+    // the deepest nesting logsql accepts (the main thread's may not).
+    let command = std::thread::Builder::new()
+        .name("logsql-main".to_string())
+        .stack_size(logsql::complexity::PLANNING_STACK)
+        .spawn(move || run(args));
+    let outcome = match command {
+        Ok(thread) => thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(e) => Err(CliError::io("starting the command's thread", e)),
+    };
+    match outcome {
         Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(CliError::Status(n)) => ExitCode::from(n),
         Err(e) => {
@@ -324,6 +336,7 @@ impl App {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("logsql")
+            .thread_stack_size(logsql::complexity::PLANNING_STACK)
             .build()
             .map_err(|e| CliError::io("starting the runtime", e))?;
         let mut config = SessionConfig::new().with_information_schema(true);

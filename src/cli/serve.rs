@@ -81,7 +81,7 @@ fn config(serve: &ServeArgs) -> CliResult<ServeConfig> {
         write_root: serve.allow_write.clone(),
         limits: Limits {
             max_queries: serve.max_queries as usize,
-            query_timeout: serve.query_timeout,
+            query_timeout: Some(serve.query_timeout).filter(|t| !t.is_zero()),
             memory_limit: serve.memory_limit,
             max_connections: serve.max_connections as usize,
         },

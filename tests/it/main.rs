@@ -64,6 +64,7 @@ mod self_contained;
 mod serve;
 #[cfg(feature = "flight")]
 mod serve_flight;
+mod serve_hostile;
 mod shared_chunks;
 mod slt;
 mod sql;

@@ -13,7 +13,7 @@ const PSQL: &str = "/usr/bin/psql";
 
 /// psql, or `None` (with the reason printed) when it is not installed; with
 /// `LOGSQL_REQUIRE_FIXTURES=1` its absence fails the test.
-fn psql_available() -> bool {
+pub(crate) fn psql_available() -> bool {
     if Path::new(PSQL).exists() {
         return true;
     }
@@ -24,7 +24,7 @@ fn psql_available() -> bool {
     false
 }
 
-fn demo() -> PathBuf {
+pub(crate) fn demo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.mcap")
 }
 
@@ -86,8 +86,13 @@ impl Server {
         }
     }
 
+    /// The Postgres-wire port.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     /// Runs `sql` through psql (unaligned, no header, `,` between fields).
-    fn psql(&self, sql: &str) -> Output {
+    pub(crate) fn psql(&self, sql: &str) -> Output {
         self.psql_as(sql, self.password.as_deref())
     }
 
@@ -107,7 +112,7 @@ impl Server {
     }
 
     /// psql's answer to `sql`, which must succeed.
-    fn ok(&self, sql: &str) -> String {
+    pub(crate) fn ok(&self, sql: &str) -> String {
         let out = self.psql(sql);
         assert!(
             out.status.success(),
@@ -118,7 +123,7 @@ impl Server {
     }
 
     /// psql's error for `sql`, which must fail.
-    fn err(&self, sql: &str) -> String {
+    pub(crate) fn err(&self, sql: &str) -> String {
         let out = self.psql(sql);
         assert!(
             !out.status.success(),

@@ -5,6 +5,7 @@
 //! Format-free: it depends on DataFusion only, and [`install`] adds it to any
 //! `SessionState`.
 //!
+//! - [`complexity`]: how deep a statement may nest before it is planned;
 //! - [`logical`]: the logical node `AsofJoinNode` (a `UserDefinedLogicalNodeCore`)
 //!   and the type coercion of its keys and times;
 //! - [`sql`](mod@sql): the SQL spellings (`MATCH_CONDITION`, DuckDB's `ON`), planned by a
@@ -27,6 +28,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod complexity;
 pub mod exec;
 pub mod logical;
 pub(crate) mod matcher;

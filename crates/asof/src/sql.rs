@@ -53,7 +53,10 @@ const MARK_INNER: &str = "__logsql_asof_on_inner";
 /// Plans `sql` on `ctx` like `ctx.sql(sql)`, accepting both `ASOF JOIN`
 /// spellings anywhere a join may stand (see the [module](self) docs).
 /// Statements without the word `ASOF` go to `ctx.sql` unchanged.
+/// A statement nesting deeper than [`crate::complexity::MAX_DEPTH`] is
+/// refused before it is planned.
 pub async fn sql(ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
+    crate::complexity::check(sql).map_err(|e| plan_datafusion_err!("{e}"))?;
     if !sql.to_ascii_uppercase().contains("ASOF") {
         return ctx.sql(sql).await;
     }

@@ -79,7 +79,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 // own (`write`, `ops` and `distributed` are faces of their own).
 pub use atomic_write::{AtomicDir, AtomicFile};
 pub use file_format::{LogFileFormat, LogFileFormatFactory};
-pub use logsql_asof::sql;
+pub use logsql_asof::{complexity, sql};
 pub use plan_guard::PlanGuard;
 pub use scanner::options::LogsqlOptions;
 pub use scanner::shared_chunks::SharedChunkRegistry;
@@ -180,6 +180,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::read_images::register(ctx);
     surface::image_functions::register(ctx);
     functions::register(ctx);
+    surface::value_caps::register(ctx);
     url_table::install(ctx)?;
     Ok(())
 }

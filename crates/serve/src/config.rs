@@ -156,11 +156,12 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 8 queries at once, 64 connections, no time or memory limit.
+    /// 8 queries at once, 64 connections, 10 minutes a query, no memory
+    /// limit (beyond the cap on any one value a function makes).
     fn default() -> Self {
         Self {
             max_queries: 8,
-            query_timeout: None,
+            query_timeout: Some(Duration::from_secs(600)),
             memory_limit: None,
             max_connections: 64,
         }

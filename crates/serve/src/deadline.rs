@@ -27,20 +27,67 @@ use datafusion::physical_plan::{
 use futures::StreamExt;
 use tokio::time::Instant;
 
-/// When a query's time is up, and its limit (for the message).
+/// When a query's time is up, its limit and whose limit it is (for the
+/// message).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline {
     pub at: Instant,
     pub limit: Duration,
+    /// Whether the limit is the client's own `statement_timeout` (shorter
+    /// than the server's).
+    pub client: bool,
 }
 
 impl Deadline {
+    /// The deadline of a query starting now: the sooner of the server's
+    /// `timeout` and the client's `statement_timeout` (set around the
+    /// statement with [`with_statement_timeout`]), if either is set.
+    pub(crate) fn starting_now(timeout: Option<Duration>) -> Option<Self> {
+        let client = STATEMENT_TIMEOUT.try_with(|t| *t).ok();
+        let (limit, client) = match (timeout, client) {
+            (Some(server), Some(client)) if client < server => (client, true),
+            (Some(server), _) => (server, false),
+            (None, Some(client)) => (client, true),
+            (None, None) => return None,
+        };
+        Some(Self {
+            at: Instant::now() + limit,
+            limit,
+            client,
+        })
+    }
+
     /// The error of a query past it (`waiting`: what it was waiting for).
     pub(crate) fn passed(&self, waiting: &str) -> DataFusionError {
-        DataFusionError::Execution(format!(
-            "query cancelled: it ran longer than the server's query timeout of {:?}{waiting}",
-            self.limit
-        ))
+        DataFusionError::Execution(match self.client {
+            true => format!(
+                "canceling statement due to statement timeout: it ran longer than the \
+                 statement_timeout of {:?}{waiting}",
+                self.limit
+            ),
+            false => format!(
+                "query cancelled: it ran longer than the server's query timeout of {:?}{waiting}",
+                self.limit
+            ),
+        })
+    }
+}
+
+tokio::task_local! {
+    /// The `statement_timeout` of the client whose statement runs.
+    static STATEMENT_TIMEOUT: Duration;
+}
+
+/// Runs `statement` (the planning and execution of one client's statement)
+/// with the client's `statement_timeout`: the queries it starts end at it,
+/// their execution included, unless the server's timeout comes first.
+pub(crate) async fn with_statement_timeout<F: Future>(
+    timeout: Option<Duration>,
+    statement: F,
+) -> F::Output {
+    match timeout {
+        Some(timeout) => STATEMENT_TIMEOUT.scope(timeout, statement).await,
+        None => statement.await,
     }
 }
 

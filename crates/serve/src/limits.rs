@@ -8,12 +8,18 @@
 //! protocol or statement form brought it, so nothing runs around the rule. A
 //! query that ends early (an error, a timeout, a client that cancels or goes
 //! away) drops its stream: its scans stop and its memory and slot are freed.
+//! The query runs in a task of its own, which ends at the query's deadline
+//! (the server's `--query-timeout`, or the client's shorter
+//! `statement_timeout`) whether or not anyone reads its rows: a client that
+//! stops reading, or leaves a cursor open, holds its slot no longer.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::config::ConfigOptions;
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
@@ -28,8 +34,7 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 use logsql::PlanGuard;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::time::Instant;
+use tokio::sync::Semaphore;
 
 use crate::deadline::{self, Deadline, with_deadline};
 
@@ -56,6 +61,13 @@ impl QueryLimits {
             timeout,
             memory_limit,
         }
+    }
+}
+
+impl QueryLimits {
+    /// The memory a query may hold at once, if limited.
+    pub fn memory_limit(&self) -> Option<usize> {
+        self.memory_limit
     }
 }
 
@@ -185,62 +197,87 @@ impl ExecutionPlan for LimitedExec {
             Some(limit) => with_memory_limit(&context, limit),
             None => context,
         };
-        let deadline = limits.timeout.map(|limit| Deadline {
-            at: Instant::now() + limit,
-            limit,
-        });
+        let deadline = Deadline::starting_now(limits.timeout);
         // Every operator checks the deadline as its batches pass.
         let (input, context) = match &deadline {
             Some(d) => (deadline::everywhere(input)?, with_deadline(&context, *d)),
             None => (input, context),
         };
-
-        /// Where a query is: waiting for a slot, running, or over.
-        enum Step {
-            Waiting(Arc<dyn ExecutionPlan>, Arc<TaskContext>),
-            Running(SendableRecordBatchStream, OwnedSemaphorePermit),
-            Done,
-        }
-        let stream = futures::stream::unfold(Step::Waiting(input, context), move |step| {
-            let limits = Arc::clone(&limits);
-            async move {
-                let waiting = matches!(step, Step::Waiting(..));
-                let next = async {
-                    let (mut stream, permit) = match step {
-                        Step::Done => return None,
-                        Step::Running(stream, permit) => (stream, permit),
-                        Step::Waiting(input, context) => {
-                            let permit = match Arc::clone(&limits.slots).acquire_owned().await {
-                                Ok(permit) => permit,
-                                Err(e) => {
-                                    return Some((
-                                        Err(DataFusionError::External(Box::new(e))),
-                                        Step::Done,
-                                    ));
-                                }
-                            };
-                            match input.execute(partition, context) {
-                                Ok(stream) => (stream, permit),
-                                Err(e) => return Some((Err(e), Step::Done)),
-                            }
-                        }
-                    };
-                    match stream.next().await {
-                        Some(Ok(batch)) => Some((Ok(batch), Step::Running(stream, permit))),
-                        Some(Err(e)) => Some((Err(e), Step::Done)),
-                        None => None,
-                    }
+        // The query runs in a task of its own, handing its batches over one
+        // at a time; the task ends at the deadline whether or not the client
+        // reads (its stream, memory and slot dropped with it), and ends at
+        // once when the client's stream is dropped.
+        let (batches, received) = tokio::sync::mpsc::channel(1);
+        let over = Arc::new(std::sync::Mutex::new(None));
+        let task = {
+            let over = Arc::clone(&over);
+            SpawnedTask::spawn(async move {
+                let waiting = std::sync::atomic::AtomicBool::new(true);
+                let run = run(&limits, input, partition, context, &batches, &waiting);
+                let Some(d) = deadline else {
+                    return run.await;
                 };
-                match deadline {
-                    None => next.await,
-                    Some(d) => match tokio::time::timeout_at(d.at, next).await {
-                        Ok(item) => item,
-                        Err(_) => Some((Err(timed_out(&limits, &d, waiting)), Step::Done)),
-                    },
+                if tokio::time::timeout_at(d.at, run).await.is_err() {
+                    let waiting = waiting.load(std::sync::atomic::Ordering::Relaxed);
+                    let error = timed_out(&limits, &d, waiting);
+                    *over.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+                }
+            })
+        };
+        // The batches, then the timeout's error if the task ended at it.
+        let stream = futures::stream::unfold(Some((received, task, over)), |state| async move {
+            let (mut received, task, over) = state?;
+            match received.recv().await {
+                Some(item) => Some((item, Some((received, task, over)))),
+                None => {
+                    let error = over.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    error.map(|e| (Err(e), None))
                 }
             }
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, stream)))
+    }
+}
+
+/// Runs a query's plan in one of the server's slots, sending its batches
+/// (and its error, if it fails) until it ends or nobody receives them;
+/// `waiting` is cleared once the query has a slot.
+async fn run(
+    limits: &QueryLimits,
+    input: Arc<dyn ExecutionPlan>,
+    partition: usize,
+    context: Arc<TaskContext>,
+    batches: &tokio::sync::mpsc::Sender<Result<RecordBatch>>,
+    waiting: &std::sync::atomic::AtomicBool,
+) {
+    let _permit = match Arc::clone(&limits.slots).acquire_owned().await {
+        Ok(permit) => permit,
+        Err(e) => {
+            let _ = batches
+                .send(Err(DataFusionError::External(Box::new(e))))
+                .await;
+            return;
+        }
+    };
+    waiting.store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut stream = match input.execute(partition, context) {
+        Ok(stream) => stream,
+        Err(e) => {
+            let _ = batches.send(Err(e)).await;
+            return;
+        }
+    };
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = batches.closed() => return,
+            item = stream.next() => item,
+        };
+        let Some(item) = item else { return };
+        let failed = item.is_err();
+        if batches.send(item).await.is_err() || failed {
+            return;
+        }
     }
 }
 

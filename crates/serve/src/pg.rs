@@ -48,6 +48,7 @@ use tokio::sync::Semaphore;
 
 use crate::cancel::{Cancels, RunningQueries};
 use crate::config::Auth;
+use crate::deadline::with_statement_timeout;
 use crate::error::{ServeError, ServeResult};
 use crate::json_text::NestedAsJson;
 use crate::session::ServeSession;
@@ -235,6 +236,30 @@ fn normalize(sql: &str) -> String {
     logsql::sql::normalize(sql).unwrap_or_else(|_| sql.to_string())
 }
 
+/// The `statement_timeout` a client set (`SET statement_timeout`, kept by
+/// datafusion-postgres in the client's metadata, in milliseconds).
+fn statement_timeout<C: ClientInfo>(client: &C) -> Option<std::time::Duration> {
+    client
+        .metadata()
+        .get("statement_timeout_ms")
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map(std::time::Duration::from_millis)
+}
+
+/// `sql` refused if it nests deeper than logsql plans
+/// ([`logsql::complexity`]), as Postgres's `statement_too_complex` (54001),
+/// before anything parses it for planning.
+fn not_too_complex(sql: &str) -> PgWireResult<()> {
+    logsql::complexity::check(sql).map_err(|e| {
+        PgWireError::UserError(Box::new(ErrorInfo::new(
+            "ERROR".to_string(),
+            "54001".to_string(),
+            e.to_string(),
+        )))
+    })
+}
+
 #[async_trait]
 impl SimpleQueryHandler for LogsqlService {
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -244,8 +269,11 @@ impl SimpleQueryHandler for LogsqlService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let mut responses =
-            SimpleQueryHandler::do_query(&*self.inner, client, &normalize(query)).await?;
+        not_too_complex(query)?;
+        let timeout = statement_timeout(client);
+        let query = normalize(query);
+        let statement = SimpleQueryHandler::do_query(&*self.inner, client, &query);
+        let mut responses = with_statement_timeout(timeout, statement).await?;
         self.running.watch(client, &mut responses);
         Ok(responses)
     }
@@ -272,8 +300,9 @@ impl ExtendedQueryHandler for LogsqlService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let mut response =
-            ExtendedQueryHandler::do_query(&*self.inner, client, portal, max_rows).await?;
+        let timeout = statement_timeout(client);
+        let statement = ExtendedQueryHandler::do_query(&*self.inner, client, portal, max_rows);
+        let mut response = with_statement_timeout(timeout, statement).await?;
         self.running
             .watch(client, std::slice::from_mut(&mut response));
         Ok(response)
@@ -297,6 +326,7 @@ impl QueryParser for AsofParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        not_too_complex(sql)?;
         self.0.parse_sql(client, &normalize(sql), types).await
     }
 

@@ -11,8 +11,8 @@ use datafusion::common::TableReference;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use logsql::DataRoots;
 use logsql::PlanGuard;
+use logsql::{DataRoots, LogsqlOptions};
 
 use crate::cancel::RunningQueries;
 use crate::config::{ServeConfig, TableSpec};
@@ -76,11 +76,24 @@ impl Policy {
         self.write_roots.is_some()
     }
 
-    /// `config` with the data roots installed: a session made of it checks
-    /// every path a query names before anything is listed. Give the session
+    /// `config` with the data roots installed (a session made of it checks
+    /// every path a query names before anything is listed) and the cap on one
+    /// value (`logsql.max_value_bytes`) at most the memory limit. Give the session
     /// built from it to [`Policy::session`].
     pub fn session_config(&self, config: SessionConfig) -> SessionConfig {
-        self.roots.as_ref().clone().install(config)
+        let mut config = self.roots.as_ref().clone().install(config);
+        // One value a function makes is capped at the memory limit, when that
+        // is below logsql's default cap (the memory pool is not asked for it).
+        if let Some(limit) = self.limits.memory_limit() {
+            let options = config.options_mut();
+            if options.extensions.get::<LogsqlOptions>().is_none() {
+                options.extensions.insert(LogsqlOptions::default());
+            }
+            if let Some(logsql) = options.extensions.get_mut::<LogsqlOptions>() {
+                logsql.max_value_bytes = logsql.max_value_bytes.min(limit as u64);
+            }
+        }
+        config
     }
 
     /// `ctx` (made from [`Policy::session_config`]) under the policy: every

@@ -76,9 +76,11 @@ impl ServeSession {
 
     /// `sql` with its `ASOF JOIN`s written in the form DataFusion plans, or
     /// [`ServeError::Refused`] with why one of its statements may not run (a
-    /// `CREATE`, a `SET`, a write without a write root, ...). Text that does
+    /// `CREATE`, a `SET`, `SELECT ... INTO`, a write without a write root, a
+    /// statement nesting too deep to plan, ...). Text that does
     /// not parse is returned as it is: the planner says why.
     pub fn vet(&self, sql: &str) -> ServeResult<String> {
+        logsql::complexity::check(sql).map_err(|e| ServeError::Refused(e.to_string()))?;
         let sql = logsql::sql::normalize(sql).unwrap_or_else(|_| sql.to_string());
         if let Ok(statements) = DFParser::parse_sql(&sql) {
             for statement in &statements {

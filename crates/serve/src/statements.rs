@@ -4,20 +4,23 @@
 //! `SET` of a Postgres client setting (time zone, date style, statement
 //! timeout, ...) applies to that client only, savepoints are answered and do
 //! nothing; `SET` of session options
-//! (`datafusion.*`, `logsql.*`) and every DDL statement (`CREATE`, `DROP`,
-//! `ALTER`, `PREPARE`, ...) are refused; `COPY` and `INSERT` run only with
+//! (`datafusion.*`, `logsql.*`), `SELECT ... INTO` (a table every client
+//! would see) and every DDL statement (`CREATE`, `DROP`, `ALTER`, `PREPARE`,
+//! ...) are refused; `COPY` and `INSERT` run only with
 //! `--allow-write` (and then write only below its directory, which the plan
 //! guard checks). Over Flight SQL, which has no per-client settings (and
 //! through [`ServeSession::query`](crate::ServeSession::query)), a statement
 //! is checked as DataFusion parsed it ([`StatementGuard::refusal`]), and
 //! `SET` is refused.
 
+use std::ops::ControlFlow;
+
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DFStatement;
-use datafusion::sql::sqlparser::ast::{Set, Statement};
+use datafusion::sql::sqlparser::ast::{Query, Select, Set, Statement, Visit, Visitor};
 use datafusion_postgres::QueryHook;
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::ClientInfo;
@@ -59,6 +62,12 @@ enum Verdict {
 impl StatementGuard {
     fn verdict(&self, statement: &Statement) -> Verdict {
         match statement {
+            Statement::Query(query) if selects_into(query) => Verdict::Refuse(
+                "SELECT ... INTO is not allowed on a logsql server: the table it makes would be \
+                 shared by every client (select the rows, or COPY them to a file with \
+                 --allow-write)"
+                    .to_string(),
+            ),
             Statement::Query(_)
             | Statement::ShowTables { .. }
             | Statement::ShowColumns { .. }
@@ -134,6 +143,22 @@ impl StatementGuard {
             Verdict::Refuse(why) => Some(Err(refusal(why))),
         }
     }
+}
+
+/// Whether `query` (anywhere in it) is a `SELECT ... INTO`, which DataFusion
+/// plans as `CREATE TABLE AS`.
+fn selects_into(query: &Query) -> bool {
+    struct Into;
+    impl Visitor for Into {
+        type Break = ();
+        fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<()> {
+            match select.into {
+                Some(_) => ControlFlow::Break(()),
+                None => ControlFlow::Continue(()),
+            }
+        }
+    }
+    query.visit(&mut Into).is_break()
 }
 
 /// `SET` of a client setting runs, of a session option (a dotted name:
@@ -268,6 +293,17 @@ mod tests {
                  set when it starts"
             ),
             _ => panic!("SET of a session option runs"),
+        }
+        for sql in [
+            "SELECT 42 AS x INTO t",
+            "SELECT 'forged' AS topic INTO \"ROOT/future.mcap\"",
+            "SELECT 1 UNION SELECT 2 INTO t",
+            "EXPLAIN SELECT 1 INTO t",
+        ] {
+            match verdict(&guard, sql) {
+                Verdict::Refuse(why) => assert!(why.starts_with("SELECT ... INTO is not"), "{why}"),
+                _ => panic!("{sql} runs"),
+            }
         }
         match verdict(&guard, "DROP TABLE t") {
             Verdict::Refuse(why) => assert!(why.starts_with("DROP TABLE is not allowed"), "{why}"),

@@ -77,6 +77,13 @@ config_namespace! {
         /// until the last has read it. Past this many bytes a scan decompresses
         /// the chunk itself. A file scanned once keeps nothing. 0: no sharing.
         pub shared_chunk_bytes: usize, default = 256 * 1024 * 1024
+        /// Most bytes one value a function or decoder makes may hold: what one call of
+        /// `repeat`, `lpad`, `replace`, `array_repeat`, `range`, ... returns for a batch,
+        /// an image `image_pixels` decodes, a cloud `read_points` unpacks. A value past
+        /// it fails the query with an error naming the function and the sizes, before
+        /// the memory is asked for (PostgreSQL caps a value at 1 GB). `logsql serve`
+        /// sets it to its `--memory-limit` when that is smaller.
+        pub max_value_bytes: u64, default = 1 << 30
     }
 }
 

@@ -24,6 +24,7 @@ use datafusion::prelude::SessionContext;
 use logsql_media::images::arrow::{ImageColumn, image_type};
 use logsql_media::images::{Codec, Image, PixelFormat};
 
+use super::value_caps;
 use crate::scanner::options::{LogsqlOptions, OnError};
 
 /// Registers `image_thumbnail`, `image_encode` and `image_pixels`.
@@ -125,14 +126,31 @@ impl ScalarUDFImpl for ImageFunction {
         let warn = LogsqlOptions::from_config(&args.config_options).on_error == OnError::Warn;
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let images = ImageColumn::new(arrays[0].as_ref()).map_err(|e| self.plan_err(e))?;
+        // What the column holds so far, under the cap on one value.
+        let cap = value_caps::max_value_bytes(&args.config_options);
+        let mut made = 0u128;
         let mut out = BinaryBuilder::new();
         for i in 0..args.number_rows {
             let (Some(image), Some(param)) = (images.get(i), self.param(&arrays, i)?) else {
                 out.append_null();
                 continue;
             };
+            // Pixels are counted from the header before they are decoded.
+            if let Param::Pixels(format) = &param {
+                let pixels = u128::from(image.width) * u128::from(image.height);
+                let bytes = pixels * format.bytes_per_pixel() as u128;
+                if made + bytes > u128::from(cap) {
+                    return Err(self.too_large(made + bytes, cap, i));
+                }
+            }
             match self.apply(&image, &param) {
-                Ok(bytes) => out.append_value(bytes),
+                Ok(bytes) if made + bytes.len() as u128 > u128::from(cap) => {
+                    return Err(self.too_large(made + bytes.len() as u128, cap, i));
+                }
+                Ok(bytes) => {
+                    made += bytes.len() as u128;
+                    out.append_value(bytes)
+                }
                 Err(e) => {
                     let message = format!(
                         "{}: the {} image of {}x{} pixels: {e}",
@@ -162,6 +180,18 @@ impl ImageFunction {
             self.op.name(),
             self.op.usage()
         ))
+    }
+
+    /// The error of a column that would pass the cap on one value at row
+    /// `row` of its batch.
+    fn too_large(&self, bytes: u128, cap: u64, row: usize) -> DataFusionError {
+        let what = format!(
+            "{} of {} images (one batch's; select fewer rows, or smaller images with \
+             image_thumbnail)",
+            self.op.name(),
+            row + 1
+        );
+        value_caps::too_large(&what, bytes, cap)
     }
 
     /// Row `i`'s parameters, `None` when one is null; a bad value is an error

@@ -1,7 +1,8 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
 //! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
 //! [`read_points`], [`read_images`], [`time_grid`], [`metadata_cache`]) and the message-header counts `topics()` shares with
-//! `logsql info` ([`header_walk`]), scalar functions ([`functions`], [`image_functions`]), `ASOF
+//! `logsql info` ([`header_walk`]), scalar functions ([`functions`], [`image_functions`]) and the cap on
+//! one value a function makes ([`value_caps`]), `ASOF
 //! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
 //! physical rule that reads log tables in file order ([`file_order`]), and the
 //! one that defers scan errors to the query's root (`defer_errors`). The top
@@ -20,3 +21,4 @@ pub mod table_functions;
 pub mod time_grid;
 pub mod typed_tables;
 pub mod url_table;
+pub mod value_caps;

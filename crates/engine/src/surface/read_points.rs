@@ -35,6 +35,7 @@ use datafusion::prelude::SessionContext;
 
 use super::read_topic;
 use super::table_functions::{literal_text, plan_on_thread};
+use super::value_caps;
 use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::schema::col as names;
 use logsql_media::MediaError;
@@ -420,6 +421,9 @@ impl ScalarUDFImpl for DecodePoints {
             width.as_primitive::<UInt64Type>(),
             height.as_primitive::<UInt64Type>(),
         );
+        // What the points column holds so far, under the cap on one value.
+        let cap = value_caps::max_value_bytes(&args.config_options);
+        let mut made = 0u128;
         let mut builder = self.builder()?;
         let mut columns: Option<std::result::Result<FieldColumns, MediaError>> = None;
         for i in 0..n {
@@ -436,7 +440,7 @@ impl ScalarUDFImpl for DecodePoints {
                 u32::try_from(a.value(i))
                     .map_err(|_| MediaError::Invalid(format!("{what} {} is too large", a.value(i))))
             };
-            let read = |builder: &mut PointsBuilder| -> std::result::Result<(), MediaError> {
+            let read = |builder: &mut PointsBuilder| -> std::result::Result<u128, MediaError> {
                 let cols = cols
                     .as_ref()
                     .map_err(|e| MediaError::Invalid(e.to_string()))?;
@@ -457,17 +461,36 @@ impl ScalarUDFImpl for DecodePoints {
                         data.value(i),
                     )?,
                 };
-                builder.append(&cloud)
-            };
-            if let Err(e) = read(&mut builder) {
-                let msg = cloud_error(file.value(i), &self.topic, time.value(i), &e);
-                if !self.warn {
-                    return Err(DataFusionError::Execution(format!(
-                        "{msg} (SET logsql.on_error = 'warn', or the CLI's --on-error warn, for a NULL points value and a warning)"
+                // Counted from the header before anything is unpacked: at
+                // most 8 bytes a value.
+                let values: u128 = point_fields
+                    .iter()
+                    .map(|f| u128::from(f.count.max(1)))
+                    .sum();
+                let bytes = u128::from(cloud.width) * u128::from(cloud.height) * values.max(1) * 8;
+                if made + bytes > u128::from(cap) {
+                    let error = value_caps::too_large("read_points' points", made + bytes, cap);
+                    return Err(MediaError::Limit(format!(
+                        "{} (a batch's clouds together; a NULL points value under \
+                         logsql.on_error = 'warn')",
+                        error.message()
                     )));
                 }
-                log::warn!("{msg}: points is NULL");
-                builder.append_null();
+                builder.append(&cloud)?;
+                Ok(bytes)
+            };
+            match read(&mut builder) {
+                Ok(bytes) => made += bytes,
+                Err(e) => {
+                    let msg = cloud_error(file.value(i), &self.topic, time.value(i), &e);
+                    if !self.warn {
+                        return Err(DataFusionError::Execution(format!(
+                            "{msg} (SET logsql.on_error = 'warn', or the CLI's --on-error warn, for a NULL points value and a warning)"
+                        )));
+                    }
+                    log::warn!("{msg}: points is NULL");
+                    builder.append_null();
+                }
             }
         }
         Ok(ColumnarValue::Array(Arc::new(builder.finish())))

@@ -203,7 +203,13 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
             let store_url = &store_url;
             let store = Arc::clone(&store);
             let cache = &cache;
+            let roots = &roots;
             async move {
+                // A listing inside a root may reach out of it through a link:
+                // each file is checked before anything opens it.
+                if let Some(roots) = roots {
+                    roots.check_url(&object_url(store_url, &meta.location)?, path)?;
+                }
                 let mut loc = FileLocation::from_store(Arc::clone(&store), meta);
                 if remote {
                     // The object's URL, not the store's description.
@@ -241,12 +247,6 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
         .try_collect()
         .await?;
     files.sort_by(|a, b| a.0.meta.location.cmp(&b.0.meta.location));
-    if let Some(roots) = &roots {
-        // A listing inside a root may reach out of it through a link.
-        for (loc, _) in &files {
-            roots.check_url(&object_url(&store_url, &loc.meta.location)?, path)?;
-        }
-    }
     let many = url.get_glob().is_some() || is_directory(&url, path);
     Ok(ResolvedPath { url, files, many })
 }
@@ -339,14 +339,22 @@ impl UrlTableFactory for LogUrlTableFactory {
         let names_a_path = !is_local(path)
             || path.contains(['/', '\\', '*', '?', '['])
             || std::path::Path::new(path).exists();
-        if names_a_path && let Some(roots) = DataRoots::of(state.config()) {
+        if let Some(roots) = DataRoots::of(state.config()) {
+            if !names_a_path {
+                return Ok(None);
+            }
             roots.check_url(url.get_url(), path)?;
         }
         let resolved = match resolve(&state, path).await {
             Ok(r) => r,
             // A remote path's failure (refused, DNS, 403, 404, no credentials) is
-            // the answer; a local one may still be DataFusion's to read.
-            Err(e) if !is_local(path) => return Err(e),
+            // the answer, and so is any failure under data roots (a file the
+            // listing reached outside them, above all): DataFusion's own
+            // tables would list and open the same files unchecked.
+            Err(e) if !is_local(path) || DataRoots::of(state.config()).is_some() => {
+                return Err(e);
+            }
+            // Without roots, a local path may still be DataFusion's to read.
             Err(_) => return datafusion_url_table(&state, path).await,
         };
         // Damaged files of a directory or glob are scanned too: the scan

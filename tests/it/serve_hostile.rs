@@ -1,0 +1,229 @@
+//! `logsql serve` against a hostile client, with the real `psql`: statements
+//! that used to end the server (a stack overflow, a failed allocation), that
+//! changed what other clients see (`SELECT ... INTO`), that read around the
+//! roots (a link to a file outside them), and clients that held query slots
+//! forever. After each, another client's `SELECT 1` is answered.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::serve::{Server, demo, psql_available, root};
+
+/// Another client is answered at once, so the server is up and not stalled.
+fn still_serves(server: &Server) {
+    let started = Instant::now();
+    assert_eq!(server.ok("SELECT 1"), "1\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "SELECT 1 took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn statements_that_aborted_the_server_fail_alone() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    for terms in [5_000, 200_000] {
+        let sum = vec!["1"; terms].join("+");
+        let err = server.err_of_long(&format!("SELECT {sum}"));
+        assert!(
+            err.contains("statement too complex"),
+            "{terms} terms: {err}"
+        );
+        still_serves(&server);
+    }
+    let unions = vec!["SELECT 1"; 5_000].join(" UNION ALL ");
+    let err = server.err_of_long(&unions);
+    assert!(err.contains("set operations"), "{err}");
+    for sql in [
+        "SELECT length(repeat(arrow_cast('x', 'LargeUtf8'), 1000000000000))",
+        "SELECT length(repeat('x', 2000000000))",
+        "SELECT length(lpad('x', 2000000000))",
+        "SELECT cardinality(range(1, 10000000000))",
+        "SELECT cardinality(array_repeat(1, 1000000000))",
+    ] {
+        let err = server.err(sql);
+        assert!(err.contains("logsql.max_value_bytes"), "{sql}: {err}");
+        still_serves(&server);
+    }
+    // Below the cap the functions answer as before.
+    assert_eq!(server.ok("SELECT length(repeat('ab', 1000))"), "2000\n");
+}
+
+#[test]
+fn a_client_cannot_make_tables_the_others_see() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    let future = dir.path().join("future.mcap").display().to_string();
+    for sql in [
+        "SELECT 42 AS x INTO t".to_string(),
+        format!("SELECT 'forged' AS topic INTO \"{future}\""),
+        "SELECT * INTO big FROM generate_series(1, 30000000)".to_string(),
+    ] {
+        let err = server.err(&sql);
+        assert!(
+            err.contains("SELECT ... INTO is not allowed"),
+            "{sql}: {err}"
+        );
+    }
+    let err = server.err("SELECT * FROM t");
+    assert!(err.contains("not found"), "{err}");
+    // The recording arrives: every client reads it, not a forged table.
+    std::fs::copy(demo(), &future).unwrap();
+    assert_eq!(
+        server.ok(&format!("SELECT count(*) FROM '{future}'")),
+        "2610\n"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_inside_a_root_shows_nothing_outside_it() {
+    if !psql_available() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.csv");
+    std::fs::write(&secret, "secret_column,password\n1,hunter2\n").unwrap();
+    let dir = root();
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    std::os::unix::fs::symlink(&secret, d.join("leak.csv")).unwrap();
+    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    let listed = format!("{}/", d.display());
+    for sql in [
+        format!("SELECT * FROM '{listed}' LIMIT 0"),
+        format!("DESCRIBE '{listed}'"),
+        format!("EXPLAIN SELECT * FROM '{listed}'"),
+        format!("SELECT * FROM '{}'", d.join("leak.csv").display()),
+    ] {
+        let out = server.psql(&sql);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{sql} succeeded: {text}");
+        assert!(text.contains("outside the data roots"), "{sql}: {text}");
+        assert!(
+            !text.contains("secret_column") && !text.contains("hunter2"),
+            "{sql} showed the outside file: {text}"
+        );
+    }
+    still_serves(&server);
+}
+
+#[test]
+fn statement_timeout_ends_the_execution_too() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    let f = dir.path().join("demo.mcap").display().to_string();
+    // The server's own timeout is its default (minutes); the client's ends it.
+    // Two statements, as psql sends two -c: the setting holds for the second.
+    let out = Command::new("/usr/bin/psql")
+        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+        .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
+        .args(["-U", "logsql", "-d", "logsql"])
+        .args(["-c", "SET statement_timeout = '1s'"])
+        .args([
+            "-c",
+            &format!(
+                "SELECT count(*) FROM '{f}' a, '{f}' b, '{f}' c \
+                 WHERE a.sequence + b.sequence + c.sequence >= 0"
+            ),
+        ])
+        .env("PGSSLMODE", "disable")
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run psql");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the cross join finished");
+    assert!(err.contains("statement timeout"), "{err}");
+    still_serves(&server);
+}
+
+#[test]
+fn a_client_that_stops_reading_frees_its_slot_at_the_timeout() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--max-queries",
+        "1",
+        "--query-timeout",
+        "3s",
+    ]);
+    let f = dir.path().join("demo.mcap").display().to_string();
+    // One client opens a cursor over a cross join, fetches one row and then
+    // sits in its transaction (psql runs `sleep` between statements).
+    let mut holder = server.psql_script();
+    let script = format!(
+        "BEGIN;\nDECLARE c CURSOR FOR SELECT a.sequence FROM '{f}' a, '{f}' b;\n\
+         FETCH 1 FROM c;\n\\! sleep 15\nCOMMIT;\n"
+    );
+    holder
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    // Past the holder's timeout, its slot is free for everyone else.
+    std::thread::sleep(Duration::from_secs(5));
+    still_serves(&server);
+    let _ = holder.kill();
+    let _ = holder.wait();
+}
+
+impl Server {
+    /// psql's error for a statement too long for a command line (read from
+    /// a file), which must fail.
+    fn err_of_long(&self, sql: &str) -> String {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), format!("{sql};\n")).unwrap();
+        let out = Command::new("/usr/bin/psql")
+            .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port().to_string()])
+            .args(["-U", "logsql", "-d", "logsql", "-f"])
+            .arg(file.path())
+            .env("PGSSLMODE", "disable")
+            .env_remove("PGPASSWORD")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run psql");
+        assert!(
+            !out.status.success(),
+            "{} bytes of SQL succeeded",
+            sql.len()
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// A psql reading its statements from stdin (stdout and stderr dropped).
+    fn psql_script(&self) -> std::process::Child {
+        let mut cmd = Command::new("/usr/bin/psql");
+        cmd.args(["-X", "-A", "-t", "-q"])
+            .args(["-h", "127.0.0.1", "-p", &self.port().to_string()])
+            .args(["-U", "logsql", "-d", "logsql"])
+            .env("PGSSLMODE", "disable")
+            .env_remove("PGPASSWORD")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd.spawn().expect("run psql")
+    }
+}
