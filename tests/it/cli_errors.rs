@@ -645,3 +645,41 @@ fn global_options_a_subcommand_ignores_are_errors() {
     let out = run(&["topics", &f, "--format", "csv", "--max-width", "8"], &[]);
     assert!(stdout(&out).starts_with("topic,"), "{}", stderr(&out));
 }
+
+#[test]
+fn statements_too_deep_or_values_too_large_fail_without_aborting() {
+    let sum = vec!["1"; 5000].join("+");
+    let out = run(&[&format!("SELECT {sum} AS n")], &[]);
+    fails_with(
+        &out,
+        "Error during planning: statement too complex: an expression nests more than 1000 \
+         levels deep (write long lists as IN (...), or split the statement)",
+    );
+    // Just under the limit, the statement is planned and answered.
+    let sum = vec!["1"; 999].join("+");
+    let out = run(&["--format", "csv", &format!("SELECT {sum} AS n")], &[]);
+    assert_eq!(stdout(&out), "n\n999\n", "{}", stderr(&out));
+    let out = run(
+        &["SELECT length(repeat(arrow_cast('x', 'LargeUtf8'), 1000000000000)) AS n"],
+        &[],
+    );
+    fails_with(
+        &out,
+        "Resources exhausted: repeat: the value would hold 931.3 GiB, more than the 1.0 GiB one \
+         value may hold (logsql.max_value_bytes)",
+    );
+    // The cap is a session option.
+    let out = run(
+        &[
+            "-c",
+            "SET logsql.max_value_bytes = 1000",
+            "SELECT length(repeat('x', 2000)) AS n",
+        ],
+        &[],
+    );
+    assert!(
+        stderr(&out).contains("repeat: the value would hold"),
+        "{}",
+        stderr(&out)
+    );
+}
