@@ -700,3 +700,19 @@ fn frames_draws_a_contact_sheet() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no messages of topic /nope"));
 }
+
+#[test]
+fn pixels_past_the_value_cap_are_refused_before_decoding() {
+    let sql = format!(
+        "SELECT length(image_pixels(image, 'rgb8')) AS n FROM read_images('{FILE}', '/cam/png')"
+    );
+    let out = logsql(&["-c", "SET logsql.max_value_bytes = 100", &sql]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("image_pixels of 1 images") && err.contains("logsql.max_value_bytes"),
+        "{err}"
+    );
+    // Under the default cap the same query answers.
+    assert!(!ok(&[&sql]).is_empty());
+}

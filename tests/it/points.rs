@@ -561,3 +561,39 @@ fn the_lidar_bag_exports_to_pcd_with_its_values() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+#[test]
+fn points_past_the_value_cap_name_the_cloud_and_the_setting() {
+    let Some(bag) = fixtures::file("rosbag", "embag-test.bag") else {
+        return;
+    };
+    let sql = format!(
+        "SELECT cardinality(points) AS n FROM read_points('{}', '/luminar_pointcloud')",
+        bag.display()
+    );
+    let out = logsql(&["-c", "SET logsql.max_value_bytes = 100000", &sql]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/luminar_pointcloud")
+            && err.contains("read_points' points")
+            && err.contains("logsql.max_value_bytes"),
+        "{err}"
+    );
+    // Under logsql.on_error = 'warn' such a cloud is a NULL points value.
+    let missing = format!(
+        "SELECT points IS NULL AS missing FROM read_points('{}', '/luminar_pointcloud')",
+        bag.display()
+    );
+    let warn = [
+        "-c",
+        "SET logsql.max_value_bytes = 100000",
+        "--on-error",
+        "warn",
+    ];
+    let rows = csv(&missing, &warn);
+    assert!(
+        rows.len() > 1 && rows[0] == "missing" && rows[1..].iter().all(|r| r == "true"),
+        "{rows:?}"
+    );
+}
