@@ -248,6 +248,8 @@ impl QueryHook for StatementGuard {
 #[cfg(test)]
 mod tests {
     use datafusion::sql::parser::DFParser;
+    use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+    use datafusion::sql::sqlparser::parser::Parser;
 
     use super::*;
 
@@ -257,11 +259,13 @@ mod tests {
         statements.pop_front().expect("one statement")
     }
 
+    /// The verdict on `sql` as a Postgres client's statement reaches the
+    /// hook: parsed by sqlparser in the Postgres dialect (so `EXPLAIN` is a
+    /// sqlparser statement, not DataFusion's extension).
     fn verdict(guard: &StatementGuard, sql: &str) -> Verdict {
-        match parse(sql) {
-            DFStatement::Statement(statement) => guard.verdict(&statement),
-            other => panic!("{sql}: not a SQL statement: {other}"),
-        }
+        let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).expect("parses");
+        assert_eq!(statements.len(), 1, "{sql}");
+        guard.verdict(&statements.pop().expect("one statement"))
     }
 
     #[test]
