@@ -1221,3 +1221,62 @@ fn a_bad_split_when_is_named_in_the_error() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn a_camera_named_out_of_the_dataset_or_an_empty_feature_name_is_refused_before_writing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let out = dir.path().join("sub/ds");
+    // A spec's camera key with `..` (it would be videos/../../victim/).
+    let spec = spec(
+        dir.path(),
+        &[&runs],
+        "[features]\n\"observation.state\" = { topic = \"/joint_states\", field = \"position\" }\n\
+         [cameras]\n\"../../victim\" = \"/camera/front\"\n",
+    );
+    let e = err(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("column \"../../victim\" cannot name a feature: a camera's name is a directory of the dataset"),
+        "{e}"
+    );
+    // The same as a column alias in COPY, with a slash or a backslash.
+    let runs = runs.to_str().unwrap();
+    for key in ["../victim", "a/b", "a\\b", "."] {
+        let sql = format!(
+            "COPY (SELECT g.episode_index, g.log_time, j.position AS \"observation.state\", \
+               f.image AS \"{key}\" \
+             FROM time_grid('{runs}/', 30) g \
+             ASOF JOIN read_topic('{runs}/', '/joint_states') j MATCH_CONDITION (g.log_time >= j.log_time) ON g.file = j.file \
+             ASOF JOIN read_images('{runs}/', '/camera/front') f MATCH_CONDITION (g.log_time >= f.log_time) ON g.file = f.file \
+            ) TO '{}' STORED AS LEROBOT OPTIONS (fps '30')",
+            out.display()
+        );
+        let e = err(&[&sql]);
+        assert!(e.contains("cannot name a feature"), "{key}: {e}");
+    }
+    // A feature needs a name; no control characters in one.
+    for (alias, why) in [
+        ("", "a feature needs a name"),
+        ("a\tb", "no control characters"),
+    ] {
+        let e = err(&[&format!(
+            "COPY (SELECT 0 AS episode_index, 0.0 AS timestamp, 1.0 AS \"{alias}\") TO '{}' \
+             STORED AS LEROBOT OPTIONS (fps '30')",
+            out.display()
+        )]);
+        assert!(e.contains(why), "{alias:?}: {e}");
+    }
+    // Nothing was written, inside or beside the target.
+    assert!(!out.exists());
+    assert!(!dir.path().join("victim").exists());
+    let beside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(!beside.iter().any(|n| n.contains("victim")), "{beside:?}");
+}

@@ -76,6 +76,23 @@ fn is_number(t: &DataType) -> bool {
     t.is_integer() || t.is_floating() || matches!(t, DataType::Decimal128(..))
 }
 
+/// Why `name` cannot be a feature's key, if it cannot: a key is a column
+/// of the data files and a key of `meta/info.json`, and a camera's key is
+/// also a directory (`videos/KEY/`), which must stay inside the dataset.
+fn unfit_name(name: &str, camera: bool) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("a feature needs a name")
+    } else if name.chars().any(char::is_control) {
+        Some("a feature's name has no control characters")
+    } else if camera && (name == "." || name.contains(['/', '\\']) || name.contains("..")) {
+        Some(
+            "a camera's name is a directory of the dataset (videos/NAME/), so it is not . and has no /, \\ or ..",
+        )
+    } else {
+        None
+    }
+}
+
 impl ColumnPlan {
     /// The plan of `schema`, or an error naming the column that cannot be
     /// written and what it should be.
@@ -165,6 +182,11 @@ impl ColumnPlan {
                     }
                 }
             };
+            if let Some(why) = unfit_name(name, matches!(kind, FeatureKind::Camera)) {
+                return Err(plan_err(format!(
+                    "column {name:?} cannot name a feature: {why}"
+                )));
+            }
             features.push(FeatureColumn {
                 index,
                 name: name.clone(),

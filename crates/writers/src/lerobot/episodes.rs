@@ -12,7 +12,7 @@
 //! is a problem of the episode, named with the feature, the episode, its
 //! recording (`file`) and the time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 
@@ -123,6 +123,9 @@ struct Episode {
     /// The time of the episode's latest row (rows must not go back).
     last: Option<RowTime>,
     tasks: Vec<String>,
+    /// The dataset's indexes of `tasks` (so noting a task is constant time,
+    /// however many distinct tasks an episode has).
+    task_set: HashSet<i64>,
     /// Tasks known before the episode (a skipped episode's new ones are
     /// forgotten).
     tasks_before: usize,
@@ -224,6 +227,7 @@ impl EpisodePlan {
             span: None,
             last: None,
             tasks: Vec::new(),
+            task_set: HashSet::new(),
             tasks_before: self.tasks.len(),
             shapes_before: self.shapes.clone(),
         });
@@ -306,7 +310,7 @@ impl EpisodePlan {
             }
         };
         if let Some(e) = self.episode.as_mut()
-            && !e.tasks.iter().any(|t| t == task)
+            && e.task_set.insert(index)
         {
             e.tasks.push(task.to_string());
         }
@@ -574,6 +578,33 @@ mod tests {
         let e = p.check_next(2).unwrap_err().to_string();
         assert!(e.contains("episode 2 comes after episode 3"), "{e}");
         assert_eq!((p.kept(), p.frames()), (1, 2));
+    }
+
+    #[test]
+    fn an_episode_lists_each_of_its_tasks_once_in_the_order_they_came() {
+        // 100,000 distinct tasks, each seen twice: numbered as they come,
+        // listed once each (a scan of the episode's list per row made this
+        // quadratic: over a minute).
+        let mut p = plan(false);
+        p.begin(0, None);
+        let n = 100_000;
+        for round in 0..2 {
+            for i in 0..n {
+                assert_eq!(p.task(&format!("task {i}")), i as i64, "round {round}");
+            }
+        }
+        assert_eq!(p.task("task 0"), 0);
+        assert_eq!(p.tasks().len(), n);
+        assert_eq!(p.row(at(0.0), &[true, true]).unwrap(), RowStep::Frame(0));
+        p.frame_kept();
+        let EpisodeEnd::Kept(kept) = p.end() else {
+            panic!("kept");
+        };
+        assert_eq!(kept.tasks.len(), n);
+        assert_eq!(
+            (&kept.tasks[0][..], &kept.tasks[n - 1][..]),
+            ("task 0", "task 99999")
+        );
     }
 
     #[test]

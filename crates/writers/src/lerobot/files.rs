@@ -41,12 +41,20 @@ pub fn png_fields() -> Fields {
     ])
 }
 
-/// Creates `path` and the directories above it.
+/// Creates `path` and the directories above it. The file must not exist
+/// (nor a link in its place): every file of a dataset is new, in a
+/// directory the writer made, so one already there is never followed or
+/// overwritten.
 pub fn create(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     }
-    File::create(path).map_err(|e| io(path, e))
+    create_new(path).map_err(|e| io(path, e))
+}
+
+/// Opens `path` for writing, failing if anything (a file, a link) is there.
+pub fn create_new(path: &Path) -> std::io::Result<File> {
+    File::options().write(true).create_new(true).open(path)
 }
 
 /// A Parquet writer (snappy, as LeRobot writes) of `schema` at `path`.

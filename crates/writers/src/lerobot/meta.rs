@@ -13,7 +13,7 @@ use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use serde_json::{Map, Value, json};
 
-use super::files::{io, parquet_writer};
+use super::files::{create, io, parquet_writer};
 use super::options::{ImageStorage, LeRobotOptions};
 use super::stats::{QUANTILES, Stats, aggregate};
 use crate::error::Result;
@@ -161,7 +161,8 @@ pub fn write_meta(
 
 fn write_json(path: &Path, value: &Value) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| io(path, e))?;
-    std::fs::write(path, text).map_err(|e| io(path, e))
+    let mut file = create(path)?;
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| io(path, e))
 }
 
 /// `tasks.parquet`: `task_index` with the task text as the pandas index

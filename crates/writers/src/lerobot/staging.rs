@@ -21,6 +21,7 @@ use logsql_media::images::Pixels;
 use logsql_media::video::{EncodedFrame, H264Encoder, VideoOptions, Yuv420};
 
 use crate::error::{Error, Result};
+use crate::lerobot::files::create_new;
 
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Write(format!("LeRobot dataset: staging {}: {e}", path.display()))
@@ -35,7 +36,7 @@ pub struct DataStage {
 impl DataStage {
     /// A new stage at `path` for rows of `schema`.
     pub fn create(path: PathBuf, schema: &SchemaRef) -> Result<Self> {
-        let file = File::create(&path).map_err(|e| io(&path, e))?;
+        let file = create_new(&path).map_err(|e| io(&path, e))?;
         let writer =
             StreamWriter::try_new(BufWriter::new(file), schema).map_err(|e| io(&path, e))?;
         Ok(Self { path, writer })
@@ -91,7 +92,7 @@ impl VideoStage {
     pub fn create(path: PathBuf, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
         let encoder =
             H264Encoder::new(width, height, options).map_err(|e| Error::Write(e.to_string()))?;
-        let file = File::create(&path).map_err(|e| io(&path, e))?;
+        let file = create_new(&path).map_err(|e| io(&path, e))?;
         let staged = StagedVideo {
             path: path.clone(),
             out: BufWriter::new(file),
