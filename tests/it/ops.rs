@@ -175,6 +175,39 @@ fn doctor_on_a_directory_linking_to_itself_ends_and_names_the_loop() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn recover_of_a_directory_with_two_links_to_itself_recovers_each_message_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/demo.mcap");
+    std::fs::copy(&demo, dir.join("a.mcap")).unwrap();
+    std::os::unix::fs::symlink(".", dir.join("a")).unwrap();
+    std::os::unix::fs::symlink(".", dir.join("b")).unwrap();
+    let count = |path: &Path| {
+        let (code, out, err) = logsql(&[
+            "--format",
+            "csv",
+            &format!("SELECT count(*) AS n FROM '{}'", path.display()),
+        ]);
+        assert_eq!(code, Some(0), "{err}");
+        out.lines().nth(1).unwrap().parse::<u64>().unwrap()
+    };
+    let messages = count(&demo);
+    assert!(messages > 0);
+    let out = tmp.path().join("out.mcap");
+    let (code, stdout, stderr) = logsql(&["recover", dir.to_str().unwrap(), out.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    // doctor's part of the report names the one file once.
+    let checked: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(": mcap file"))
+        .collect();
+    assert_eq!(checked.len(), 1, "{stdout}");
+    assert_eq!(count(&out), messages, "{stdout}{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn queries_written_one_after_the_other_make_one_log_as_export_writes_it() {
     use datafusion::arrow::array::AsArray;
