@@ -334,9 +334,13 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_ca: Option<std::path::PathBuf>,
     /// A directory or object-store prefix (`s3://bucket/runs`) plans may read
-    /// (repeatable); files elsewhere are refused.
-    #[arg(long, value_name = "DIR|URL", default_value = ".")]
+    /// (repeatable, at least one); files elsewhere are refused.
+    #[arg(long, value_name = "DIR|URL", required = true)]
     pub data_root: Vec<String>,
+    /// Memory one query's part on this worker may hold at once (`512MiB`,
+    /// `2GB`); a query needing more fails with a resources-exhausted error.
+    #[arg(long, value_name = "SIZE", value_parser = logsql::ops::units::parse_size)]
+    pub memory_limit: Option<usize>,
     /// Serves without a token or mutual TLS: anyone who reaches the port can
     /// run queries over the data roots. For a trusted network only.
     #[arg(long)]
@@ -435,6 +439,17 @@ pub struct ServeArgs {
     /// Client connections open at once; more are refused.
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
+    /// Time a Postgres client has to log in before its connection is
+    /// closed (`10s`), so that sockets that never log in cannot hold the
+    /// connection slots.
+    #[arg(long, value_name = "DURATION", default_value = "10s",
+          value_parser = logsql::ops::units::parse_duration)]
+    pub login_timeout: std::time::Duration,
+    /// Time a logged-in Postgres connection may run no statement before it
+    /// is closed (`30s`, `1h`; `0` for none).
+    #[arg(long, value_name = "DURATION", default_value = "10min",
+          value_parser = logsql::ops::units::parse_duration)]
+    pub idle_timeout: std::time::Duration,
 }
 
 /// Arguments of `logsql mcp`.

@@ -55,6 +55,13 @@ pub fn run_mcp(args: &Args, mcp: &McpArgs) -> CliResult {
 
 /// The server configuration `serve`'s flags give.
 fn config(serve: &ServeArgs) -> CliResult<ServeConfig> {
+    if serve.login_timeout.is_zero() {
+        return Err(CliError::msg(
+            "--login-timeout 0 would close every connection before it logs in; give a \
+             duration such as 10s"
+                .to_string(),
+        ));
+    }
     let auth = match &serve.password_file {
         Some(file) => Auth::password_file(serve.user.clone(), file)?,
         None => Auth::Open,
@@ -84,6 +91,8 @@ fn config(serve: &ServeArgs) -> CliResult<ServeConfig> {
             query_timeout: Some(serve.query_timeout).filter(|t| !t.is_zero()),
             memory_limit: serve.memory_limit,
             max_connections: serve.max_connections as usize,
+            login_timeout: serve.login_timeout,
+            idle_timeout: Some(serve.idle_timeout).filter(|t| !t.is_zero()),
         },
     })
 }

@@ -277,6 +277,7 @@ def run_flight(checks, cli, binary, root, demo):
     password_file = os.path.join(root, "flight-password")
     with open(password_file, "w") as f:
         f.write(password + "\n")
+    os.chmod(password_file, 0o600)  # serve refuses a file others may read
     proc, _, port = start(binary, root, demo, "--password-file", password_file, flight=True)
     try:
         serve_flight.run_password(checks, cli, port, demo, password)

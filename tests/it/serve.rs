@@ -350,25 +350,72 @@ fn a_wrong_password_is_refused() {
     }
     let dir = root();
     let secret = dir.path().join("password");
-    std::fs::write(&secret, "correct horse\n").unwrap();
+    write_password(&secret, "correct horse\n");
     let mut server = Server::start(&[
         "--root",
         dir.path().to_str().unwrap(),
         "--password-file",
         secret.to_str().unwrap(),
     ]);
+    let started = std::time::Instant::now();
     let out = server.psql_as("SELECT 1", Some("wrong"));
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
-    assert!(err.contains("password authentication failed"), "{err}");
+    // A failed login is answered after a delay (a second).
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+    let wrong_password = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        wrong_password.contains("FATAL:  password authentication failed for user \"logsql\""),
+        "{wrong_password}"
+    );
     let out = server.psql_as("SELECT 1", None);
     assert!(!out.status.success());
 
     server.password = Some("correct horse".to_string());
     assert_eq!(server.ok("SELECT 1"), "1\n");
+    // An unknown user is refused as a wrong password is: the same words,
+    // after the same exchange (a password is asked for either way).
     server.user = "postgres".to_string();
-    let err = server.err("SELECT 1").to_lowercase();
-    assert!(err.contains("password authentication failed"), "{err}");
+    let unknown_user = server.err("SELECT 1");
+    assert_eq!(
+        unknown_user.replace("\"postgres\"", "\"logsql\""),
+        wrong_password,
+        "{unknown_user}"
+    );
+    // Another client is served meanwhile.
+    server.user = "logsql".to_string();
+    assert_eq!(server.ok("SELECT 1"), "1\n");
+}
+
+#[test]
+fn a_password_file_others_may_read_is_refused() {
+    let dir = root();
+    let secret = dir.path().join("password");
+    std::fs::write(&secret, "correct horse\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .args([
+                "serve",
+                "--root",
+                dir.path().to_str().unwrap(),
+                "--pg",
+                "127.0.0.1:0",
+            ])
+            .arg("--password-file")
+            .arg(&secret)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the password file may be read or written by other users (mode 0644)")
+                && err.contains("chmod 600"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -418,7 +465,7 @@ fn tls_only_refuses_plain_connections() {
         return;
     }
     let secret = dir.path().join("password");
-    std::fs::write(&secret, "s3cret\n").unwrap();
+    write_password(&secret, "s3cret\n");
     let mut server = Server::start(&[
         "--root",
         dir.path().to_str().unwrap(),
@@ -492,4 +539,14 @@ fn nested_columns_arrive_as_json_text() {
         "SELECT header['seq'] AS seq, linear_acceleration FROM read_topic('{f}', '/imu') ORDER BY log_time LIMIT 1"
     ));
     assert!(row.starts_with("0,{\"x\":"), "{row}");
+}
+
+/// Writes a password file as `serve` takes one: its owner's only.
+pub(crate) fn write_password(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
 }

@@ -82,6 +82,12 @@ fn a_client_cannot_make_tables_the_others_see() {
         server.ok(&format!("SELECT count(*) FROM '{future}'")),
         "2610\n"
     );
+    // Nor can a client list the files the others read.
+    let err = server.err("SELECT path FROM metadata_cache()");
+    assert!(
+        err.contains("metadata_cache() is not available on a logsql server"),
+        "{err}"
+    );
 }
 
 #[cfg(unix)]
@@ -187,6 +193,65 @@ fn a_client_that_stops_reading_frees_its_slot_at_the_timeout() {
     still_serves(&server);
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+#[test]
+fn sockets_that_never_log_in_or_sit_idle_free_their_connection_slots() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--max-connections",
+        "2",
+        "--login-timeout",
+        "1s",
+        "--idle-timeout",
+        "3s",
+    ]);
+    let addr = format!("127.0.0.1:{}", server.port());
+    // Two sockets that connect and say nothing hold both slots: a client is
+    // refused while they are open...
+    let silent: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let refused = server.psql("SELECT 1");
+    assert!(!refused.status.success());
+    // ...until the login timeout closes them (a read sees the end).
+    for mut socket in silent {
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let read = std::io::Read::read(&mut socket, &mut byte);
+        assert!(matches!(read, Ok(0)), "{read:?}");
+    }
+    still_serves(&server);
+    // Two clients logged in and idle hold both slots until the idle
+    // timeout.
+    let idle: Vec<std::process::Child> = (0..2)
+        .map(|_| {
+            let mut holder = server.psql_script();
+            holder
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"SELECT 1;\n\\! sleep 30\nSELECT 2;\n")
+                .unwrap();
+            holder
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!server.psql("SELECT 1").status.success());
+    std::thread::sleep(Duration::from_secs(4));
+    still_serves(&server);
+    for mut holder in idle {
+        let _ = holder.kill();
+        let _ = holder.wait();
+    }
 }
 
 impl Server {

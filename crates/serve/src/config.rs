@@ -102,9 +102,26 @@ pub enum Auth {
 impl Auth {
     /// The login of `user` with the password in `file`: its first line,
     /// without the line break (which must not be empty).
+    /// On Unix the file must be its owner's only (as `ssh` and libpq's
+    /// `.pgpass` ask): one that other users may read or write is refused.
     pub fn password_file(user: impl Into<String>, file: &Path) -> ServeResult<Self> {
         let text = std::fs::read_to_string(file)
             .map_err(|e| ServeError::io(file.display().to_string(), e))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let meta = std::fs::metadata(file)
+                .map_err(|e| ServeError::io(file.display().to_string(), e))?;
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                return Err(ServeError::Config(format!(
+                    "{}: the password file may be read or written by other users (mode {mode:04o}): \
+                     make it its owner's only (chmod 600 {})",
+                    file.display(),
+                    file.display()
+                )));
+            }
+        }
         let password = text.lines().next().unwrap_or_default().to_string();
         if password.is_empty() {
             return Err(ServeError::Config(format!(
@@ -153,17 +170,25 @@ pub struct Limits {
     /// Client connections open at once over Postgres wire; more are refused
     /// (at least 1).
     pub max_connections: usize,
+    /// Time a Postgres-wire connection has to log in; it is closed then.
+    pub login_timeout: Duration,
+    /// Time a logged-in Postgres-wire connection may run no statement
+    /// before it is closed (`None`: no limit).
+    pub idle_timeout: Option<Duration>,
 }
 
 impl Default for Limits {
     /// 8 queries at once, 64 connections, 10 minutes a query, no memory
-    /// limit (beyond the cap on any one value a function makes).
+    /// limit (beyond the cap on any one value a function makes), 10 seconds
+    /// to log in, 10 minutes idle.
     fn default() -> Self {
         Self {
             max_queries: 8,
             query_timeout: Some(Duration::from_secs(600)),
             memory_limit: None,
             max_connections: 64,
+            login_timeout: Duration::from_secs(10),
+            idle_timeout: Some(Duration::from_secs(600)),
         }
     }
 }
@@ -191,6 +216,22 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let file = dir.path().join("password");
         std::fs::write(&file, "s3cret\nignored\n").expect("write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |m| std::fs::Permissions::from_mode(m);
+            std::fs::set_permissions(&file, mode(0o640)).expect("chmod");
+            let e = Auth::password_file("ana", &file).expect_err("group-readable");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{0}: the password file may be read or written by other users (mode 0640): \
+                     make it its owner's only (chmod 600 {0})",
+                    file.display()
+                )
+            );
+            std::fs::set_permissions(&file, mode(0o600)).expect("chmod");
+        }
         let auth = Auth::password_file("ana", &file).expect("a login");
         assert_eq!(
             auth,

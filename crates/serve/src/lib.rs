@@ -38,18 +38,21 @@
 
 mod cancel;
 mod config;
+mod connection;
 mod deadline;
 mod error;
 #[cfg(feature = "flight")]
 mod flight;
 mod json_text;
 mod limits;
+mod login;
 pub mod mcp;
 mod pg;
 mod pg_catalog;
 mod policy;
 mod server;
 mod session;
+mod shared_state;
 mod statements;
 
 pub use config::{Auth, Limits, ServeConfig, TableSpec, TlsFiles};

@@ -2,8 +2,9 @@
 //! handlers (datafusion-postgres's session service over the server's one
 //! session, behind its statement guard, with every `ASOF JOIN` spelling
 //! rewritten to the form DataFusion plans and nested columns sent as JSON
-//! text), SCRAM-SHA-256 password authentication, TLS, and the accept loop
-//! with its connection limit.
+//! text), made per connection ([`Handlers::connection`]) so each tells its
+//! connection's activity, and TLS. Logins are [`crate::login`]'s, the accept
+//! loop [`crate::connection`]'s.
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -15,13 +16,10 @@ use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_postgres::hooks::cursor::CursorStatementHook;
 use datafusion_postgres::hooks::set_show::SetShowHook;
 use datafusion_postgres::hooks::transactions::TransactionStatementHook;
-use datafusion_postgres::pgwire::api::auth::noop::NoopStartupHandler;
 use datafusion_postgres::pgwire::api::auth::sasl::SASLAuthStartupHandler;
-use datafusion_postgres::pgwire::api::auth::sasl::scram::{
-    SCRAM_ITERATIONS, ScramAuth, gen_salted_password, random_nonce,
-};
+use datafusion_postgres::pgwire::api::auth::sasl::scram::ScramAuth;
 use datafusion_postgres::pgwire::api::auth::{
-    AuthSource, DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
+    AuthSource, DefaultServerParameterProvider, StartupHandler,
 };
 use datafusion_postgres::pgwire::api::portal::Format;
 use datafusion_postgres::pgwire::api::portal::Portal;
@@ -33,8 +31,7 @@ use datafusion_postgres::pgwire::api::{
     ClientInfo, ClientPortalStore, ConnectionManager, PgWireServerHandlers, Type,
 };
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use datafusion_postgres::pgwire::tokio::process_socket;
+use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
 use datafusion_postgres::pgwire::tokio::tokio_rustls::TlsAcceptor;
 use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls;
 use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -42,21 +39,22 @@ use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls::pki_types::{
     CertificateDer, PrivateKeyDer,
 };
 use datafusion_postgres::{DfSessionService, Parser, QueryHook};
-use futures::Sink;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use futures::{Sink, StreamExt};
 
 use crate::cancel::{Cancels, RunningQueries};
 use crate::config::Auth;
+use crate::connection::Activity;
 use crate::deadline::with_statement_timeout;
 use crate::error::{ServeError, ServeResult};
 use crate::json_text::NestedAsJson;
+use crate::login::{Credentials, OpenStartup, Startup, StartupKind};
 use crate::session::ServeSession;
 use crate::statements::StatementGuard;
 
-/// The handlers of one server (the factory pgwire asks per connection).
+/// The handlers of one server: what its connections share.
 pub struct Handlers {
-    service: Arc<LogsqlService>,
+    inner: Arc<DfSessionService>,
+    parser: Arc<AsofParser>,
     connections: Arc<ConnectionManager>,
     running: Arc<RunningQueries>,
     auth: Option<Arc<Credentials>>,
@@ -68,7 +66,6 @@ impl Handlers {
     /// plain connections if `tls_only`; their running answers are registered
     /// in the session's registry (shared with Flight SQL).
     pub fn new(session: &ServeSession, auth: &Auth, tls_only: bool) -> Self {
-        let running = Arc::clone(session.running());
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(StatementGuard {
                 writes: session.writes(),
@@ -80,11 +77,6 @@ impl Handlers {
         ];
         let ctx = Arc::new(session.context().clone());
         let inner = Arc::new(DfSessionService::new_with_hooks(ctx, hooks));
-        let service = Arc::new(LogsqlService {
-            parser: Arc::new(AsofParser(inner.query_parser())),
-            inner,
-            running: Arc::clone(&running),
-        });
         let auth = match auth {
             Auth::Open => None,
             Auth::Password { user, password } => {
@@ -92,26 +84,23 @@ impl Handlers {
             }
         };
         Self {
-            service,
+            parser: Arc::new(AsofParser(inner.query_parser())),
+            inner,
             connections: Arc::new(ConnectionManager::new()),
-            running,
+            running: Arc::clone(session.running()),
             auth,
             tls_only,
         }
     }
-}
 
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        Arc::clone(&self.service)
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::clone(&self.service)
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        // A new handler per connection: SCRAM's exchange state is the connection's.
+    /// The handlers of one connection, telling `activity` what it does.
+    pub fn connection(&self, activity: Arc<Activity>) -> ConnectionHandlers {
+        let service = Arc::new(LogsqlService {
+            inner: Arc::clone(&self.inner),
+            parser: Arc::clone(&self.parser),
+            running: Arc::clone(&self.running),
+            activity: Arc::clone(&activity),
+        });
         let kind = match &self.auth {
             None => StartupKind::Open(OpenStartup {
                 connections: Arc::clone(&self.connections),
@@ -127,10 +116,38 @@ impl PgWireServerHandlers for Handlers {
                 ))
             }
         };
-        Arc::new(Startup {
-            kind,
-            tls_only: self.tls_only,
-        })
+        ConnectionHandlers {
+            service,
+            startup: Arc::new(Startup {
+                kind,
+                tls_only: self.tls_only,
+                activity,
+            }),
+            connections: Arc::clone(&self.connections),
+            running: Arc::clone(&self.running),
+        }
+    }
+}
+
+/// The handlers of one connection (pgwire asks them once, when it connects).
+pub struct ConnectionHandlers {
+    service: Arc<LogsqlService>,
+    startup: Arc<Startup>,
+    connections: Arc<ConnectionManager>,
+    running: Arc<RunningQueries>,
+}
+
+impl PgWireServerHandlers for ConnectionHandlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        Arc::clone(&self.startup)
     }
 
     fn cancel_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::cancel::CancelHandler> {
@@ -138,84 +155,6 @@ impl PgWireServerHandlers for Handlers {
             Arc::clone(&self.connections),
             Arc::clone(&self.running),
         ))
-    }
-}
-
-/// The one user and its salted password (the SCRAM verifier's input).
-#[derive(Debug)]
-struct Credentials {
-    user: String,
-    salt: Vec<u8>,
-    salted: Vec<u8>,
-}
-
-impl Credentials {
-    fn new(user: String, password: &str) -> Self {
-        let salt = random_nonce().into_bytes();
-        let salted = gen_salted_password(password, &salt, SCRAM_ITERATIONS);
-        Self { user, salt, salted }
-    }
-}
-
-#[async_trait]
-impl AuthSource for Credentials {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        match login.user() {
-            Some(user) if user == self.user => {
-                Ok(Password::new(Some(self.salt.clone()), self.salted.clone()))
-            }
-            user => Err(PgWireError::InvalidPassword(
-                user.unwrap_or_default().to_string(),
-            )),
-        }
-    }
-}
-
-/// Start-up without a password.
-struct OpenStartup {
-    connections: Arc<ConnectionManager>,
-}
-
-impl NoopStartupHandler for OpenStartup {
-    fn connection_manager(&self) -> Option<Arc<ConnectionManager>> {
-        Some(Arc::clone(&self.connections))
-    }
-}
-
-enum StartupKind {
-    Open(OpenStartup),
-    Scram(Box<SASLAuthStartupHandler<DefaultServerParameterProvider>>),
-}
-
-/// A connection's start-up: TLS required if the server says so, then its login.
-struct Startup {
-    kind: StartupKind,
-    tls_only: bool,
-}
-
-#[async_trait]
-impl StartupHandler for Startup {
-    async fn on_startup<C>(
-        &self,
-        client: &mut C,
-        message: PgWireFrontendMessage,
-    ) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if self.tls_only && !client.is_secure() {
-            return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
-                "FATAL".to_string(),
-                "28000".to_string(),
-                "this server accepts TLS connections only (sslmode=require)".to_string(),
-            ))));
-        }
-        match &self.kind {
-            StartupKind::Open(h) => h.on_startup(client, message).await,
-            StartupKind::Scram(h) => h.on_startup(client, message).await,
-        }
     }
 }
 
@@ -228,6 +167,9 @@ pub struct LogsqlService {
     inner: Arc<DfSessionService>,
     parser: Arc<AsofParser>,
     running: Arc<RunningQueries>,
+    /// The connection's activity: busy while a statement runs and its rows
+    /// stream.
+    activity: Arc<Activity>,
 }
 
 /// A statement's text with its `ASOF JOIN`s in the form DataFusion plans
@@ -269,12 +211,16 @@ impl SimpleQueryHandler for LogsqlService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let _busy = self.activity.busy();
         not_too_complex(query)?;
         let timeout = statement_timeout(client);
         let query = normalize(query);
         let statement = SimpleQueryHandler::do_query(&*self.inner, client, &query);
         let mut responses = with_statement_timeout(timeout, statement).await?;
         self.running.watch(client, &mut responses);
+        for response in &mut responses {
+            busy_while_streaming(&self.activity, response);
+        }
         Ok(responses)
     }
 }
@@ -300,12 +246,26 @@ impl ExtendedQueryHandler for LogsqlService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        let _busy = self.activity.busy();
         let timeout = statement_timeout(client);
         let statement = ExtendedQueryHandler::do_query(&*self.inner, client, portal, max_rows);
         let mut response = with_statement_timeout(timeout, statement).await?;
         self.running
             .watch(client, std::slice::from_mut(&mut response));
+        busy_while_streaming(&self.activity, &mut response);
         Ok(response)
+    }
+}
+
+/// `response`'s rows keeping the connection busy until they are sent (or
+/// dropped).
+fn busy_while_streaming(activity: &Arc<Activity>, response: &mut Response) {
+    if let Response::Query(query) = response {
+        let busy = activity.busy();
+        let rows = std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
+        query.data_rows = Box::pin(rows.inspect(move |_| {
+            let _ = &busy;
+        }));
     }
 }
 
@@ -362,39 +322,4 @@ pub fn tls_acceptor(cert: &Path, key: &Path) -> ServeResult<TlsAcceptor> {
         .with_single_cert(certs, key)
         .map_err(|e| ServeError::Tls(format!("TLS certificate and key: {e}")))?;
     Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-/// Accepts connections on `listener` until the process ends, at most
-/// `max_connections` at once (more are closed at once, with a warning).
-pub async fn accept(
-    listener: TcpListener,
-    handlers: Arc<Handlers>,
-    tls: Option<TlsAcceptor>,
-    max_connections: usize,
-) {
-    let open = Arc::new(Semaphore::new(max_connections));
-    loop {
-        let (socket, addr) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                log::warn!("accepting a connection: {e}");
-                continue;
-            }
-        };
-        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
-            log::warn!(
-                "refused a connection from {addr}: {max_connections} connections are open \
-                 (--max-connections)"
-            );
-            continue;
-        };
-        let handlers = Arc::clone(&handlers);
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            if let Err(e) = process_socket(socket, tls, handlers).await {
-                log::debug!("connection from {addr}: {e}");
-            }
-            drop(permit);
-        });
-    }
 }

@@ -20,6 +20,7 @@ use crate::error::{ServeError, ServeResult};
 use crate::limits::{QueryLimits, ServeRule};
 use crate::pg_catalog;
 use crate::session::ServeSession;
+use crate::shared_state;
 use crate::statements::StatementGuard;
 
 /// A server's policy: what its session may read and write, and the limits
@@ -117,6 +118,7 @@ impl Policy {
         );
         register_tables(&ctx, &self.tables).await?;
         pg_catalog::install(&ctx)?;
+        shared_state::hide(&ctx);
         Ok(ServeSession::new(
             ctx,
             StatementGuard {

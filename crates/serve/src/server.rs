@@ -12,6 +12,7 @@ use datafusion_postgres::pgwire::tokio::tokio_rustls::TlsAcceptor;
 use tokio::net::TcpListener;
 
 use crate::config::{Auth, ServeConfig};
+use crate::connection::{self, ConnectionTimeouts};
 use crate::error::{ServeError, ServeResult};
 #[cfg(feature = "flight")]
 use crate::flight;
@@ -28,6 +29,7 @@ pub struct Server {
     /// The Postgres-wire TLS acceptor (with `tls`).
     tls: Option<TlsAcceptor>,
     max_connections: usize,
+    timeouts: ConnectionTimeouts,
     /// The Flight SQL address and its gRPC server (TLS set up when given).
     #[cfg(feature = "flight")]
     flight: Option<(SocketAddr, tonic::transport::Server)>,
@@ -83,6 +85,10 @@ impl Server {
             tls_only: config.tls_only,
             tls,
             max_connections: config.limits.max_connections,
+            timeouts: ConnectionTimeouts {
+                login: config.limits.login_timeout,
+                idle: config.limits.idle_timeout,
+            },
             #[cfg(feature = "flight")]
             flight,
         })
@@ -134,6 +140,7 @@ impl Server {
             handlers,
             tls: self.tls,
             max_connections: self.max_connections,
+            timeouts: self.timeouts,
         })
     }
 }
@@ -150,6 +157,7 @@ pub struct Listening {
     handlers: Arc<Handlers>,
     tls: Option<TlsAcceptor>,
     max_connections: usize,
+    timeouts: ConnectionTimeouts,
 }
 
 impl Listening {
@@ -202,7 +210,14 @@ impl Listening {
 
     /// Accepts Postgres-wire clients until the process ends.
     pub async fn serve(self) {
-        pg::accept(self.listener, self.handlers, self.tls, self.max_connections).await;
+        connection::accept(
+            self.listener,
+            self.handlers,
+            self.tls,
+            self.max_connections,
+            self.timeouts,
+        )
+        .await;
     }
 }
 

@@ -1,0 +1,252 @@
+//! The Postgres-wire connections of a server: the accept loop, at most
+//! `--max-connections` at once (more are closed at once, with a warning),
+//! and each connection's [`Activity`], which ends a connection that has not
+//! logged in within `--login-timeout` or has been idle (no statement
+//! running, none sent) for `--idle-timeout`, so that sockets left open
+//! cannot hold the connection slots. A connection ended so is closed
+//! without a message (pgwire owns its socket), as a client sees a server
+//! restart; the server's log says why.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use datafusion_postgres::pgwire::tokio::process_socket;
+use datafusion_postgres::pgwire::tokio::tokio_rustls::TlsAcceptor;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use crate::pg::Handlers;
+
+/// How long connections may wait, to log in and between statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionTimeouts {
+    /// Time from connecting to being logged in.
+    pub login: Duration,
+    /// Time a logged-in connection may run no statement (`None`: forever).
+    pub idle: Option<Duration>,
+}
+
+/// What one connection is doing, as its handlers tell it.
+#[derive(Debug)]
+pub struct Activity {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    logged_in: bool,
+    /// Statements running (their answers still streaming).
+    busy: usize,
+    /// When the connection logged in or its last statement ended.
+    since: Instant,
+}
+
+/// Where a connection stands, for its timeouts.
+enum Phase {
+    LoggingIn,
+    Busy,
+    Idle(Instant),
+}
+
+impl Activity {
+    /// A connection that has just connected.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State {
+                logged_in: false,
+                busy: 0,
+                since: Instant::now(),
+            }),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection has logged in.
+    pub fn logged_in(&self) {
+        let mut state = self.state();
+        state.logged_in = true;
+        state.since = Instant::now();
+    }
+
+    /// A statement starts; it ends when the guard is dropped (keep it with
+    /// the statement's answer until its rows are sent).
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.state().busy += 1;
+        Busy(Arc::clone(self))
+    }
+
+    fn phase(&self) -> Phase {
+        let state = self.state();
+        match (state.logged_in, state.busy) {
+            (false, _) => Phase::LoggingIn,
+            (true, 0) => Phase::Idle(state.since),
+            (true, _) => Phase::Busy,
+        }
+    }
+}
+
+/// A running statement of a connection (see [`Activity::busy`]).
+#[derive(Debug)]
+pub struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.busy = state.busy.saturating_sub(1);
+        state.since = Instant::now();
+    }
+}
+
+/// Why a connection was ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    LoginTimeout(Duration),
+    IdleTimeout(Duration),
+}
+
+/// Runs `serving` (a connection's messages) until it ends, or until the
+/// connection has not logged in within `timeouts.login` or has been idle
+/// for `timeouts.idle`: then it is dropped, which closes the connection.
+async fn watched(
+    serving: impl Future<Output = std::io::Result<()>>,
+    activity: &Activity,
+    timeouts: ConnectionTimeouts,
+) -> Result<std::io::Result<()>, Ended> {
+    tokio::pin!(serving);
+    let connected = Instant::now();
+    loop {
+        let now = Instant::now();
+        let wake = match (activity.phase(), timeouts.idle) {
+            (Phase::LoggingIn, _) if now >= connected + timeouts.login => {
+                return Err(Ended::LoginTimeout(timeouts.login));
+            }
+            (Phase::LoggingIn, _) => connected + timeouts.login,
+            (Phase::Busy | Phase::Idle(_), None) => return Ok(serving.await),
+            (Phase::Busy, Some(idle)) => now + idle,
+            (Phase::Idle(since), Some(idle)) if now >= since + idle => {
+                return Err(Ended::IdleTimeout(idle));
+            }
+            (Phase::Idle(since), Some(idle)) => since + idle,
+        };
+        tokio::select! {
+            done = &mut serving => return Ok(done),
+            _ = tokio::time::sleep_until(wake) => {}
+        }
+    }
+}
+
+/// Accepts connections on `listener` until the process ends, at most
+/// `max_connections` at once, each ended at its `timeouts`.
+pub async fn accept(
+    listener: TcpListener,
+    handlers: Arc<Handlers>,
+    tls: Option<TlsAcceptor>,
+    max_connections: usize,
+    timeouts: ConnectionTimeouts,
+) {
+    let open = Arc::new(Semaphore::new(max_connections));
+    loop {
+        let (socket, addr) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                log::warn!("accepting a connection: {e}");
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+            log::warn!(
+                "refused a connection from {addr}: {max_connections} connections are open \
+                 (--max-connections)"
+            );
+            continue;
+        };
+        let activity = Activity::new();
+        let connection = handlers.connection(Arc::clone(&activity));
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let serving = process_socket(socket, tls, connection);
+            report(addr, watched(serving, &activity, timeouts).await);
+            drop(permit);
+        });
+    }
+}
+
+/// Logs how a connection ended.
+fn report(addr: SocketAddr, ended: Result<std::io::Result<()>, Ended>) {
+    let secs = |t: Duration| logsql::ops::units::duration(t.as_nanos() as u64);
+    match ended {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => log::debug!("connection from {addr}: {e}"),
+        Err(Ended::LoginTimeout(t)) => log::info!(
+            "closed the connection from {addr}: it did not log in within {} (--login-timeout)",
+            secs(t)
+        ),
+        Err(Ended::IdleTimeout(t)) => log::info!(
+            "closed the connection from {addr}: idle for {} (--idle-timeout)",
+            secs(t)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMEOUTS: ConnectionTimeouts = ConnectionTimeouts {
+        login: Duration::from_millis(50),
+        idle: Some(Duration::from_millis(50)),
+    };
+
+    #[tokio::test]
+    async fn a_connection_that_does_not_log_in_is_ended_at_the_login_timeout() {
+        let activity = Activity::new();
+        let started = Instant::now();
+        let ended = watched(std::future::pending(), &activity, TIMEOUTS).await;
+        assert_eq!(ended.err(), Some(Ended::LoginTimeout(TIMEOUTS.login)));
+        assert!(started.elapsed() >= TIMEOUTS.login);
+    }
+
+    #[tokio::test]
+    async fn a_running_statement_keeps_a_connection_and_idleness_after_it_ends_it() {
+        let idle = TIMEOUTS.idle.unwrap();
+        let activity = Activity::new();
+        activity.logged_in();
+        let busy = activity.busy();
+        let watching = watched(std::future::pending(), &activity, TIMEOUTS);
+        tokio::pin!(watching);
+        // A statement running for five idle timeouts.
+        tokio::select! {
+            _ = &mut watching => panic!("ended while a statement runs"),
+            _ = tokio::time::sleep(5 * idle) => {}
+        }
+        drop(busy);
+        let ended_after = Instant::now();
+        let ended = watching.await;
+        assert_eq!(ended.err(), Some(Ended::IdleTimeout(idle)));
+        assert!(ended_after.elapsed() >= idle);
+    }
+
+    #[tokio::test]
+    async fn without_an_idle_timeout_a_connection_ends_when_its_client_does() {
+        let activity = Activity::new();
+        activity.logged_in();
+        let timeouts = ConnectionTimeouts {
+            idle: None,
+            ..TIMEOUTS
+        };
+        let serving = async {
+            tokio::time::sleep(10 * TIMEOUTS.login).await;
+            Ok(())
+        };
+        assert!(matches!(
+            watched(serving, &activity, timeouts).await,
+            Ok(Ok(()))
+        ));
+    }
+}
