@@ -682,4 +682,44 @@ fn statements_too_deep_or_values_too_large_fail_without_aborting() {
         "{}",
         stderr(&out)
     );
+    // The operator `||` is under the cap too, on strings (a chain of them
+    // doubled a value at every step) and on arrays (planned by DataFusion
+    // as its built-in array_concat).
+    let capped = |sql: &str| run(&["-c", "SET logsql.max_value_bytes = 1000000", sql], &[]);
+    let csv = |sql: &str| {
+        let set = "SET logsql.max_value_bytes = 1000000";
+        run(&["-c", set, "--format", "csv", sql], &[])
+    };
+    let out = capped("SELECT length(repeat('x', 600000) || repeat('y', 600000)) AS n");
+    fails_with(
+        &out,
+        "Resources exhausted: ||: the value would hold 1.1 MiB, more than the 976.6 KiB one \
+         value may hold (logsql.max_value_bytes)",
+    );
+    let wide = "array_repeat(repeat('x', 1000), 600)";
+    let out = capped(&format!("SELECT cardinality({wide} || {wide}) AS n"));
+    assert!(
+        stderr(&out).contains("array_concat: the value would hold"),
+        "{}",
+        stderr(&out)
+    );
+    // Under the cap, `||` answers as before: NULL on either side is NULL,
+    // numbers are cast, names are the operator's.
+    let out = csv(
+        "SELECT 'a' || 'b' AS ab, 'a' || NULL IS NULL AS null_side, 'n' || 1 AS cast, \
+         length(repeat('x', 400000) || repeat('y', 400000)) AS n",
+    );
+    assert_eq!(
+        stdout(&out),
+        "ab,null_side,cast,n\nab,true,n1,800000\n",
+        "{}",
+        stderr(&out)
+    );
+    let out = csv("SELECT 'a' || 'b'");
+    assert_eq!(
+        stdout(&out),
+        "\"Utf8(\"\"a\"\") || Utf8(\"\"b\"\")\"\nab\n",
+        "{}",
+        stderr(&out)
+    );
 }

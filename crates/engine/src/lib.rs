@@ -181,6 +181,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::image_functions::register(ctx);
     functions::register(ctx);
     surface::value_caps::register(ctx);
+    surface::cap_rewrite::register(ctx)?;
     url_table::install(ctx)?;
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! one that defers scan errors to the query's root (`defer_errors`). The top
 //! layer: nothing below imports it.
 
+pub(crate) mod cap_rewrite;
 pub(crate) mod defer_errors;
 pub mod file_order;
 pub mod functions;

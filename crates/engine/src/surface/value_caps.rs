@@ -54,6 +54,8 @@ pub(crate) enum Bound {
     ArrayResize,
     /// `range(start, stop [, step])`, `generate_series`: the values between.
     Range,
+    /// `a || b` on strings ([`super::cap_rewrite`]): both lengths together.
+    Concat,
     /// Measured after the call only (the concatenations, `overlay`, ...:
     /// at most their arguments' sizes together, which were measured).
     After,
@@ -85,13 +87,20 @@ const CAPPED: &[(&str, Bound)] = &[
 pub(crate) fn register(ctx: &SessionContext) {
     for (name, bound) in CAPPED {
         let Ok(inner) = ctx.udf(name) else { continue };
-        if (inner.inner().as_ref() as &dyn std::any::Any).is::<Capped>() {
+        if Capped::wraps(&inner) {
             continue;
         }
         ctx.register_udf(ScalarUDF::new_from_impl(Capped {
             inner,
             bound: *bound,
         }));
+    }
+}
+
+impl Bound {
+    /// How a call of the built-in `name` is bounded, if it is capped.
+    pub(crate) fn of(name: &str) -> Option<Bound> {
+        CAPPED.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
     }
 }
 
@@ -136,12 +145,30 @@ pub(crate) struct Capped {
 }
 
 impl Capped {
+    /// `inner` under the cap, its calls bounded by `bound`.
+    pub(crate) fn new(inner: Arc<ScalarUDF>, bound: Bound) -> Self {
+        Self { inner, bound }
+    }
+
+    /// Whether `udf` is already under the cap.
+    pub(crate) fn wraps(udf: &ScalarUDF) -> bool {
+        (udf.inner().as_ref() as &dyn std::any::Any).is::<Capped>()
+    }
+
     /// Refuses a call whose arguments ask for more than `cap` bytes.
     fn check_before(&self, args: &ScalarFunctionArgs, cap: u64) -> Result<()> {
         let bytes = self.bound.bytes(&args.args, args.number_rows)?;
         match bytes > u128::from(cap) {
-            true => Err(too_large(self.inner.name(), bytes, cap)),
+            true => Err(too_large(self.what(), bytes, cap)),
             false => Ok(()),
+        }
+    }
+
+    /// The function as messages name it (`||` for the operator).
+    fn what(&self) -> &str {
+        match self.bound {
+            Bound::Concat => "||",
+            _ => self.inner.name(),
         }
     }
 }
@@ -189,6 +216,10 @@ impl Bound {
                 sum(&|r| element * positive(n[r]))
             }
             Bound::Range => range_bytes(args, rows)?,
+            Bound::Concat => {
+                let (a, b) = (lens(0)?, lens(1)?);
+                sum(&|r| u128::from(a[r]) + u128::from(b[r]))
+            }
         })
     }
 }
@@ -423,7 +454,7 @@ impl ScalarUDFImpl for Capped {
         let value = self.inner.invoke_with_args(args)?;
         let bytes = result_bytes(&value);
         match bytes > u128::from(cap) {
-            true => Err(too_large(self.inner.name(), bytes, cap)),
+            true => Err(too_large(self.what(), bytes, cap)),
             false => Ok(value),
         }
     }
