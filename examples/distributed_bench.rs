@@ -82,6 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         auth: auth.clone(),
         roots: DataRoots::parse(&[root.to_string()])?,
         insecure: false,
+        memory_limit: None,
     };
     let mut addresses = Vec::new();
     for _ in 0..2 {

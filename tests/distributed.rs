@@ -48,10 +48,21 @@ async fn start_workers(n: usize) -> Vec<String> {
 
 /// [`start_workers`] with other data roots.
 async fn start_workers_with(n: usize, roots: &[&str]) -> Vec<String> {
+    start_workers_limited(n, roots, None).await
+}
+
+/// [`start_workers_with`], each query's part on a worker limited to
+/// `memory_limit` bytes.
+async fn start_workers_limited(
+    n: usize,
+    roots: &[&str],
+    memory_limit: Option<usize>,
+) -> Vec<String> {
     let options = WorkerOptions {
         auth: auth(),
         roots: DataRoots::parse(roots).unwrap(),
         insecure: false,
+        memory_limit,
     };
     let mut addresses = Vec::new();
     for _ in 0..n {
@@ -800,6 +811,7 @@ async fn workers_over_mutual_tls() {
         },
         roots: DataRoots::parse(&[tmp.path().to_str().unwrap()]).unwrap(),
         insecure: false,
+        memory_limit: None,
     };
     let mut workers = Vec::new();
     for _ in 0..2 {
@@ -833,8 +845,17 @@ async fn workers_over_mutual_tls() {
 #[test]
 fn cli_worker_refuses_to_start_without_authentication() {
     let bin = env!("CARGO_BIN_EXE_logsql");
+    // A worker reads below the roots it is given: none is no default.
     let out = std::process::Command::new(bin)
         .args(["worker", "--listen", "127.0.0.1:0"])
+        .env("LOGSQL_WORKER_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--data-root"), "{stderr}");
+    let out = std::process::Command::new(bin)
+        .args(["worker", "--listen", "127.0.0.1:0", "--data-root", "."])
         .env_remove("LOGSQL_WORKER_TOKEN")
         .output()
         .unwrap();
@@ -846,7 +867,7 @@ fn cli_worker_refuses_to_start_without_authentication() {
     );
     assert!(stderr.contains("--token-file"), "{stderr}");
     let out = std::process::Command::new(bin)
-        .args(["worker", "--listen", "127.0.0.1:0"])
+        .args(["worker", "--listen", "127.0.0.1:0", "--data-root", "."])
         .env("LOGSQL_WORKER_TOKEN", "short")
         .output()
         .unwrap();
@@ -975,4 +996,38 @@ async fn the_plan_codec_survives_damaged_plans() {
     for panic in &upstream_panics {
         println!("DataFusion's decoder panicked at {panic}");
     }
+}
+
+/// A worker's `--memory-limit` holds for each query's part there: a value
+/// a function makes on the worker past the limit is refused there (the
+/// limit is also the worker's cap on one value), and the query fails with
+/// that error, not the worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_workers_memory_limit_holds_for_the_values_its_queries_make() {
+    let tmp = tempfile::tempdir().unwrap();
+    if !fleet(tmp.path()) {
+        return;
+    }
+    let root = tmp.path().to_str().unwrap();
+    let workers = start_workers_limited(2, &[root], Some(1 << 20)).await;
+    let ctx = coordinator(&workers);
+    let fleet = format!("{root}/fleet/");
+    let small = run(
+        &ctx,
+        &format!("SELECT sum(length(repeat(topic, 10))) > 0 AS ok FROM '{fleet}'"),
+    )
+    .await;
+    assert!(small.contains("true"), "{small}");
+    let big = run(
+        &ctx,
+        &format!("SELECT sum(length(repeat(topic, 1000000))) FROM '{fleet}'"),
+    )
+    .await;
+    assert!(
+        big.starts_with("error:") && big.contains("logsql.max_value_bytes"),
+        "{big}"
+    );
+    // The workers still answer.
+    let again = run(&ctx, &format!("SELECT count(*) > 0 AS ok FROM '{fleet}'")).await;
+    assert!(again.contains("true"), "{again}");
 }

@@ -544,6 +544,7 @@ fn worker(app: &App, w: &args::WorkerArgs) -> CliResult<()> {
         )?,
         roots: DataRoots::parse(&w.data_root)?,
         insecure: w.insecure,
+        memory_limit: w.memory_limit,
     };
     options.validate()?;
     let scheme = match w.tls_cert {
@@ -553,6 +554,13 @@ fn worker(app: &App, w: &args::WorkerArgs) -> CliResult<()> {
     if w.insecure && !options.auth.authenticates_peers() {
         eprintln!(
             "warning: --insecure: this worker runs queries for anyone who reaches {}",
+            w.listen
+        );
+    }
+    if w.tls_cert.is_none() && options.auth.token.is_some() && !w.listen.ip().is_loopback() {
+        eprintln!(
+            "warning: listening on {} without TLS: the token travels in clear text, and anyone \
+             who reads it off the network can run queries here (give --tls-cert and --tls-key)",
             w.listen
         );
     }

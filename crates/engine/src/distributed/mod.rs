@@ -33,6 +33,7 @@ pub mod security;
 use std::net::SocketAddr;
 
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use std::sync::Arc;
@@ -140,6 +141,10 @@ pub struct WorkerOptions {
     /// Serve without authenticating peers (anyone who reaches the port may
     /// run plans that read below the roots). Refused otherwise.
     pub insecure: bool,
+    /// Memory one query's part on this worker may hold at once, in bytes
+    /// (a pool of its own per query; also the cap on any one value a
+    /// function makes, when lower than `logsql.max_value_bytes`).
+    pub memory_limit: Option<usize>,
 }
 
 impl WorkerOptions {
@@ -168,22 +173,46 @@ impl WorkerOptions {
 pub fn worker(options: &WorkerOptions) -> Worker {
     let roots = Arc::new(options.roots.clone());
     let channels = SecureChannels::new(options.auth.clone());
+    let memory_limit = options.memory_limit;
     Worker::from_session_builder(move |ctx: WorkerQueryContext| {
-        worker_session(ctx, Arc::clone(&roots), channels.clone())
+        worker_session(ctx, Arc::clone(&roots), channels.clone(), memory_limit)
     })
     .with_runtime_env(super::runtime_env())
 }
 
-/// The session of one query on a worker.
+/// The session of one query on a worker: below `roots`, its memory in a
+/// pool of `memory_limit` bytes of its own when given.
 async fn worker_session(
     ctx: WorkerQueryContext,
     roots: Arc<DataRoots>,
     channels: SecureChannels,
+    memory_limit: Option<usize>,
 ) -> Result<SessionState> {
     let guard = PlanGuard::worker(Arc::clone(&roots));
     let mut builder = ctx.builder;
-    if let Some(config) = builder.config().take() {
+    if let Some(mut config) = builder.config().take() {
+        if let Some(limit) = memory_limit {
+            let options = config.options_mut();
+            if options.extensions.get::<LogsqlOptions>().is_none() {
+                options.extensions.insert(LogsqlOptions::default());
+            }
+            if let Some(logsql) = options.extensions.get_mut::<LogsqlOptions>() {
+                logsql.max_value_bytes = logsql.max_value_bytes.min(limit as u64);
+            }
+        }
         *builder.config() = Some(config.with_extension(roots));
+    }
+    if let Some(limit) = memory_limit {
+        let shared = builder
+            .runtime_env()
+            .clone()
+            .unwrap_or_else(super::runtime_env);
+        let mut runtime = (*shared).clone();
+        runtime.memory_pool = Arc::new(TrackConsumersPool::new(
+            GreedyMemoryPool::new(limit),
+            std::num::NonZeroUsize::new(3).expect("3 is not zero"),
+        ));
+        *builder.runtime_env() = Some(Arc::new(runtime));
     }
     let state = builder
         .with_distributed_user_codec(LogsqlCodec)
