@@ -68,6 +68,7 @@ mod serve_hostile;
 mod shared_chunks;
 mod slt;
 mod sql;
+mod sql_sweep;
 mod summary_counts;
 mod time_order;
 mod walk_sweep;

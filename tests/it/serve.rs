@@ -91,6 +91,15 @@ impl Server {
         self.port
     }
 
+    /// The most memory the server process has held (its peak resident set,
+    /// `VmHWM`), where /proc says.
+    pub(crate) fn peak_rss(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
     /// Runs `sql` through psql (unaligned, no header, `,` between fields).
     pub(crate) fn psql(&self, sql: &str) -> Output {
         self.psql_as(sql, self.password.as_deref())

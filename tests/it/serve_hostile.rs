@@ -27,7 +27,13 @@ fn statements_that_aborted_the_server_fail_alone() {
         return;
     }
     let dir = root();
-    let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    let limit: u64 = 256 << 20;
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--memory-limit",
+        "256MiB",
+    ]);
     for terms in [5_000, 200_000] {
         let sum = vec!["1"; terms].join("+");
         let err = server.err_of_long(&format!("SELECT {sum}"));
@@ -53,6 +59,17 @@ fn statements_that_aborted_the_server_fail_alone() {
     }
     // Below the cap the functions answer as before.
     assert_eq!(server.ok("SELECT length(repeat('ab', 1000))"), "2000\n");
+    // Refused before anything was allocated: the server's peak memory stays
+    // within its limit and a margin for the process itself (the debug
+    // build's code, the session, the runtime's threads).
+    if let Some(peak) = server.peak_rss() {
+        let margin: u64 = 256 << 20;
+        assert!(
+            peak < limit + margin,
+            "peak resident memory {} MiB, over the 256 MiB limit and a 256 MiB margin",
+            peak >> 20
+        );
+    }
 }
 
 #[test]
@@ -99,17 +116,29 @@ fn a_link_inside_a_root_shows_nothing_outside_it() {
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.csv");
     std::fs::write(&secret, "secret_column,password\n1,hunter2\n").unwrap();
+    let recording = outside.path().join("secret.mcap");
+    std::fs::copy(demo(), &recording).unwrap();
     let dir = root();
     let d = dir.path().join("d");
     std::fs::create_dir(&d).unwrap();
     std::os::unix::fs::symlink(&secret, d.join("leak.csv")).unwrap();
+    let r = dir.path().join("r");
+    std::fs::create_dir(&r).unwrap();
+    std::os::unix::fs::symlink(&recording, r.join("leak.mcap")).unwrap();
     let server = Server::start(&["--root", dir.path().to_str().unwrap()]);
+    // From here on, any open of the outside files is an event.
+    #[cfg(target_os = "linux")]
+    let watched = Watched::new(&[&secret, &recording]);
     let listed = format!("{}/", d.display());
+    let recordings = format!("{}/", r.display());
     for sql in [
         format!("SELECT * FROM '{listed}' LIMIT 0"),
         format!("DESCRIBE '{listed}'"),
         format!("EXPLAIN SELECT * FROM '{listed}'"),
         format!("SELECT * FROM '{}'", d.join("leak.csv").display()),
+        format!("SELECT count(*) FROM '{recordings}'"),
+        format!("SELECT * FROM topics('{recordings}')"),
+        format!("SELECT * FROM '{}' LIMIT 1", r.join("leak.mcap").display()),
     ] {
         let out = server.psql(&sql);
         let text = format!(
@@ -124,7 +153,55 @@ fn a_link_inside_a_root_shows_nothing_outside_it() {
             "{sql} showed the outside file: {text}"
         );
     }
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        watched.opened(),
+        Vec::<String>::new(),
+        "files outside the root were opened"
+    );
     still_serves(&server);
+}
+
+/// Files watched for opens (inotify), by anyone.
+#[cfg(target_os = "linux")]
+struct Watched {
+    inotify: inotify::Inotify,
+    names: std::collections::HashMap<inotify::WatchDescriptor, String>,
+}
+
+#[cfg(target_os = "linux")]
+impl Watched {
+    fn new(paths: &[&std::path::Path]) -> Self {
+        let inotify = inotify::Inotify::init().expect("inotify");
+        let mut names = std::collections::HashMap::new();
+        for path in paths {
+            let wd = inotify
+                .watches()
+                .add(path, inotify::WatchMask::OPEN)
+                .expect("watch");
+            names.insert(wd, path.display().to_string());
+        }
+        Self { inotify, names }
+    }
+
+    /// The watched files opened since they were watched.
+    fn opened(mut self) -> Vec<String> {
+        let mut buffer = [0u8; 4096];
+        let mut opened = Vec::new();
+        loop {
+            match self.inotify.read_events(&mut buffer) {
+                Ok(events) => {
+                    let before = opened.len();
+                    opened.extend(events.map(|e| self.names[&e.wd].clone()));
+                    if opened.len() == before {
+                        return opened;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return opened,
+                Err(e) => panic!("reading inotify events: {e}"),
+            }
+        }
+    }
 }
 
 #[test]
@@ -193,6 +270,35 @@ fn a_client_that_stops_reading_frees_its_slot_at_the_timeout() {
     still_serves(&server);
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+#[test]
+fn a_client_that_leaves_during_its_query_frees_its_slot_at_once() {
+    if !psql_available() {
+        return;
+    }
+    let dir = root();
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--max-queries",
+        "1",
+        "--query-timeout",
+        "5min",
+    ]);
+    // A query that would compute for hours and send nothing until done...
+    let mut leaver = server.psql_script();
+    leaver
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"SELECT count(*) FROM generate_series(1, 9223372036854775807);\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    // ...and its client gone: the one slot is free for the next client.
+    let _ = leaver.kill();
+    let _ = leaver.wait();
+    still_serves(&server);
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! and each connection's [`Activity`], which ends a connection that has not
 //! logged in within `--login-timeout` or has been idle (no statement
 //! running, none sent) for `--idle-timeout`, so that sockets left open
-//! cannot hold the connection slots. A connection ended so is closed
+//! cannot hold the connection slots, and one whose client has closed it
+//! while a statement runs (a second handle on the socket is watched for
+//! its end), so that a client that sends a long query and leaves does not
+//! hold a query slot until the query's timeout. A connection ended so is closed
 //! without a message (pgwire owns its socket), as a client sees a server
 //! restart; the server's log says why.
 
@@ -14,7 +17,7 @@ use std::time::Duration;
 
 use datafusion_postgres::pgwire::tokio::process_socket;
 use datafusion_postgres::pgwire::tokio::tokio_rustls::TlsAcceptor;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -81,6 +84,10 @@ impl Activity {
         Busy(Arc::clone(self))
     }
 
+    fn is_busy(&self) -> bool {
+        self.state().busy > 0
+    }
+
     fn phase(&self) -> Phase {
         let state = self.state();
         match (state.logged_in, state.busy) {
@@ -108,17 +115,42 @@ impl Drop for Busy {
 enum Ended {
     LoginTimeout(Duration),
     IdleTimeout(Duration),
+    /// The client closed its side (while a statement ran: `busy`).
+    PeerGone {
+        busy: bool,
+    },
+}
+
+/// Resolves when the client at the other end of `socket` (a second handle
+/// on the connection's socket) has closed it: the socket reads as ended or
+/// fails. Bytes the client sent and the server has not read yet hide an
+/// end behind them; they are looked at again each second.
+async fn peer_gone(socket: Option<TcpStream>) {
+    let Some(socket) = socket else {
+        return std::future::pending().await;
+    };
+    let mut byte = [0u8; 1];
+    loop {
+        match socket.peek(&mut byte).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
 }
 
 /// Runs `serving` (a connection's messages) until it ends, or until the
-/// connection has not logged in within `timeouts.login` or has been idle
-/// for `timeouts.idle`: then it is dropped, which closes the connection.
+/// connection has not logged in within `timeouts.login`, has been idle for
+/// `timeouts.idle`, or its client has gone (`gone` resolves): then it is
+/// dropped, which closes the connection and drops the statement running on
+/// it (its query stops, its slot is freed).
 async fn watched(
     serving: impl Future<Output = std::io::Result<()>>,
     activity: &Activity,
     timeouts: ConnectionTimeouts,
+    gone: impl Future<Output = ()>,
 ) -> Result<std::io::Result<()>, Ended> {
     tokio::pin!(serving);
+    tokio::pin!(gone);
     let connected = Instant::now();
     loop {
         let now = Instant::now();
@@ -127,7 +159,12 @@ async fn watched(
                 return Err(Ended::LoginTimeout(timeouts.login));
             }
             (Phase::LoggingIn, _) => connected + timeouts.login,
-            (Phase::Busy | Phase::Idle(_), None) => return Ok(serving.await),
+            (Phase::Busy | Phase::Idle(_), None) => {
+                return tokio::select! {
+                    done = &mut serving => Ok(done),
+                    _ = &mut gone => Err(Ended::PeerGone { busy: activity.is_busy() }),
+                };
+            }
             (Phase::Busy, Some(idle)) => now + idle,
             (Phase::Idle(since), Some(idle)) if now >= since + idle => {
                 return Err(Ended::IdleTimeout(idle));
@@ -137,6 +174,7 @@ async fn watched(
         tokio::select! {
             done = &mut serving => return Ok(done),
             _ = tokio::time::sleep_until(wake) => {}
+            _ = &mut gone => return Err(Ended::PeerGone { busy: activity.is_busy() }),
         }
     }
 }
@@ -166,15 +204,36 @@ pub async fn accept(
             );
             continue;
         };
+        let (socket, watch) = match second_handle(socket) {
+            Ok(handles) => handles,
+            Err(e) => {
+                log::warn!("connection from {addr}: {e}");
+                continue;
+            }
+        };
         let activity = Activity::new();
         let connection = handlers.connection(Arc::clone(&activity));
         let tls = tls.clone();
         tokio::spawn(async move {
             let serving = process_socket(socket, tls, connection);
-            report(addr, watched(serving, &activity, timeouts).await);
+            report(
+                addr,
+                watched(serving, &activity, timeouts, peer_gone(watch)).await,
+            );
             drop(permit);
         });
     }
+}
+
+/// `socket`, and a second handle on it to watch for the client's end
+/// (none if the socket cannot be shared: it is then not watched).
+fn second_handle(socket: TcpStream) -> std::io::Result<(TcpStream, Option<TcpStream>)> {
+    let socket = socket.into_std()?;
+    let watch = socket
+        .try_clone()
+        .ok()
+        .and_then(|clone| TcpStream::from_std(clone).ok());
+    Ok((TcpStream::from_std(socket)?, watch))
 }
 
 /// Logs how a connection ended.
@@ -191,6 +250,10 @@ fn report(addr: SocketAddr, ended: Result<std::io::Result<()>, Ended>) {
             "closed the connection from {addr}: idle for {} (--idle-timeout)",
             secs(t)
         ),
+        Err(Ended::PeerGone { busy: true }) => log::info!(
+            "the client at {addr} closed its connection while a statement ran: it was stopped"
+        ),
+        Err(Ended::PeerGone { busy: false }) => log::debug!("the client at {addr} left"),
     }
 }
 
@@ -207,7 +270,13 @@ mod tests {
     async fn a_connection_that_does_not_log_in_is_ended_at_the_login_timeout() {
         let activity = Activity::new();
         let started = Instant::now();
-        let ended = watched(std::future::pending(), &activity, TIMEOUTS).await;
+        let ended = watched(
+            std::future::pending(),
+            &activity,
+            TIMEOUTS,
+            std::future::pending(),
+        )
+        .await;
         assert_eq!(ended.err(), Some(Ended::LoginTimeout(TIMEOUTS.login)));
         assert!(started.elapsed() >= TIMEOUTS.login);
     }
@@ -218,7 +287,12 @@ mod tests {
         let activity = Activity::new();
         activity.logged_in();
         let busy = activity.busy();
-        let watching = watched(std::future::pending(), &activity, TIMEOUTS);
+        let watching = watched(
+            std::future::pending(),
+            &activity,
+            TIMEOUTS,
+            std::future::pending(),
+        );
         tokio::pin!(watching);
         // A statement running for five idle timeouts.
         tokio::select! {
@@ -245,7 +319,7 @@ mod tests {
             Ok(())
         };
         assert!(matches!(
-            watched(serving, &activity, timeouts).await,
+            watched(serving, &activity, timeouts, std::future::pending()).await,
             Ok(Ok(()))
         ));
     }
