@@ -400,6 +400,13 @@ pub struct ServeArgs {
     /// (`127.0.0.1:50051`; port 0: any free port, printed at start).
     #[arg(long, value_name = "ADDR")]
     pub flight: Option<std::net::SocketAddr>,
+    /// Also serves language-model agents over MCP (streamable HTTP at
+    /// `http://ADDR/mcp`, the tools of `logsql mcp`) on ADDR
+    /// (`127.0.0.1:8765`; port 0: any free port, printed at start). Beyond
+    /// loopback it needs --password-file: agents send the password as a
+    /// bearer token.
+    #[arg(long, value_name = "ADDR")]
+    pub mcp: Option<std::net::SocketAddr>,
     /// File holding the password clients must give (SCRAM-SHA-256 over
     /// Postgres wire, basic auth then a bearer token over Flight SQL; the
     /// first line, without its line break). Without it, any client that

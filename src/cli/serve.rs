@@ -82,6 +82,7 @@ fn config(serve: &ServeArgs) -> CliResult<ServeConfig> {
             .collect::<Result<_, _>>()?,
         pg: serve.pg,
         flight: serve.flight,
+        mcp: serve.mcp,
         auth,
         tls,
         tls_only: serve.tls_only,

@@ -12,12 +12,23 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-/// A `logsql mcp` process and the client side of its stdio.
+/// A server of MCP and the client side of its transport.
 struct Agent {
     child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    link: Link,
     next: u64,
+}
+
+/// How the client reaches the server.
+enum Link {
+    /// `logsql mcp`: JSON-RPC lines over its stdin and stdout.
+    Stdio {
+        stdin: ChildStdin,
+        stdout: BufReader<ChildStdout>,
+    },
+    /// `logsql serve --mcp`: each message a POST to `/mcp` (streamable
+    /// HTTP), with the bearer token when the server has a password.
+    Http { addr: String, token: Option<String> },
 }
 
 impl Agent {
@@ -35,13 +46,56 @@ impl Agent {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut agent = Agent {
+        Agent {
             child,
-            stdin,
-            stdout,
+            link: Link::Stdio { stdin, stdout },
             next: 1,
+        }
+        .initialized()
+    }
+
+    /// `logsql serve --root ROOT --mcp 127.0.0.1:0 EXTRA...` (in ROOT, so
+    /// that relative paths in SQL are the root's as under `logsql mcp`),
+    /// initialized over HTTP.
+    fn start_http(root: &Path, extra: &[&str], token: Option<&str>) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .args([
+                "serve",
+                "--pg",
+                "127.0.0.1:0",
+                "--mcp",
+                "127.0.0.1:0",
+                "--root",
+            ])
+            .arg(root)
+            .args(extra)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines.next().expect("serve said where MCP listens").unwrap();
+            if let Some(rest) = line.split("MCP over HTTP on ").nth(1) {
+                break rest.trim().to_string();
+            }
         };
-        let init = agent.call(
+        std::thread::spawn(move || for _ in lines {});
+        Agent {
+            child,
+            link: Link::Http {
+                addr,
+                token: token.map(str::to_string),
+            },
+            next: 1,
+        }
+        .initialized()
+    }
+
+    fn initialized(mut self) -> Agent {
+        let init = self.call(
             "initialize",
             json!({
                 "protocolVersion": "2025-06-18",
@@ -50,23 +104,43 @@ impl Agent {
             }),
         );
         assert_eq!(init["result"]["serverInfo"]["name"], "logsql", "{init}");
-        agent.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        agent
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        self
     }
 
-    fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
+    /// Sends a message; over HTTP, returns the status and the JSON-RPC
+    /// message of the answer, if one came.
+    fn send(&mut self, message: Value) -> Option<Value> {
+        match &mut self.link {
+            Link::Stdio { stdin, .. } => {
+                writeln!(stdin, "{message}").unwrap();
+                stdin.flush().unwrap();
+                None
+            }
+            Link::Http { addr, token } => {
+                let (status, body) = post(addr, token.as_deref(), &message.to_string());
+                assert!(status == 200 || status == 202, "HTTP {status}: {body}");
+                (!body.trim().is_empty()).then(|| serde_json::from_str(&body).unwrap())
+            }
+        }
     }
 
-    /// Sends a request and reads lines up to its response.
+    /// Sends a request and reads up to its response.
     fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.next;
         self.next += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answer =
+            self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        if let Some(answer) = answer {
+            assert_eq!(answer["id"], id, "{answer}");
+            return answer;
+        }
+        let Link::Stdio { stdout, .. } = &mut self.link else {
+            panic!("no answer over HTTP to {method}");
+        };
         loop {
             let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).unwrap();
+            let n = stdout.read_line(&mut line).unwrap();
             assert!(n > 0, "the server ended while {method} was pending");
             let message: Value = serde_json::from_str(&line).unwrap();
             if message["id"] == id {
@@ -114,6 +188,57 @@ impl Drop for Agent {
     }
 }
 
+/// POSTs `body` to `http://ADDR/mcp` (one connection, closed after the
+/// answer); the status and the body (the JSON of an event stream's `data:`
+/// line, if the server streamed).
+fn post(addr: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        socket,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n\
+         {auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut socket, &mut answer).unwrap();
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let head = head.to_ascii_lowercase();
+    let mut body = match head.contains("transfer-encoding: chunked") {
+        true => dechunk(rest),
+        false => rest.to_string(),
+    };
+    if head.contains("content-type: text/event-stream") {
+        body = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|d| !d.is_empty())
+            .unwrap_or_default()
+            .to_string();
+    }
+    (status, body)
+}
+
+/// A chunked HTTP body's bytes.
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = tail[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
 /// A root holding copies of the demo files.
 fn root() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -126,8 +251,17 @@ fn root() -> tempfile::TempDir {
 
 #[test]
 fn every_tool_answers_with_the_recordings_values() {
+    every_tool_answers(Agent::start);
+}
+
+#[test]
+fn every_tool_answers_over_http_beside_the_other_front_ends() {
+    every_tool_answers(|root, extra| Agent::start_http(root, extra, None));
+}
+
+fn every_tool_answers(start: impl Fn(&Path, &[&str]) -> Agent) {
     let dir = root();
-    let mut agent = Agent::start(dir.path(), &[]);
+    let mut agent = start(dir.path(), &[]);
     let tools = agent.call("tools/list", json!({}));
     let mut names: Vec<&str> = tools["result"]["tools"]
         .as_array()
@@ -257,6 +391,15 @@ fn every_tool_answers_with_the_recordings_values() {
 
 #[test]
 fn a_hostile_agent_gets_errors_and_the_server_keeps_answering() {
+    a_hostile_agent_gets_errors(Agent::start);
+}
+
+#[test]
+fn a_hostile_agent_over_http_gets_errors_and_the_server_keeps_answering() {
+    a_hostile_agent_gets_errors(|root, extra| Agent::start_http(root, extra, None));
+}
+
+fn a_hostile_agent_gets_errors(start: impl Fn(&Path, &[&str]) -> Agent) {
     let dir = root();
     let outside = tempfile::tempdir().unwrap();
     std::fs::copy(
@@ -264,7 +407,7 @@ fn a_hostile_agent_gets_errors_and_the_server_keeps_answering() {
         outside.path().join("secret.mcap"),
     )
     .unwrap();
-    let mut agent = Agent::start(dir.path(), &["--query-timeout", "3s"]);
+    let mut agent = start(dir.path(), &["--query-timeout", "3s"]);
     let written = dir.path().join("out.csv");
     let secret = outside.path().join("secret.mcap");
     let secret = secret.display();
@@ -336,4 +479,81 @@ fn a_hostile_agent_gets_errors_and_the_server_keeps_answering() {
         .collect();
     names.sort();
     assert_eq!(names, ["demo.bag", "demo.mcap", "images.mcap"]);
+}
+
+#[test]
+fn mcp_over_http_needs_the_password_as_a_bearer_token() {
+    let dir = root();
+    let secret = dir.path().join("password");
+    crate::serve::write_password(&secret, "correct horse\n");
+    let secret = secret.to_str().unwrap().to_string();
+    let mut agent = Agent::start_http(
+        dir.path(),
+        &["--password-file", &secret],
+        Some("correct horse"),
+    );
+    let text = agent.text(
+        "query",
+        json!({"sql": "SELECT count(*) AS n FROM 'demo.mcap'"}),
+    );
+    assert!(text.contains("2610"), "{text}");
+    let Link::Http { addr, .. } = &agent.link else {
+        unreachable!()
+    };
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    for token in [None, Some("wrong")] {
+        let (status, body) = post(addr, token, &list);
+        assert_eq!(status, 401, "{token:?}: {body}");
+        assert!(body.contains("bearer token"), "{body}");
+    }
+    // Another path is not the endpoint.
+    let mut socket = std::net::TcpStream::connect(addr.as_str()).unwrap();
+    write!(
+        socket,
+        "GET /other HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer correct horse\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut socket, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    // A Host that is not this machine's (DNS rebinding) is refused.
+    let mut socket = std::net::TcpStream::connect(addr.as_str()).unwrap();
+    write!(
+        socket,
+        "POST /mcp HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer correct horse\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{list}",
+        list.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut socket, &mut answer).unwrap();
+    assert!(!answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The agent with the token still gets answers.
+    let text = agent.text("query", json!({"sql": "SELECT 1 AS one"}));
+    assert!(text.contains('1'), "{text}");
+}
+
+#[test]
+fn mcp_beyond_loopback_without_a_password_is_refused_at_start() {
+    let dir = root();
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "serve",
+            "--pg",
+            "127.0.0.1:0",
+            "--mcp",
+            "0.0.0.0:0",
+            "--root",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("an MCP endpoint beyond this machine needs --password-file"),
+        "{err}"
+    );
 }

@@ -22,6 +22,9 @@ pub struct ServeConfig {
     /// The address of the Arrow Flight SQL listener, if it serves Flight SQL
     /// (feature `flight`).
     pub flight: Option<SocketAddr>,
+    /// The address of the MCP listener (streamable HTTP at `/mcp`), if it
+    /// serves agents over MCP.
+    pub mcp: Option<SocketAddr>,
     /// How clients log in.
     pub auth: Auth,
     /// The certificate and key clients may (or, with `tls_only`, must)
@@ -45,6 +48,7 @@ impl Default for ServeConfig {
             tables: Vec::new(),
             pg: SocketAddr::from(([127, 0, 0, 1], 5432)),
             flight: None,
+            mcp: None,
             auth: Auth::Open,
             tls: None,
             tls_only: false,

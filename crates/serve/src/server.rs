@@ -16,6 +16,8 @@ use crate::connection::{self, ConnectionTimeouts};
 use crate::error::{ServeError, ServeResult};
 #[cfg(feature = "flight")]
 use crate::flight;
+use crate::mcp::McpServer;
+use crate::mcp::http::{HttpAccess, endpoint};
 use crate::pg::{self, Handlers};
 use crate::policy::Policy;
 use crate::session::ServeSession;
@@ -30,6 +32,8 @@ pub struct Server {
     tls: Option<TlsAcceptor>,
     max_connections: usize,
     timeouts: ConnectionTimeouts,
+    /// The MCP-over-HTTP address.
+    mcp: Option<SocketAddr>,
     /// The Flight SQL address and its gRPC server (TLS set up when given).
     #[cfg(feature = "flight")]
     flight: Option<(SocketAddr, tonic::transport::Server)>,
@@ -70,6 +74,15 @@ impl Server {
             )),
             (Some(addr), None) => Some((addr, flight::server(None)?)),
         };
+        if let Some(addr) = config.mcp
+            && !addr.ip().is_loopback()
+            && config.auth == Auth::Open
+        {
+            return Err(ServeError::Config(format!(
+                "--mcp {addr}: an MCP endpoint beyond this machine needs --password-file (agents \
+                 send the password as a bearer token); without one, listen on 127.0.0.1"
+            )));
+        }
         #[cfg(not(feature = "flight"))]
         if config.flight.is_some() {
             return Err(ServeError::Config(
@@ -89,6 +102,7 @@ impl Server {
                 login: config.limits.login_timeout,
                 idle: config.limits.idle_timeout,
             },
+            mcp: config.mcp,
             #[cfg(feature = "flight")]
             flight,
         })
@@ -123,6 +137,28 @@ impl Server {
             }
             None => None,
         };
+        let mcp = match self.mcp {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| ServeError::io(format!("listening on {addr} (--mcp)"), e))?;
+                let bound = listener
+                    .local_addr()
+                    .map_err(|e| ServeError::io("the MCP listening address", e))?;
+                let access = HttpAccess {
+                    token: match &self.auth {
+                        Auth::Open => None,
+                        Auth::Password { password, .. } => Some(password.clone()),
+                    },
+                    loopback_hosts_only: bound.ip().is_loopback(),
+                    max_connections: self.max_connections,
+                    header_timeout: self.timeouts.login,
+                };
+                tokio::spawn(McpServer::new(session.clone())?.serve_http(listener, access));
+                Some(bound)
+            }
+            None => None,
+        };
         let handlers = Arc::new(Handlers::new(&session, &self.auth, self.tls_only));
         let listener = TcpListener::bind(self.pg)
             .await
@@ -136,6 +172,7 @@ impl Server {
             auth: self.auth,
             pg,
             flight,
+            mcp,
             listener,
             handlers,
             tls: self.tls,
@@ -153,6 +190,7 @@ pub struct Listening {
     auth: Auth,
     pg: SocketAddr,
     flight: Option<SocketAddr>,
+    mcp: Option<SocketAddr>,
     listener: TcpListener,
     handlers: Arc<Handlers>,
     tls: Option<TlsAcceptor>,
@@ -170,6 +208,11 @@ impl Listening {
     /// The address of the Flight SQL listener, if it serves Flight SQL.
     pub fn flight_addr(&self) -> Option<SocketAddr> {
         self.flight
+    }
+
+    /// The address of the MCP listener, if it serves MCP over HTTP.
+    pub fn mcp_addr(&self) -> Option<SocketAddr> {
+        self.mcp
     }
 
     /// The session every front end serves (for another front end beside
@@ -196,6 +239,22 @@ impl Listening {
         if let Some(flight) = self.flight {
             let scheme = if tls { "grpc+tls" } else { "grpc" };
             eprintln!("logsql serve: Arrow Flight SQL on {flight}\n  uri {scheme}://{flight}");
+        }
+        if let Some(mcp) = self.mcp {
+            let auth = match open {
+                true => "",
+                false => " (Authorization: Bearer <the password>)",
+            };
+            eprintln!(
+                "logsql serve: MCP over HTTP on {mcp}\n  {}{auth}",
+                endpoint(mcp)
+            );
+            if !mcp.ip().is_loopback() {
+                eprintln!(
+                    "warning: MCP on {mcp} is plain HTTP: the password travels in clear text \
+                     (put it behind a TLS proxy, or listen on 127.0.0.1)"
+                );
+            }
         }
         for addr in std::iter::once(addr).chain(self.flight) {
             if !addr.ip().is_loopback() && open {

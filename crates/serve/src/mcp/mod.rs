@@ -1,6 +1,7 @@
 //! The Model Context Protocol front end: language-model agents ask the
-//! recordings below the data roots through tools, over stdio (`logsql mcp`),
-//! on the official Rust SDK (`rmcp`).
+//! recordings below the data roots through tools, over stdio (`logsql mcp`)
+//! and over streamable HTTP beside a server's other front ends (`logsql
+//! serve --mcp ADDR`, [`http`]), on the official Rust SDK (`rmcp`).
 //!
 //! Every query a tool runs, the agent's own (`query`) and those the other
 //! tools build, runs through the one [`ServeSession`] of the server's policy
@@ -20,6 +21,7 @@
 
 pub(crate) mod answer;
 pub mod args;
+pub mod http;
 mod reference;
 mod tools;
 
