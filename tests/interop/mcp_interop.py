@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Interop test: ``logsql mcp`` driven by the official MCP Python SDK (``mcp``
-from PyPI), as a desktop agent drives it over stdio, and by the MCP
+from PyPI), as a desktop agent drives it over stdio, the same checks over
+streamable HTTP against ``logsql serve --mcp`` (with its password as the
+bearer token), and by the MCP
 Inspector's CLI mode (``@modelcontextprotocol/inspector`` from the npm
 registry, installed into ``LOGSQL_MCP_INSPECTOR``, default
 ``~/.cache/logsql-mcp-inspector``; skipped with a printed reason where npm is
@@ -30,6 +32,18 @@ from mcap.reader import make_reader
 from mcap.writer import Writer
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+try:  # the SDK's 2.x spelling: headers on an httpx client of its own
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    def http_transport(url, headers=None):
+        return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+except ImportError:  # 1.x
+    from mcp.client.streamable_http import streamablehttp_client
+
+    def http_transport(url, headers=None):
+        return streamablehttp_client(url, headers=headers)
 
 START = 1_700_000_000_000_000_000
 
@@ -78,83 +92,141 @@ def text_of(result):
 
 
 async def drive(binary, root, checks):
-    path = os.path.join(root, "run.mcap")
-    counts, xs = official_counts(path)
-    total = sum(xs)
+    """Every check over stdio (``logsql mcp``)."""
     params = StdioServerParameters(command=binary, args=["mcp", "--root", root, "--query-timeout", "5s"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
-            init = await session.initialize()
-            checks.check("the server names itself", lambda: None if init.serverInfo.name == "logsql" else init)
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            want = {"list_recordings", "describe_recording", "describe_topic", "query", "sample_frames"}
-            checks.check("the tools are listed with schemas", lambda: None if want <= set(tools) and
-                         tools["query"].inputSchema["required"] == ["sql"] else sorted(tools))
+            await drive_session(session, root, checks)
 
-            resources = {str(r.uri) for r in (await session.list_resources()).resources}
-            page = await session.read_resource("logsql://docs/decoded-messages")
-            checks.check("the SQL reference is a resource",
-                         lambda: None if "logsql://docs/table-functions" in resources
-                         and "read_topic" in page.contents[0].text else resources)
 
-            listed = text_of(await session.call_tool("list_recordings", {}))
-            checks.check("list_recordings names the recording and its topics",
-                         lambda: None if "run.mcap (2 topics" in listed and "/pose (Pose)" in listed else listed)
+async def drive_http(binary, root, checks):
+    """Every check over streamable HTTP (``logsql serve --mcp``), with the
+    server's password as the bearer token; a client without it is refused."""
+    secrets = tempfile.mkdtemp()
+    password_file = os.path.join(secrets, "password")
+    with open(password_file, "w") as f:
+        f.write("an agent's password\n")
+    os.chmod(password_file, 0o600)
+    proc = subprocess.Popen(
+        [binary, "serve", "--root", root, "--pg", "127.0.0.1:0", "--mcp", "127.0.0.1:0",
+         "--query-timeout", "5s", "--password-file", password_file],
+        cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        addr = None
+        for line in proc.stderr:
+            if "MCP over HTTP on " in line:
+                addr = line.split("MCP over HTTP on ", 1)[1].strip()
+                break
+        checks.check("[http] serve --mcp says where it listens", lambda: None if addr else "no address")
+        if not addr:
+            return
+        url = f"http://{addr}/mcp"
+        try:
+            async with http_transport(url) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+            refused = "answered"
+        except BaseException as e:  # the SDK raises an exception group
+            refused = None if "401" in repr(e) or "Unauthorized" in repr(e) else repr(e)
+        checks.check("[http] a client without the token is refused (401)", lambda: refused)
+        headers = {"Authorization": "Bearer an agent's password"}
+        async with http_transport(url, headers) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await drive_session(session, root, checks, "[http] ")
+    finally:
+        proc.kill()
+        proc.wait()
 
-            r = await session.call_tool("describe_recording", {"path": "run.mcap"})
-            facts = json.loads(text_of(r))
-            got = {t["topic"]: t["messages"] for t in facts["topics"]}
-            checks.check("describe_recording counts what the official reader reads",
-                         lambda: None if got == dict(counts) else f"{got} vs {dict(counts)}")
-            checks.check("describe_recording's time span",
-                         lambda: None if (facts["start_ns"], facts["end_ns"]) == (START, START + 199 * 20_000_000)
-                         else (facts["start_ns"], facts["end_ns"]))
 
-            topic = text_of(await session.call_tool("describe_topic", {"path": "run.mcap", "topic": "/pose"}))
-            checks.check("describe_topic shows the decoded column", lambda: None if "  x: Float64" in topic else topic)
-            want = f"  x: min {min(xs):g}, max {max(xs):g}, mean "
-            line = next((l for l in topic.splitlines() if l.startswith("  x: min")), "")
-            checks.check("describe_topic's statistics are the official reader's",
-                         lambda: None if line.startswith(want) and abs(float(line.rsplit(" ", 1)[1]) - sum(xs) / len(xs)) < 1e-9
-                         else f"{line!r} vs {want!r}")
+async def drive_session(session, root, checks, label=""):
+    """Every tool against the official reader's values, and the hostile
+    calls, over an open session."""
+    checks = Labelled(checks, label)
+    path = os.path.join(root, "run.mcap")
+    counts, xs = official_counts(path)
+    total = sum(xs)
+    init = await session.initialize()
+    checks.check("the server names itself", lambda: None if init.serverInfo.name == "logsql" else init)
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    want = {"list_recordings", "describe_recording", "describe_topic", "query", "sample_frames"}
+    checks.check("the tools are listed with schemas", lambda: None if want <= set(tools) and
+                 tools["query"].inputSchema["required"] == ["sql"] else sorted(tools))
 
-            r = await session.call_tool("query", {"sql": "SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic"})
-            rows = json.loads(r.content[1].text)["rows"]
-            checks.check("query counts as the official reader",
-                         lambda: None if {x["topic"]: x["n"] for x in rows} == dict(counts) else rows)
-            r = await session.call_tool("query", {"sql": "SELECT sum(x) AS s FROM read_topic('run.mcap', '/pose')"})
-            s = json.loads(r.content[1].text)["rows"][0]["s"]
-            checks.check("query sums decoded fields as the official reader",
-                         lambda: None if abs(s - total) < 1e-9 else f"{s} vs {total}")
-            r = await session.call_tool("query", {"sql": "SELECT x FROM read_topic('run.mcap', '/pose')", "max_rows": 7})
-            answer = json.loads(r.content[1].text)
-            checks.check("a long result is cut with a note",
-                         lambda: None if answer["row_count"] == 7 and answer["truncated"] and "cut at 7 rows" in answer["note"] else answer)
+    resources = {str(r.uri) for r in (await session.list_resources()).resources}
+    page = await session.read_resource("logsql://docs/decoded-messages")
+    checks.check("the SQL reference is a resource",
+                 lambda: None if "logsql://docs/table-functions" in resources
+                 and "read_topic" in page.contents[0].text else resources)
 
-            outside = tempfile.mkdtemp()
-            hostile = [
-                f"COPY (SELECT 1) TO '{root}/out.csv'",
-                "CREATE TABLE t AS SELECT 1",
-                "SET datafusion.execution.batch_size = 1",
-                "SELECT 1; SELECT 2",
-                "SELECT * FROM '/etc/passwd'",
-                f"SELECT * FROM '{outside}/x.mcap'",
-                "SELECT * FROM 'http://127.0.0.1:1/x.mcap'",
-                "SELECT * FROM 'run.mcap' -- ; DROP TABLE x",
-            ]
-            for sql in hostile[:-1]:
-                r = await session.call_tool("query", {"sql": sql})
-                checks.check(f"refused: {sql[:50]}", lambda r=r: None if r.isError else text_of(r))
-            r = await session.call_tool("query", {"sql": hostile[-1], "max_rows": 1})
-            checks.check("a comment is only a comment", lambda: None if not r.isError else text_of(r))
-            r = await session.call_tool("describe_recording", {"path": "/etc/passwd"})
-            checks.check("a path outside the root is refused",
-                         lambda: None if r.isError and "outside the data roots" in text_of(r) else text_of(r))
-            r = await session.call_tool("query", {"sql": "SELECT count(*) AS n FROM 'run.mcap'"})
-            checks.check("the server still answers",
-                         lambda: None if json.loads(r.content[1].text)["rows"][0]["n"] == sum(counts.values()) else text_of(r))
+    listed = text_of(await session.call_tool("list_recordings", {}))
+    checks.check("list_recordings names the recording and its topics",
+                 lambda: None if "run.mcap (2 topics" in listed and "/pose (Pose)" in listed else listed)
+
+    r = await session.call_tool("describe_recording", {"path": "run.mcap"})
+    facts = json.loads(text_of(r))
+    got = {t["topic"]: t["messages"] for t in facts["topics"]}
+    checks.check("describe_recording counts what the official reader reads",
+                 lambda: None if got == dict(counts) else f"{got} vs {dict(counts)}")
+    checks.check("describe_recording's time span",
+                 lambda: None if (facts["start_ns"], facts["end_ns"]) == (START, START + 199 * 20_000_000)
+                 else (facts["start_ns"], facts["end_ns"]))
+
+    topic = text_of(await session.call_tool("describe_topic", {"path": "run.mcap", "topic": "/pose"}))
+    checks.check("describe_topic shows the decoded column", lambda: None if "  x: Float64" in topic else topic)
+    want = f"  x: min {min(xs):g}, max {max(xs):g}, mean "
+    line = next((l for l in topic.splitlines() if l.startswith("  x: min")), "")
+    checks.check("describe_topic's statistics are the official reader's",
+                 lambda: None if line.startswith(want) and abs(float(line.rsplit(" ", 1)[1]) - sum(xs) / len(xs)) < 1e-9
+                 else f"{line!r} vs {want!r}")
+
+    r = await session.call_tool("query", {"sql": "SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic"})
+    rows = json.loads(r.content[1].text)["rows"]
+    checks.check("query counts as the official reader",
+                 lambda: None if {x["topic"]: x["n"] for x in rows} == dict(counts) else rows)
+    r = await session.call_tool("query", {"sql": "SELECT sum(x) AS s FROM read_topic('run.mcap', '/pose')"})
+    s = json.loads(r.content[1].text)["rows"][0]["s"]
+    checks.check("query sums decoded fields as the official reader",
+                 lambda: None if abs(s - total) < 1e-9 else f"{s} vs {total}")
+    r = await session.call_tool("query", {"sql": "SELECT x FROM read_topic('run.mcap', '/pose')", "max_rows": 7})
+    answer = json.loads(r.content[1].text)
+    checks.check("a long result is cut with a note",
+                 lambda: None if answer["row_count"] == 7 and answer["truncated"] and "cut at 7 rows" in answer["note"] else answer)
+
+    outside = tempfile.mkdtemp()
+    hostile = [
+        f"COPY (SELECT 1) TO '{root}/out.csv'",
+        "CREATE TABLE t AS SELECT 1",
+        "SET datafusion.execution.batch_size = 1",
+        "SELECT 1; SELECT 2",
+        "SELECT * FROM '/etc/passwd'",
+        f"SELECT * FROM '{outside}/x.mcap'",
+        "SELECT * FROM 'http://127.0.0.1:1/x.mcap'",
+        "SELECT * FROM 'run.mcap' -- ; DROP TABLE x",
+    ]
+    for sql in hostile[:-1]:
+        r = await session.call_tool("query", {"sql": sql})
+        checks.check(f"refused: {sql[:50]}", lambda r=r: None if r.isError else text_of(r))
+    r = await session.call_tool("query", {"sql": hostile[-1], "max_rows": 1})
+    checks.check("a comment is only a comment", lambda: None if not r.isError else text_of(r))
+    r = await session.call_tool("describe_recording", {"path": "/etc/passwd"})
+    checks.check("a path outside the root is refused",
+                 lambda: None if r.isError and "outside the data roots" in text_of(r) else text_of(r))
+    r = await session.call_tool("query", {"sql": "SELECT count(*) AS n FROM 'run.mcap'"})
+    checks.check("the server still answers",
+                 lambda: None if json.loads(r.content[1].text)["rows"][0]["n"] == sum(counts.values()) else text_of(r))
     left = sorted(os.listdir(root))
     checks.check("nothing was written", lambda: None if left == ["run.mcap"] else left)
+
+
+class Labelled:
+    """Checks whose names start with ``label``."""
+
+    def __init__(self, checks, label):
+        self.checks, self.label = checks, label
+
+    def check(self, name, f):
+        self.checks.check(self.label + name, f)
 
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -209,6 +281,7 @@ def main():
         os.makedirs(root, exist_ok=True)
         write_recording(os.path.join(root, "run.mcap"))
         asyncio.run(drive(os.path.abspath(args.logsql), root, checks))
+        asyncio.run(drive_http(os.path.abspath(args.logsql), root, checks))
         checks.check("the Inspector runs", lambda: inspector(os.path.abspath(args.logsql), root, checks))
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)

@@ -281,6 +281,6 @@ def run_password(checks, cli, port, demo, password):
         checks,
         "pyarrow.flight: an unknown bearer token is refused",
         lambda: pyarrow_query(client, sql, bad),
-        "unknown bearer token",
+        "unknown or expired bearer token",
     )
     client.close()

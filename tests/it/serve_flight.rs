@@ -124,7 +124,7 @@ fn flight_sql_answers_equal_the_clis() {
 fn flight_sql_with_a_password_admits_only_clients_that_log_in() {
     let dir = root();
     let password_file = dir.path().join("password");
-    std::fs::write(&password_file, "a long flight password\n").unwrap();
+    crate::serve::write_password(&password_file, "a long flight password\n");
     let server = Server::start(&[
         "--root",
         dir.path().to_str().unwrap(),
@@ -161,6 +161,120 @@ fn flight_sql_with_a_password_admits_only_clients_that_log_in() {
         let mut forged = self::client(&server).await;
         forged.set_token("not-the-token".to_string());
         let refused = query(&mut forged, sql).await.unwrap_err();
-        assert!(refused.contains("unknown bearer token"), "{refused}");
+        assert!(
+            refused.contains("unknown or expired bearer token"),
+            "{refused}"
+        );
+    });
+}
+
+#[test]
+fn flight_sql_binds_one_parameter_row_and_refuses_a_stream_without_end() {
+    use arrow_flight::encode::FlightDataEncoderBuilder;
+    use arrow_flight::sql::{
+        ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Any,
+        CommandPreparedStatementQuery, ProstMessageExt,
+    };
+    use arrow_flight::{Action, FlightDescriptor};
+    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use prost::Message;
+    use std::sync::Arc;
+
+    let dir = root();
+    let server = Server::start(&[
+        "--root",
+        dir.path().to_str().unwrap(),
+        "--flight",
+        "127.0.0.1:0",
+    ]);
+    runtime().block_on(async {
+        let mut client = client(&server).await;
+        // A prepared statement with its one parameter row, as ADBC binds it.
+        let mut prepared = client
+            .prepare("SELECT $1 + 1 AS x".to_string(), None)
+            .await
+            .expect("prepare");
+        let one = |v: Vec<i64>| {
+            let schema = Arc::new(Schema::new(vec![Field::new("$1", DataType::Int64, false)]));
+            RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(v))]).unwrap()
+        };
+        prepared.set_parameters(one(vec![41])).unwrap();
+        let info = prepared.execute().await.expect("execute");
+        let ticket = info.endpoint[0].ticket.clone().expect("a ticket");
+        let batches: Vec<RecordBatch> = client
+            .do_get(ticket)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let x = batches[0]
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .value(0);
+        assert_eq!(x, 42);
+        prepared.set_parameters(one(vec![1, 2])).unwrap();
+        let two = prepared.execute().await.unwrap_err().to_string();
+        assert!(two.contains("single row"), "{two}");
+
+        // A client streaming parameter batches without end is stopped at
+        // the bound, not buffered.
+        let action = Action {
+            r#type: "CreatePreparedStatement".to_string(),
+            body: ActionCreatePreparedStatementRequest {
+                query: format!(
+                    "SELECT count(*) FROM '{}' WHERE topic = $1",
+                    dir.path().join("demo.mcap").display()
+                ),
+                transaction_id: None,
+            }
+            .as_any()
+            .encode_to_vec()
+            .into(),
+        };
+        let mut results = client.do_action(action).await.expect("create");
+        let created = results.try_next().await.unwrap().expect("a result");
+        let created: ActionCreatePreparedStatementResult = Any::decode(created.body)
+            .unwrap()
+            .unpack()
+            .unwrap()
+            .expect("the result");
+        let command = CommandPreparedStatementQuery {
+            prepared_statement_handle: created.prepared_statement_handle,
+        };
+        let descriptor = FlightDescriptor::new_cmd(command.as_any().encode_to_vec());
+        let megabyte = "x".repeat(1 << 20);
+        let schema = Arc::new(Schema::new(vec![Field::new("$1", DataType::Utf8, false)]));
+        let batches = (0..40).map(move |_| {
+            Ok(RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![Arc::new(StringArray::from(vec![megabyte.as_str()]))],
+            )
+            .unwrap())
+        });
+        let data = FlightDataEncoderBuilder::new()
+            .with_flight_descriptor(Some(descriptor))
+            .build(futures::stream::iter(batches))
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap();
+        let refused = match client.do_put(futures::stream::iter(data)).await {
+            Ok(mut answers) => answers
+                .try_next()
+                .await
+                .map(|_| ())
+                .unwrap_err()
+                .to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            refused.contains("parameters are one row, sent in at most"),
+            "{refused}"
+        );
+        // The server goes on.
+        assert_eq!(query(&mut client, "SELECT 1 AS one").await.unwrap(), "1\n");
     });
 }

@@ -1,6 +1,13 @@
 //! Who may query over Flight SQL: without a password every client; with
 //! one, a client that sends `authorization: Basic base64(user:password)` (and
-//! gets back a bearer token) or that bearer token.
+//! gets back a bearer token of its own) or such a token. Each login gets a
+//! new random token, which expires when unused for [`TOKEN_IDLE`]; at most
+//! [`MAX_TOKENS`] are kept (a login past that forgets the token used least
+//! recently), so logins cannot grow the server's memory.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -18,40 +25,46 @@ const BASE64: GeneralPurpose = GeneralPurpose::new(
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
 
+/// How long a bearer token lasts unused.
+pub(super) const TOKEN_IDLE: Duration = Duration::from_secs(3600);
+
+/// Bearer tokens kept at most.
+pub(super) const MAX_TOKENS: usize = 1024;
+
 /// Who may query over Flight SQL.
 pub(super) enum FlightLogin {
     /// Any client that reaches the address.
     Open,
-    /// The one user with its password, and the bearer token given to
-    /// clients that logged in with them (one per server process).
+    /// The one user with its password, and the bearer tokens given to the
+    /// logins with them, each with when it was last used.
     Password {
         user: String,
         password: String,
-        token: String,
+        tokens: Mutex<HashMap<String, Instant>>,
     },
 }
 
 impl FlightLogin {
-    /// The login of `auth`, with a fresh bearer token when it has a password.
+    /// The login of `auth`.
     pub(super) fn new(auth: &Auth) -> Self {
         match auth {
             Auth::Open => FlightLogin::Open,
             Auth::Password { user, password } => FlightLogin::Password {
                 user: user.clone(),
                 password: password.clone(),
-                token: random_nonce(),
+                tokens: Mutex::new(HashMap::new()),
             },
         }
     }
 
     /// Checks the `authorization` header of a call; on a good `Basic` login,
-    /// returns the bearer token to hand back.
+    /// returns the new bearer token to hand back.
     #[allow(clippy::result_large_err)]
-    pub(super) fn check(&self, metadata: &MetadataMap) -> Result<Option<&str>, Status> {
+    pub(super) fn check(&self, metadata: &MetadataMap) -> Result<Option<String>, Status> {
         let FlightLogin::Password {
             user,
             password,
-            token,
+            tokens,
         } = self
         else {
             return Ok(None);
@@ -66,10 +79,10 @@ impl FlightLogin {
             })?;
         let same = |a: &str, b: &str| bool::from(a.as_bytes().ct_eq(b.as_bytes()));
         if let Some(given) = strip_prefix_ignore_case(header, "Bearer ") {
-            return match same(given.trim(), token) {
+            return match use_token(tokens, given.trim(), Instant::now()) {
                 true => Ok(None),
                 false => Err(Status::unauthenticated(
-                    "unknown bearer token: log in again with the user name and password",
+                    "unknown or expired bearer token: log in again with the user name and password",
                 )),
             };
         }
@@ -84,14 +97,85 @@ impl FlightLogin {
         let user_ok = same(given_user, user);
         let password_ok = same(given_password, password);
         match user_ok && password_ok {
-            true => Ok(Some(token)),
+            true => Ok(Some(new_token(tokens, Instant::now()))),
             false => Err(Status::unauthenticated("wrong user name or password")),
         }
     }
+}
+
+fn lock(
+    tokens: &Mutex<HashMap<String, Instant>>,
+) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+    tokens.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `given` is a live token at `now` (its last use then noted);
+/// expired tokens are forgotten.
+fn use_token(tokens: &Mutex<HashMap<String, Instant>>, given: &str, now: Instant) -> bool {
+    let mut tokens = lock(tokens);
+    tokens.retain(|_, used| now.duration_since(*used) < TOKEN_IDLE);
+    match tokens.get_mut(given) {
+        Some(used) => {
+            *used = now;
+            true
+        }
+        None => false,
+    }
+}
+
+/// A new token, kept from `now`; the least recently used is forgotten when
+/// [`MAX_TOKENS`] are kept.
+fn new_token(tokens: &Mutex<HashMap<String, Instant>>, now: Instant) -> String {
+    let token = random_nonce();
+    let mut tokens = lock(tokens);
+    tokens.retain(|_, used| now.duration_since(*used) < TOKEN_IDLE);
+    if tokens.len() >= MAX_TOKENS
+        && let Some(oldest) = tokens
+            .iter()
+            .min_by_key(|(_, used)| **used)
+            .map(|(t, _)| t.clone())
+    {
+        tokens.remove(&oldest);
+    }
+    tokens.insert(token.clone(), now);
+    token
 }
 
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
     head.eq_ignore_ascii_case(prefix)
         .then(|| &text[prefix.len()..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_login_gets_its_own_token_which_expires_unused() {
+        let tokens = Mutex::new(HashMap::new());
+        let t0 = Instant::now();
+        let a = new_token(&tokens, t0);
+        let b = new_token(&tokens, t0);
+        assert_ne!(a, b);
+        assert!(use_token(&tokens, &a, t0 + TOKEN_IDLE / 2));
+        // b unused for the whole idle time: gone; a used since: kept.
+        assert!(!use_token(&tokens, &b, t0 + TOKEN_IDLE));
+        assert!(use_token(&tokens, &a, t0 + TOKEN_IDLE));
+        assert!(!use_token(&tokens, "forged", t0 + TOKEN_IDLE));
+    }
+
+    #[test]
+    fn logins_past_the_cap_forget_the_least_recently_used_token() {
+        let tokens = Mutex::new(HashMap::new());
+        let t0 = Instant::now();
+        let first = new_token(&tokens, t0);
+        let second = new_token(&tokens, t0 + Duration::from_secs(1));
+        assert!(use_token(&tokens, &first, t0 + Duration::from_secs(2)));
+        for i in 0..MAX_TOKENS {
+            new_token(&tokens, t0 + Duration::from_secs(3 + i as u64));
+        }
+        assert!(lock(&tokens).len() <= MAX_TOKENS);
+        assert!(!lock(&tokens).contains_key(&second));
+    }
 }

@@ -20,6 +20,7 @@
 //! any client, stops the query the same way ([`tickets`]).
 
 mod login;
+mod parameters;
 mod tickets;
 
 use std::net::SocketAddr;
@@ -117,7 +118,7 @@ impl LogsqlFlight {
     /// `Basic` login.
     #[allow(clippy::result_large_err)]
     fn admit<T>(&self, request: &Request<T>) -> Result<Option<String>, Status> {
-        Ok(self.login.check(request.metadata())?.map(str::to_string))
+        self.login.check(request.metadata())
     }
 
     /// `sql` with its `ASOF JOIN`s rewritten, or why it may not run
@@ -201,7 +202,7 @@ impl FlightService for LogsqlFlight {
     type HandshakeStream = Stream_<HandshakeResponse>;
     type ListFlightsStream = <FlightSqlService as FlightService>::ListFlightsStream;
     type DoGetStream = Stream_<FlightData>;
-    type DoPutStream = <FlightSqlService as FlightService>::DoPutStream;
+    type DoPutStream = Stream_<arrow_flight::PutResult>;
     type DoExchangeStream = <FlightSqlService as FlightService>::DoExchangeStream;
     type DoActionStream = Stream_<arrow_flight::Result>;
     type ListActionsStream = Stream_<ActionType>;
@@ -292,10 +293,13 @@ impl FlightService for LogsqlFlight {
         &self,
         request: Request<Streaming<FlightData>>,
     ) -> Result<Response<Self::DoPutStream>, Status> {
-        // Binds a prepared statement's parameters (updates are not
-        // implemented): the statement is vetted when it runs, in `do_get`.
+        // Binds a prepared statement's parameters, read within a bound
+        // (updates are not run): the statement is vetted when it runs, in
+        // `do_get`.
         self.admit(&request)?;
-        self.inner.do_put(request).await
+        parameters::do_put(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn do_exchange(
