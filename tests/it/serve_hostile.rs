@@ -315,7 +315,7 @@ fn sockets_that_never_log_in_or_sit_idle_free_their_connection_slots() {
         "--login-timeout",
         "1s",
         "--idle-timeout",
-        "3s",
+        "5s",
     ]);
     let addr = format!("127.0.0.1:{}", server.port());
     // Two sockets that connect and say nothing hold both slots: a client is
@@ -340,19 +340,23 @@ fn sockets_that_never_log_in_or_sit_idle_free_their_connection_slots() {
     // timeout.
     let idle: Vec<std::process::Child> = (0..2)
         .map(|_| {
-            let mut holder = server.psql_script();
+            let mut holder = server.psql_script_answering();
             holder
                 .stdin
                 .take()
                 .unwrap()
                 .write_all(b"SELECT 1;\n\\! sleep 30\nSELECT 2;\n")
                 .unwrap();
+            // Logged in and answered: from here it sits idle.
+            let mut first = String::new();
+            let mut out = std::io::BufReader::new(holder.stdout.take().unwrap());
+            std::io::BufRead::read_line(&mut out, &mut first).unwrap();
+            assert_eq!(first, "1\n");
             holder
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(1));
     assert!(!server.psql("SELECT 1").status.success());
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(6));
     still_serves(&server);
     for mut holder in idle {
         let _ = holder.kill();
@@ -384,8 +388,17 @@ impl Server {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// [`Server::psql_script`] with its answers on a pipe.
+    fn psql_script_answering(&self) -> std::process::Child {
+        self.psql_reading(Stdio::piped())
+    }
+
     /// A psql reading its statements from stdin (stdout and stderr dropped).
     fn psql_script(&self) -> std::process::Child {
+        self.psql_reading(Stdio::null())
+    }
+
+    fn psql_reading(&self, stdout: Stdio) -> std::process::Child {
         let mut cmd = Command::new("/usr/bin/psql");
         cmd.args(["-X", "-A", "-t", "-q"])
             .args(["-h", "127.0.0.1", "-p", &self.port().to_string()])
@@ -393,7 +406,7 @@ impl Server {
             .env("PGSSLMODE", "disable")
             .env_remove("PGPASSWORD")
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::null());
         cmd.spawn().expect("run psql")
     }

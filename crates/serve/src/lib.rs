@@ -36,6 +36,7 @@
 //! - [`Server`] and [`Listening`]: a server's start, its listeners and its
 //!   accept loop; [`run`] for all of it in one call.
 
+mod activity;
 mod cancel;
 mod config;
 mod connection;

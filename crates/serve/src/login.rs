@@ -34,7 +34,7 @@ use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use futures::Sink;
 
-use crate::connection::Activity;
+use crate::activity::Activity;
 
 /// How long a failed login waits before it is answered.
 pub const FAILED_LOGIN_DELAY: Duration = Duration::from_secs(1);

@@ -41,9 +41,9 @@ use datafusion_postgres::pgwire::tokio::tokio_rustls::rustls::pki_types::{
 use datafusion_postgres::{DfSessionService, Parser, QueryHook};
 use futures::{Sink, StreamExt};
 
+use crate::activity::Activity;
 use crate::cancel::{Cancels, RunningQueries};
 use crate::config::Auth;
-use crate::connection::Activity;
 use crate::deadline::with_statement_timeout;
 use crate::error::{ServeError, ServeResult};
 use crate::json_text::NestedAsJson;
