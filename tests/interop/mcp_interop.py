@@ -99,25 +99,33 @@ async def drive(binary, root, checks):
             await drive_session(session, root, checks)
 
 
-async def drive_http(binary, root, checks):
-    """Every check over streamable HTTP (``logsql serve --mcp``), with the
-    server's password as the bearer token; a client without it is refused."""
+PASSWORD = "an agent's password"
+
+
+def start_http(binary, root):
+    """``logsql serve --mcp 127.0.0.1:0`` with a password, in ``root``; the
+    process and where MCP listens (None if it did not say)."""
     secrets = tempfile.mkdtemp()
     password_file = os.path.join(secrets, "password")
     with open(password_file, "w") as f:
-        f.write("an agent's password\n")
+        f.write(PASSWORD + "\n")
     os.chmod(password_file, 0o600)
     proc = subprocess.Popen(
         [binary, "serve", "--root", root, "--pg", "127.0.0.1:0", "--mcp", "127.0.0.1:0",
          "--query-timeout", "5s", "--password-file", password_file],
         cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
+    for line in proc.stderr:
+        if "MCP over HTTP on " in line:
+            return proc, line.split("MCP over HTTP on ", 1)[1].strip()
+    return proc, None
+
+
+async def drive_http(binary, root, checks):
+    """Every check over streamable HTTP (``logsql serve --mcp``), with the
+    server's password as the bearer token; a client without it is refused."""
+    proc, addr = start_http(binary, root)
     try:
-        addr = None
-        for line in proc.stderr:
-            if "MCP over HTTP on " in line:
-                addr = line.split("MCP over HTTP on ", 1)[1].strip()
-                break
         checks.check("[http] serve --mcp says where it listens", lambda: None if addr else "no address")
         if not addr:
             return
@@ -130,7 +138,7 @@ async def drive_http(binary, root, checks):
         except BaseException as e:  # the SDK raises an exception group
             refused = None if "401" in repr(e) or "Unauthorized" in repr(e) else repr(e)
         checks.check("[http] a client without the token is refused (401)", lambda: refused)
-        headers = {"Authorization": "Bearer an agent's password"}
+        headers = {"Authorization": f"Bearer {PASSWORD}"}
         async with http_transport(url, headers) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 await drive_session(session, root, checks, "[http] ")
@@ -233,7 +241,24 @@ INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 
 
 def inspector(binary, root, checks):
-    """The same server through the MCP Inspector's CLI: one process a call."""
+    """The same server through the MCP Inspector's CLI, one process a call:
+    ``logsql mcp`` over stdio, then ``logsql serve --mcp`` over HTTP with
+    the bearer token."""
+    inspector_on(binary, root, checks, [binary, "mcp", "--root", root], "inspector: ")
+    proc, addr = start_http(binary, root)
+    try:
+        checks.check("inspector [http]: serve --mcp listens", lambda: None if addr else "no address")
+        if addr:
+            target = [f"http://{addr}/mcp", "--header", f"Authorization: Bearer {PASSWORD}"]
+            inspector_on(binary, root, checks, target, "inspector [http]: ")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def inspector_on(binary, root, checks, target, label):
+    """The Inspector's checks against ``target`` (a command, or a URL and
+    its headers), named with ``label``."""
     npm = shutil.which("npm")
     if not npm:
         print("SKIPPED inspector: npm not found")
@@ -244,30 +269,29 @@ def inspector(binary, root, checks):
         subprocess.run([npm, "install", "--silent", "--prefix", cache, INSPECTOR], check=True, timeout=900)
 
     def call(*args):
-        out = subprocess.run([cli, "--cli", binary, "mcp", "--root", root, *args],
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run([cli, "--cli", *target, *args], capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
             raise RuntimeError(out.stderr.strip() or out.stdout.strip())
         return json.loads(out.stdout)
 
     tools = {t["name"] for t in call("--method", "tools/list")["tools"]}
-    checks.check("inspector: the tools are listed",
+    checks.check(label + "the tools are listed",
                  lambda: None if {"query", "describe_recording", "sample_frames"} <= tools else tools)
     r = call("--method", "tools/call", "--tool-name", "query",
              "--tool-arg", "sql=SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic")
     rows = json.loads(r["content"][1]["text"])["rows"]
-    checks.check("inspector: query counts", lambda: None if {x["topic"]: x["n"] for x in rows} == {"/pose": 200, "/status": 20} else rows)
+    checks.check(label + "query counts", lambda: None if {x["topic"]: x["n"] for x in rows} == {"/pose": 200, "/status": 20} else rows)
     r = call("--method", "tools/call", "--tool-name", "describe_recording", "--tool-arg", "path=run.mcap")
     facts = json.loads(r["content"][0]["text"])
-    checks.check("inspector: describe_recording", lambda: None if facts["messages"] == 220 else facts["messages"])
+    checks.check(label + "describe_recording", lambda: None if facts["messages"] == 220 else facts["messages"])
     # The Inspector's CLI exits non-zero on a tool result marked as an error.
-    out = subprocess.run([cli, "--cli", binary, "mcp", "--root", root, "--method", "tools/call",
+    out = subprocess.run([cli, "--cli", *target, "--method", "tools/call",
                           "--tool-name", "query", "--tool-arg", f"sql=COPY (SELECT 1) TO '{root}/o.csv'"],
                          capture_output=True, text=True, timeout=120)
-    checks.check("inspector: a write is refused", lambda: None if out.returncode != 0 and "isError:true"
+    checks.check(label + "a write is refused", lambda: None if out.returncode != 0 and "isError:true"
                  in out.stdout + out.stderr and not os.path.exists(f"{root}/o.csv") else out.stdout)
     uris = [x["uri"] for x in call("--method", "resources/list")["resources"]]
-    checks.check("inspector: the SQL reference", lambda: None if "logsql://docs/table-functions" in uris else uris)
+    checks.check(label + "the SQL reference", lambda: None if "logsql://docs/table-functions" in uris else uris)
 
 
 def main():

@@ -40,7 +40,8 @@
 # rosbags' own ROS1 and ROS 2 readers; copy_bag_interop.py reads the bags and ROS 2 bag
 # directories of `COPY ... TO 'y.bag'` / `STORED AS DB3` (from MCAP files the official writer
 # and rosbag2 recorded) with rosbags' readers, message for message; mcp_interop.py drives `logsql mcp`
-# with the official MCP Python SDK, pip `mcp`, over stdio, and with the MCP Inspector's CLI (npm,
+# and `logsql serve --mcp` with the official MCP Python SDK, pip `mcp`, over stdio and streamable
+# HTTP, and with the MCP Inspector's CLI over both (npm,
 # installed into LOGSQL_MCP_INSPECTOR, default ~/.cache/logsql-mcp-inspector); lerobot_interop.py, not in the default list,
 # loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
 # package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
