@@ -270,6 +270,11 @@ def run_password(checks, cli, port, demo, password):
         return None if got == want else f"{got} != {want}"
 
     checks.check("pyarrow.flight with the bearer token: per-topic counts equal the CLI's", same)
+    # Each login gets a token of its own; the first still works after the second.
+    second = client.authenticate_basic_token("logsql", password)
+    checks.check("pyarrow.flight: each login gets its own bearer token",
+                 lambda: None if second != header else f"{second} == {header}")
+    checks.check("pyarrow.flight: the first login's token still works", same)
     refused(
         checks,
         "pyarrow.flight: a wrong password is refused",
