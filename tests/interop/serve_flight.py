@@ -206,6 +206,27 @@ def run_open(checks, cli, port, demo):
             ),
             "not allowed on a logsql server",
         )
+        # A hostile client's statements fail alone: one nesting 5,000 levels
+        # (it overflowed the server's stack), a value of a terabyte (it
+        # aborted the server while planning), a table every client would see.
+        refused(
+            checks,
+            "ADBC Flight SQL: a statement nesting 5,000 levels is refused",
+            lambda: adbc_table(conn, "SELECT " + "+".join(["1"] * 5000)),
+            "statement too complex",
+        )
+        refused(
+            checks,
+            "ADBC Flight SQL: a value of a terabyte is refused before it is made",
+            lambda: adbc_table(conn, "SELECT length(repeat(arrow_cast('x', 'LargeUtf8'), 1000000000000))"),
+            "logsql.max_value_bytes",
+        )
+        refused(
+            checks,
+            "ADBC Flight SQL: SELECT ... INTO is refused",
+            lambda: adbc_table(conn, "SELECT 42 AS x INTO t"),
+            "SELECT ... INTO is not allowed",
+        )
         # The server goes on after refusals.
         got = rows(adbc_table(conn, "SELECT count(*) FROM demo"))
         checks.check(
