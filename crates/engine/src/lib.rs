@@ -88,7 +88,7 @@ pub use scanner::unary::only_child;
 pub use storage::object_io::FileLocation;
 pub use storage::roots::DataRoots;
 pub use storage::summary_cache::CachedSummary;
-pub use task::{with_config, with_runtime};
+pub use task::{with_config, with_memory_limit, with_runtime};
 
 use storage::stores;
 use surface::{file_order, functions, read_topic, table_functions, typed_tables, url_table};

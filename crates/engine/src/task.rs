@@ -7,12 +7,25 @@
 use std::sync::Arc;
 
 use datafusion::execution::TaskContext;
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionConfig;
 
 /// `context` with its session configuration replaced by `config`.
 pub fn with_config(context: &TaskContext, config: SessionConfig) -> Arc<TaskContext> {
     copy(context, config, context.runtime_env())
+}
+
+/// `runtime` with a memory pool of its own of `limit` bytes (what one query
+/// may hold at once: its operators spill or fail past it), its object stores
+/// and caches the same.
+pub fn with_memory_limit(runtime: &RuntimeEnv, limit: usize) -> Arc<RuntimeEnv> {
+    let mut runtime = runtime.clone();
+    runtime.memory_pool = Arc::new(TrackConsumersPool::new(
+        GreedyMemoryPool::new(limit),
+        std::num::NonZeroUsize::new(3).expect("3 is not zero"),
+    ));
+    Arc::new(runtime)
 }
 
 /// `context` with its runtime replaced by `runtime`.

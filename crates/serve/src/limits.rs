@@ -23,7 +23,6 @@ use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
-use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
@@ -284,10 +283,8 @@ async fn run(
 /// `context` with a memory pool of its own of `limit` bytes: the query's
 /// operators spill or fail when they would hold more.
 fn with_memory_limit(context: &Arc<TaskContext>, limit: usize) -> Arc<TaskContext> {
-    let mut runtime = (*context.runtime_env()).clone();
-    runtime.memory_pool = Arc::new(TrackConsumersPool::new(
-        GreedyMemoryPool::new(limit),
-        std::num::NonZeroUsize::new(3).expect("3 is not zero"),
-    ));
-    logsql::with_runtime(context, Arc::new(runtime))
+    logsql::with_runtime(
+        context,
+        logsql::with_memory_limit(&context.runtime_env(), limit),
+    )
 }

@@ -86,13 +86,7 @@ impl Policy {
         // One value a function makes is capped at the memory limit, when that
         // is below logsql's default cap (the memory pool is not asked for it).
         if let Some(limit) = self.limits.memory_limit() {
-            let options = config.options_mut();
-            if options.extensions.get::<LogsqlOptions>().is_none() {
-                options.extensions.insert(LogsqlOptions::default());
-            }
-            if let Some(logsql) = options.extensions.get_mut::<LogsqlOptions>() {
-                logsql.max_value_bytes = logsql.max_value_bytes.min(limit as u64);
-            }
+            LogsqlOptions::cap_values_at(config.options_mut(), limit as u64);
         }
         config
     }

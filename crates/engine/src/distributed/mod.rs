@@ -33,7 +33,6 @@ pub mod security;
 use std::net::SocketAddr;
 
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use std::sync::Arc;
@@ -192,13 +191,7 @@ async fn worker_session(
     let mut builder = ctx.builder;
     if let Some(mut config) = builder.config().take() {
         if let Some(limit) = memory_limit {
-            let options = config.options_mut();
-            if options.extensions.get::<LogsqlOptions>().is_none() {
-                options.extensions.insert(LogsqlOptions::default());
-            }
-            if let Some(logsql) = options.extensions.get_mut::<LogsqlOptions>() {
-                logsql.max_value_bytes = logsql.max_value_bytes.min(limit as u64);
-            }
+            LogsqlOptions::cap_values_at(config.options_mut(), limit as u64);
         }
         *builder.config() = Some(config.with_extension(roots));
     }
@@ -207,12 +200,7 @@ async fn worker_session(
             .runtime_env()
             .clone()
             .unwrap_or_else(super::runtime_env);
-        let mut runtime = (*shared).clone();
-        runtime.memory_pool = Arc::new(TrackConsumersPool::new(
-            GreedyMemoryPool::new(limit),
-            std::num::NonZeroUsize::new(3).expect("3 is not zero"),
-        ));
-        *builder.runtime_env() = Some(Arc::new(runtime));
+        *builder.runtime_env() = Some(crate::task::with_memory_limit(&shared, limit));
     }
     let state = builder
         .with_distributed_user_codec(LogsqlCodec)

@@ -296,6 +296,17 @@ impl LogsqlOptions {
         config.extensions.get::<Self>().cloned().unwrap_or_default()
     }
 
+    /// Lowers `logsql.max_value_bytes` in `config` to at most `limit` (a
+    /// memory limit: one value may not hold more than the query may).
+    pub fn cap_values_at(config: &mut datafusion::common::config::ConfigOptions, limit: u64) {
+        if config.extensions.get::<Self>().is_none() {
+            config.extensions.insert(Self::default());
+        }
+        if let Some(logsql) = config.extensions.get_mut::<Self>() {
+            logsql.max_value_bytes = logsql.max_value_bytes.min(limit);
+        }
+    }
+
     /// The pool of the `descriptor_set` files, or `None` when none are set.
     pub fn descriptor_pool(&self) -> Result<Option<std::sync::Arc<prost_reflect::DescriptorPool>>> {
         if self.descriptor_set.trim().is_empty() {
