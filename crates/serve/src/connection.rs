@@ -18,7 +18,7 @@ use std::time::Duration;
 use datafusion_postgres::pgwire::tokio::process_socket;
 use datafusion_postgres::pgwire::tokio::tokio_rustls::TlsAcceptor;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::activity::{Activity, Phase};
@@ -102,6 +102,51 @@ async fn watched(
     }
 }
 
+/// A listener's connection slots: at most `max` connections open at once,
+/// more closed at once with a warning (`front` names the front end in it).
+pub(crate) struct Slots {
+    open: Arc<Semaphore>,
+    max: usize,
+    front: &'static str,
+}
+
+impl Slots {
+    /// `max` slots for the front end `front`.
+    pub(crate) fn new(max: usize, front: &'static str) -> Self {
+        Self {
+            open: Arc::new(Semaphore::new(max)),
+            max,
+            front,
+        }
+    }
+
+    /// `listener`'s next connection that gets a slot, with the slot (held
+    /// until dropped); failed accepts are logged and skipped.
+    pub(crate) async fn admit(
+        &self,
+        listener: &TcpListener,
+    ) -> (TcpStream, SocketAddr, OwnedSemaphorePermit) {
+        loop {
+            let (socket, addr) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    log::warn!("{}: accepting a connection: {e}", self.front);
+                    continue;
+                }
+            };
+            match Arc::clone(&self.open).try_acquire_owned() {
+                Ok(permit) => return (socket, addr, permit),
+                Err(_) => log::warn!(
+                    "{}: refused a connection from {addr}: {} connections are open \
+                     (--max-connections)",
+                    self.front,
+                    self.max
+                ),
+            }
+        }
+    }
+}
+
 /// Accepts connections on `listener` until the process ends, at most
 /// `max_connections` at once, each ended at its `timeouts`.
 pub async fn accept(
@@ -111,22 +156,9 @@ pub async fn accept(
     max_connections: usize,
     timeouts: ConnectionTimeouts,
 ) {
-    let open = Arc::new(Semaphore::new(max_connections));
+    let slots = Slots::new(max_connections, "Postgres wire");
     loop {
-        let (socket, addr) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                log::warn!("accepting a connection: {e}");
-                continue;
-            }
-        };
-        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
-            log::warn!(
-                "refused a connection from {addr}: {max_connections} connections are open \
-                 (--max-connections)"
-            );
-            continue;
-        };
+        let (socket, addr, permit) = slots.admit(&listener).await;
         let (socket, watch) = match second_handle(socket) {
             Ok(handles) => handles,
             Err(e) => {

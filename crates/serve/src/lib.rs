@@ -37,6 +37,7 @@
 //!   accept loop; [`run`] for all of it in one call.
 
 mod activity;
+mod auth_header;
 mod cancel;
 mod config;
 mod connection;

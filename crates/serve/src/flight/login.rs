@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use datafusion_postgres::pgwire::api::auth::sasl::scram::random_nonce;
-use subtle::ConstantTimeEq;
 use tonic::Status;
 use tonic::metadata::MetadataMap;
 
+use crate::auth_header::{credentials, same_secret};
 use crate::config::Auth;
 
 /// Base64 as basic auth sends it, padded or not (Go's Flight client, under
@@ -77,25 +77,24 @@ impl FlightLogin {
                     "this server needs a user name and password (Flight SQL basic auth)",
                 )
             })?;
-        let same = |a: &str, b: &str| bool::from(a.as_bytes().ct_eq(b.as_bytes()));
-        if let Some(given) = strip_prefix_ignore_case(header, "Bearer ") {
-            return match use_token(tokens, given.trim(), Instant::now()) {
+        if let Some(given) = credentials(header, "Bearer") {
+            return match use_token(tokens, given, Instant::now()) {
                 true => Ok(None),
                 false => Err(Status::unauthenticated(
                     "unknown or expired bearer token: log in again with the user name and password",
                 )),
             };
         }
-        let given = strip_prefix_ignore_case(header, "Basic ")
-            .and_then(|b| BASE64.decode(b.trim()).ok())
+        let given = credentials(header, "Basic")
+            .and_then(|b| BASE64.decode(b).ok())
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or_else(|| {
                 Status::unauthenticated("the authorization header is neither Basic nor Bearer")
             })?;
         let (given_user, given_password) = given.split_once(':').unwrap_or((&given, ""));
         // Both compared, whichever fails, so the time says nothing of which.
-        let user_ok = same(given_user, user);
-        let password_ok = same(given_password, password);
+        let user_ok = same_secret(given_user, user);
+        let password_ok = same_secret(given_password, password);
         match user_ok && password_ok {
             true => Ok(Some(new_token(tokens, Instant::now()))),
             false => Err(Status::unauthenticated("wrong user name or password")),
@@ -109,12 +108,20 @@ fn lock(
     tokens.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The tokens still live at `now` (the expired ones forgotten).
+fn live(
+    tokens: &Mutex<HashMap<String, Instant>>,
+    now: Instant,
+) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+    let mut tokens = lock(tokens);
+    tokens.retain(|_, used| now.duration_since(*used) < TOKEN_IDLE);
+    tokens
+}
+
 /// Whether `given` is a live token at `now` (its last use then noted);
 /// expired tokens are forgotten.
 fn use_token(tokens: &Mutex<HashMap<String, Instant>>, given: &str, now: Instant) -> bool {
-    let mut tokens = lock(tokens);
-    tokens.retain(|_, used| now.duration_since(*used) < TOKEN_IDLE);
-    match tokens.get_mut(given) {
+    match live(tokens, now).get_mut(given) {
         Some(used) => {
             *used = now;
             true
@@ -127,8 +134,7 @@ fn use_token(tokens: &Mutex<HashMap<String, Instant>>, given: &str, now: Instant
 /// [`MAX_TOKENS`] are kept.
 fn new_token(tokens: &Mutex<HashMap<String, Instant>>, now: Instant) -> String {
     let token = random_nonce();
-    let mut tokens = lock(tokens);
-    tokens.retain(|_, used| now.duration_since(*used) < TOKEN_IDLE);
+    let mut tokens = live(tokens, now);
     if tokens.len() >= MAX_TOKENS
         && let Some(oldest) = tokens
             .iter()
@@ -139,12 +145,6 @@ fn new_token(tokens: &Mutex<HashMap<String, Instant>>, now: Instant) -> String {
     }
     tokens.insert(token.clone(), now);
     token
-}
-
-fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &text[prefix.len()..])
 }
 
 #[cfg(test)]

@@ -30,9 +30,10 @@ use hyper_util::server::conn::auto::Builder;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use super::McpServer;
+use crate::auth_header::{credentials, same_secret};
+use crate::connection::Slots;
 
 /// The path the MCP endpoint answers at.
 pub const MCP_PATH: &str = "/mcp";
@@ -71,16 +72,12 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 
 /// Whether `request` carries `token` as its bearer token.
 fn authorized<B>(request: &Request<B>, token: &str) -> bool {
-    use subtle::ConstantTimeEq;
-    let given = request
+    request
         .headers()
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then_some(rest.trim())
-        });
-    given.is_some_and(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
+        .and_then(|v| credentials(v, "Bearer"))
+        .is_some_and(|given| same_secret(given, token))
 }
 
 impl McpServer {
@@ -99,24 +96,10 @@ impl McpServer {
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        let open = Arc::new(Semaphore::new(access.max_connections));
+        let slots = Slots::new(access.max_connections, "MCP over HTTP");
         let token = access.token.map(Arc::<str>::from);
         loop {
-            let (socket, addr) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    log::warn!("MCP over HTTP: accepting a connection: {e}");
-                    continue;
-                }
-            };
-            let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
-                log::warn!(
-                    "MCP over HTTP: refused a connection from {addr}: {} connections are open \
-                     (--max-connections)",
-                    access.max_connections
-                );
-                continue;
-            };
+            let (socket, addr, permit) = slots.admit(&listener).await;
             let service = service.clone();
             let token = token.clone();
             let timeout = access.header_timeout;
