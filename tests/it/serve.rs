@@ -106,18 +106,31 @@ impl Server {
     }
 
     fn psql_as(&self, sql: &str, password: Option<&str>) -> Output {
-        let mut cmd = Command::new(PSQL);
-        cmd.args(["-X", "-A", "-t", "-F", ",", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(["-U", &self.user, "-d", "logsql", "-c", sql])
-            .env("PGCONNECT_TIMEOUT", "20")
-            .env("PGSSLMODE", self.sslmode)
-            .stdin(Stdio::null());
+        let mut cmd = self.psql_command();
+        cmd.args(["-F", ",", "-c", sql]);
         match password {
             Some(p) => cmd.env("PGPASSWORD", p),
             None => cmd.env_remove("PGPASSWORD"),
         };
         cmd.output().expect("run psql")
+    }
+
+    /// psql connecting to this server as its user (with its password and
+    /// TLS mode), printing tuples only, unaligned, stopping at the first
+    /// error; the caller adds what it runs.
+    pub(crate) fn psql_command(&self) -> Command {
+        let mut cmd = Command::new(PSQL);
+        cmd.args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", &self.user, "-d", "logsql"])
+            .env("PGCONNECT_TIMEOUT", "20")
+            .env("PGSSLMODE", self.sslmode)
+            .stdin(Stdio::null());
+        match &self.password {
+            Some(p) => cmd.env("PGPASSWORD", p),
+            None => cmd.env_remove("PGPASSWORD"),
+        };
+        cmd
     }
 
     /// psql's answer to `sql`, which must succeed.

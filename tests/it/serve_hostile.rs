@@ -5,7 +5,7 @@
 //! forever. After each, another client's `SELECT 1` is answered.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::serve::{Server, demo, psql_available, root};
@@ -214,10 +214,8 @@ fn statement_timeout_ends_the_execution_too() {
     let f = dir.path().join("demo.mcap").display().to_string();
     // The server's own timeout is its default (minutes); the client's ends it.
     // Two statements, as psql sends two -c: the setting holds for the second.
-    let out = Command::new("/usr/bin/psql")
-        .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-        .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
-        .args(["-U", "logsql", "-d", "logsql"])
+    let out = server
+        .psql_command()
         .args(["-c", "SET statement_timeout = '1s'"])
         .args([
             "-c",
@@ -226,9 +224,6 @@ fn statement_timeout_ends_the_execution_too() {
                  WHERE a.sequence + b.sequence + c.sequence >= 0"
             ),
         ])
-        .env("PGSSLMODE", "disable")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::null())
         .output()
         .expect("run psql");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -370,14 +365,10 @@ impl Server {
     fn err_of_long(&self, sql: &str) -> String {
         let file = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(file.path(), format!("{sql};\n")).unwrap();
-        let out = Command::new("/usr/bin/psql")
-            .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &self.port().to_string()])
-            .args(["-U", "logsql", "-d", "logsql", "-f"])
+        let out = self
+            .psql_command()
+            .arg("-f")
             .arg(file.path())
-            .env("PGSSLMODE", "disable")
-            .env_remove("PGPASSWORD")
-            .stdin(Stdio::null())
             .output()
             .expect("run psql");
         assert!(
@@ -399,15 +390,12 @@ impl Server {
     }
 
     fn psql_reading(&self, stdout: Stdio) -> std::process::Child {
-        let mut cmd = Command::new("/usr/bin/psql");
-        cmd.args(["-X", "-A", "-t", "-q"])
-            .args(["-h", "127.0.0.1", "-p", &self.port().to_string()])
-            .args(["-U", "logsql", "-d", "logsql"])
-            .env("PGSSLMODE", "disable")
-            .env_remove("PGPASSWORD")
+        self.psql_command()
+            .arg("-q")
             .stdin(Stdio::piped())
             .stdout(stdout)
-            .stderr(Stdio::null());
-        cmd.spawn().expect("run psql")
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run psql")
     }
 }

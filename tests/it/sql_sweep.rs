@@ -15,6 +15,7 @@ use datafusion::prelude::SessionConfig;
 use futures::FutureExt;
 use logsql_serve::{Policy, ServeConfig, ServeSession};
 
+use crate::gen_support::Rng;
 use crate::serve::root;
 
 /// Statements the mutations start from.
@@ -63,20 +64,9 @@ const TOKENS: &[&str] = &[
     "'ROOT/../../etc/passwd'",
 ];
 
-/// A small deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// A value below `n` (the suite's seeded generator).
+fn below(rng: &mut Rng, n: usize) -> usize {
+    (rng.next_u64() % n.max(1) as u64) as usize
 }
 
 /// A char boundary at or before `at` in `s`.
@@ -91,13 +81,13 @@ fn boundary(s: &str, at: usize) -> usize {
 /// One to three edits of `sql`: a cut, a token spliced in, a slice doubled.
 fn mutate(sql: &str, rng: &mut Rng) -> String {
     let mut s = sql.to_string();
-    for _ in 0..=rng.below(3) {
-        let at = boundary(&s, rng.below(s.len() + 1));
-        match rng.below(4) {
+    for _ in 0..=below(rng, 3) {
+        let at = boundary(&s, below(rng, s.len() + 1));
+        match below(rng, 4) {
             0 => s.truncate(at),
-            1 | 2 => s.insert_str(at, TOKENS[rng.below(TOKENS.len())]),
+            1 | 2 => s.insert_str(at, TOKENS[below(rng, TOKENS.len())]),
             _ => {
-                let end = boundary(&s, at + rng.below(40));
+                let end = boundary(&s, at + below(rng, 40));
                 let slice = s[at..end].to_string();
                 s.insert_str(end, &slice);
             }
@@ -146,7 +136,7 @@ async fn sweep() {
         policy.session_config(SessionConfig::new().with_information_schema(true)),
     );
     let session = policy.session(ctx).await.unwrap();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut panics = Vec::new();
     let rounds = 150;
     for seed in SEEDS {
