@@ -138,6 +138,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE", global = true, requires = "worker_tls_cert")]
     pub worker_tls_key: Option<std::path::PathBuf>,
 
+    /// A catalog `logsql index` wrote (a directory or object-store prefix):
+    /// queries see its tables as `recordings` and `topics`. Sets
+    /// `logsql.catalog`. `logsql index` writes to it.
+    #[arg(long, value_name = "CAT", global = true)]
+    pub catalog: Option<String>,
+
     /// What to do instead of running SQL.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -200,6 +206,13 @@ impl OnErrorPolicy {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Indexes recordings into a catalog (--catalog CAT, a directory or an
+    /// object-store prefix): one row per recording, topic and chunk, read
+    /// from summaries and indexes, kept as Parquet tables that `recordings`,
+    /// `topics` (with --catalog), DuckDB and pyarrow read. A later run reads
+    /// only new and changed recordings and drops deleted ones; each run's
+    /// result appears at once, whole, or not at all.
+    Index(IndexArgs),
     /// Summarises log files: format, size, time range, chunks and compression, topics.
     Info {
         /// Log files (a directory stands for the log files under it), or
@@ -292,6 +305,22 @@ pub enum Command {
     /// becomes `COPY (...) TO 'OUT_DIR' STORED AS LEROBOT`, which
     /// --print-sql prints.
     Dataset(DatasetArgs),
+}
+
+/// Arguments of `logsql index`.
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    /// Directories, globs or object-store URLs of recordings (any format).
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<String>,
+    /// List what would be added, changed and removed; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The metadata key (or hive directory key, `robot=r7/`) naming each
+    /// recording's device. Without it: Foxglove's device metadata, else a
+    /// hive key `device` or `robot`.
+    #[arg(long, value_name = "KEY")]
+    pub device_key: Option<String>,
 }
 
 /// Arguments of `logsql dataset`.
@@ -615,7 +644,9 @@ fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
         "info" => Some(&["format", "no_verify"]),
         "doctor" => Some(&["format"]),
         "recover" => Some(&["target_partitions", "descriptors", "msg_path"]),
+        "index" => Some(&["catalog", "format"]),
         "export" | "plot" | "serve" | "frames" => Some(&[
+            "catalog",
             "on_error",
             "target_partitions",
             "descriptors",

@@ -7,6 +7,7 @@
 //! - [`doctor`] and [`recover`]: `logsql doctor` (each file's problems) and
 //!   `logsql recover` (every readable message into a valid MCAP), with
 //!   [`recover_to`] for its `--to bag|db3` outputs;
+//! - [`index`]: `logsql index`, recordings into a catalog, with progress;
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
@@ -27,6 +28,7 @@ pub mod export;
 pub mod export_files;
 pub mod export_video;
 pub mod frames;
+pub mod index;
 pub mod info;
 pub mod logger;
 pub mod output;
@@ -168,6 +170,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
                 };
                 info::run(app, files, opts, out)
             }
+            Command::Index(i) => index::run(app, args, i, out),
             Command::Export(e) => export::run(app, e, out),
             Command::Doctor { paths } => doctor::run(app, paths, args.format, out),
             Command::Recover(r) => recover::run(app, r, out),
@@ -383,6 +386,9 @@ impl App {
                 .map(|p| p.display().to_string())
                 .collect();
             settings.push(format!("SET logsql.msg_path = {}", quote(&paths.join(","))));
+        }
+        if let Some(catalog) = &args.catalog {
+            settings.push(format!("SET logsql.catalog = {}", quote(catalog)));
         }
         for set in settings {
             app.rt.block_on(app.ctx.sql(&set))?;

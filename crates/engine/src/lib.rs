@@ -27,6 +27,8 @@
 //! - `atomic_write`: the files DataFusion's own writers put staged beside
 //!   their targets and renamed over them when complete (the rule giving
 //!   every `COPY` that guarantee);
+//! - [`catalog`]: a fleet's catalog: its files (commits, generations of
+//!   Parquet tables) and tables, which `ops::index` writes and queries read;
 //! - `storage`: object stores (`s3://`, `gs://`, `az://`, `http://`) built on
 //!   first use, reads through them, and the summary cache;
 //! - `scanner`: the `messages` table schema, pruning, the scan loop, batch
@@ -50,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod atomic_write;
+pub mod catalog;
 mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
@@ -173,6 +176,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     }
     table_functions::register(ctx);
     surface::metadata_cache::register(ctx);
+    surface::catalog_tables::register(ctx);
     typed_tables::register(ctx);
     read_topic::register(ctx);
     surface::time_grid::register(ctx);

@@ -9,6 +9,8 @@
 //! - [`export`]: `logsql export`'s queries and its Parquet output;
 //! - [`frames`]: a camera topic at a glance (`logsql frames`, MCP's
 //!   `sample_frames`): its span, times spread over it, their thumbnails;
+//! - [`index`]: `logsql index`: recordings read into a catalog's tables
+//!   (new and changed ones only), committed as its next generation;
 //! - [`message_files`]: one file per message of a camera or point-cloud
 //!   topic (`logsql export --as png|jpeg|pcd|ply`);
 //! - [`dataset_spec`]: the spec of `logsql dataset`, parsed and compiled to
@@ -29,6 +31,7 @@ pub mod dataset_spec;
 pub mod doctor;
 pub mod export;
 pub mod frames;
+pub mod index;
 pub mod info;
 pub mod info_json;
 pub mod message_files;

@@ -84,6 +84,11 @@ config_namespace! {
         /// the memory is asked for (PostgreSQL caps a value at 1 GB). `logsql serve`
         /// sets it to its `--memory-limit` when that is smaller.
         pub max_value_bytes: u64, default = 1 << 30
+        /// A catalog `logsql index` wrote (a directory or object-store prefix): the
+        /// names `recordings` and `topics` are then its tables, as
+        /// `recordings('CAT')` and `catalog_topics('CAT')` are. Empty (the
+        /// default): no catalog.
+        pub catalog: String, default = String::new()
     }
 }
 

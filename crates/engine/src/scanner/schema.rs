@@ -2,12 +2,14 @@
 //! of every format such as CARLA's `frame`), and the typed side tables of
 //! [`logsql_readers::table`] in Arrow terms.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use logsql_readers::formats;
 use logsql_readers::model::{ExtraColumn, ExtraKind};
 use logsql_readers::table::{ColumnType, ScalarType, TableDef};
 
+use datafusion::arrow::array::{ArrayRef, MapBuilder, StringBuilder};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// Column names of the `messages` table, in schema order.
@@ -159,4 +161,35 @@ pub fn table_schema(def: &TableDef) -> SchemaRef {
         fields.push(Field::new(col::FILE, DataType::Utf8, false));
     }
     Arc::new(Schema::new(fields))
+}
+
+/// The type of a string-to-string map column.
+pub(crate) fn map_field(name: &str) -> Field {
+    let entries = DataType::Struct(
+        vec![
+            Field::new("keys", DataType::Utf8, false),
+            Field::new("values", DataType::Utf8, true),
+        ]
+        .into(),
+    );
+    Field::new(
+        name,
+        DataType::Map(Arc::new(Field::new("entries", entries, false)), false),
+        false,
+    )
+}
+
+/// A map column with one map per item of `maps`.
+pub(crate) fn map_array<'a>(
+    maps: impl IntoIterator<Item = &'a BTreeMap<String, String>>,
+) -> datafusion::error::Result<ArrayRef> {
+    let mut b = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
+    for m in maps {
+        for (k, v) in m {
+            b.keys().append_value(k);
+            b.values().append_value(v);
+        }
+        b.append(true)?;
+    }
+    Ok(Arc::new(b.finish()))
 }

@@ -9,6 +9,7 @@
 //! layer: nothing below imports it.
 
 pub(crate) mod cap_rewrite;
+pub mod catalog_tables;
 pub(crate) mod defer_errors;
 pub mod file_order;
 pub mod functions;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{
-    ArrayRef, BinaryArray, BooleanArray, ListBuilder, MapBuilder, RecordBatch, StringBuilder,
+    ArrayRef, BinaryArray, BooleanArray, ListBuilder, RecordBatch, StringBuilder,
     TimestampNanosecondArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -33,7 +33,7 @@ use crate::scanner::damage::report;
 use crate::scanner::error::df_err;
 use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::predicate::scalar_str;
-use crate::scanner::schema::timestamp_type;
+use crate::scanner::schema::{map_array, map_field, timestamp_type};
 use logsql_readers::formats::FormatReader;
 use logsql_readers::limits::Limits;
 use logsql_readers::model::{ChunkMeta, Summary};
@@ -329,35 +329,6 @@ fn str_array<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef 
     Arc::new(b.finish())
 }
 
-/// The type of a string-to-string map column.
-fn map_field(name: &str) -> Field {
-    let entries = DataType::Struct(
-        vec![
-            Field::new("keys", DataType::Utf8, false),
-            Field::new("values", DataType::Utf8, true),
-        ]
-        .into(),
-    );
-    Field::new(
-        name,
-        DataType::Map(Arc::new(Field::new("entries", entries, false)), false),
-        false,
-    )
-}
-
-/// A map column with one map per item of `maps`.
-fn map_array<'a>(maps: impl IntoIterator<Item = &'a BTreeMap<String, String>>) -> Result<ArrayRef> {
-    let mut b = MapBuilder::new(None, StringBuilder::new(), StringBuilder::new());
-    for m in maps {
-        for (k, v) in m {
-            b.keys().append_value(k);
-            b.values().append_value(v);
-        }
-        b.append(true)?;
-    }
-    Ok(Arc::new(b.finish()))
-}
-
 fn u64_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
     Arc::new(values.into_iter().collect::<UInt64Array>())
 }
@@ -503,7 +474,7 @@ fn build(view: SummaryView, files: &Files, policy: Policy) -> Result<RecordBatch
 }
 
 /// Per-topic facts of one file: (type, encoding, count, start, end).
-type TopicRow = (Option<String>, String, u64, Option<u64>, Option<u64>);
+pub(crate) type TopicRow = (Option<String>, String, u64, Option<u64>, Option<u64>);
 
 fn topics_columns(files: &Files, policy: Policy) -> Result<Vec<ArrayRef>> {
     let mut all: BTreeMap<String, TopicRow> = BTreeMap::new();
@@ -530,7 +501,7 @@ fn topics_columns(files: &Files, policy: Policy) -> Result<Vec<ArrayRef>> {
 /// The topics of one file: counts from the summary when it states them, with
 /// each topic's exact first/last time from the fewest chunks that decide it
 /// ([`channel_times`]); else counts and times from a scan of message headers.
-fn file_topics(
+pub(crate) fn file_topics(
     loc: &crate::storage::object_io::FileLocation,
     format: &dyn FormatReader,
     summary: &Summary,
@@ -590,9 +561,9 @@ fn file_topics(
 /// How the table functions read: the session's damage policy and the
 /// decompression limits of its `logsql.max_*` options.
 #[derive(Debug, Clone, Copy)]
-struct Policy {
-    on_error: OnError,
-    limits: Limits,
+pub(crate) struct Policy {
+    pub(crate) on_error: OnError,
+    pub(crate) limits: Limits,
 }
 
 /// First and last `log_time` of a channel.

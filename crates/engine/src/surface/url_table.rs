@@ -327,6 +327,15 @@ impl UrlTableFactory for LogUrlTableFactory {
         let Some(state) = self.state.upgrade().map(|s| s.read().clone()) else {
             return Ok(None);
         };
+        // `recordings` and `topics` under `logsql.catalog`: its tables.
+        if !std::path::Path::new(path).exists()
+            && let Some(table) = super::catalog_tables::named(
+                &LogsqlOptions::from_config(state.config_options()),
+                path,
+            )
+        {
+            return Ok(Some(table));
+        }
         let Ok(url) = parse_url(path) else {
             return Ok(None);
         };

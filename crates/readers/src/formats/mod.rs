@@ -101,6 +101,16 @@ pub trait FormatReader: Send + Sync + Debug + 'static {
         Ok(false)
     }
 
+    /// Whether every message's channel and log time can be read from the
+    /// file's own index, without reading chunk bodies: MCAP's message indexes
+    /// ([`FormatReader::chunk_times`]), a ROS1 bag's index data, a ROS 2
+    /// database's timestamp column (both through `read_chunk` without
+    /// payloads). Callers that want every time but must not read a whole file
+    /// for it (the catalog's per-topic gaps) ask first. Default `false`.
+    fn times_in_index(&self) -> bool {
+        false
+    }
+
     /// Name endings of files that accompany a file of this format and are not
     /// one themselves (SQLite's `-wal`, `-shm` and `-journal` beside a `.db3`).
     /// A table stored as this format leaves them out instead of refusing them.

@@ -66,6 +66,11 @@ pub use summary::PROBE_LIMIT;
 pub struct BagFormat;
 
 impl FormatReader for BagFormat {
+    /// Index data records hold every message's connection and time.
+    fn times_in_index(&self) -> bool {
+        true
+    }
+
     fn chunk_times_enclose_messages(&self) -> bool {
         true
     }

@@ -56,6 +56,12 @@ pub use walk::PSEUDO_CHUNK_TARGET;
 pub struct McapFormat;
 
 impl FormatReader for McapFormat {
+    /// Message indexes hold every message's channel and time (a file written
+    /// without them is read chunk by chunk instead).
+    fn times_in_index(&self) -> bool {
+        true
+    }
+
     fn chunk_times_enclose_messages(&self) -> bool {
         true
     }

@@ -126,6 +126,11 @@ fn split(lo: i64, hi: i64, k: u64) -> Vec<(i64, i64)> {
 }
 
 impl FormatReader for Ros2Format {
+    /// The `messages` table's topic and timestamp columns, read without payloads.
+    fn times_in_index(&self) -> bool {
+        true
+    }
+
     /// A database with a `-wal` file beside it was not closed by its writer;
     /// one without `metadata.yaml` beside it is a bag `ros2 bag record` never
     /// finished (or a copied database).

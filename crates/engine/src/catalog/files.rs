@@ -1,0 +1,107 @@
+//! A catalog table's Parquet file, written and read through the catalog's
+//! object store: zstd-compressed, with the Arrow schema embedded (so maps,
+//! unsigned integers and UTC timestamps read back as written, and DuckDB,
+//! pyarrow and polars read them without logsql).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::object_store::ObjectStore;
+use datafusion::object_store::buffered::BufWriter;
+use datafusion::object_store::path::Path as ObjectPath;
+use datafusion::parquet::arrow::AsyncArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use futures::TryStreamExt;
+
+/// One table file being written.
+pub(crate) struct TableWriter {
+    writer: AsyncArrowWriter<BufWriter>,
+    rows: u64,
+}
+
+impl TableWriter {
+    /// Starts the file at `path`; it appears only when [`TableWriter::finish`] succeeds.
+    pub(crate) fn create(
+        store: Arc<dyn ObjectStore>,
+        path: ObjectPath,
+        schema: SchemaRef,
+    ) -> Result<Self> {
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::default()))
+            .build();
+        let writer = AsyncArrowWriter::try_new(BufWriter::new(store, path), schema, Some(props))?;
+        Ok(Self { writer, rows: 0 })
+    }
+
+    /// Appends `batch`.
+    pub(crate) async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() > 0 {
+            self.rows += batch.num_rows() as u64;
+            self.writer.write(batch).await?;
+        }
+        Ok(())
+    }
+
+    /// Completes the file; returns its row count.
+    pub(crate) async fn finish(self) -> Result<u64> {
+        self.writer.close().await?;
+        Ok(self.rows)
+    }
+}
+
+/// Copies into `out` the rows of the table file at `url` whose `location`
+/// is not in `drop`.
+pub(crate) async fn copy_rows(
+    ctx: &SessionContext,
+    url: &str,
+    drop: &HashSet<String>,
+    out: &mut TableWriter,
+) -> Result<()> {
+    let mut batches = ctx
+        .read_parquet(url, ParquetReadOptions::default())
+        .await?
+        .execute_stream()
+        .await?;
+    while let Some(batch) = batches.try_next().await? {
+        let kept = if drop.is_empty() {
+            batch
+        } else {
+            let locations = location_column(&batch)?;
+            let keep: BooleanArray = (0..locations.len())
+                .map(|i| Some(!drop.contains(locations.value(i))))
+                .collect();
+            filter_record_batch(&batch, &keep)?
+        };
+        out.write(&kept).await?;
+    }
+    Ok(())
+}
+
+/// Every row of the table file at `url`, with only `columns`.
+pub(crate) async fn read_columns(
+    ctx: &SessionContext,
+    url: &str,
+    columns: &[&str],
+) -> Result<Vec<RecordBatch>> {
+    ctx.read_parquet(url, ParquetReadOptions::default())
+        .await?
+        .select_columns(columns)?
+        .collect()
+        .await
+}
+
+/// The `location` column every catalog table starts with.
+pub(crate) fn location_column(
+    batch: &RecordBatch,
+) -> Result<&datafusion::arrow::array::StringArray> {
+    batch
+        .column_by_name("location")
+        .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or_else(|| DataFusionError::Internal("a catalog table without location".into()))
+}
