@@ -15,7 +15,7 @@ fn compressed() -> Option<PathBuf> {
     fixtures::file("mcap", "samples/compressed.mcap")
 }
 
-fn logsql(args: &[&str]) -> Output {
+pub(crate) fn logsql(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_logsql"))
         .args(args)
         .stdin(Stdio::null())
@@ -23,16 +23,16 @@ fn logsql(args: &[&str]) -> Output {
         .expect("run logsql")
 }
 
-fn stdout(out: &Output) -> String {
+pub(crate) fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).expect("utf-8 stdout")
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Runs logsql and asserts success, returning stdout.
-fn ok(args: &[&str]) -> String {
+pub(crate) fn ok(args: &[&str]) -> String {
     let out = logsql(args);
     assert!(
         out.status.success(),

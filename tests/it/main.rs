@@ -12,6 +12,7 @@ mod bddf_sql;
 #[allow(dead_code)]
 mod carla_facts;
 mod carla_sql;
+mod catalog;
 mod cli;
 mod cli_damage;
 mod cli_errors;

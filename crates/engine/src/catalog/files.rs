@@ -55,19 +55,30 @@ impl TableWriter {
     }
 }
 
-/// Copies into `out` the rows of the table file at `url` whose `location`
-/// is not in `drop`.
+/// The rows of the table file at `url`, with the columns of `schema` (the
+/// table's): strings as written, not as the views DataFusion reads them into.
+async fn read(
+    ctx: &SessionContext,
+    url: &str,
+    schema: &SchemaRef,
+) -> Result<datafusion::prelude::DataFrame> {
+    let options = ParquetReadOptions {
+        schema: Some(schema.as_ref()),
+        ..Default::default()
+    };
+    ctx.read_parquet(url, options).await
+}
+
+/// Copies into `out` the rows of the table file at `url` (of a table with
+/// `schema`) whose `location` is not in `drop`.
 pub(crate) async fn copy_rows(
     ctx: &SessionContext,
     url: &str,
+    schema: &SchemaRef,
     drop: &HashSet<String>,
     out: &mut TableWriter,
 ) -> Result<()> {
-    let mut batches = ctx
-        .read_parquet(url, ParquetReadOptions::default())
-        .await?
-        .execute_stream()
-        .await?;
+    let mut batches = read(ctx, url, schema).await?.execute_stream().await?;
     while let Some(batch) = batches.try_next().await? {
         let kept = if drop.is_empty() {
             batch
@@ -83,13 +94,14 @@ pub(crate) async fn copy_rows(
     Ok(())
 }
 
-/// Every row of the table file at `url`, with only `columns`.
+/// Every row of the table file at `url` (of a table with `schema`), with only `columns`.
 pub(crate) async fn read_columns(
     ctx: &SessionContext,
     url: &str,
+    schema: &SchemaRef,
     columns: &[&str],
 ) -> Result<Vec<RecordBatch>> {
-    ctx.read_parquet(url, ParquetReadOptions::default())
+    read(ctx, url, schema)
         .await?
         .select_columns(columns)?
         .collect()

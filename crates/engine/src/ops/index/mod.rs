@@ -207,7 +207,14 @@ pub async fn index(
             if let Some(p) = &previous
                 && let Some(old) = p.tables.get(table.name())
             {
-                copy_rows(ctx, &catalog.file_url(old), &dropped, &mut out).await?;
+                copy_rows(
+                    ctx,
+                    &catalog.file_url(old),
+                    &table.schema(),
+                    &dropped,
+                    &mut out,
+                )
+                .await?;
             }
             for recs in fresh.chunks(RECORDINGS_PER_BATCH) {
                 let recs: Vec<Recording> = recs.iter().map(|r| (*r).clone()).collect();
@@ -314,25 +321,34 @@ async fn known_recordings(
     let batches = read_columns(
         ctx,
         &catalog.file_url(file),
+        &CatalogTable::Recordings.schema(),
         &["location", "source", "size", "modified", "etag"],
     )
     .await?;
+    let damaged = |name: &str| {
+        DataFusionError::from(CatalogError::Damaged {
+            catalog: catalog.name().to_string(),
+            file: file.clone(),
+            message: format!("column {name} is missing or of another type"),
+        })
+    };
     let mut out = HashMap::new();
     for batch in batches {
-        let column = |name: &str| {
-            batch.column_by_name(name).ok_or_else(|| {
-                DataFusionError::from(CatalogError::Damaged {
-                    catalog: catalog.name().to_string(),
-                    file: file.clone(),
-                    message: format!("has no column {name}"),
-                })
-            })
+        let column = |name: &str| batch.column_by_name(name).ok_or_else(|| damaged(name));
+        let strings = |name: &str| {
+            column(name)?
+                .as_string_opt::<i32>()
+                .ok_or_else(|| damaged(name))
         };
-        let location = column("location")?.as_string::<i32>();
-        let source = column("source")?.as_string::<i32>();
-        let size = column("size")?.as_primitive::<datafusion::arrow::datatypes::UInt64Type>();
-        let modified = column("modified")?.as_primitive::<TimestampNanosecondType>();
-        let etag = column("etag")?.as_string::<i32>();
+        let location = strings("location")?;
+        let source = strings("source")?;
+        let etag = strings("etag")?;
+        let size = column("size")?
+            .as_primitive_opt::<datafusion::arrow::datatypes::UInt64Type>()
+            .ok_or_else(|| damaged("size"))?;
+        let modified = column("modified")?
+            .as_primitive_opt::<TimestampNanosecondType>()
+            .ok_or_else(|| damaged("modified"))?;
         for i in 0..batch.num_rows() {
             out.insert(
                 location.value(i).to_string(),
@@ -358,6 +374,17 @@ async fn list_sources(
     let mut seen = HashSet::new();
     let mut urls = Vec::new();
     for source in sources {
+        // A local SOURCE that is not there is a mistake, not a fleet whose
+        // recordings were all deleted.
+        let local = source.strip_prefix("file://").unwrap_or(source);
+        if crate::storage::object_io::is_local(source)
+            && !local.contains(['*', '?', '['])
+            && !std::path::Path::new(local).exists()
+        {
+            return Err(DataFusionError::Plan(format!(
+                "{source}: no such file or directory"
+            )));
+        }
         let resolved = resolve(state, source).await?;
         let url = match resolved.url.get_glob() {
             Some(glob) => format!("{}{}", resolved.url.as_str(), glob.as_str()),
