@@ -480,3 +480,127 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The queries a catalogued scan must answer as an uncatalogued one does.
+fn same_answer_queries(fleet: &str) -> Vec<String> {
+    let window = |lo: u64, hi: u64| {
+        format!("log_time BETWEEN to_timestamp_nanos({lo}) AND to_timestamp_nanos({hi})")
+    };
+    vec![
+        format!("SELECT topic, count(*) AS n FROM '{fleet}' GROUP BY topic ORDER BY topic"),
+        format!(
+            "SELECT file, count(*) AS n FROM '{fleet}' WHERE {} GROUP BY file ORDER BY file",
+            window(START_NS + 2 * HOUR, START_NS + 2 * HOUR + 3_000_000_000)
+        ),
+        format!(
+            "SELECT robot, count(*) AS n FROM '{fleet}' WHERE topic = '/imu' AND {} GROUP BY robot ORDER BY robot",
+            window(START_NS, START_NS + 4 * HOUR)
+        ),
+        format!("SELECT count(*) AS n FROM '{fleet}' WHERE topic = '/no/such/topic'"),
+        format!(
+            "SELECT file, log_time FROM '{fleet}' WHERE topic = '/tf' ORDER BY log_time DESC, file LIMIT 5"
+        ),
+        format!(
+            "SELECT count(*) AS n, min(log_time) AS lo FROM read_topic('{fleet}', '/imu') WHERE {}",
+            window(START_NS + HOUR, START_NS + HOUR + 1_000_000_000)
+        ),
+        format!(
+            "SELECT count(*) AS n FROM '{fleet}' WHERE {} AND topic IN ('/imu', '/tf')",
+            window(START_NS + 10 * HOUR, START_NS + 11 * HOUR)
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn catalogued_scans_answer_as_uncatalogued_ones_and_open_only_what_may_match() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fleet_dir = tmp.path().join("fleet");
+    let files = fleet(&fleet_dir, 0..8);
+    // Real files of every format beside the generated fleet.
+    let mut fixture_dirs = Vec::new();
+    for format in FORMATS {
+        if let Some(dir) = fixtures::dir(format) {
+            copy_tree(&dir, &fleet_dir.join(format!("robot=fx/day=00/{format}")));
+            fixture_dirs.push(format);
+        }
+    }
+    let cat = tmp.path().join("cat");
+    index(&[&fleet_dir], &cat, &[]);
+    let fleet_path = format!("{}/", fleet_dir.display());
+    let plain = logsql::session_context();
+    query(&plain, "SET logsql.on_error = 'warn'").await;
+    let catalogued = session(&cat).await;
+    query(&catalogued, "SET logsql.on_error = 'warn'").await;
+    let compare = |label: &'static str| {
+        let (plain, catalogued, fleet_path) = (&plain, &catalogued, &fleet_path);
+        async move {
+            for sql in same_answer_queries(fleet_path) {
+                assert_eq!(
+                    table(catalogued, &sql).await,
+                    table(plain, &sql).await,
+                    "{label}: {sql}"
+                );
+            }
+        }
+    };
+    compare("as indexed").await;
+    // A one-hour window opens the one recording in it.
+    let window = format!(
+        "SELECT count(*) FROM '{fleet_path}' WHERE topic = '/imu' AND log_time BETWEEN \
+         to_timestamp_nanos({}) AND to_timestamp_nanos({})",
+        START_NS + 5 * HOUR,
+        START_NS + 5 * HOUR + 2_000_000_000
+    );
+    let fresh = session(&cat).await;
+    query(&fresh, "SET logsql.on_error = 'warn'").await;
+    let plan = crate::sql::analyze(&fresh, &window).await;
+    // Every healthy recording but the one in the window is ruled out
+    // unopened; the damaged fixtures, which the catalog does not stand for,
+    // are read as without it (so their damage is reported as without it).
+    let count_of = |condition: &'static str| {
+        let fresh = &fresh;
+        async move {
+            let sql = format!("SELECT count(*) FROM recordings WHERE {condition}");
+            crate::sql::ints(fresh, &sql).await[0] as u64
+        }
+    };
+    let healthy = count_of("health IN ('indexed', 'unindexed')").await;
+    // (A file no format recognises is reported from the listing, unopened.)
+    let damaged = count_of("health IN ('damaged', 'unreadable') AND format IS NOT NULL").await;
+    assert!(healthy > 400, "{healthy}");
+    assert_eq!(
+        crate::sql::metric(&plan, "files_pruned_by_catalog"),
+        healthy - 1,
+        "{plan}"
+    );
+    assert_eq!(
+        crate::sql::metric(&plan, "files_unknown_to_catalog"),
+        damaged,
+        "{plan}"
+    );
+    // Added, rewritten and deleted since the index run: read as without a catalog.
+    fleet(&fleet_dir, 8..9);
+    recording(&files[3], 3, 20);
+    std::fs::remove_file(&files[5]).unwrap();
+    compare("after changes").await;
+    let plan = crate::sql::analyze(&catalogued, &window).await;
+    let unknown = 2 + damaged;
+    assert_eq!(
+        crate::sql::metric(&plan, "files_unknown_to_catalog"),
+        unknown,
+        "{plan}"
+    );
+    // EXPLAIN ANALYZE through the CLI names what the catalog pruned.
+    let out = ok(&[
+        "--catalog",
+        &cat.display().to_string(),
+        "--on-error",
+        "warn",
+        &format!("EXPLAIN ANALYZE {window}"),
+    ]);
+    assert!(out.contains("files_pruned_by_catalog="), "{out}");
+    assert!(
+        out.contains(&format!("files_unknown_to_catalog={unknown}")),
+        "{out}"
+    );
+}

@@ -181,3 +181,18 @@ async fn mixed_formats_under_hive_directories() {
     let sql = format!("SELECT count(DISTINCT file) FROM '{dir}'");
     assert_eq!(ints(&ctx, &sql).await, [2]);
 }
+
+#[tokio::test]
+async fn a_session_sees_recordings_written_and_deleted_after_its_first_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let demo = fixtures::test_data("demo.mcap");
+    std::fs::copy(&demo, dir.join("a.mcap")).unwrap();
+    let ctx = logsql::session_context();
+    let files = format!("SELECT count(DISTINCT file) FROM '{}/'", dir.display());
+    assert_eq!(ints(&ctx, &files).await, [1]);
+    std::fs::copy(&demo, dir.join("b.mcap")).unwrap();
+    assert_eq!(ints(&ctx, &files).await, [2]);
+    std::fs::remove_file(dir.join("a.mcap")).unwrap();
+    assert_eq!(ints(&ctx, &files).await, [1]);
+}

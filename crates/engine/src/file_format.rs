@@ -132,6 +132,18 @@ impl LogFileFormat {
     }
 }
 
+/// The catalog `logsql.catalog` names, when one is set: its newest
+/// generation (see [`crate::catalog::snapshot`]).
+pub(crate) async fn catalog_of(
+    state: &dyn Session,
+    options: &LogsqlOptions,
+) -> Result<Option<Arc<crate::catalog::CatalogSnapshot>>> {
+    if options.catalog.is_empty() {
+        return Ok(None);
+    }
+    crate::catalog::snapshot::current(state.runtime_env(), &options.catalog).await
+}
+
 /// Exact statistics from a file's summary, where the file states them, for
 /// the `messages` table: row count and `log_time` bounds.
 pub(crate) fn summary_statistics(summary: &Summary, schema: &SchemaRef) -> Statistics {
@@ -269,8 +281,26 @@ impl FileFormat for LogFileFormat {
             Some(url) => FileLocation::in_store(url, Arc::clone(store), object.clone()),
             None => FileLocation::from_store(Arc::clone(store), object.clone()),
         };
+        let options = LogsqlOptions::from_config(state.config_options());
+        // A file the catalog knows as it is now: its statistics without opening it.
+        if let Some(catalog) = catalog_of(state, &options).await?
+            && let Some(entry) = catalog.entry(&loc.display_name(), object)
+            && self
+                .format
+                .as_ref()
+                .is_none_or(|f| f.name() == entry.format.name())
+        {
+            let stats = match self.target.is_messages() {
+                true => summary_statistics(&entry.summary, &table_schema),
+                false => topic_statistics(&entry.summary, &table_schema),
+            };
+            return Ok(match loc.local || self.store_url.is_some() {
+                true => with_file_bounds(stats, &table_schema, &loc),
+                false => stats,
+            });
+        }
         let cache = summary_cache::of(state.runtime_env());
-        let limits = LogsqlOptions::from_config(state.config_options()).limits();
+        let limits = options.limits();
         let cached = match loc
             .summary_with_limits(Some(cache), self.format.clone(), limits)
             .await
@@ -305,10 +335,12 @@ impl FileFormat for LogFileFormat {
         let time_order = options.time_order;
         let limits = options.limits();
         let summaries = summary_cache::of(state.runtime_env());
+        let catalog = catalog_of(state, &options).await?;
         if let Some(source) = conf.file_source.downcast_ref::<LogSource>() {
             conf.file_source = Arc::new(
                 source
                     .with_options(options)
+                    .with_catalog(catalog.clone())
                     .with_summary_cache(Arc::clone(&summaries))
                     .with_memory_pool(Arc::clone(&state.runtime_env().memory_pool))
                     .with_shared_chunks(SharedChunkRegistry::of(state.config())),
@@ -328,7 +360,9 @@ impl FileFormat for LogFileFormat {
         {
             let store = state.runtime_env().object_store(&conf.object_store_url)?;
             let format = self.format.clone();
-            time_order::declare(&mut conf, store, summaries, format, &self.skip, limits).await;
+            let skip = &self.skip;
+            let known = catalog.as_deref();
+            time_order::declare(&mut conf, store, summaries, format, skip, limits, known).await;
         }
         Ok(DataSourceExec::from_data_source(conf))
     }

@@ -274,8 +274,16 @@ pub(crate) fn walking_subdirectories(mut config: SessionConfig) -> SessionConfig
 
 /// A runtime whose object-store registry builds stores for `s3://`, `gs://`,
 /// `az://` and `http(s)://` URLs when first used (`stores::StoreRegistry`).
+///
+/// Directory listings are not cached: DataFusion keeps a table's listing
+/// until its cache entry expires, which by default is never, so a session
+/// (the shell, a server) would not see recordings written, rewritten or
+/// deleted after its first query of their directory.
 pub fn runtime_env() -> Arc<RuntimeEnv> {
+    let caches = datafusion::execution::cache::cache_manager::CacheManagerConfig::default()
+        .with_list_files_cache_limit(0);
     RuntimeEnvBuilder::new()
+        .with_cache_manager(caches)
         .with_object_store_registry(Arc::new(stores::StoreRegistry::default()))
         .build_arc()
         .expect("a runtime with default settings builds")

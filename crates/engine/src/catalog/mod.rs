@@ -8,6 +8,8 @@
 //!   overwritten, the layout version, and the removal of old generations;
 //! - `schema`: the tables' columns (`recordings`, `topics`, `chunks`);
 //! - `files`: Parquet table files written and read through the object store;
+//! - `snapshot`: the newest generation in memory, which scans ask before
+//!   opening a file;
 //! - `error`: the catalog's one error type.
 //!
 //! The indexing run is [`crate::ops::index`]; the SQL faces (`recordings()`,
@@ -17,7 +19,9 @@ pub(crate) mod error;
 pub(crate) mod files;
 pub(crate) mod layout;
 pub(crate) mod schema;
+pub(crate) mod snapshot;
 
 pub use error::CatalogError;
 pub use layout::{CatalogLocation, Manifest};
 pub use schema::CatalogTable;
+pub use snapshot::CatalogSnapshot;

@@ -35,6 +35,8 @@ use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::{DisplayFormatType, apply_expression_roots};
 use futures::StreamExt;
 
+use crate::catalog::CatalogSnapshot;
+use crate::scanner::chunk_choice::choose_chunks;
 use crate::scanner::damage::DamageLog;
 use crate::scanner::file_scan::{FileScan, Opened};
 use crate::scanner::options::LogsqlOptions;
@@ -82,6 +84,10 @@ pub(crate) struct LogSource {
     /// TopK's bound, a join's), kept to skip chunks; their operators still
     /// filter the rows. Not sent to distributed workers.
     runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// The catalog (`logsql.catalog`) a file is looked up in before it is
+    /// opened (set at plan time; not sent to distributed workers, which open
+    /// their files).
+    catalog: Option<Arc<CatalogSnapshot>>,
 }
 
 impl LogSource {
@@ -103,7 +109,13 @@ impl LogSource {
             shared: None,
             newest_first: false,
             runtime_filters: Vec::new(),
+            catalog: None,
         }
+    }
+
+    /// The same source looking files up in `catalog` before opening them.
+    pub(crate) fn with_catalog(self, catalog: Option<Arc<CatalogSnapshot>>) -> Self {
+        Self { catalog, ..self }
     }
 
     /// The same source recording its errors in `log`, for the query's root to
@@ -209,6 +221,7 @@ impl FileSource for LogSource {
             store_url: config.object_store_url.clone(),
             metrics: ScanMetrics::new(&self.metrics, partition),
             skip: Arc::clone(&self.skip),
+            catalog: self.catalog.clone(),
         };
         ProjectionOpener::try_new(self.projection.clone(), Arc::new(opener), file_schema)
     }
@@ -381,6 +394,54 @@ struct LogOpener {
     store_url: ObjectStoreUrl,
     metrics: ScanMetrics,
     skip: Arc<HashSet<ObjectPath>>,
+    catalog: Option<Arc<CatalogSnapshot>>,
+}
+
+impl LogOpener {
+    /// Whether the catalog rules the file out unopened: it knows the file as
+    /// it is now, and the scan's predicate and topics exclude every chunk of
+    /// it (the same choice the file's own summary would make). Counted once
+    /// per file, by the byte range owning its start.
+    fn pruned_by_catalog(&self, loc: &FileLocation, range: Option<&std::ops::Range<u64>>) -> bool {
+        let Some(catalog) = &self.catalog else {
+            return false;
+        };
+        if self.plan.target.table().is_some() {
+            return false;
+        }
+        let owns_start = range.is_none_or(|r| r.start == 0);
+        let name = loc.display_name();
+        let entry = catalog.entry(&name, &loc.meta).filter(|e| {
+            self.plan
+                .format
+                .as_ref()
+                .is_none_or(|f| f.name() == e.format.name())
+        });
+        let Some(entry) = entry else {
+            if owns_start {
+                self.metrics.files_unknown_to_catalog.add(1);
+            }
+            return false;
+        };
+        let choice = choose_chunks(&self.plan, &entry.summary, None, loc.meta.size, &name);
+        // A recording without a message gives no row to any scan.
+        let empty = entry.summary.message_count == Some(0)
+            && entry
+                .summary
+                .chunks
+                .iter()
+                .all(|c| c.message_count == Some(0));
+        let pruned = choice.file_pruned || empty;
+        if !pruned {
+            log::debug!("{name}: the catalog does not rule it out");
+        }
+        if pruned && owns_start {
+            self.metrics.files_total.add(1);
+            self.metrics.files_pruned.add(1);
+            self.metrics.files_pruned_by_catalog.add(1);
+        }
+        pruned
+    }
 }
 
 impl FileOpener for LogOpener {
@@ -397,6 +458,9 @@ impl FileOpener for LogOpener {
             .range
             .as_ref()
             .map(|r| r.start.max(0) as u64..r.end.max(0) as u64);
+        if self.pruned_by_catalog(&loc, range.as_ref()) {
+            return Ok(Box::pin(async { Ok(futures::stream::empty().boxed()) }));
+        }
         let metrics = self.metrics.clone();
         Ok(Box::pin(async move {
             let name = loc.display_name();

@@ -52,6 +52,11 @@ pub(crate) struct ScanMetrics {
     pub files_total: Count,
     /// Files whose summary (time range, topics) excludes them: none of their chunks is read.
     pub files_pruned: Count,
+    /// Of those, files the catalog (`logsql.catalog`) ruled out: not even opened.
+    pub files_pruned_by_catalog: Count,
+    /// Files the scan opened that the catalog does not know as they are now
+    /// (new since it was written, changed, or never readable).
+    pub files_unknown_to_catalog: Count,
     /// Rows answered from the file's stated per-channel counts, without
     /// reading a chunk ([`super::summary_rows`]).
     pub messages_from_summary: Count,
@@ -80,6 +85,8 @@ impl ScanMetrics {
             bytes_verified: counter("bytes_verified"),
             files_total: counter("files_total"),
             files_pruned: counter("files_pruned"),
+            files_pruned_by_catalog: counter("files_pruned_by_catalog"),
+            files_unknown_to_catalog: counter("files_unknown_to_catalog"),
             messages_from_summary: counter("messages_from_summary"),
             summary_cache_hits: counter("summary_cache_hits"),
             summary_cache_misses: counter("summary_cache_misses"),

@@ -152,7 +152,7 @@ fn scan_orderings(schema: &SchemaRef) -> Vec<LexOrdering> {
 
 /// Declares `log_time ASC` on `conf` when every file it reads is in time
 /// order ([`file_in_time_order`]); files in `skip` are not read and do not
-/// count. A file whose summary cannot be read leaves the scan undeclared (the
+/// count, and files the `catalog` knows are judged by its chunk index. A file whose summary cannot be read leaves the scan undeclared (the
 /// scan reports it when it reads the file). Summaries not yet cached are read
 /// under the session's size caps `limits`.
 pub async fn declare(
@@ -162,6 +162,7 @@ pub async fn declare(
     format: Option<Arc<dyn FormatReader>>,
     skip: &HashSet<ObjectPath>,
     limits: logsql_readers::limits::Limits,
+    catalog: Option<&crate::catalog::CatalogSnapshot>,
 ) {
     let orderings = scan_orderings(conf.file_source.table_schema().table_schema());
     if orderings.is_empty() {
@@ -177,7 +178,15 @@ pub async fn declare(
     let checks = files.map(|loc| {
         let format = format.clone();
         let summaries = Arc::clone(&summaries);
+        // A file the catalog knows as it is now: its chunk index is there.
+        let known = catalog
+            .and_then(|c| c.entry(&loc.display_name(), &loc.meta))
+            .filter(|e| format.as_ref().is_none_or(|f| f.name() == e.format.name()))
+            .map(|e| file_in_time_order(e.format.as_ref(), &e.summary));
         async move {
+            if let Some(ordered) = known {
+                return ordered;
+            }
             loc.summary_with_limits(Some(summaries), format, limits)
                 .await
                 .is_ok_and(|c| file_in_time_order(c.format.as_ref(), &c.summary))

@@ -198,11 +198,15 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
     // Sniff the files concurrently (one small range request each on an object
     // store); a file whose summary is cached needs none.
     let cache = summary_cache::of(state.runtime_env());
+    // A file the catalog knows as it is now needs none either.
+    let options = LogsqlOptions::from_config(state.config_options());
+    let catalog = crate::file_format::catalog_of(state, &options).await?;
     let mut files: Vec<(FileLocation, Option<Arc<dyn FormatReader>>)> =
         futures::stream::iter(metas.into_iter().map(|meta| {
             let store_url = &store_url;
             let store = Arc::clone(&store);
             let cache = &cache;
+            let catalog = &catalog;
             let roots = &roots;
             async move {
                 // A listing inside a root may reach out of it through a link:
@@ -219,6 +223,13 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                     summary_cache::lookup(Some(cache.as_ref()), &loc.store_id(), &loc.meta)
                 {
                     return Ok::<_, DataFusionError>((loc, Some(hit.format)));
+                }
+                if let Some(entry) = catalog
+                    .as_ref()
+                    .and_then(|c| c.entry(&loc.display_name(), &loc.meta))
+                {
+                    let format = Arc::clone(&entry.format);
+                    return Ok((loc, Some(format)));
                 }
                 let head_len = loc.meta.size.min(SNIFF_LEN as u64);
                 let head = if head_len == 0 {
