@@ -82,8 +82,8 @@ def write_db3(path, i):
             w.write(conns[topic], t, raw)
 
 
-def main():
-    out, n = sys.argv[1], int(sys.argv[2])
+def main_args(out, n):
+    """Writes the fleet of `n` recordings under `out` (see the module documentation)."""
     if os.path.exists(os.path.join(out, ".done")):
         return
     for i in range(n):
@@ -109,4 +109,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main_args(sys.argv[1], int(sys.argv[2]))

@@ -17,7 +17,7 @@
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
 # boto3, and for images Pillow numpy foxglove-schemas-protobuf). LOGSQL_INTEROP_SUITES picks suites
-# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp;
+# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -42,7 +42,10 @@
 # and rosbag2 recorded) with rosbags' readers, message for message; mcp_interop.py drives `logsql mcp`
 # and `logsql serve --mcp` with the official MCP Python SDK, pip `mcp`, over stdio and streamable
 # HTTP, and with the MCP Inspector's CLI over both (npm,
-# installed into LOGSQL_MCP_INSPECTOR, default ~/.cache/logsql-mcp-inspector); lerobot_interop.py, not in the default list,
+# installed into LOGSQL_MCP_INSPECTOR, default ~/.cache/logsql-mcp-inspector); catalog_interop.py
+# indexes a fleet the official writers wrote (benches/support/fleet.py), checks the catalog
+# against the official readers, reads it with DuckDB and pyarrow, and indexes an S3 fleet
+# into an S3 catalog on moto, counting requests; lerobot_interop.py, not in the default list,
 # loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
 # package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
 # (default ~/.cache/logsql-lerobot-venv), and needs the gen_robot example beside the
@@ -79,14 +82,14 @@ fi
 if [[ " ${LOGSQL_INTEROP_SUITES:-images} " == *" images "* ]] && ! "$venv/bin/python" -c "import PIL, numpy, mcap_ros2, mcap_protobuf, foxglove_schemas_protobuf" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "Pillow>=10,<14" numpy "mcap-ros2-support>=0.5,<1" "mcap-protobuf-support>=0.5,<1" "foxglove-schemas-protobuf>=0.3,<1"
 fi
-if [[ " ${LOGSQL_INTEROP_SUITES:-s3} " == *" s3 "* ]] && ! "$venv/bin/python" -c "import moto.server, boto3" 2>/dev/null; then
+if [[ " ${LOGSQL_INTEROP_SUITES:-s3 catalog} " =~ " "(s3|catalog)" " ]] && ! "$venv/bin/python" -c "import moto.server, boto3" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]>=5,<6" "boto3>=1.34,<2"
 fi
 
 if [[ " ${LOGSQL_INTEROP_SUITES:-serve} " == *" serve "* ]] && ! "$venv/bin/python" -c "import psycopg, pandas, sqlalchemy" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "psycopg[binary]>=3.2,<4" "pandas>=2,<3" "sqlalchemy>=2,<3"
 fi
-if [[ " ${LOGSQL_INTEROP_SUITES:-serve} " == *" serve "* ]] && ! "$venv/bin/python" -c "import adbc_driver_flightsql, pyarrow.flight" 2>/dev/null; then
+if [[ " ${LOGSQL_INTEROP_SUITES:-serve catalog} " =~ " "(serve|catalog)" " ]] && ! "$venv/bin/python" -c "import adbc_driver_flightsql, pyarrow.flight" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "adbc-driver-flightsql>=1,<2" "adbc-driver-manager>=1,<2" "pyarrow>=16"
 fi
 
@@ -98,7 +101,7 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-video} " == *" video "* ]] && ! "$venv/bin/pyth
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "av>=12,<20" numpy
 fi
 
-if [[ " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" asof "* || " ${LOGSQL_INTEROP_SUITES:-asof json} " == *" json "* ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
+if [[ " ${LOGSQL_INTEROP_SUITES:-asof json catalog} " =~ " "(asof|json|catalog)" " ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
 fi
 
@@ -124,7 +127,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog}; do
     log=$(mktemp)
     status=0
     python="$venv/bin/python"
