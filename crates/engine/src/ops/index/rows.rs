@@ -23,7 +23,7 @@ use crate::scanner::options::OnError;
 use crate::scanner::schema::map_array;
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::CachedSummary;
-use crate::surface::header_walk::walk_headers;
+use crate::surface::header_walk::count_topics;
 use crate::surface::table_functions::{Policy, file_topics};
 use logsql_readers::formats::FormatReader;
 use logsql_readers::limits::Limits;
@@ -188,26 +188,32 @@ pub(crate) fn recording(
         on_error: OnError::Warn,
         limits: how.limits,
     };
-    match file_topics(&rec.listed.loc, format, summary, policy) {
-        Ok(topics) => rec.topics = topic_facts(summary, topics),
+    // Where the index holds every message's time, one walk of it gives
+    // counts, first and last times and gaps; else topics()'s reading.
+    let walked = format
+        .times_in_index()
+        .then(|| walk_topics(&rec.listed.loc, format, summary, how.limits));
+    let topics = match walked {
+        Some(Ok((topics, gaps))) => Ok((topics, gaps)),
+        Some(Err(e)) => {
+            rec.health = "damaged";
+            rec.health_reason
+                .get_or_insert(reason(&e, &rec.listed.location()));
+            file_topics(&rec.listed.loc, format, summary, policy).map(|t| (t, BTreeMap::new()))
+        }
+        None => file_topics(&rec.listed.loc, format, summary, policy).map(|t| (t, BTreeMap::new())),
+    };
+    match topics {
+        Ok((topics, gaps)) => {
+            rec.topics = topic_facts(summary, topics);
+            for t in &mut rec.topics {
+                t.largest_gap = gaps.get(&t.topic).copied();
+            }
+        }
         Err(e) => {
             rec.health = "damaged";
             let why = reason(&e.to_string(), &rec.listed.location());
             rec.health_reason.get_or_insert(why);
-        }
-    }
-    if format.times_in_index() {
-        match gaps(&rec.listed.loc, format, summary, how.limits) {
-            Ok(gaps) => {
-                for t in &mut rec.topics {
-                    t.largest_gap = gaps.get(&t.topic).copied();
-                }
-            }
-            Err(e) => {
-                rec.health = "damaged";
-                let why = reason(&e, &rec.listed.location());
-                rec.health_reason.get_or_insert(why);
-            }
         }
     }
     let topic_total: u64 = rec.topics.iter().map(|t| t.count).sum();
@@ -312,44 +318,66 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Each topic's longest time between consecutive messages, from every
-/// message time the index holds.
-fn gaps(
+/// Each topic's type, encoding, count, first and last time (every topic of
+/// the summary's channels, with or without messages), and its longest time
+/// between consecutive messages, from every message time the index holds.
+type Walked = (
+    BTreeMap<String, crate::surface::table_functions::TopicRow>,
+    BTreeMap<String, u64>,
+);
+
+fn walk_topics(
     loc: &FileLocation,
     format: &dyn FormatReader,
     summary: &Summary,
     limits: Limits,
-) -> std::result::Result<BTreeMap<String, u64>, String> {
+) -> std::result::Result<Walked, String> {
     let file = loc.open().map_err(|e| e.to_string())?;
-    let topic_of: BTreeMap<u64, &str> = summary
-        .channels
-        .values()
-        .map(|c| (c.id, c.topic.as_str()))
-        .collect();
-    let mut times: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
-    let walk = walk_headers(
-        format,
-        file.as_ref(),
-        summary,
-        &summary.chunks,
-        limits,
-        |id, _, t| {
-            if let Some(topic) = topic_of.get(&id) {
-                times.entry(topic).or_default().extend_from_slice(t);
-            }
-        },
-    );
+    let mut times: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let (counts, walk) = count_topics(format, file.as_ref(), summary, limits, |topic, t| {
+        times
+            .entry(topic.to_string())
+            .or_default()
+            .extend_from_slice(t);
+    });
     if let Some(e) = walk.errors.into_iter().next() {
         return Err(e.to_string());
     }
-    Ok(times
+    let mut topics: BTreeMap<String, crate::surface::table_functions::TopicRow> = BTreeMap::new();
+    for ch in summary.channels.values() {
+        topics.entry(ch.topic.clone()).or_insert_with(|| {
+            (
+                ch.message_type.clone(),
+                ch.message_encoding.clone(),
+                0,
+                None,
+                None,
+            )
+        });
+    }
+    for (topic, c) in counts {
+        let row = topics.entry(topic).or_insert_with(|| {
+            (
+                c.message_type.clone(),
+                c.message_encoding.clone(),
+                0,
+                None,
+                None,
+            )
+        });
+        row.2 = c.count;
+        row.3 = c.first;
+        row.4 = c.last;
+    }
+    let gaps = times
         .into_iter()
         .filter_map(|(topic, mut t)| {
             t.sort_unstable();
             let gap = t.windows(2).map(|w| w[1] - w[0]).max()?;
-            Some((topic.to_string(), gap))
+            Some((topic, gap))
         })
-        .collect())
+        .collect();
+    Ok((topics, gaps))
 }
 
 fn chunk_facts(summary: &Summary) -> Vec<ChunkFacts> {
