@@ -36,6 +36,7 @@
 #   serve         psql first-row latency, Flight SQL full scans                    serve_compare.sh
 #   recover       recover of a damaged ~1 GB MCAP: time against scan + write, RSS  recover_compare.sh
 #   lerobot       a recording to a LeRobot dataset against LeRobot's own writer     lerobot_compare.sh
+#   catalog       logsql index and fleet questions on 10,000 recordings             catalog_compare.sh
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
@@ -49,7 +50,7 @@ export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
 results=$BENCH_RESULTS
 mkdir -p "$results"
 
-all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot)
+all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot catalog)
 update_docs=${UPDATE_DOCS:-}
 selected=()
 for arg in "$@"; do
@@ -77,6 +78,7 @@ run_one() {
     recover) bash benches/recover_compare.sh ;;
     serve) bash benches/serve_compare.sh ;;
     lerobot) bash benches/lerobot_compare.sh ;;
+    catalog) bash benches/catalog_compare.sh ;;
     *)
         echo "unknown comparison '$1' (one of: ${all[*]})" >&2
         return 2

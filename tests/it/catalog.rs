@@ -604,3 +604,41 @@ async fn catalogued_scans_answer_as_uncatalogued_ones_and_open_only_what_may_mat
         "{out}"
     );
 }
+
+#[test]
+fn serve_catalog_serves_recordings_and_topics_to_psql() {
+    if !crate::serve::psql_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let fleet_dir = tmp.path().join("fleet");
+    fleet(&fleet_dir, 0..4);
+    let cat = tmp.path().join("cat");
+    index(&[&fleet_dir], &cat, &[]);
+    let root = tmp.path().display().to_string();
+    let catalog = cat.display().to_string();
+    let server = crate::serve::Server::start(&["--root", &root, "--catalog", &catalog]);
+    assert_eq!(
+        server.ok("SELECT device, count(*) FROM recordings GROUP BY device ORDER BY device"),
+        "r1,2\nr2,2\n"
+    );
+    assert_eq!(
+        server.ok("SELECT count(DISTINCT location) FROM topics"),
+        "4\n"
+    );
+    let window = format!(
+        "SELECT robot, count(*) FROM '{}/' WHERE topic = '/imu' AND log_time BETWEEN \
+         to_timestamp_nanos({}) AND to_timestamp_nanos({}) GROUP BY robot",
+        fleet_dir.display(),
+        START_NS + HOUR,
+        START_NS + HOUR + 999_000_000
+    );
+    assert_eq!(server.ok(&window), "r2,200\n");
+    // A catalog outside the roots is not read.
+    let outside = tempfile::tempdir().unwrap();
+    let err = server.err(&format!(
+        "SELECT count(*) FROM recordings('{}')",
+        outside.path().display()
+    ));
+    assert!(err.contains("outside") || err.contains("root"), "{err}");
+}

@@ -83,8 +83,8 @@ impl CatalogSnapshot {
     }
 }
 
-/// The snapshots this process loaded, by catalog URL, with when each was
-/// last found to be the newest.
+/// The snapshots this process loaded, by catalog (as `logsql.catalog`
+/// names it), with when each was last found to be the newest.
 static SNAPSHOTS: LazyLock<Mutex<HashMap<String, (Arc<CatalogSnapshot>, Instant)>>> =
     LazyLock::new(Default::default);
 
@@ -92,13 +92,14 @@ static SNAPSHOTS: LazyLock<Mutex<HashMap<String, (Arc<CatalogSnapshot>, Instant)
 /// once per generation and process; `None` while nothing was committed there
 /// (a catalog that knows nothing prunes nothing).
 pub async fn current(runtime: &RuntimeEnv, catalog: &str) -> Result<Option<Arc<CatalogSnapshot>>> {
-    let location = CatalogLocation::new(runtime, catalog)?;
-    let key = location.url().to_string();
+    // Asked once per file of a scan: the fresh answer costs a map lookup.
+    let key = catalog.to_string();
     if let Some((snapshot, checked)) = SNAPSHOTS.lock().get(&key)
         && checked.elapsed() < FRESH_FOR
     {
         return Ok(Some(Arc::clone(snapshot)));
     }
+    let location = CatalogLocation::new(runtime, catalog)?;
     let Some(manifest) = location.latest().await? else {
         return Ok(None);
     };
