@@ -53,7 +53,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$fleet/robot=r0/day=new"' EXIT
 cat=$tmp/catalog
 
-seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); echo "scale=2; ($t1 - $t0) / 1" | bc -l; }
+seconds() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); printf '%.2f' "$(echo "$t1 - $t0" | bc -l)"; }
 log "indexing $n recordings"
 index_s=$(seconds "$logsql" index "$fleet/" --catalog "$cat")
 rate=$(echo "$n / $index_s" | bc)
@@ -115,17 +115,18 @@ cold_without=$(seconds "$logsql" "$sql")
 
 plan=$("$logsql" --catalog "$cat" "EXPLAIN ANALYZE $sql")
 scan_bytes=$(grep -o 'bytes_read=[0-9.]* [KMG]*' <<<"$plan" | head -1 | cut -d= -f2)
-opened=$(grep -o 'summary_cache_misses=[0-9]*' <<<"$plan" | head -1 | cut -d= -f2)
-pruned=$(grep -o 'files_pruned_by_catalog=[0-9]*' <<<"$plan" | head -1 | cut -d= -f2)
-cat_kb=$(du -sk "$cat" | cut -f1)
+metric() { grep -o "$1=[0-9.]*[ KM]*" <<<"$plan" | head -1 | cut -d= -f2 | sed 's/ *$//'; }
+opened=$(metric summary_cache_misses)
+pruned=$(metric files_pruned_by_catalog)
+cat_kb=$(du -sk "$cat"/gen-"$(printf '%020d' "$(ls "$cat/_log" | sort | tail -1 | sed 's/^0*//; s/\.json$//')")"-* | cut -f1)
 fleet_mb=$(du -sm "$fleet" | cut -f1)
 
 {
     tsv task time "what it reads"
-    tsv "\`logsql index\` of $n recordings ($fleet_mb MB), new catalog" "$index_s s (**$rate recordings/s**)" "summaries and indexes; catalog $((cat_kb / 1024)) MB"
+    tsv "\`logsql index\` of $n recordings ($fleet_mb MB), new catalog" "$index_s s (**$rate recordings/s**)" "summaries and indexes; catalog $((cat_kb)) KB"
     tsv "refresh after $i new recordings" "**$refresh_s s**" "the listing, the new recordings"
     tsv "one hour, \`GROUP BY robot\`, without catalog" "$without ± $without_sd s (cold: $cold_without s)" "every recording's summary"
-    tsv "the same with \`--catalog\`" "**$with ± $with_sd s** (cold: **$cold_with s**)" "the catalog, the listing, $opened recording ($scan_bytes; $pruned not opened)"
+    tsv "the same with \`--catalog\`" "**$with ± $with_sd s** (cold: **$cold_with s**)" "the catalog, the listing, $opened recording ($scan_bytes bytes; $pruned not opened)"
     tsv "fleet coverage from \`recordings\` (devices, hours)" "$cov ± $cov_sd s" "the recordings table"
     tsv "official \`mcap\` reader, every MCAP summary (Python)" "$pyt ± $pyt_sd s" "every MCAP recording's summary"
 } | results_table catalog "The fleet catalog on $n recordings: $runs runs each (hyperfine, 1 warm-up), mean ± stddev, page cache warm; cold: fleet and catalog pages dropped" -rr
