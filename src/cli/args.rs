@@ -789,7 +789,24 @@ mod tests {
             .as_deref(),
             Some(
                 "--max-width does not apply to `logsql export` (of the global options it \
-                 reads only --on-error, --target-partitions, --descriptors, --msg-path, --no-verify)"
+                 reads only --on-error, --target-partitions, --descriptors, --msg-path, --no-verify, \
+                 --catalog)"
+            )
+        );
+        assert_eq!(
+            unused(&[
+                "logsql",
+                "index",
+                "fleet/",
+                "--catalog",
+                "c/",
+                "--on-error",
+                "warn"
+            ])
+            .as_deref(),
+            Some(
+                "--on-error does not apply to `logsql index` \
+                 (of the global options it reads only --format, --catalog)"
             )
         );
         assert_eq!(

@@ -85,8 +85,10 @@ impl CatalogSnapshot {
 
 /// The snapshots this process loaded, by catalog (as `logsql.catalog`
 /// names it), with when each was last found to be the newest.
-static SNAPSHOTS: LazyLock<Mutex<HashMap<String, (Arc<CatalogSnapshot>, Instant)>>> =
-    LazyLock::new(Default::default);
+static SNAPSHOTS: LazyLock<Mutex<HashMap<String, Loaded>>> = LazyLock::new(Default::default);
+
+/// A loaded snapshot and when it was last found to be the newest.
+type Loaded = (Arc<CatalogSnapshot>, Instant);
 
 /// The newest generation of `catalog` (as `logsql.catalog` names it), loaded
 /// once per generation and process; `None` while nothing was committed there
