@@ -28,11 +28,9 @@ import glob
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import duckdb
@@ -172,60 +170,9 @@ def local_checks(checks, binary, tmp):
     checks.check("a one-hour window opens the one recording in it", catalogued_query)
 
 
-class CountingRelay:
-    """A TCP relay to a server on 127.0.0.1 that counts the requests sent through it."""
-
-    METHOD = re.compile(rb"(?:^|\r\n)(GET|PUT|POST|HEAD|DELETE) /")
-
-    def __init__(self, upstream_port):
-        self.upstream = upstream_port
-        self.requests = []
-        self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            client, _ = self.sock.accept()
-            server = socket.create_connection(("127.0.0.1", self.upstream))
-            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, False), daemon=True).start()
-
-    def _pipe(self, src, dst, count):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if count:
-                    with self.lock:
-                        for m in self.METHOD.finditer(data):
-                            line = data[m.start(1) : data.find(b" HTTP/", m.start(1))]
-                            self.requests.append(line.decode(errors="replace"))
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def take(self):
-        time.sleep(0.2)
-        with self.lock:
-            out, self.requests = self.requests, []
-        return out
-
-
 def s3_checks(checks, binary, tmp):
     import boto3
-    from s3_interop import free_port, start_moto
+    from s3_interop import CountingRelay, free_port, start_moto
 
     port = free_port()
     moto = start_moto(port)
@@ -249,15 +196,15 @@ def s3_checks(checks, binary, tmp):
         for path in first:
             s3.upload_file(path, "fleet", "runs/" + os.path.relpath(path, fleet_dir))
         source, catalog = "s3://fleet/runs/", "s3://fleet/catalog/"
-        relay.take()
+        relay.take_requests()
         report = json.loads(run(binary, "index", source, "--catalog", catalog, "--format", "json", env=env))
-        relay.take()
+        relay.take_requests()
         checks.check(
             "S3: a fleet indexed into a catalog on S3",
             lambda: None if len(report["added"]) == len(first) and report["generation"] == 1 else report,
         )
         again = json.loads(run(binary, "index", source, "--catalog", catalog, "--format", "json", env=env))
-        seen = relay.take()
+        seen = relay.take_requests()
         per_object = [r for r in seen if "/runs/" in r and not r.startswith("GET /fleet?")]
 
         checks.check(
@@ -266,9 +213,9 @@ def s3_checks(checks, binary, tmp):
         )
         for path in later:
             s3.upload_file(path, "fleet", "runs/" + os.path.relpath(path, fleet_dir))
-        relay.take()
+        relay.take_requests()
         more = json.loads(run(binary, "index", source, "--catalog", catalog, "--format", "json", env=env))
-        seen = relay.take()
+        seen = relay.take_requests()
         object_requests = [r for r in seen if "/runs/" in r and not r.startswith("GET /fleet?")]
         checks.check(
             "S3: at most 4 requests per new object",

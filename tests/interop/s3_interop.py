@@ -20,6 +20,7 @@ installs them).
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -44,11 +45,15 @@ def free_port():
 
 
 class CountingRelay:
-    """A TCP relay on 127.0.0.1 that counts the bytes the server sends back."""
+    """A TCP relay on 127.0.0.1 that counts the bytes the server sends back
+    and notes the requests sent to it (method and path)."""
+
+    METHOD = re.compile(rb"(?:^|\r\n)(GET|PUT|POST|HEAD|DELETE) /")
 
     def __init__(self, upstream_port):
         self.upstream = upstream_port
         self.served = 0
+        self.requests = []
         self.lock = threading.Lock()
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -64,15 +69,19 @@ class CountingRelay:
             threading.Thread(target=self._pipe, args=(client, server, False), daemon=True).start()
             threading.Thread(target=self._pipe, args=(server, client, True), daemon=True).start()
 
-    def _pipe(self, src, dst, count):
+    def _pipe(self, src, dst, from_server):
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
-                if count:
-                    with self.lock:
+                with self.lock:
+                    if from_server:
                         self.served += len(data)
+                    else:
+                        for m in self.METHOD.finditer(data):
+                            line = data[m.start(1) : data.find(b" HTTP/", m.start(1))]
+                            self.requests.append(line.decode(errors="replace"))
                 dst.sendall(data)
         except OSError:
             pass
@@ -84,11 +93,19 @@ class CountingRelay:
                     pass
 
     def take(self):
+        """The bytes served since the last call."""
         # Let in-flight responses drain before reading the counter.
         time.sleep(0.2)
         with self.lock:
             n, self.served = self.served, 0
         return n
+
+    def take_requests(self):
+        """The requests ("GET /bucket/key") sent since the last call."""
+        time.sleep(0.2)
+        with self.lock:
+            out, self.requests = self.requests, []
+        return out
 
 
 def start_moto(port):

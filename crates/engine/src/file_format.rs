@@ -132,6 +132,27 @@ impl LogFileFormat {
     }
 }
 
+impl LogFileFormat {
+    /// The statistics of the file at `loc` from its `summary` (its own, or
+    /// the catalog's): the `messages` table's or a topic scan's, with the
+    /// `file` column's bounds where its name is known.
+    fn file_statistics(
+        &self,
+        summary: &Summary,
+        schema: &SchemaRef,
+        loc: &FileLocation,
+    ) -> Statistics {
+        let stats = match self.target.is_messages() {
+            true => summary_statistics(summary, schema),
+            false => topic_statistics(summary, schema),
+        };
+        match loc.local || self.store_url.is_some() {
+            true => with_file_bounds(stats, schema, loc),
+            false => stats,
+        }
+    }
+}
+
 /// The catalog `logsql.catalog` names, when one is set: its newest
 /// generation (see [`crate::catalog::snapshot`]).
 pub(crate) async fn catalog_of(
@@ -284,20 +305,9 @@ impl FileFormat for LogFileFormat {
         let options = LogsqlOptions::from_config(state.config_options());
         // A file the catalog knows as it is now: its statistics without opening it.
         if let Some(catalog) = catalog_of(state, &options).await?
-            && let Some(entry) = catalog.entry(&loc.display_name(), object)
-            && self
-                .format
-                .as_ref()
-                .is_none_or(|f| f.name() == entry.format.name())
+            && let Some(entry) = catalog.entry(&loc.display_name(), object, self.format.as_ref())
         {
-            let stats = match self.target.is_messages() {
-                true => summary_statistics(&entry.summary, &table_schema),
-                false => topic_statistics(&entry.summary, &table_schema),
-            };
-            return Ok(match loc.local || self.store_url.is_some() {
-                true => with_file_bounds(stats, &table_schema, &loc),
-                false => stats,
-            });
+            return Ok(self.file_statistics(&entry.summary, &table_schema, &loc));
         }
         let cache = summary_cache::of(state.runtime_env());
         let limits = options.limits();
@@ -316,14 +326,7 @@ impl FileFormat for LogFileFormat {
             }
             Err(e) => return Err(df_err(e)),
         };
-        let stats = match self.target.is_messages() {
-            true => summary_statistics(&cached.summary, &table_schema),
-            false => topic_statistics(&cached.summary, &table_schema),
-        };
-        match loc.local || self.store_url.is_some() {
-            true => Ok(with_file_bounds(stats, &table_schema, &loc)),
-            false => Ok(stats),
-        }
+        Ok(self.file_statistics(&cached.summary, &table_schema, &loc))
     }
 
     async fn create_physical_plan(

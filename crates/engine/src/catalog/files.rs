@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{SchemaRef, TimestampNanosecondType, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::object_store::ObjectStore;
 use datafusion::object_store::buffered::BufWriter;
@@ -116,4 +116,57 @@ pub(crate) fn location_column(
         .column_by_name("location")
         .and_then(|c| c.as_string_opt::<i32>())
         .ok_or_else(|| DataFusionError::Internal("a catalog table without location".into()))
+}
+
+/// A table batch's columns by name and type, or an error naming the table.
+pub(crate) struct Columns<'a, F> {
+    batch: &'a RecordBatch,
+    table: &'a str,
+    damaged: &'a F,
+}
+
+impl<'a, F: Fn(&str, String) -> DataFusionError> Columns<'a, F> {
+    /// The columns of `batch`, a batch of `table`; `damaged` makes the
+    /// error of a column missing or of another type, from the table and a message.
+    pub(crate) fn new(batch: &'a RecordBatch, table: &'a str, damaged: &'a F) -> Self {
+        Self {
+            batch,
+            table,
+            damaged,
+        }
+    }
+
+    fn missing(&self, name: &str) -> DataFusionError {
+        (self.damaged)(
+            self.table,
+            format!("column {name} is missing or of another type"),
+        )
+    }
+
+    /// A `Utf8` column.
+    pub(crate) fn text(&self, name: &str) -> Result<&'a datafusion::arrow::array::StringArray> {
+        self.batch
+            .column_by_name(name)
+            .and_then(|a| a.as_string_opt::<i32>())
+            .ok_or_else(|| self.missing(name))
+    }
+
+    /// A `UInt64` column.
+    pub(crate) fn count(&self, name: &str) -> Result<&'a datafusion::arrow::array::UInt64Array> {
+        self.batch
+            .column_by_name(name)
+            .and_then(|a| a.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| self.missing(name))
+    }
+
+    /// A UTC nanosecond timestamp column.
+    pub(crate) fn time(
+        &self,
+        name: &str,
+    ) -> Result<&'a datafusion::arrow::array::TimestampNanosecondArray> {
+        self.batch
+            .column_by_name(name)
+            .and_then(|a| a.as_primitive_opt::<TimestampNanosecondType>())
+            .ok_or_else(|| self.missing(name))
+    }
 }

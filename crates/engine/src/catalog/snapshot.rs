@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{TimestampNanosecondType, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::object_store::{ObjectMeta, ObjectStoreExt};
@@ -25,6 +24,7 @@ use logsql_readers::model::{Channel, ChunkMeta, Summary};
 use parking_lot::Mutex;
 
 use super::error::CatalogError;
+use super::files::Columns;
 use super::layout::{CatalogLocation, Manifest};
 use super::schema::CatalogTable;
 
@@ -61,10 +61,18 @@ pub struct CatalogSnapshot {
 
 impl CatalogSnapshot {
     /// The entry of the file at `location` (a scan's `file` value) when the
-    /// catalog knows it as `meta` finds it now and it was readable: only such
-    /// an entry may stand for the file.
-    pub(crate) fn entry(&self, location: &str, meta: &ObjectMeta) -> Option<&CatalogEntry> {
-        self.entries.get(location).filter(|e| e.matches(meta))
+    /// catalog knows it as `meta` finds it now, it was readable, and it is of
+    /// the scan's `format` (when the scan names one): only such an entry may
+    /// stand for the file.
+    pub(crate) fn entry(
+        &self,
+        location: &str,
+        meta: &ObjectMeta,
+        format: Option<&Arc<dyn FormatReader>>,
+    ) -> Option<&CatalogEntry> {
+        self.entries
+            .get(location)
+            .filter(|e| e.matches(meta) && format.is_none_or(|f| f.name() == e.format.name()))
     }
 
     /// The generation it holds.
@@ -146,7 +154,7 @@ async fn load(location: &CatalogLocation, manifest: &Manifest) -> Result<Catalog
     let formats = logsql_readers::formats::all();
     let mut topic_ids: HashMap<String, BTreeMap<String, u64>> = HashMap::new();
     for batch in &tables["recordings"] {
-        let r = Columns::new(batch, "recordings", &damaged)?;
+        let r = Columns::new(batch, "recordings", &damaged);
         let (location, health, format) =
             (r.text("location")?, r.text("health")?, r.text("format")?);
         let (size, count) = (r.count("size")?, r.count("message_count")?);
@@ -190,7 +198,7 @@ async fn load(location: &CatalogLocation, manifest: &Manifest) -> Result<Catalog
         }
     }
     for batch in &tables["topics"] {
-        let t = Columns::new(batch, "topics", &damaged)?;
+        let t = Columns::new(batch, "topics", &damaged);
         let (location, topic) = (t.text("location")?, t.text("topic")?);
         let (message_type, encoding) = (t.text("message_type")?, t.text("message_encoding")?);
         let count = t.count("message_count")?;
@@ -221,7 +229,7 @@ async fn load(location: &CatalogLocation, manifest: &Manifest) -> Result<Catalog
         }
     }
     for batch in &tables["chunks"] {
-        let c = Columns::new(batch, "chunks", &damaged)?;
+        let c = Columns::new(batch, "chunks", &damaged);
         let location = c.text("location")?;
         let (index, offset) = (c.count("chunk_index")?, c.count("offset")?);
         let (compressed, uncompressed) =
@@ -293,49 +301,4 @@ fn batches(location: &CatalogLocation, file: &str, bytes: Bytes) -> Result<Vec<R
     reader
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| damaged(&e))
-}
-
-/// A table batch's columns by name and type, or an error naming the table.
-struct Columns<'a, F> {
-    batch: &'a RecordBatch,
-    table: &'a str,
-    damaged: &'a F,
-}
-
-impl<'a, F: Fn(&str, String) -> DataFusionError> Columns<'a, F> {
-    fn new(batch: &'a RecordBatch, table: &'a str, damaged: &'a F) -> Result<Self> {
-        Ok(Self {
-            batch,
-            table,
-            damaged,
-        })
-    }
-
-    fn missing(&self, name: &str) -> DataFusionError {
-        (self.damaged)(
-            self.table,
-            format!("column {name} is missing or of another type"),
-        )
-    }
-
-    fn text(&self, name: &str) -> Result<&'a datafusion::arrow::array::StringArray> {
-        self.batch
-            .column_by_name(name)
-            .and_then(|a| a.as_string_opt::<i32>())
-            .ok_or_else(|| self.missing(name))
-    }
-
-    fn count(&self, name: &str) -> Result<&'a datafusion::arrow::array::UInt64Array> {
-        self.batch
-            .column_by_name(name)
-            .and_then(|a| a.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| self.missing(name))
-    }
-
-    fn time(&self, name: &str) -> Result<&'a datafusion::arrow::array::TimestampNanosecondArray> {
-        self.batch
-            .column_by_name(name)
-            .and_then(|a| a.as_primitive_opt::<TimestampNanosecondType>())
-            .ok_or_else(|| self.missing(name))
-    }
 }

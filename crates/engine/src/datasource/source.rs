@@ -411,13 +411,7 @@ impl LogOpener {
         }
         let owns_start = range.is_none_or(|r| r.start == 0);
         let name = loc.display_name();
-        let entry = catalog.entry(&name, &loc.meta).filter(|e| {
-            self.plan
-                .format
-                .as_ref()
-                .is_none_or(|f| f.name() == e.format.name())
-        });
-        let Some(entry) = entry else {
+        let Some(entry) = catalog.entry(&name, &loc.meta, self.plan.format.as_ref()) else {
             if owns_start {
                 self.metrics.files_unknown_to_catalog.add(1);
             }

@@ -9,7 +9,9 @@ use logsql_readers::formats;
 use logsql_readers::model::{ExtraColumn, ExtraKind};
 use logsql_readers::table::{ColumnType, ScalarType, TableDef};
 
-use datafusion::arrow::array::{ArrayRef, MapBuilder, StringBuilder};
+use datafusion::arrow::array::{
+    ArrayRef, MapBuilder, StringBuilder, TimestampNanosecondArray, UInt64Array,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// Column names of the `messages` table, in schema order.
@@ -192,4 +194,25 @@ pub(crate) fn map_array<'a>(
         b.append(true)?;
     }
     Ok(Arc::new(b.finish()))
+}
+
+/// A UTC nanosecond timestamp column of `values` (past `i64`: null).
+pub(crate) fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    let a: TimestampNanosecondArray = values
+        .into_iter()
+        .map(|v| v.and_then(|v| i64::try_from(v).ok()))
+        .collect();
+    Arc::new(a.with_timezone("UTC"))
+}
+
+/// A string column of `values`.
+pub(crate) fn str_array<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut b = StringBuilder::new();
+    values.into_iter().for_each(|v| b.append_option(v));
+    Arc::new(b.finish())
+}
+
+/// A `UInt64` column of `values`.
+pub(crate) fn u64_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    Arc::new(values.into_iter().collect::<UInt64Array>())
 }

@@ -180,8 +180,7 @@ pub async fn declare(
         let summaries = Arc::clone(&summaries);
         // A file the catalog knows as it is now: its chunk index is there.
         let known = catalog
-            .and_then(|c| c.entry(&loc.display_name(), &loc.meta))
-            .filter(|e| format.as_ref().is_none_or(|f| f.name() == e.format.name()))
+            .and_then(|c| c.entry(&loc.display_name(), &loc.meta, format.as_ref()))
             .map(|e| file_in_time_order(e.format.as_ref(), &e.summary));
         async move {
             if let Some(ordered) = known {

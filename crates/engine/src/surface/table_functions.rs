@@ -14,7 +14,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::array::{
     ArrayRef, BinaryArray, BooleanArray, ListBuilder, RecordBatch, StringBuilder,
-    TimestampNanosecondArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
@@ -33,7 +32,9 @@ use crate::scanner::damage::report;
 use crate::scanner::error::df_err;
 use crate::scanner::options::{LogsqlOptions, OnError};
 use crate::scanner::predicate::scalar_str;
-use crate::scanner::schema::{map_array, map_field, timestamp_type};
+use crate::scanner::schema::{
+    map_array, map_field, str_array, timestamp_type, ts_array, u64_array,
+};
 use logsql_readers::formats::FormatReader;
 use logsql_readers::limits::Limits;
 use logsql_readers::model::{ChunkMeta, Summary};
@@ -314,24 +315,6 @@ type Files = [(
     crate::storage::object_io::FileLocation,
     crate::storage::summary_cache::CachedSummary,
 )];
-
-fn ts_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
-    let a: TimestampNanosecondArray = values
-        .into_iter()
-        .map(|v| v.and_then(|v| i64::try_from(v).ok()))
-        .collect();
-    Arc::new(a.with_timezone("UTC"))
-}
-
-fn str_array<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef {
-    let mut b = StringBuilder::new();
-    values.into_iter().for_each(|v| b.append_option(v));
-    Arc::new(b.finish())
-}
-
-fn u64_array(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
-    Arc::new(values.into_iter().collect::<UInt64Array>())
-}
 
 fn build(view: SummaryView, files: &Files, policy: Policy) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = match view {

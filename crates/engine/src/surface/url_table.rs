@@ -226,7 +226,7 @@ pub async fn resolve(state: &SessionState, path: &str) -> Result<ResolvedPath> {
                 }
                 if let Some(entry) = catalog
                     .as_ref()
-                    .and_then(|c| c.entry(&loc.display_name(), &loc.meta))
+                    .and_then(|c| c.entry(&loc.display_name(), &loc.meta, None))
                 {
                     let format = Arc::clone(&entry.format);
                     return Ok((loc, Some(format)));

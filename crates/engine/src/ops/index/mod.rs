@@ -19,15 +19,14 @@ pub(crate) mod rows;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::TimestampNanosecondType;
+use datafusion::arrow::array::Array;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 
 use crate::catalog::error::CatalogError;
-use crate::catalog::files::{TableWriter, copy_rows, read_columns};
+use crate::catalog::files::{Columns, TableWriter, copy_rows, read_columns};
 use crate::catalog::layout::{LAYOUT, LAYOUT_VERSION};
 use crate::catalog::{CatalogLocation, CatalogTable, Manifest};
 use crate::scanner::options::LogsqlOptions;
@@ -217,8 +216,7 @@ pub async fn index(
                 .await?;
             }
             for recs in fresh.chunks(RECORDINGS_PER_BATCH) {
-                let recs: Vec<Recording> = recs.iter().map(|r| (*r).clone()).collect();
-                out.write(&rows::batch(table, &recs)?).await?;
+                out.write(&rows::batch(table, recs)?).await?;
             }
             let rows = out.finish().await?;
             if table == CatalogTable::Recordings {
@@ -325,30 +323,18 @@ async fn known_recordings(
         &["location", "source", "size", "modified", "etag"],
     )
     .await?;
-    let damaged = |name: &str| {
+    let damaged = |_: &str, message: String| {
         DataFusionError::from(CatalogError::Damaged {
             catalog: catalog.name().to_string(),
             file: file.clone(),
-            message: format!("column {name} is missing or of another type"),
+            message,
         })
     };
     let mut out = HashMap::new();
     for batch in batches {
-        let column = |name: &str| batch.column_by_name(name).ok_or_else(|| damaged(name));
-        let strings = |name: &str| {
-            column(name)?
-                .as_string_opt::<i32>()
-                .ok_or_else(|| damaged(name))
-        };
-        let location = strings("location")?;
-        let source = strings("source")?;
-        let etag = strings("etag")?;
-        let size = column("size")?
-            .as_primitive_opt::<datafusion::arrow::datatypes::UInt64Type>()
-            .ok_or_else(|| damaged("size"))?;
-        let modified = column("modified")?
-            .as_primitive_opt::<TimestampNanosecondType>()
-            .ok_or_else(|| damaged("modified"))?;
+        let c = Columns::new(&batch, "recordings", &damaged);
+        let (location, source, etag) = (c.text("location")?, c.text("source")?, c.text("etag")?);
+        let (size, modified) = (c.count("size")?, c.time("modified")?);
         for i in 0..batch.num_rows() {
             out.insert(
                 location.value(i).to_string(),

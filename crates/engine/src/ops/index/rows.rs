@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, Float64Array, ListBuilder, RecordBatch, StringBuilder, StructBuilder,
-    TimestampNanosecondArray, UInt64Array, UInt64Builder,
+    TimestampNanosecondArray, UInt64Builder,
 };
 use datafusion::error::Result;
 use sha1::{Digest, Sha1};
@@ -20,7 +20,7 @@ use sha1::{Digest, Sha1};
 use crate::catalog::CatalogTable;
 use crate::catalog::schema::attachment_fields;
 use crate::scanner::options::OnError;
-use crate::scanner::schema::map_array;
+use crate::scanner::schema::{map_array, str_array, ts_array, u64_array};
 use crate::storage::object_io::FileLocation;
 use crate::storage::summary_cache::CachedSummary;
 use crate::surface::header_walk::count_topics;
@@ -87,7 +87,6 @@ pub(crate) struct ChunkFacts {
 }
 
 /// Everything the catalog keeps of one recording.
-#[derive(Clone)]
 pub(crate) struct Recording {
     listed: Listed,
     format: Option<&'static str>,
@@ -403,27 +402,10 @@ fn chunk_facts(summary: &Summary) -> Vec<ChunkFacts> {
         .collect()
 }
 
-fn times(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
-    let a: TimestampNanosecondArray = values
-        .into_iter()
-        .map(|v| v.and_then(|v| i64::try_from(v).ok()))
-        .collect();
-    Arc::new(a.with_timezone("UTC"))
-}
-
+/// A UTC timestamp column of nanoseconds since the epoch (file times may precede it).
 fn nanos(values: impl IntoIterator<Item = i64>) -> ArrayRef {
     let a: TimestampNanosecondArray = values.into_iter().map(Some).collect();
     Arc::new(a.with_timezone("UTC"))
-}
-
-fn strings<'a>(values: impl IntoIterator<Item = Option<&'a str>>) -> ArrayRef {
-    let mut b = StringBuilder::new();
-    values.into_iter().for_each(|v| b.append_option(v));
-    Arc::new(b.finish())
-}
-
-fn counts(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
-    Arc::new(values.into_iter().collect::<UInt64Array>())
 }
 
 fn seconds(values: impl IntoIterator<Item = Option<f64>>) -> ArrayRef {
@@ -436,7 +418,7 @@ fn span(a: Option<u64>, b: Option<u64>) -> Option<f64> {
 }
 
 /// The `recordings` rows of `recs`.
-pub(crate) fn recordings_batch(recs: &[Recording]) -> Result<RecordBatch> {
+pub(crate) fn recordings_batch(recs: &[&Recording]) -> Result<RecordBatch> {
     let mut attachments = ListBuilder::new(StructBuilder::from_fields(attachment_fields(), 0));
     for r in recs {
         let items = attachments.values();
@@ -457,29 +439,29 @@ pub(crate) fn recordings_batch(recs: &[Recording]) -> Result<RecordBatch> {
         }
         attachments.append(true);
     }
-    let locations: Vec<String> = recs.iter().map(Recording::location).collect();
+    let locations: Vec<String> = recs.iter().map(|r| r.location()).collect();
     let columns: Vec<ArrayRef> = vec![
-        strings(locations.iter().map(|l| Some(l.as_str()))),
-        strings(recs.iter().map(|r| Some(r.listed.source.as_str()))),
-        strings(recs.iter().map(|r| r.format)),
-        counts(recs.iter().map(|r| Some(r.listed.loc.meta.size))),
+        str_array(locations.iter().map(|l| Some(l.as_str()))),
+        str_array(recs.iter().map(|r| Some(r.listed.source.as_str()))),
+        str_array(recs.iter().map(|r| r.format)),
+        u64_array(recs.iter().map(|r| Some(r.listed.loc.meta.size))),
         nanos(recs.iter().map(|r| r.listed.modified())),
-        strings(recs.iter().map(|r| r.listed.loc.meta.e_tag.as_deref())),
-        times(recs.iter().map(|r| r.start)),
-        times(recs.iter().map(|r| r.end)),
+        str_array(recs.iter().map(|r| r.listed.loc.meta.e_tag.as_deref())),
+        ts_array(recs.iter().map(|r| r.start)),
+        ts_array(recs.iter().map(|r| r.end)),
         seconds(recs.iter().map(|r| span(r.start, r.end))),
-        counts(recs.iter().map(|r| r.message_count)),
-        counts(
+        u64_array(recs.iter().map(|r| r.message_count)),
+        u64_array(
             recs.iter()
                 .map(|r| r.format.is_some().then_some(r.topics.len() as u64)),
         ),
-        counts(recs.iter().map(|r| r.chunk_count)),
+        u64_array(recs.iter().map(|r| r.chunk_count)),
         map_array(recs.iter().map(|r| &r.listed.partitions))?,
-        strings(recs.iter().map(|r| r.device.as_deref())),
+        str_array(recs.iter().map(|r| r.device.as_deref())),
         map_array(recs.iter().map(|r| &r.metadata))?,
         Arc::new(attachments.finish()),
-        strings(recs.iter().map(|r| Some(r.health))),
-        strings(recs.iter().map(|r| r.health_reason.as_deref())),
+        str_array(recs.iter().map(|r| Some(r.health))),
+        str_array(recs.iter().map(|r| r.health_reason.as_deref())),
         nanos(recs.iter().map(|r| r.indexed_at)),
     ];
     Ok(RecordBatch::try_new(
@@ -489,7 +471,7 @@ pub(crate) fn recordings_batch(recs: &[Recording]) -> Result<RecordBatch> {
 }
 
 /// The `topics` rows of `recs`.
-pub(crate) fn topics_batch(recs: &[Recording]) -> Result<RecordBatch> {
+pub(crate) fn topics_batch(recs: &[&Recording]) -> Result<RecordBatch> {
     let rows: Vec<(String, &TopicFacts)> = recs
         .iter()
         .flat_map(|r| {
@@ -498,14 +480,14 @@ pub(crate) fn topics_batch(recs: &[Recording]) -> Result<RecordBatch> {
         })
         .collect();
     let columns: Vec<ArrayRef> = vec![
-        strings(rows.iter().map(|(l, _)| Some(l.as_str()))),
-        strings(rows.iter().map(|(_, t)| Some(t.topic.as_str()))),
-        strings(rows.iter().map(|(_, t)| t.message_type.as_deref())),
-        strings(rows.iter().map(|(_, t)| Some(t.message_encoding.as_str()))),
-        strings(rows.iter().map(|(_, t)| t.schema_hash.as_deref())),
-        counts(rows.iter().map(|(_, t)| Some(t.count))),
-        times(rows.iter().map(|(_, t)| t.start)),
-        times(rows.iter().map(|(_, t)| t.end)),
+        str_array(rows.iter().map(|(l, _)| Some(l.as_str()))),
+        str_array(rows.iter().map(|(_, t)| Some(t.topic.as_str()))),
+        str_array(rows.iter().map(|(_, t)| t.message_type.as_deref())),
+        str_array(rows.iter().map(|(_, t)| Some(t.message_encoding.as_str()))),
+        str_array(rows.iter().map(|(_, t)| t.schema_hash.as_deref())),
+        u64_array(rows.iter().map(|(_, t)| Some(t.count))),
+        ts_array(rows.iter().map(|(_, t)| t.start)),
+        ts_array(rows.iter().map(|(_, t)| t.end)),
         seconds(rows.iter().map(|(_, t)| {
             let secs = span(t.start, t.end).filter(|s| *s > 0.0)?;
             (t.count > 1).then(|| (t.count - 1) as f64 / secs)
@@ -514,7 +496,7 @@ pub(crate) fn topics_batch(recs: &[Recording]) -> Result<RecordBatch> {
             rows.iter()
                 .map(|(_, t)| t.largest_gap.map(|g| g as f64 / 1e9)),
         ),
-        counts(rows.iter().map(|(_, t)| t.bytes)),
+        u64_array(rows.iter().map(|(_, t)| t.bytes)),
     ];
     Ok(RecordBatch::try_new(
         CatalogTable::Topics.schema(),
@@ -523,7 +505,7 @@ pub(crate) fn topics_batch(recs: &[Recording]) -> Result<RecordBatch> {
 }
 
 /// The `chunks` rows of `recs`.
-pub(crate) fn chunks_batch(recs: &[Recording]) -> Result<RecordBatch> {
+pub(crate) fn chunks_batch(recs: &[&Recording]) -> Result<RecordBatch> {
     let rows: Vec<(String, &ChunkFacts)> = recs
         .iter()
         .flat_map(|r| {
@@ -542,14 +524,14 @@ pub(crate) fn chunks_batch(recs: &[Recording]) -> Result<RecordBatch> {
         }
     }
     let columns: Vec<ArrayRef> = vec![
-        strings(rows.iter().map(|(l, _)| Some(l.as_str()))),
-        counts(rows.iter().map(|(_, c)| Some(c.index))),
-        counts(rows.iter().map(|(_, c)| Some(c.offset))),
-        counts(rows.iter().map(|(_, c)| Some(c.compressed_size))),
-        counts(rows.iter().map(|(_, c)| c.uncompressed_size)),
-        times(rows.iter().map(|(_, c)| c.start)),
-        times(rows.iter().map(|(_, c)| c.end)),
-        counts(rows.iter().map(|(_, c)| c.message_count)),
+        str_array(rows.iter().map(|(l, _)| Some(l.as_str()))),
+        u64_array(rows.iter().map(|(_, c)| Some(c.index))),
+        u64_array(rows.iter().map(|(_, c)| Some(c.offset))),
+        u64_array(rows.iter().map(|(_, c)| Some(c.compressed_size))),
+        u64_array(rows.iter().map(|(_, c)| c.uncompressed_size)),
+        ts_array(rows.iter().map(|(_, c)| c.start)),
+        ts_array(rows.iter().map(|(_, c)| c.end)),
+        u64_array(rows.iter().map(|(_, c)| c.message_count)),
         Arc::new(topics.finish()),
     ];
     Ok(RecordBatch::try_new(
@@ -559,7 +541,7 @@ pub(crate) fn chunks_batch(recs: &[Recording]) -> Result<RecordBatch> {
 }
 
 /// The batch of `table`'s rows of `recs`.
-pub(crate) fn batch(table: CatalogTable, recs: &[Recording]) -> Result<RecordBatch> {
+pub(crate) fn batch(table: CatalogTable, recs: &[&Recording]) -> Result<RecordBatch> {
     match table {
         CatalogTable::Recordings => recordings_batch(recs),
         CatalogTable::Topics => topics_batch(recs),
