@@ -17,8 +17,10 @@
 //! Variations for the tests: `gap` (no message of any topic in a time
 //! range), `tasks` (a `/task` topic of `std_msgs/String`), `metadata` (MCAP
 //! metadata records), `joints_after` (`/joint_states` has another number of
-//! joints from a time on) and `resize_after` (front frames of half the width
-//! from a time on).
+//! joints from a time on), `resize_after` (front frames of half the width
+//! from a time on), `noise` (front frames of sensor noise, [`noise_pixel`])
+//! and `broken_after` (front frames of 30 bytes from a time on: images that
+//! do not decode).
 
 #![allow(dead_code)]
 
@@ -60,6 +62,11 @@ pub struct RobotOptions {
     /// From this many seconds after the start, front frames are half as
     /// wide.
     pub resize_after: Option<f64>,
+    /// Front frames are sensor noise ([`noise_pixel`]).
+    pub noise: bool,
+    /// From this many seconds after the start, front frames hold 30 bytes
+    /// of data (fewer than their size needs).
+    pub broken_after: Option<f64>,
 }
 
 impl Default for RobotOptions {
@@ -77,6 +84,8 @@ impl Default for RobotOptions {
             metadata: Vec::new(),
             joints_after: None,
             resize_after: None,
+            noise: false,
+            broken_after: None,
         }
     }
 }
@@ -107,6 +116,17 @@ pub fn front_pixel(n: u32, x: u32, y: u32, c: u32, w: u32, h: u32) -> u8 {
     let d2 = (f64::from(x) - cx).powi(2) + (f64::from(y) - cy).powi(2);
     let blob = 50.0 * (-d2 / 60.0).exp();
     (f64::from(v) + blob).round().min(255.0) as u8
+}
+
+/// Channel `c` of pixel (x, y) of a noise frame `n`: a hash of the four,
+/// uniform over 0..=255 (a dark sensor's gain, a lens cap, a thermal
+/// camera's flat field).
+pub fn noise_pixel(n: u32, x: u32, y: u32, c: u32, w: u32, _h: u32) -> u8 {
+    let mut v = (u64::from(n) << 40) ^ (u64::from(y * w + x) << 2) ^ u64::from(c);
+    v = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    v ^= v >> 29;
+    v = v.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (v >> 56) as u8
 }
 
 /// Channel `c` of pixel (x, y) of wrist frame `n`: a smooth diagonal gradient.
@@ -288,7 +308,11 @@ pub fn write_robot(path: &Path, o: &RobotOptions) -> Result<(), Box<dyn std::err
             m.bytes(b"rgb8");
             m.0.push(0);
             m.u32(width * 3);
-            m.bytes(&frame(front_pixel, seq, width, o.height));
+            let pixel = if o.noise { noise_pixel } else { front_pixel };
+            match o.broken_after {
+                Some(after) if t_s >= after => m.bytes(&[7; 30]),
+                _ => m.bytes(&frame(pixel, seq, width, o.height)),
+            }
             m.0
         } else {
             let px = frame(wrist_pixel, seq, o.width, o.height);

@@ -67,6 +67,12 @@ pub struct Args {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 
+    /// Logs more on stderr: `-v` what a command does (the SQL an export
+    /// runs, images left out, ...), `-vv` debugging detail, `-vvv` tracing.
+    /// Without it the level is `warn`, or what `LOGSQL_LOG` names.
+    #[arg(short = 'v', long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
     /// In `table` output, show at most N rows of a result and count the rest
     /// (`0` or `inf`: every row).
     #[arg(long, value_name = "N", default_value = "40", value_parser = parse_max_rows, global = true)]
@@ -669,7 +675,9 @@ pub fn unused_global_option(matches: &clap::ArgMatches) -> Option<String> {
     let command = Args::command();
     let unused = command.get_arguments().find(|arg| {
         let id = arg.get_id().as_str();
+        // Every command logs.
         arg.is_global_set()
+            && id != "verbose"
             && !used.contains(&id)
             && [matches, sub]
                 .iter()

@@ -76,7 +76,7 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
         .map(|b| b.column(0).as_primitive::<Int64Type>().value(0) as u64);
     let bar = progress_bar(total);
     let select = spec.select();
-    log::debug!("dataset: {select}");
+    log::info!("dataset: {select}");
     let written = app.rt.block_on(async {
         // Batches of a few frames, as under `COPY ... STORED AS LEROBOT`.
         let frame = match logsql::sql(&app.ctx, &select).await {
@@ -103,12 +103,17 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     }
     let written = written.map_err(|e| CliError::msg(spec.with_topics(&render(&e))))?;
     let mut say = |line: String| writeln!(out, "{line}").map_err(|e| CliError::io("stdout", e));
+    let episodes = |n: usize| match n {
+        1 => "1 episode".to_string(),
+        n => format!("{n} episodes"),
+    };
     say(format!(
-        "{target}: {} frames written ({} episodes)",
-        written.frames, written.episodes
+        "{target}: {} frames written ({})",
+        written.frames,
+        episodes(written.episodes as usize)
     ))?;
     if !written.skipped.is_empty() {
-        say(format!("{} episodes skipped:", written.skipped.len()))?;
+        say(format!("{} skipped:", episodes(written.skipped.len())))?;
         // Each reason names the episode and its recording.
         for s in &written.skipped {
             say(format!("  {}", spec.with_topics(&s.reason)))?;

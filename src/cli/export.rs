@@ -90,7 +90,7 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         return run_decoded(app, a, start, end, started, out);
     }
     let mut sql = export_sql(&a.input, &topics, start, end);
-    log::debug!("export: {sql}");
+    log::info!("export: {sql}");
 
     // The expected row count, when the summaries state it exactly.
     let total = if start.is_none() && end.is_none() {
@@ -102,7 +102,7 @@ pub fn run(app: &App, a: &ExportArgs, out: &mut dyn Write) -> CliResult {
         // Files of a directory or glob, and the chunks of one file read in
         // parallel, merged into one timeline.
         sql.push_str(" ORDER BY log_time");
-        log::debug!("export: {sql}");
+        log::info!("export: {sql}");
         let options = McapWriteOptions {
             compression: match a.compression.as_deref() {
                 Some(c) => McapCompression::parse(c).map_err(|e| CliError::msg(e.to_string()))?,
@@ -185,7 +185,7 @@ fn run_decoded(
         && !a.output.is_dir()
     {
         let sql = decoded_sql(&a.input, topic, a.flatten, start, end);
-        log::debug!("export: {sql}");
+        log::info!("export: {sql}");
         let rows = write_parquet(app, &sql, &a.output, window(topic))?;
         return report(out, rows, &a.output, started);
     }
@@ -200,7 +200,7 @@ fn run_decoded(
     for topic in &topics {
         let path = a.output.join(format!("{}.parquet", file_stem(topic)));
         let sql = decoded_sql(&a.input, topic, a.flatten, start, end);
-        log::debug!("export: {sql}");
+        log::info!("export: {sql}");
         match write_parquet(app, &sql, &path, window(topic)) {
             Ok(rows) => report(out, rows, &path, started)?,
             // With every topic chosen implicitly, a topic without a decodable

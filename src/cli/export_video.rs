@@ -58,7 +58,7 @@ pub fn run(
         time_where(start, end),
         quote(&output),
     );
-    log::debug!("export: {sql}");
+    log::info!("export: {sql}");
     let batches = app
         .rt
         .block_on(async { logsql::sql(&app.ctx, &sql).await?.collect().await })?;

@@ -91,7 +91,7 @@ pub fn run(app: &App, a: &FramesArgs, out: &mut dyn Write) -> CliResult {
 
 /// The batches of `sql`.
 fn collect(app: &App, sql: &str) -> CliResult<Vec<RecordBatch>> {
-    log::debug!("frames: {sql}");
+    log::info!("frames: {sql}");
     let df = app.rt.block_on(logsql::sql(&app.ctx, sql))?;
     Ok(app.rt.block_on(df.collect())?)
 }

@@ -1,8 +1,8 @@
 //! A minimal stderr logger for the `log` crate: `warning: ...` lines.
 //!
 //! Scans under `logsql.on_error = 'warn'` report damage through `log::warn!`.
-//! The level is `warn` unless `LOGSQL_LOG` (or `RUST_LOG`) names another
-//! (`error`, `info`, `debug`, `trace`, `off`). While a progress bar is shown,
+//! The level is `warn` unless `-v` raises it or `LOGSQL_LOG` (or `RUST_LOG`)
+//! names another (`error`, `info`, `debug`, `trace`, `off`). While a progress bar is shown,
 //! lines are printed above it rather than through it.
 
 use std::sync::Mutex;
@@ -47,13 +47,22 @@ impl Log for StderrLogger {
     fn flush(&self) {}
 }
 
-/// Installs the logger (once; later calls do nothing).
-pub fn init() {
-    let level = std::env::var("LOGSQL_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .ok()
-        .and_then(|v| v.trim().parse::<LevelFilter>().ok())
-        .unwrap_or(LevelFilter::Warn);
+/// Installs the logger (once; later calls do nothing). `verbose` is the
+/// count of `-v` flags: 1 `info`, 2 `debug`, 3 or more `trace`; without any
+/// the level is what `LOGSQL_LOG` (or `RUST_LOG`) names, else `warn`.
+pub fn init(verbose: u8) {
+    let named = || {
+        std::env::var("LOGSQL_LOG")
+            .or_else(|_| std::env::var("RUST_LOG"))
+            .ok()
+            .and_then(|v| v.trim().parse::<LevelFilter>().ok())
+    };
+    let level = match verbose {
+        0 => named().unwrap_or(LevelFilter::Warn),
+        1 => LevelFilter::Info,
+        2 => LevelFilter::Debug,
+        _ => LevelFilter::Trace,
+    };
     if log::set_logger(&StderrLogger).is_ok() {
         log::set_max_level(level);
     }

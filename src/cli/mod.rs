@@ -72,7 +72,7 @@ pub fn main() -> ExitCode {
             .error(clap::error::ErrorKind::ArgumentConflict, message)
             .exit();
     }
-    logger::init();
+    logger::init(args.verbose);
     // The command runs on a thread whose stack holds a statement planned to
     // the deepest nesting logsql accepts (the main thread's may not).
     let command = std::thread::Builder::new()

@@ -64,7 +64,7 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     }
     let budget = (a.memory_limit / 2) as u64;
     let sqls = window_sqls(&a.input, checked.len(), &summaries, budget);
-    log::debug!("recover: {} time window(s): {sqls:?}", sqls.len());
+    log::info!("recover: {} time window(s): {sqls:?}", sqls.len());
     // The damage was reported above: the scans' warnings (one per window)
     // would only repeat it.
     let level = log::max_level();

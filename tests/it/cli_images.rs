@@ -290,7 +290,7 @@ fn bad_images_name_file_topic_and_time() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("images.mcap: topic \"/cam/bad\": the image logged at 1100000000 ns: unsupported: compressed image (format \"jpeg\") is neither JPEG nor PNG"),
+        err.contains("images.mcap: topic \"/cam/bad\": the image logged at 1100000000 ns: unsupported: compressed image (format \"jpeg\") is neither JPEG, PNG nor QOI"),
         "{err}"
     );
     let out = logsql(&["--on-error", "warn", "--format", "csv", &sql]);

@@ -14,6 +14,7 @@ mod carla_facts;
 mod carla_sql;
 mod catalog;
 mod cli;
+mod cli_cameras;
 mod cli_damage;
 mod cli_errors;
 mod cli_images;

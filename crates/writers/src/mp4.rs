@@ -173,6 +173,8 @@ pub struct Mp4Writer {
     rows: u64,
     /// Images left out (null, undecodable, or at the time of the one before).
     left_out: u64,
+    /// Why the first image left out was left out.
+    first_left_out: Option<String>,
     frames: Option<SyncSender<Frame>>,
     encoder: Option<JoinHandle<Result<u64>>>,
 }
@@ -213,9 +215,18 @@ impl Mp4Writer {
             last: None,
             rows: 0,
             left_out: 0,
+            first_left_out: None,
             frames: Some(tx),
             encoder: Some(thread),
         })
+    }
+
+    /// Counts an image left out, noting why if it is the first.
+    fn leave_out(&mut self, why: impl FnOnce() -> String) {
+        self.left_out += 1;
+        if self.first_left_out.is_none() {
+            self.first_left_out = Some(why());
+        }
     }
 
     /// Waits for the encoder thread: the frames it wrote, or its error.
@@ -251,12 +262,20 @@ impl FormatWriter for Mp4Writer {
         self.rows += batch.num_rows() as u64;
         for i in 0..batch.num_rows() {
             let (Some(image), false) = (images.get(i), times.is_null(i)) else {
-                self.left_out += 1;
+                self.leave_out(|| match times.is_null(i) {
+                    true => "an image without a log_time".into(),
+                    false => format!(
+                        "the null image at log_time {} (one that read_images could not read)",
+                        times.value(i)
+                    ),
+                });
                 continue;
             };
             let t = times.value(i);
-            if self.last.is_some_and(|last| t <= last) {
-                self.left_out += 1;
+            if let Some(last) = self.last.filter(|&last| t <= last) {
+                self.leave_out(|| {
+                    format!("the image at log_time {t}, not after the one before ({last})")
+                });
                 continue;
             }
             let source = files
@@ -288,8 +307,8 @@ impl FormatWriter for Mp4Writer {
                     }
                 }
                 Err(e) => {
-                    self.left_out += 1;
                     refuse_or_warn(self.warn, &what, &e)?;
+                    self.leave_out(|| format!("{what}: {e}"));
                 }
             }
         }
@@ -304,6 +323,15 @@ impl FormatWriter for Mp4Writer {
     }
 
     fn finish(mut self) -> Result<u64> {
+        if self.last.is_none()
+            && let Some(first) = &self.first_left_out
+        {
+            // No image reached the encoder: say why the first did not.
+            return Err(Error::Write(format!(
+                "writing MP4 {}: a video needs at least one image, and all {} were left out; the first: {first}",
+                self.name, self.left_out
+            )));
+        }
         let frames = self.join()?;
         if self.left_out > 0 {
             log::info!(
@@ -352,6 +380,9 @@ impl Encoder {
         if let Err(e) = self.writer.add(frame.time, frame.frame) {
             self.left_out += 1;
             refuse_or_warn(self.warn, &frame.what, &e)?;
+        }
+        if let Some(drop) = self.writer.take_quality_drop() {
+            log::warn!("{}: {drop}", frame.what);
         }
         Ok(())
     }

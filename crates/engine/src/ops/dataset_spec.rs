@@ -376,9 +376,14 @@ impl Spec {
             self.fps
         );
         for (a, topic, image) in joins {
-            let function = if image { "read_images" } else { "read_topic" };
+            // Images unchecked: one that does not decode reaches the writer,
+            // which names it and (skip_bad_episodes) skips its episode.
+            let (function, mode) = match image {
+                true => ("read_images", ", 'unchecked'"),
+                false => ("read_topic", ""),
+            };
             sql.push_str(&format!(
-                "\nASOF JOIN {function}({input}, {}) {a} MATCH_CONDITION (g.log_time >= {a}.log_time) ON g.file = {a}.file",
+                "\nASOF JOIN {function}({input}, {}{mode}) {a} MATCH_CONDITION (g.log_time >= {a}.log_time) ON g.file = {a}.file",
                 sql_literal(&topic)
             ));
         }
@@ -583,7 +588,7 @@ task = "it's"
         );
         assert!(sql.contains("'it''s' AS task"), "{sql}");
         assert!(
-            sql.contains("ASOF JOIN read_images('runs/', '/camera/front') t2"),
+            sql.contains("ASOF JOIN read_images('runs/', '/camera/front', 'unchecked') t2"),
             "{sql}"
         );
         assert!(

@@ -114,7 +114,7 @@ pub async fn write_message_files(
     }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let sql = kind.sql(input, topic, start, end);
-    log::debug!("export: {sql}");
+    log::info!("export: {sql}");
     let mut stream = crate::sql(ctx, &sql).await?.execute_stream().await?;
     let mut names = FileNames::default();
     let mut written = FilesWritten::default();

@@ -152,8 +152,9 @@ impl ScalarUDFImpl for ImageFunction {
                     out.append_value(bytes)
                 }
                 Err(e) => {
+                    let source = images.source(i).map_or(String::new(), |s| format!("{s}: "));
                     let message = format!(
-                        "{}: the {} image of {}x{} pixels: {e}",
+                        "{}: {source}the {} image of {}x{} pixels: {e}",
                         self.op.name(),
                         image.encoding,
                         image.width,

@@ -11,7 +11,13 @@
 //! into an image value: the codec and size of a compressed image from its
 //! header (no pixels are decoded), a raw image checked against its sizes. An
 //! image that fails is an error naming the file, topic and log time, or under
-//! `logsql.on_error = 'warn'` a null `image` and a warning.
+//! `logsql.on_error = 'warn'` a null `image` and a warning. With a third
+//! argument `'unchecked'` every image is kept as its message states it
+//! (a compressed one whose header does not read has size 0 x 0), so that
+//! the function or writer decoding it decides: the LeRobot dataset's query
+//! uses it, so that `skip_bad_episodes` can skip an episode whose images do
+//! not decode. Every image carries its `source` (file, topic, log time),
+//! which the image functions' errors name.
 
 use std::fmt;
 use std::sync::{Arc, LazyLock};
@@ -62,18 +68,26 @@ struct ReadImagesFunction;
 impl TableFunctionImpl for ReadImagesFunction {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let texts: Vec<Option<String>> = args.exprs().iter().map(literal_text).collect();
-        let [Some(path), Some(topic)] = texts.as_slice() else {
-            return Err(DataFusionError::Plan(
-                "read_images() takes a path (file, directory or glob) and a camera topic, e.g. read_images('run.mcap', '/camera/image_raw')".into(),
-            ));
+        let usage = "read_images() takes a path (file, directory or glob), a camera topic and optionally 'unchecked', e.g. read_images('run.mcap', '/camera/image_raw')";
+        let (path, topic, unchecked) = match texts.as_slice() {
+            [Some(path), Some(topic)] => (path.clone(), topic.clone(), false),
+            [Some(path), Some(topic), Some(mode)] if mode == "unchecked" => {
+                (path.clone(), topic.clone(), true)
+            }
+            [Some(_), Some(_), Some(mode)] => {
+                return Err(DataFusionError::Plan(format!(
+                    "read_images(): unknown mode '{mode}' (the one mode is 'unchecked'); {usage}"
+                )));
+            }
+            _ => return Err(DataFusionError::Plan(usage.into())),
         };
-        let (path, topic) = (path.clone(), topic.clone());
         plan_on_thread(
             &args,
             &format!("read_images('{path}', '{topic}')"),
             |state| async move {
                 let messages = read_topic::plan(&state, &path, &topic, false).await?;
-                Ok(Arc::new(ImagesTable::new(messages, &path, &topic)?) as Arc<dyn TableProvider>)
+                let table = ImagesTable::new(messages, &path, &topic, unchecked)?;
+                Ok(Arc::new(table) as Arc<dyn TableProvider>)
             },
         )
     }
@@ -104,6 +118,9 @@ struct Layout {
     /// then the frame id column if any.
     inner: Vec<usize>,
     has_bigendian: bool,
+    /// `'unchecked'`: images as their messages state them, whether or not
+    /// they decode (see the module documentation).
+    unchecked: bool,
 }
 
 /// `read_images`' table: `read_topic`'s table of the topic, mapped.
@@ -115,7 +132,12 @@ struct ImagesTable {
 }
 
 impl ImagesTable {
-    fn new(messages: Arc<dyn TableProvider>, path: &str, topic: &str) -> Result<Self> {
+    fn new(
+        messages: Arc<dyn TableProvider>,
+        path: &str,
+        topic: &str,
+        unchecked: bool,
+    ) -> Result<Self> {
         let schema = messages.schema();
         let index = |name: &str| schema.index_of(name).ok();
         let has = |name: &str| index(name).is_some();
@@ -169,6 +191,7 @@ impl ImagesTable {
                 frame_id,
                 inner,
                 has_bigendian,
+                unchecked,
             },
             topic: topic.to_string(),
         })
@@ -473,6 +496,16 @@ fn images_batch(
             continue;
         }
         let (enc, bytes) = (encoding.value(i), data.value(i));
+        // As the message states it: a compressed image's size is unknown
+        // until its header is read (0 x 0).
+        let mut stated = Image {
+            encoding: enc,
+            width: 0,
+            height: 0,
+            step: 0,
+            is_bigendian: false,
+            data: bytes,
+        };
         let made = match &sizes {
             None => Image::compressed(enc, bytes),
             Some((w, h, s, be)) => {
@@ -484,17 +517,22 @@ fn images_batch(
                     let b: &BooleanArray = b.as_boolean();
                     !b.is_null(i) && b.value(i)
                 });
+                (stated.width, stated.height, stated.step) = (u(w), u(h), u(s));
+                stated.is_bigendian = big;
                 Image::raw(enc, u(w), u(h), u(s), big, bytes)
             }
         };
+        let source = format!(
+            "{}: topic {topic:?}: the image logged at {} ns",
+            file.value(i),
+            log_time.value(i)
+        );
         match made {
-            Ok(image) => out.append(Some(&image)),
+            Ok(image) => out.append_from(Some(&image), Some(&source)),
+            // Left to what decodes it, which names the image by its source.
+            Err(_) if layout.unchecked => out.append_from(Some(&stated), Some(&source)),
             Err(e) => {
-                let message = format!(
-                    "{}: topic {topic:?}: the image logged at {} ns: {e}",
-                    file.value(i),
-                    log_time.value(i)
-                );
+                let message = format!("{source}: {e}");
                 if !warn {
                     return Err(DataFusionError::Execution(format!(
                         "{message} (SET logsql.on_error = 'warn' for a null image and a warning instead)"

@@ -1,6 +1,8 @@
 //! The one Arrow type images travel in: a struct of `encoding`, `width`,
-//! `height`, `step`, `is_bigendian` and `data`, the fields of an [`Image`].
-//! `read_images` builds it, the image functions and exports read it.
+//! `height`, `step`, `is_bigendian` and `data`, the fields of an [`Image`],
+//! and `source`, where the image was logged (`FILE: topic "T": the image
+//! logged at N ns`), which errors about the image name. `read_images` builds
+//! it, the image functions and exports read it.
 
 use std::sync::Arc;
 
@@ -26,6 +28,7 @@ pub fn image_fields() -> Fields {
         Field::new("step", DataType::UInt32, true),
         Field::new("is_bigendian", DataType::Boolean, true),
         Field::new("data", DataType::Binary, true),
+        Field::new("source", DataType::Utf8, true),
     ])
 }
 
@@ -43,6 +46,7 @@ pub struct ImageColumn<'a> {
     step: &'a UInt32Array,
     is_bigendian: &'a BooleanArray,
     data: &'a BinaryArray,
+    source: &'a StringArray,
 }
 
 impl<'a> ImageColumn<'a> {
@@ -66,7 +70,15 @@ impl<'a> ImageColumn<'a> {
             step: s.column(3).as_primitive::<UInt32Type>(),
             is_bigendian: s.column(4).as_boolean(),
             data: s.column(5).as_binary::<i32>(),
+            source: s.column(6).as_string::<i32>(),
         })
+    }
+
+    /// Where row `i`'s image was logged, for messages: `FILE: topic "T":
+    /// the image logged at N ns`; `None` for a null row or an image made
+    /// elsewhere.
+    pub fn source(&self, i: usize) -> Option<&'a str> {
+        (!self.array.is_null(i) && self.source.is_valid(i)).then(|| self.source.value(i))
     }
 
     /// Rows in the column.
@@ -103,6 +115,7 @@ pub struct ImageBuilder {
     step: UInt32Builder,
     is_bigendian: BooleanBuilder,
     data: BinaryBuilder,
+    source: StringBuilder,
     nulls: NullBufferBuilder,
 }
 
@@ -116,12 +129,20 @@ impl ImageBuilder {
             step: UInt32Builder::with_capacity(rows),
             is_bigendian: BooleanBuilder::with_capacity(rows),
             data: BinaryBuilder::new(),
+            source: StringBuilder::with_capacity(rows, rows * 64),
             nulls: NullBufferBuilder::new(rows),
         }
     }
 
-    /// Appends an image, or a null row (whose fields are null too).
+    /// Appends an image, or a null row (whose fields are null too), of no
+    /// known source.
     pub fn append(&mut self, image: Option<&Image<'_>>) {
+        self.append_from(image, None);
+    }
+
+    /// Appends an image logged at `source` (see [`ImageColumn::source`]), or
+    /// a null row.
+    pub fn append_from(&mut self, image: Option<&Image<'_>>, source: Option<&str>) {
         self.encoding.append_option(image.map(|im| im.encoding));
         self.width.append_option(image.map(|im| im.width));
         self.height.append_option(image.map(|im| im.height));
@@ -129,6 +150,7 @@ impl ImageBuilder {
         self.is_bigendian
             .append_option(image.map(|im| im.is_bigendian));
         self.data.append_option(image.map(|im| im.data));
+        self.source.append_option(source.filter(|_| image.is_some()));
         self.nulls.append(image.is_some());
     }
 
@@ -141,6 +163,7 @@ impl ImageBuilder {
             Arc::new(self.step.finish()),
             Arc::new(self.is_bigendian.finish()),
             Arc::new(self.data.finish()),
+            Arc::new(self.source.finish()),
         ];
         StructArray::new(image_fields(), columns, self.nulls.finish())
     }
@@ -160,13 +183,20 @@ mod tests {
             is_bigendian: true,
             data: &[1, 2],
         };
-        let mut b = ImageBuilder::with_capacity(2);
+        let mut b = ImageBuilder::with_capacity(3);
         b.append(Some(&im));
         b.append(None);
+        b.append_from(Some(&im), Some("a.mcap: topic \"/cam\": the image logged at 5 ns"));
         let array = b.finish();
         assert_eq!(array.data_type(), &image_type());
         let col = ImageColumn::new(&array).unwrap();
-        assert_eq!(col.len(), 2);
+        assert_eq!(col.len(), 3);
+        assert_eq!(col.source(0), None);
+        assert_eq!(col.source(1), None);
+        assert_eq!(
+            col.source(2),
+            Some("a.mcap: topic \"/cam\": the image logged at 5 ns")
+        );
         let back = col.get(0).unwrap();
         assert_eq!(
             (

@@ -1,4 +1,4 @@
-//! Compressed images (JPEG, PNG) through the `image` crate: the size from the
+//! Compressed images (JPEG, PNG, QOI) through the `image` crate: the size from the
 //! header alone, decoding under the pixel limit, and encoding [`Pixels`].
 
 use std::io::Cursor;
@@ -18,25 +18,39 @@ pub enum Codec {
     Jpeg,
     /// PNG: 8 or 16 bits, grey or colour, with or without alpha.
     Png,
+    /// QOI ("Quite OK Image"): 8-bit colour, with or without alpha (what
+    /// ROS's `qoi_image_transport` publishes, as format `qoi; bgr8`).
+    Qoi,
 }
 
 impl Codec {
-    /// The lower-case name: `jpeg` or `png`.
+    /// The lower-case name: `jpeg`, `png` or `qoi`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Jpeg => "jpeg",
             Self::Png => "png",
+            Self::Qoi => "qoi",
         }
     }
 
-    /// The codec named `jpeg` (or `jpg`) or `png`, case insensitive.
+    /// The codec named `jpeg` (or `jpg`), `png` or `qoi`, case insensitive.
     pub fn parse(name: &str) -> Result<Self> {
         match name.to_ascii_lowercase().as_str() {
             "jpeg" | "jpg" => Ok(Self::Jpeg),
             "png" => Ok(Self::Png),
+            "qoi" => Ok(Self::Qoi),
             _ => Err(MediaError::Unsupported(format!(
-                "image format {name:?} (one of png, jpeg)"
+                "image format {name:?} (one of png, jpeg, qoi)"
             ))),
+        }
+    }
+
+    /// The codec of an [`Image`](super::Image)'s `encoding`: a codec name,
+    /// or `qoi; bgr8` (QOI holding blue, green, red: see [`probe`]).
+    pub fn of_encoding(encoding: &str) -> Result<Self> {
+        match encoding {
+            QOI_BGR => Ok(Self::Qoi),
+            _ => Self::parse(encoding),
         }
     }
 
@@ -44,14 +58,29 @@ impl Codec {
         match self {
             Self::Jpeg => ImageFormat::Jpeg,
             Self::Png => ImageFormat::Png,
+            Self::Qoi => ImageFormat::Qoi,
         }
     }
 }
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+const QOI_MAGIC: &[u8] = b"qoif";
+/// The encoding of a QOI image whose channels are blue, green, red (and
+/// alpha): `qoi_image_transport` compresses the raw bytes as they come and
+/// names their order in the format (`qoi; bgr8`, `qoi; bgra8`).
+pub const QOI_BGR: &str = "qoi; bgr8";
 /// Bytes `compressed_depth_image_transport` puts before its PNG (a format
 /// number and two depth quantisation floats).
 const DEPTH_HEADER: usize = 12;
+
+/// Whether a QOI image of message format `format` holds its channels in
+/// blue-green-red order.
+pub(crate) fn qoi_is_bgr(format: &str) -> bool {
+    format
+        .split_once(';')
+        .is_some_and(|(_, order)| order.trim().to_ascii_lowercase().starts_with("bgr"))
+        || format == QOI_BGR
+}
 
 /// What the header of a compressed image says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +97,8 @@ pub struct Header {
 }
 
 /// Reads the codec and size of a compressed image from its header, without
-/// decoding pixels. `format` is the message's format string (`jpeg`, `png`,
+/// decoding pixels (QOI in blue-green-red order, `qoi; bgr8` or `qoi;
+/// bgra8`, decodes to `rgb8` like any other). `format` is the message's format string (`jpeg`, `png`,
 /// `bgr8; jpeg compressed bgr8`, `16UC1; compressedDepth png`, ...): the codec
 /// is taken from the data's magic bytes; `format` only names the image in
 /// errors and marks `compressedDepth` data.
@@ -85,10 +115,12 @@ pub fn probe(format: &str, data: &[u8]) -> Result<Header> {
         Codec::Png
     } else if stream.starts_with(&[0xff, 0xd8, 0xff]) {
         Codec::Jpeg
+    } else if stream.starts_with(QOI_MAGIC) {
+        Codec::Qoi
     } else {
         let shown: Vec<String> = stream.iter().take(8).map(|b| format!("{b:02x}")).collect();
         return Err(MediaError::Unsupported(format!(
-            "compressed image (format {format:?}) is neither JPEG nor PNG: it starts with [{}]",
+            "compressed image (format {format:?}) is neither JPEG, PNG nor QOI: it starts with [{}]",
             shown.join(" ")
         )));
     };
@@ -130,9 +162,16 @@ pub fn decode(format: &str, data: &[u8]) -> Result<Pixels> {
     let header = probe(format, data)?;
     check_pixels(header.width, header.height)?;
     let stream = &data[header.offset..];
-    let img = reader(header.codec, stream)
+    let mut img = reader(header.codec, stream)
         .decode()
         .map_err(|e| invalid(header.codec, e))?;
+    if header.codec == Codec::Qoi && qoi_is_bgr(format) {
+        let mut rgb = img.to_rgb8();
+        for p in rgb.pixels_mut() {
+            p.0.swap(0, 2);
+        }
+        img = DynamicImage::ImageRgb8(rgb);
+    }
     let (w, h) = (img.width(), img.height());
     Ok(match img {
         DynamicImage::ImageLuma8(b) => Pixels::new(PixelFormat::Mono8, w, h, b.into_raw()),
@@ -170,6 +209,23 @@ pub fn encode_png(p: &Pixels) -> Result<Vec<u8>> {
     encoder
         .write_image(buf, p.width, p.height, colour)
         .map_err(|e| MediaError::Invalid(format!("PNG encoding failed: {e}")))?;
+    Ok(out)
+}
+
+/// Encodes pixels as QOI (8-bit colour: grey is repeated in R, G and B,
+/// `mono16` keeps its high byte).
+pub fn encode_qoi(p: &Pixels) -> Result<Vec<u8>> {
+    let rgb;
+    let p = if p.format == PixelFormat::Rgb8 {
+        p
+    } else {
+        rgb = p.convert(PixelFormat::Rgb8);
+        &rgb
+    };
+    let mut out = Vec::new();
+    image::codecs::qoi::QoiEncoder::new(&mut out)
+        .write_image(&p.data, p.width, p.height, ExtendedColorType::Rgb8)
+        .map_err(|e| MediaError::Invalid(format!("QOI encoding failed: {e}")))?;
     Ok(out)
 }
 
@@ -228,6 +284,24 @@ mod tests {
     }
 
     #[test]
+    fn qoi_round_trips_colour_and_is_probed_by_its_magic() {
+        let rgb = sample_rgb();
+        let qoi = encode_qoi(&rgb).unwrap();
+        let h = probe("qoi; rgb8", &qoi).unwrap();
+        assert_eq!((h.codec, h.width, h.height), (Codec::Qoi, 4, 3));
+        assert_eq!(decode("qoi; rgb8", &qoi).unwrap(), rgb);
+        // In blue-green-red order, as qoi_image_transport writes bgr8.
+        let bgr: Vec<u8> = rgb.data.chunks(3).flat_map(|p| [p[2], p[1], p[0]]).collect();
+        let bgr = encode_qoi(&Pixels::new(PixelFormat::Rgb8, 4, 3, bgr)).unwrap();
+        assert_eq!(decode("qoi; bgr8", &bgr).unwrap(), rgb);
+        assert_eq!(decode(QOI_BGR, &bgr).unwrap(), rgb);
+        let mut cut = qoi.clone();
+        cut.truncate(20);
+        let e = decode("qoi", &cut).unwrap_err().to_string();
+        assert!(e.starts_with("corrupt qoi image"), "{e}");
+    }
+
+    #[test]
     fn compressed_depth_png_after_its_header() {
         let mono16 = Pixels::new(PixelFormat::Mono16, 2, 1, vec![1, 0, 2, 0]);
         let mut data = vec![0u8; DEPTH_HEADER];
@@ -263,7 +337,7 @@ mod tests {
     fn bad_data_is_an_error() {
         let e = probe("jpeg", b"GIF89a..").unwrap_err().to_string();
         assert!(
-            e.contains("neither JPEG nor PNG: it starts with [47 49 46"),
+            e.contains("neither JPEG, PNG nor QOI: it starts with [47 49 46"),
             "{e}"
         );
         let mut png = encode_png(&sample_rgb()).unwrap();

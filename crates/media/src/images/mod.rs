@@ -82,8 +82,12 @@ impl<'a> Image<'a> {
     pub fn compressed(format: &str, data: &'a [u8]) -> Result<Self> {
         let h = codec::probe(format, data)?;
         check_pixels(h.width, h.height)?;
+        let encoding = match h.codec {
+            Codec::Qoi if codec::qoi_is_bgr(format) => codec::QOI_BGR,
+            c => c.name(),
+        };
         Ok(Image {
-            encoding: h.codec.name(),
+            encoding,
             width: h.width,
             height: h.height,
             step: 0,
@@ -124,8 +128,14 @@ impl<'a> Image<'a> {
     /// The image's pixels in the format that keeps the most of it: 16-bit
     /// grey stays 16-bit, 8-bit grey stays 8-bit, everything else is `rgb8`.
     pub fn decode(&self) -> Result<Pixels> {
-        match Codec::parse(self.encoding) {
+        match Codec::of_encoding(self.encoding) {
             Ok(_) => codec::decode(self.encoding, self.data),
+            // A compressed image as its message states it (`read_images`'
+            // unchecked mode): the message's format, no size. Its bytes say
+            // what they are, or why they are not an image.
+            Err(_) if (self.width, self.height, self.step) == (0, 0, 0) => {
+                codec::decode(self.encoding, self.data)
+            }
             Err(_) => RawImage {
                 encoding: RawEncoding::parse(self.encoding)?,
                 width: self.width,
@@ -152,8 +162,9 @@ impl<'a> Image<'a> {
     /// compressed image asked for in its own codec (and, for JPEG, without a
     /// quality) is returned as it is, without a generation of loss.
     pub fn encode(&self, codec: Codec, quality: Option<u8>) -> Result<Vec<u8>> {
+        // (QOI in blue-green-red order is encoded again, in RGB order.)
         let same = Codec::parse(self.encoding).ok() == Some(codec);
-        if same && (codec == Codec::Png || quality.is_none()) {
+        if same && (codec != Codec::Jpeg || quality.is_none()) {
             // Still checked: the bytes must decode.
             codec::probe(self.encoding, self.data)?;
             return Ok(self.data.to_vec());
@@ -162,6 +173,7 @@ impl<'a> Image<'a> {
         match codec {
             Codec::Png => codec::encode_png(&p),
             Codec::Jpeg => codec::encode_jpeg(&p, quality.unwrap_or(DEFAULT_JPEG_QUALITY)),
+            Codec::Qoi => codec::encode_qoi(&p),
         }
     }
 

@@ -117,11 +117,53 @@ pub struct EncodedFrame {
 /// frame is a key frame carrying the SPS and PPS. Frames of several
 /// encoders of the same size and options can follow one another in one
 /// [`Mp4Encoder`] (see [`Mp4Encoder::push_encoded`]).
+///
+/// A frame the encoder cannot fit at the quality asked for (OpenH264 keeps
+/// each frame's bitstream within one and a half bytes per pixel, which a
+/// frame of sensor noise passes at the default quality) is encoded again at
+/// a lower quality, as a key frame of a new encoder with the same parameter
+/// sets; the rest of the video keeps that quality.
+/// [`H264Encoder::take_quality_drop`] tells when that happened.
 pub struct H264Encoder {
     encoder: Encoder,
     width: u32,
     height: u32,
+    options: VideoOptions,
+    /// The quality asked for.
+    asked: u8,
+    /// The SPS and PPS of the first frame, which a new encoder must repeat.
+    params: Option<(Vec<u8>, Vec<u8>)>,
+    /// A lowering of the quality not yet taken by the caller.
+    dropped: Option<QualityDrop>,
+    /// Frames encoded.
+    frames: u64,
 }
+
+/// The quality of a video was lowered for a frame that did not fit (see
+/// [`H264Encoder`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QualityDrop {
+    /// The quality asked for.
+    pub asked: u8,
+    /// The quality the video has from this frame on.
+    pub now: u8,
+    /// The frame (0-based, of this encoder) that needed it.
+    pub frame: u64,
+}
+
+impl std::fmt::Display for QualityDrop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the H.264 encoder could not fit the frame at quality {}; the video goes on at quality {}",
+            self.asked, self.now
+        )
+    }
+}
+
+/// The steps by which the quality is lowered for a frame that does not fit:
+/// each lowers the quantizer by about 5 (the bitstream shrinks by about 40%).
+const QUALITY_STEPS: [u8; 7] = [60, 45, 30, 20, 10, 5, 1];
 
 impl std::fmt::Debug for H264Encoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,21 +178,32 @@ impl H264Encoder {
     /// An encoder of `width` x `height` frames (both even, from
     /// [`MIN_SIDE`] to [`MAX_SIDE`], the shorter at most [`MAX_SHORT_SIDE`]).
     pub fn new(width: u32, height: u32, options: VideoOptions) -> Result<Self> {
-        if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
-            return Err(MediaError::Unsupported(format!(
-                "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
-            )));
-        }
-        if width < MIN_SIDE || height < MIN_SIDE {
-            return Err(MediaError::Unsupported(format!(
-                "a {width}x{height} video: OpenH264 encodes frames of at least {MIN_SIDE}x{MIN_SIDE} pixels"
-            )));
-        }
-        if width.max(height) > MAX_SIDE || width.min(height) > MAX_SHORT_SIDE {
-            return Err(MediaError::Limit(format!(
-                "a {width}x{height} video: at most {MAX_SIDE}x{MAX_SHORT_SIDE} or {MAX_SHORT_SIDE}x{MAX_SIDE} pixels"
-            )));
-        }
+        check_size(width, height)?;
+        let encoder = Self::start(options)?;
+        Ok(Self {
+            encoder,
+            width,
+            height,
+            options,
+            asked: options.quality,
+            params: None,
+            dropped: None,
+            frames: 0,
+        })
+    }
+
+    /// The quality frames are encoded at now: the one asked for, or lower
+    /// after a frame that did not fit.
+    pub fn quality(&self) -> u8 {
+        self.options.quality
+    }
+
+    /// The lowering of the quality since the last call, if any.
+    pub fn take_quality_drop(&mut self) -> Option<QualityDrop> {
+        self.dropped.take()
+    }
+
+    fn start(options: VideoOptions) -> Result<Encoder> {
         let qp = options.qp();
         let config = EncoderConfig::new()
             .usage_type(UsageType::CameraVideoRealTime)
@@ -164,13 +217,8 @@ impl H264Encoder {
             .intra_frame_period(IntraFramePeriod::from_num_frames(
                 options.keyframe_interval.max(1),
             ));
-        let encoder = Encoder::with_api_config(OpenH264API::from_source(), config)
-            .map_err(|e| video_error("starting the H.264 encoder", e))?;
-        Ok(Self {
-            encoder,
-            width,
-            height,
-        })
+        Encoder::with_api_config(OpenH264API::from_source(), config)
+            .map_err(|e| video_error("starting the H.264 encoder", e))
     }
 
     /// Encodes a frame of `width * height * 3` bytes (`rgb8`, rows top to
@@ -199,19 +247,71 @@ impl H264Encoder {
         }
         let (w, h) = (self.width as usize, self.height as usize);
         let yuv = YUVSlices::new(frame.planes(), (w, h), (w, w / 2, w / 2));
-        let encoded = self
-            .encoder
-            .encode(&yuv)
-            .map_err(|e| video_error("encoding a frame", e))?;
+        let first_error = match self.encoder.encode(&yuv) {
+            Ok(encoded) => {
+                let frame = Self::frame_of(encoded);
+                return Ok(self.counted(frame));
+            }
+            Err(e) => e,
+        };
+        // The frame did not fit (or the encoder failed otherwise): a new
+        // encoder at each lower quality in turn, until one takes it.
+        for quality in QUALITY_STEPS
+            .into_iter()
+            .filter(|&q| q < self.options.quality)
+        {
+            let options = VideoOptions {
+                quality,
+                ..self.options
+            };
+            let mut encoder = Self::start(options)?;
+            let Ok(encoded) = encoder.encode(&yuv) else {
+                continue;
+            };
+            let frame = Self::frame_of(encoded);
+            if let (Some((s0, p0)), Some(sps), Some(pps)) = (&self.params, &frame.sps, &frame.pps)
+                && (s0 != sps || p0 != pps)
+            {
+                break;
+            }
+            self.encoder = encoder;
+            self.options = options;
+            self.dropped = Some(QualityDrop {
+                asked: self.asked,
+                now: quality,
+                frame: self.frames,
+            });
+            return Ok(self.counted(frame));
+        }
+        Err(video_error(
+            &format!(
+                "encoding a {}x{} frame (also at every lower quality)",
+                self.width, self.height
+            ),
+            first_error,
+        ))
+    }
+
+    fn counted(&mut self, frame: EncodedFrame) -> EncodedFrame {
+        if self.params.is_none()
+            && let (Some(s), Some(p)) = (&frame.sps, &frame.pps)
+        {
+            self.params = Some((s.clone(), p.clone()));
+        }
+        self.frames += 1;
+        frame
+    }
+
+    fn frame_of(encoded: openh264::encoder::EncodedBitStream<'_>) -> EncodedFrame {
         let is_sync = matches!(encoded.frame_type(), FrameType::IDR | FrameType::I);
         let annexb = encoded.to_vec();
         let (sample, sps, pps) = to_sample(&annexb);
-        Ok(EncodedFrame {
+        EncodedFrame {
             sample,
             is_sync,
             sps,
             pps,
-        })
+        }
     }
 }
 
@@ -244,6 +344,27 @@ impl<W: Write + Seek> std::fmt::Debug for Mp4Encoder<W> {
     }
 }
 
+/// Whether OpenH264 encodes frames of `width` x `height`: both even, from
+/// [`MIN_SIDE`] to [`MAX_SIDE`], the shorter at most [`MAX_SHORT_SIDE`].
+pub fn check_size(width: u32, height: u32) -> Result<()> {
+        if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
+            return Err(MediaError::Unsupported(format!(
+                "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
+            )));
+        }
+        if width < MIN_SIDE || height < MIN_SIDE {
+            return Err(MediaError::Unsupported(format!(
+                "a {width}x{height} video: OpenH264 encodes frames of at least {MIN_SIDE}x{MIN_SIDE} pixels"
+            )));
+        }
+        if width.max(height) > MAX_SIDE || width.min(height) > MAX_SHORT_SIDE {
+            return Err(MediaError::Limit(format!(
+                "a {width}x{height} video: at most {MAX_SIDE}x{MAX_SHORT_SIDE} or {MAX_SHORT_SIDE}x{MAX_SIDE} pixels"
+            )));
+        }
+    Ok(())
+}
+
 /// The error of a failed encoder or container call.
 fn video_error(what: &str, e: impl std::fmt::Display) -> MediaError {
     MediaError::Write(format!("{what}: {e}"))
@@ -274,6 +395,12 @@ impl<W: Write + Seek> Mp4Encoder<W> {
     /// Frames added so far.
     pub fn frames(&self) -> u64 {
         self.frames
+    }
+
+    /// The lowering of the video's quality since the last call, if a frame
+    /// did not fit at the quality asked for (see [`H264Encoder`]).
+    pub fn take_quality_drop(&mut self) -> Option<QualityDrop> {
+        self.encoder.as_mut().and_then(H264Encoder::take_quality_drop)
     }
 
     /// The track's SPS and PPS, once the first frame is in.
@@ -497,6 +624,47 @@ mod tests {
             }
         }
         f
+    }
+
+    /// Sensor noise: every byte from a xorshift generator.
+    fn noise(w: usize, h: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..w * h * 3)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn noise_is_encoded_at_a_lower_quality_with_the_same_parameter_sets() {
+        let (w, h) = (640, 480);
+        let mut enc =
+            Mp4Encoder::new(Cursor::new(Vec::new()), w, h, VideoOptions::default()).unwrap();
+        // A camera frame, then noise (a lens cap off in the dark), then a
+        // camera frame again.
+        let camera = frame(w as usize, h as usize, 0);
+        enc.push_rgb8(0, &camera).unwrap();
+        assert_eq!(enc.take_quality_drop(), None);
+        enc.push_rgb8(33_000_000, &noise(w as usize, h as usize, 7))
+            .unwrap();
+        let drop = enc.take_quality_drop().expect("the noise frame lowers the quality");
+        assert_eq!((drop.asked, drop.frame), (75, 1));
+        assert!(drop.now < 75, "{drop:?}");
+        assert_eq!(enc.take_quality_drop(), None, "told once");
+        enc.push_rgb8(66_000_000, &noise(w as usize, h as usize, 8))
+            .unwrap();
+        enc.push_rgb8(99_000_000, &camera).unwrap();
+        assert_eq!(enc.frames(), 4);
+        let bytes = enc.finish().unwrap().into_inner();
+        let size = bytes.len() as u64;
+        let mut r = mp4::Mp4Reader::read_header(Cursor::new(bytes), size).unwrap();
+        assert_eq!(r.tracks().get(&1).unwrap().sample_count(), 4);
+        // The noise frame became a key frame of the new encoder.
+        assert!(r.read_sample(1, 2).unwrap().unwrap().is_sync);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct VideoWriter<W: Write + Seek> {
     /// time.
     latest: Option<(i64, Yuv420)>,
     next: f64,
+    /// Why the first image refused before the video started was refused.
+    first_refused: Option<String>,
 }
 
 impl<W: Write + Seek> std::fmt::Debug for VideoWriter<W> {
@@ -71,12 +73,19 @@ impl<W: Write + Seek> VideoWriter<W> {
             size: (0, 0),
             latest: None,
             next: 0.0,
+            first_refused: None,
         })
     }
 
     /// Frames encoded so far.
     pub fn frames(&self) -> u64 {
         self.encoder.as_ref().map_or(0, Mp4Encoder::frames)
+    }
+
+    /// The lowering of the video's quality since the last call, if a frame
+    /// did not fit at the quality asked for.
+    pub fn take_quality_drop(&mut self) -> Option<super::QualityDrop> {
+        self.encoder.as_mut().and_then(Mp4Encoder::take_quality_drop)
     }
 
     /// Adds an `rgb8` image of `width` x `height` taken at `time_ns` (after
@@ -90,10 +99,31 @@ impl<W: Write + Seek> VideoWriter<W> {
     /// Adds an image taken at `time_ns` (after the previous image's), as
     /// [`Yuv420::from_rgb8`] converted it.
     pub fn add(&mut self, time_ns: i64, frame: Yuv420) -> Result<()> {
+        let added = self.add_frame(time_ns, frame);
+        if let (Err(e), None, None) = (&added, &self.encoder, &self.first_refused) {
+            self.first_refused = Some(e.to_string());
+        }
+        added
+    }
+
+    fn add_frame(&mut self, time_ns: i64, frame: Yuv420) -> Result<()> {
         let (width, height) = frame.image_size();
-        if let Some(out) = self.out.take() {
-            self.size = (width, height);
+        if self.encoder.is_none() {
+            // The image's own size is checked, before cropping to even sides
+            // (a 1x1 image is refused as such, not as a 0x0 video).
+            if width < super::MIN_SIDE || height < super::MIN_SIDE {
+                return Err(MediaError::Unsupported(format!(
+                    "the image at {time_ns} ns is {width}x{height}: OpenH264 encodes frames of at least {0}x{0} pixels",
+                    super::MIN_SIDE
+                )));
+            }
             let (w, h) = frame.size();
+            super::check_size(w, h)?;
+            let out = self
+                .out
+                .take()
+                .ok_or_else(|| MediaError::Write("the video's output is gone".into()))?;
+            self.size = (width, height);
             self.encoder = Some(Mp4Encoder::new(out, w, h, self.options)?);
         }
         if (width, height) != self.size {
@@ -135,9 +165,12 @@ impl<W: Write + Seek> VideoWriter<W> {
             }
         }
         let Some(encoder) = self.encoder else {
-            return Err(MediaError::Invalid(
-                "a video needs at least one image".into(),
-            ));
+            return Err(MediaError::Invalid(match self.first_refused {
+                Some(why) => format!(
+                    "a video needs at least one image, and every image was refused; the first: {why}"
+                ),
+                None => "a video needs at least one image".into(),
+            }));
         };
         let frames = encoder.frames();
         Ok((encoder.finish()?, frames))
@@ -224,5 +257,25 @@ mod tests {
             w.finish().unwrap_err().to_string(),
             "a video needs at least one image"
         );
+        // Too small an image is refused as it is (not as the 0x0 video its
+        // cropping would make), and the video that never started says why.
+        let mut w =
+            VideoWriter::new(Cursor::new(Vec::new()), VideoOptions::default(), None).unwrap();
+        let e = w.add_rgb8(5, 1, 1, &[1, 2, 3]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unsupported: the image at 5 ns is 1x1: OpenH264 encodes frames of at least 16x16 pixels"
+        );
+        assert!(w.add_rgb8(6, 2, 2, &[0; 12]).is_err());
+        assert_eq!(
+            w.finish().unwrap_err().to_string(),
+            format!("a video needs at least one image, and every image was refused; the first: {e}")
+        );
+        // A good image after a refused one starts the video.
+        let mut w =
+            VideoWriter::new(Cursor::new(Vec::new()), VideoOptions::default(), None).unwrap();
+        assert!(w.add_rgb8(5, 1, 1, &[1, 2, 3]).is_err());
+        w.add_rgb8(10, 32, 16, &frame(32, 16, 0)).unwrap();
+        assert_eq!(w.finish().unwrap().1, 1);
     }
 }

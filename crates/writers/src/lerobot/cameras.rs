@@ -10,7 +10,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use logsql_media::images::{Image, PixelFormat, Pixels};
+use logsql_media::images::{Codec, Image, PixelFormat, Pixels};
 use logsql_media::video::{Mp4Encoder, VideoOptions};
 
 use super::files::{chunk_file, create, io, next_file};
@@ -99,7 +99,7 @@ impl Camera {
             return Ok(Arc::clone(&last.pixels));
         }
         let pixels = Arc::new(image.pixels(PixelFormat::Rgb8).map_err(|e| e.to_string())?);
-        let compressed = matches!(image.encoding, "jpeg" | "png");
+        let compressed = Codec::of_encoding(image.encoding).is_ok();
         self.last_decoded = Some(Decoded {
             encoding: image.encoding.to_string(),
             source: compressed.then(|| image.data.to_vec()),
@@ -108,17 +108,19 @@ impl Camera {
         Ok(pixels)
     }
 
-    /// Queues a frame of the open episode for its encoder.
-    pub fn push(&mut self, pixels: &Arc<Pixels>) -> Result<()> {
+    /// Queues a frame of the open episode for its encoder; `label` names
+    /// the episode's camera in warnings (its first frame asks for it). An
+    /// error is the encoder's cause alone: the caller names the frame.
+    pub fn push(&mut self, pixels: &Arc<Pixels>, label: impl FnOnce() -> String) -> Result<(), String> {
         if self.stage.is_none() {
             let path = self.root.join(format!(".episode-camera-{}.h264", self.k));
-            let stage = VideoStage::create(path, pixels.width, pixels.height, self.options())
-                .map_err(|e| self.err(e))?;
+            let stage =
+                VideoStage::create(path, pixels.width, pixels.height, self.options(), label())
+                    .map_err(|e| e.to_string())?;
             self.stage = Some(stage);
         }
         let stage = self.stage.as_mut().expect("just created");
-        let pushed = stage.push(pixels);
-        pushed.map_err(|e| self.err(e))
+        stage.push(pixels).map_err(|e| e.to_string())
     }
 
     /// Appends the kept episode's `frames` frames (of `size`) to the video

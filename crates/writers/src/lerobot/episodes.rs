@@ -368,15 +368,20 @@ impl EpisodePlan {
     /// A problem of the open episode's camera `k` at `time` that is not the
     /// plan's own (an image that does not decode).
     pub fn camera_problem(&self, k: usize, time: RowTime, e: impl std::fmt::Display) -> String {
+        format!("{} at {}: {e}", self.camera_label(k), time.describe())
+    }
+
+    /// The open episode's camera `k`, for messages: `episode 3 (run.mcap):
+    /// camera "observation.images.front"`.
+    pub fn camera_label(&self, k: usize) -> String {
         let (source, file) = self
             .episode
             .as_ref()
             .map_or((0, None), |e| (e.source, e.file.clone()));
         format!(
-            "episode {source}{}: camera \"{}\" at {}: {e}",
+            "episode {source}{}: camera \"{}\"",
             where_(&file),
-            self.features[k].name,
-            time.describe()
+            self.features[k].name
         )
     }
 

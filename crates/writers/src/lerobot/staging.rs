@@ -88,8 +88,15 @@ pub struct VideoStage {
 pub const FRAMES_IN_FLIGHT: usize = 4;
 
 impl VideoStage {
-    /// A new stage at `path` for `width` x `height` frames.
-    pub fn create(path: PathBuf, width: u32, height: u32, options: VideoOptions) -> Result<Self> {
+    /// A new stage at `path` for `width` x `height` frames of the camera
+    /// `label` names (in warnings).
+    pub fn create(
+        path: PathBuf,
+        width: u32,
+        height: u32,
+        options: VideoOptions,
+        label: String,
+    ) -> Result<Self> {
         let encoder =
             H264Encoder::new(width, height, options).map_err(|e| Error::Write(e.to_string()))?;
         let file = create_new(&path).map_err(|e| io(&path, e))?;
@@ -102,7 +109,7 @@ impl VideoStage {
         let (tx, rx) = sync_channel(FRAMES_IN_FLIGHT);
         let worker = std::thread::Builder::new()
             .name("logsql-video".into())
-            .spawn(move || staged.encode(encoder, rx))
+            .spawn(move || staged.encode(encoder, rx, &label))
             .map_err(|e| io(&path, format!("starting the encoder thread: {e}")))?;
         Ok(Self {
             path,
@@ -164,7 +171,12 @@ pub struct StagedVideo {
 
 impl StagedVideo {
     /// The encoder thread: converts, encodes and stages each frame received.
-    fn encode(mut self, mut encoder: H264Encoder, frames: Receiver<Arc<Pixels>>) -> Result<Self> {
+    fn encode(
+        mut self,
+        mut encoder: H264Encoder,
+        frames: Receiver<Arc<Pixels>>,
+        label: &str,
+    ) -> Result<Self> {
         let exec = |e: logsql_media::MediaError| Error::Write(e.to_string());
         // The last frame converted, and its planes (reused for the next).
         let mut last: Option<(Arc<Pixels>, Yuv420)> = None;
@@ -184,6 +196,12 @@ impl StagedVideo {
                 }
             };
             let frame = encoder.encode(yuv).map_err(exec)?;
+            if let Some(drop) = encoder.take_quality_drop() {
+                log::warn!(
+                    "LeRobot dataset: {label}: frame {} of the episode: {drop}",
+                    drop.frame
+                );
+            }
             self.stage(frame)?;
         }
         Ok(self)

@@ -348,7 +348,15 @@ impl DatasetWriter {
                 }
                 f.image.push_rgb8(&pixels.data, pixels.width, pixels.height);
                 match images {
-                    ImageStorage::Video => camera.push(&pixels)?,
+                    ImageStorage::Video => {
+                        let label = || self.episodes_plan.camera_label(k);
+                        camera.push(&pixels, label).map_err(|e| {
+                            Error::Write(format!(
+                                "LeRobot dataset: {}",
+                                self.episodes_plan.camera_problem(k, time, e)
+                            ))
+                        })?
+                    }
                     ImageStorage::Parquet => {
                         let png = encode_png(&pixels).map_err(|e| {
                             Error::Write(format!("LeRobot dataset: camera \"{}\": {e}", f.name))
