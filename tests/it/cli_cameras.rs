@@ -248,7 +248,9 @@ fn compressed_mcap(path: &Path, images: &[(&str, Vec<u8>)]) {
 }
 
 fn png(width: u32, height: u32) -> Vec<u8> {
-    let data = (0..width * height * 3).map(|i| (i * 7 % 256) as u8).collect();
+    let data = (0..width * height * 3)
+        .map(|i| (i * 7 % 256) as u8)
+        .collect();
     let pixels = logsql_media::images::Pixels::new(
         logsql_media::images::PixelFormat::Rgb8,
         width,
@@ -270,7 +272,9 @@ fn an_image_whose_body_does_not_decode_is_named_by_file_topic_and_time() {
     let at = START + 100_000_000;
     // The header reads: read_images gives its size.
     assert_eq!(
-        rows(&format!("SELECT width, height FROM read_images('{f}', '/cam')")),
+        rows(&format!(
+            "SELECT width, height FROM read_images('{f}', '/cam')"
+        )),
         [["64", "48"], ["64", "48"]]
     );
     for function in ["image_pixels(image, 'rgb8')", "image_thumbnail(image, 16)"] {
@@ -306,7 +310,9 @@ fn an_image_whose_body_does_not_decode_is_named_by_file_topic_and_time() {
     let (json, _) = ok(&[
         "--format",
         "json",
-        &format!("SELECT image['source'] AS s FROM read_images('{f}', '/cam') ORDER BY log_time LIMIT 1"),
+        &format!(
+            "SELECT image['source'] AS s FROM read_images('{f}', '/cam') ORDER BY log_time LIMIT 1"
+        ),
     ]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
@@ -369,7 +375,9 @@ fn qoi_frames_of_a_real_recording_equal_the_raw_frame() {
     let q = "/spot/camera/hand_color/image/qoi";
     let r = "/spot/camera/hand_color/image";
     let of = |file: &str, topic: &str, what: &str| {
-        rows(&format!("SELECT {what} FROM read_images('{file}', '{topic}')"))
+        rows(&format!(
+            "SELECT {what} FROM read_images('{file}', '{topic}')"
+        ))
     };
     assert_eq!(
         of(&qoi, q, "encoding, width, height"),
@@ -382,9 +390,18 @@ fn qoi_frames_of_a_real_recording_equal_the_raw_frame() {
     // `export --as png` writes a PNG of the raw frame's pixels.
     let dir = tempfile::tempdir().unwrap();
     let frames = dir.path().join("frames");
-    ok(&["export", &qoi, frames.to_str().unwrap(), "--topic", q, "--as", "png"]);
+    ok(&[
+        "export",
+        &qoi,
+        frames.to_str().unwrap(),
+        "--topic",
+        q,
+        "--as",
+        "png",
+    ]);
     let file = frames.join("1672826398618465547.png");
-    let decoded = logsql_media::images::codec::decode("png", &std::fs::read(&file).unwrap()).unwrap();
+    let decoded =
+        logsql_media::images::codec::decode("png", &std::fs::read(&file).unwrap()).unwrap();
     let raw_pixels = rows(&format!(
         "SELECT encode(image_pixels(image, 'rgb8'), 'hex') FROM read_images('{raw}', '{r}')"
     ));

@@ -110,3 +110,56 @@ fn cut_files_print_the_readers_prefix_in_every_format() {
         }
     }
 }
+
+/// Under `--on-error warn` the CLI's `count(*)` is the rows `SELECT *`
+/// prints, in every output format, on a recording with a chunk that no
+/// longer decompresses (its message index still lists its messages).
+#[test]
+fn counts_under_warn_are_the_rows_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut bytes =
+        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.mcap")).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0xff;
+    let file = tmp.path().join("flipped.mcap");
+    std::fs::write(&file, &bytes).unwrap();
+    let f = file.display().to_string();
+    let run = |format: &str, sql: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .args(["--on-error", "warn", "--format", format, sql])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rows = printed_rows(
+        "csv",
+        &run("csv", &format!("SELECT topic, log_time FROM '{f}'")),
+    );
+    assert!(
+        rows > 0 && rows < 2610,
+        "the damaged chunk loses messages: {rows}"
+    );
+    for sql in [
+        format!("SELECT count(*) AS n FROM '{f}'"),
+        format!("SELECT count(log_time) AS n FROM '{f}'"),
+    ] {
+        assert_eq!(run("csv", &sql), format!("n\n{rows}\n"), "{sql}");
+        assert_eq!(
+            run("json", &sql).trim(),
+            format!("[{{\"n\":{rows}}}]"),
+            "{sql}"
+        );
+        assert!(run("table", &sql).contains(&format!("| {rows} ")), "{sql}");
+    }
+    let per_topic = run(
+        "table",
+        &format!("SELECT topic, count(*) AS n FROM '{f}' GROUP BY topic ORDER BY topic"),
+    );
+    assert_eq!(printed_rows("table", &per_topic), rows, "{per_topic}");
+}

@@ -540,7 +540,7 @@ fn copy_writes_images_as_an_mp4_video() {
     let out = logsql(&[&copy("/cam/raw/rgb8", &raw, "")]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("the rgb8 image at log_time 1000000000: unsupported: a 6x4 video: OpenH264 encodes frames of at least 16x16 pixels"),
+        err.contains("the rgb8 image at log_time 1000000000: unsupported: the image at 1000000000 ns is 6x4: OpenH264 encodes frames of at least 16x16 pixels"),
         "{err}"
     );
 

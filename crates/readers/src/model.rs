@@ -345,6 +345,11 @@ pub struct ChunkRead {
     /// Whether the chunk was not read after all: the format's own finer index
     /// (e.g. MCAP message indexes) showed that nothing in it is selected.
     pub skipped: bool,
+    /// Whether the messages were answered from the format's message index
+    /// (channel and `log_time` only) without reading the chunk: a chunk that
+    /// no longer decompresses still counts its messages there (readers do
+    /// so only when the selection wants neither payloads nor full headers).
+    pub from_index: bool,
 }
 
 /// Message log times per channel id, gathered chunk by chunk from a format's

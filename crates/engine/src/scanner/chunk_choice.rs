@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use super::newest_first;
+use super::options::OnError;
 use super::predicate::ChunkStatistics;
 use super::scan::{ScanPlan, dealt_position};
 use super::summary_rows;
@@ -96,7 +97,10 @@ pub(crate) fn choose_chunks(
     let file_pruned = (channels_complete
         && wanted_channels.as_ref().is_some_and(HashSet::is_empty))
         || (!keep_all.is_empty() && keep_all.iter().all(|k| !k));
+    // Not under `warn`: the rows must be those that decode (see the scan's
+    // selection).
     let answered_by_summary = matches!(plan.target, ScanTarget::Messages)
+        && plan.on_error != OnError::Warn
         && summary_rows::columns_per_channel(&plan.read_schema)
         && summary_rows::exact_counts(summary).is_some();
     let table = plan.target.table().is_some();

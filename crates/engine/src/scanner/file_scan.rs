@@ -282,6 +282,9 @@ impl FileScan {
                     .bytes_decompressed
                     .add(r.bytes_decompressed as usize);
                 self.metrics.messages_read.add(r.messages as usize);
+                if r.from_index {
+                    self.metrics.messages_from_index.add(r.messages as usize);
+                }
             }
             Err(_) => self.metrics.chunks_read.add(1),
         }

@@ -60,6 +60,9 @@ pub(crate) struct ScanMetrics {
     /// Rows answered from the file's stated per-channel counts, without
     /// reading a chunk ([`super::summary_rows`]).
     pub messages_from_summary: Count,
+    /// Messages answered from a chunk's message index (`log_time` and
+    /// channel only), without reading the chunk.
+    pub messages_from_index: Count,
     /// File opens whose summary the session's file-metadata cache held.
     pub summary_cache_hits: Count,
     /// File opens that read the file's summary (then cached).
@@ -88,6 +91,7 @@ impl ScanMetrics {
             files_pruned_by_catalog: counter("files_pruned_by_catalog"),
             files_unknown_to_catalog: counter("files_unknown_to_catalog"),
             messages_from_summary: counter("messages_from_summary"),
+            messages_from_index: counter("messages_from_index"),
             summary_cache_hits: counter("summary_cache_hits"),
             summary_cache_misses: counter("summary_cache_misses"),
             chunks_pruned_at_run_time: counter("chunks_pruned_at_run_time"),
@@ -210,6 +214,13 @@ impl ScanPlan {
             .collect();
         let mut selection = predicate::selection(predicate.as_ref(), &names);
         selection.limits = options.limits();
+        if options.on_error == OnError::Warn {
+            // Under `warn` every readable row is delivered and the damage
+            // only warned of: a count must then be the rows that decode, so
+            // chunks are read rather than answered from their message
+            // indexes (which still list a chunk that no longer decompresses).
+            selection.full_header = true;
+        }
         match &target {
             ScanTarget::Messages => {}
             ScanTarget::Table(_) => {

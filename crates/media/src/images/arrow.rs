@@ -150,7 +150,8 @@ impl ImageBuilder {
         self.is_bigendian
             .append_option(image.map(|im| im.is_bigendian));
         self.data.append_option(image.map(|im| im.data));
-        self.source.append_option(source.filter(|_| image.is_some()));
+        self.source
+            .append_option(source.filter(|_| image.is_some()));
         self.nulls.append(image.is_some());
     }
 
@@ -186,7 +187,10 @@ mod tests {
         let mut b = ImageBuilder::with_capacity(3);
         b.append(Some(&im));
         b.append(None);
-        b.append_from(Some(&im), Some("a.mcap: topic \"/cam\": the image logged at 5 ns"));
+        b.append_from(
+            Some(&im),
+            Some("a.mcap: topic \"/cam\": the image logged at 5 ns"),
+        );
         let array = b.finish();
         assert_eq!(array.data_type(), &image_type());
         let col = ImageColumn::new(&array).unwrap();

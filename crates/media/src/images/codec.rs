@@ -291,7 +291,11 @@ mod tests {
         assert_eq!((h.codec, h.width, h.height), (Codec::Qoi, 4, 3));
         assert_eq!(decode("qoi; rgb8", &qoi).unwrap(), rgb);
         // In blue-green-red order, as qoi_image_transport writes bgr8.
-        let bgr: Vec<u8> = rgb.data.chunks(3).flat_map(|p| [p[2], p[1], p[0]]).collect();
+        let bgr: Vec<u8> = rgb
+            .data
+            .chunks(3)
+            .flat_map(|p| [p[2], p[1], p[0]])
+            .collect();
         let bgr = encode_qoi(&Pixels::new(PixelFormat::Rgb8, 4, 3, bgr)).unwrap();
         assert_eq!(decode("qoi; bgr8", &bgr).unwrap(), rgb);
         assert_eq!(decode(QOI_BGR, &bgr).unwrap(), rgb);

@@ -347,21 +347,21 @@ impl<W: Write + Seek> std::fmt::Debug for Mp4Encoder<W> {
 /// Whether OpenH264 encodes frames of `width` x `height`: both even, from
 /// [`MIN_SIDE`] to [`MAX_SIDE`], the shorter at most [`MAX_SHORT_SIDE`].
 pub fn check_size(width: u32, height: u32) -> Result<()> {
-        if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
-            return Err(MediaError::Unsupported(format!(
-                "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
-            )));
-        }
-        if width < MIN_SIDE || height < MIN_SIDE {
-            return Err(MediaError::Unsupported(format!(
-                "a {width}x{height} video: OpenH264 encodes frames of at least {MIN_SIDE}x{MIN_SIDE} pixels"
-            )));
-        }
-        if width.max(height) > MAX_SIDE || width.min(height) > MAX_SHORT_SIDE {
-            return Err(MediaError::Limit(format!(
-                "a {width}x{height} video: at most {MAX_SIDE}x{MAX_SHORT_SIDE} or {MAX_SHORT_SIDE}x{MAX_SIDE} pixels"
-            )));
-        }
+    if width == 0 || height == 0 || width % 2 == 1 || height % 2 == 1 {
+        return Err(MediaError::Unsupported(format!(
+            "a {width}x{height} video: H.264 (4:2:0) needs an even width and height"
+        )));
+    }
+    if width < MIN_SIDE || height < MIN_SIDE {
+        return Err(MediaError::Unsupported(format!(
+            "a {width}x{height} video: OpenH264 encodes frames of at least {MIN_SIDE}x{MIN_SIDE} pixels"
+        )));
+    }
+    if width.max(height) > MAX_SIDE || width.min(height) > MAX_SHORT_SIDE {
+        return Err(MediaError::Limit(format!(
+            "a {width}x{height} video: at most {MAX_SIDE}x{MAX_SHORT_SIDE} or {MAX_SHORT_SIDE}x{MAX_SIDE} pixels"
+        )));
+    }
     Ok(())
 }
 
@@ -400,7 +400,9 @@ impl<W: Write + Seek> Mp4Encoder<W> {
     /// The lowering of the video's quality since the last call, if a frame
     /// did not fit at the quality asked for (see [`H264Encoder`]).
     pub fn take_quality_drop(&mut self) -> Option<QualityDrop> {
-        self.encoder.as_mut().and_then(H264Encoder::take_quality_drop)
+        self.encoder
+            .as_mut()
+            .and_then(H264Encoder::take_quality_drop)
     }
 
     /// The track's SPS and PPS, once the first frame is in.
@@ -651,7 +653,9 @@ mod tests {
         assert_eq!(enc.take_quality_drop(), None);
         enc.push_rgb8(33_000_000, &noise(w as usize, h as usize, 7))
             .unwrap();
-        let drop = enc.take_quality_drop().expect("the noise frame lowers the quality");
+        let drop = enc
+            .take_quality_drop()
+            .expect("the noise frame lowers the quality");
         assert_eq!((drop.asked, drop.frame), (75, 1));
         assert!(drop.now < 75, "{drop:?}");
         assert_eq!(enc.take_quality_drop(), None, "told once");

@@ -85,7 +85,9 @@ impl<W: Write + Seek> VideoWriter<W> {
     /// The lowering of the video's quality since the last call, if a frame
     /// did not fit at the quality asked for.
     pub fn take_quality_drop(&mut self) -> Option<super::QualityDrop> {
-        self.encoder.as_mut().and_then(Mp4Encoder::take_quality_drop)
+        self.encoder
+            .as_mut()
+            .and_then(Mp4Encoder::take_quality_drop)
     }
 
     /// Adds an `rgb8` image of `width` x `height` taken at `time_ns` (after
@@ -269,7 +271,9 @@ mod tests {
         assert!(w.add_rgb8(6, 2, 2, &[0; 12]).is_err());
         assert_eq!(
             w.finish().unwrap_err().to_string(),
-            format!("a video needs at least one image, and every image was refused; the first: {e}")
+            format!(
+                "a video needs at least one image, and every image was refused; the first: {e}"
+            )
         );
         // A good image after a refused one starts the video.
         let mut w =

@@ -111,7 +111,11 @@ impl Camera {
     /// Queues a frame of the open episode for its encoder; `label` names
     /// the episode's camera in warnings (its first frame asks for it). An
     /// error is the encoder's cause alone: the caller names the frame.
-    pub fn push(&mut self, pixels: &Arc<Pixels>, label: impl FnOnce() -> String) -> Result<(), String> {
+    pub fn push(
+        &mut self,
+        pixels: &Arc<Pixels>,
+        label: impl FnOnce() -> String,
+    ) -> Result<(), String> {
         if self.stage.is_none() {
             let path = self.root.join(format!(".episode-camera-{}.h264", self.k));
             let stage =

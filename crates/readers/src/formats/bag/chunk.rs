@@ -454,6 +454,7 @@ pub(crate) fn read(
             entries.sort_by_key(|e| e.offset);
             let mut read = ChunkRead {
                 messages: entries.len() as u64,
+                from_index: true,
                 ..ChunkRead::default()
             };
             for e in &entries {

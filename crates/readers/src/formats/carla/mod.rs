@@ -153,10 +153,10 @@ impl FormatReader for CarlaFormat {
             },
         )?;
         Ok(ChunkRead {
-            bytes_decompressed: 0,
             messages: w.parsed,
             stopped: w.stopped,
             skipped: w.skipped,
+            ..ChunkRead::default()
         })
     }
 

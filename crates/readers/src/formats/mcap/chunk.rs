@@ -312,9 +312,7 @@ pub(crate) fn read_chunk_records(
         let loaded = load_chunk(file, ctx, offset, length, raw, out)?;
         let mut stats = ChunkRead {
             bytes_decompressed: loaded.bytes_decompressed,
-            messages: 0,
-            stopped: false,
-            skipped: false,
+            ..ChunkRead::default()
         };
         let mut resolver = Resolver::new(summary, sel);
         for rec in SliceRecords::new(loaded.records) {
@@ -520,10 +518,9 @@ pub(crate) fn read_message_indexes(
     let total = entries.len() as u64;
     let mut resolver = Resolver::new(summary, sel);
     let mut stats = ChunkRead {
-        bytes_decompressed: 0,
         messages: total,
-        stopped: false,
-        skipped: false,
+        from_index: true,
+        ..ChunkRead::default()
     };
     for (_, log_time, channel_id) in entries {
         if !sel.wants_time(log_time) || !resolver.wants(channel_id) {
