@@ -2,19 +2,23 @@
 //!
 //! ```text
 //! cargo run --release --example gen_mcap -- OUT.mcap [--seconds N] [--compression zstd|lz4|none]
-//!     [--chunk-size BYTES] [--image-bytes BYTES] [--seed N] [--start NANOS]
+//!     [--chunk-size BYTES] [--image-bytes BYTES] [--jpeg WxH] [--seed N] [--start NANOS]
 //! ```
+//!
+//! `--jpeg WxH`: camera frames are real JPEGs of that size (a disc crossing
+//! a sky and a floor) instead of `--image-bytes` of noise that only starts
+//! like a JPEG.
 //!
 //! Defaults: 376 s (about 200 MB), zstd, 1 MiB chunks, 50 kB camera images, seed 42,
 //! first message at 2023-11-14T22:13:20Z (`--start 1700000000000000000`, the earliest allowed).
 //! Topics: `/imu` 200 Hz, `/camera/compressed` 10 Hz, `/tf` 50 Hz (ros1), `/diagnostics`
 //! 1 Hz (json); see `benches/support/gen.rs`.
 //!
-//! The small demo file in the repository, `tests/data/demo.mcap` (254,620 bytes, 15 zstd
+//! The small demo file in the repository, `tests/data/demo.mcap` (188,393 bytes, 15 zstd
 //! chunks, 2,610 messages, 10 s from 2023-11-14T22:13:20Z), is made (by `tests/data/regenerate.sh`) with
 //!
 //! ```text
-//! cargo run --example gen_mcap -- tests/data/demo.mcap --seconds 10 --image-bytes 1000 --chunk-size 65536
+//! cargo run --example gen_mcap -- tests/data/demo.mcap --seconds 10 --jpeg 64x48 --chunk-size 65536
 //! ```
 //!
 //! | topic | messages | first log_time | last log_time |
@@ -35,7 +39,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: gen_mcap OUT.mcap [--seconds N] [--compression zstd|lz4|none] \
-[--chunk-size BYTES] [--image-bytes BYTES] [--seed N] [--start NANOS]";
+[--chunk-size BYTES] [--image-bytes BYTES] [--jpeg WxH] [--seed N] [--start NANOS]";
 
 fn parse_args() -> Result<(PathBuf, gen_support::Options), String> {
     let mut opts = gen_support::Options::default();
@@ -54,6 +58,14 @@ fn parse_args() -> Result<(PathBuf, gen_support::Options), String> {
             "--chunk-size" => opts.chunk_size = num("--chunk-size", value("--chunk-size")?)?,
             "--image-bytes" => {
                 opts.image_bytes = num("--image-bytes", value("--image-bytes")?)? as usize
+            }
+            "--jpeg" => {
+                let v = value("--jpeg")?;
+                let size = v
+                    .split_once('x')
+                    .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+                    .filter(|&(w, h): &(u32, u32)| w >= 8 && h >= 8 && w <= 4096 && h <= 4096);
+                opts.jpeg = Some(size.ok_or_else(|| format!("--jpeg {v:?} is not WxH (8 to 4096)\n{USAGE}"))?);
             }
             "--seed" => opts.seed = num("--seed", value("--seed")?)?,
             "--start" => opts.start = num("--start", value("--start")?)?,

@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo run --example gen_robot -- OUT.mcap [--seconds S] [--width W] [--height H]
-//!     [--joint-hz HZ] [--wrist] [--seed N] [--start NANOS] [--gap FROM:TO]
+//!     [--joint-hz HZ] [--wrist] [--noise] [--seed N] [--start NANOS] [--gap FROM:TO]
 //!     [--task AT:TEXT ...] [--metadata NAME:KEY=VALUE ...]
 //! ```
 //!
 //! `--gap`: no message between FROM and TO seconds after the start (an
-//! episode cut by `split_on_gap`); `--task`: a `/task` message at AT seconds;
+//! episode cut by `split_on_gap`); `--noise`: front frames of sensor noise;
+//! `--task`: a `/task` message at AT seconds;
 //! `--metadata`: an MCAP metadata record NAME with KEY=VALUE (repeat NAME for
 //! several keys). Topics and signals: see `benches/support/robot.rs`.
 
@@ -18,7 +19,7 @@ mod robot;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: gen_robot OUT.mcap [--seconds S] [--width W] [--height H] [--joint-hz HZ] [--wrist] [--seed N] [--start NANOS] [--gap FROM:TO] [--task AT:TEXT ...] [--metadata NAME:KEY=VALUE ...]";
+const USAGE: &str = "usage: gen_robot OUT.mcap [--seconds S] [--width W] [--height H] [--joint-hz HZ] [--wrist] [--noise] [--seed N] [--start NANOS] [--gap FROM:TO] [--task AT:TEXT ...] [--metadata NAME:KEY=VALUE ...]";
 
 fn parse() -> Result<(PathBuf, robot::RobotOptions), String> {
     let mut o = robot::RobotOptions::default();
@@ -82,6 +83,7 @@ fn parse() -> Result<(PathBuf, robot::RobotOptions), String> {
                 }
             }
             "--wrist" => o.wrist = true,
+            "--noise" => o.noise = true,
             _ if out.is_none() && !arg.starts_with('-') => out = Some(PathBuf::from(arg)),
             _ => return Err(USAGE.to_string()),
         }

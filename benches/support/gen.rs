@@ -7,7 +7,7 @@
 //! | topic | encoding | schema | rate | payload |
 //! | --- | --- | --- | --- | --- |
 //! | `/imu` | `ros1` | `sensor_msgs/Imu` (`ros1msg`) | 200 Hz | 320 bytes |
-//! | `/camera/compressed` | `ros1` | `sensor_msgs/CompressedImage` (`ros1msg`) | 10 Hz | ~`image_bytes` (+-10%) incompressible |
+//! | `/camera/compressed` | `ros1` | `sensor_msgs/CompressedImage` (`ros1msg`) | 10 Hz | ~`image_bytes` (+-10%) incompressible, or with `jpeg` real JPEG frames ([`camera_pixel`]) |
 //! | `/tf` | `ros1` | `tf2_msgs/TFMessage` (`ros1msg`) | 50 Hz | 115 bytes |
 //! | `/diagnostics` | `json` | `logsql_demo/Diagnostics` (`jsonschema`) | 1 Hz | ~130 bytes |
 //!
@@ -69,6 +69,10 @@ pub struct Options {
     pub seed: u64,
     /// `log_time` of the first message (nanoseconds; at least [`START_NS`]).
     pub start: u64,
+    /// Camera frames as real JPEGs of this width and height (quality 75,
+    /// [`camera_pixel`]) instead of `image_bytes` of noise that only starts
+    /// like a JPEG.
+    pub jpeg: Option<(u32, u32)>,
 }
 
 impl Default for Options {
@@ -80,6 +84,7 @@ impl Default for Options {
             image_bytes: 50_000,
             seed: 42,
             start: START_NS,
+            jpeg: None,
         }
     }
 }
@@ -420,6 +425,45 @@ pub fn image_payload(seq: u32, stamp: u64, image_len: usize, rng: &mut Rng) -> V
     w.0
 }
 
+/// Channel `c` of pixel (x, y) of camera frame `n` (`w` x `h`): a floor
+/// and a sky, with a bright disc crossing the view a pixel a frame.
+pub fn camera_pixel(n: u32, x: u32, y: u32, c: u32, w: u32, h: u32) -> u8 {
+    let horizon = h * 3 / 5;
+    let (sky, floor) = ([90u32, 140, 220], [110u32, 95, 70]);
+    let base = if y < horizon {
+        sky[c as usize] + y * 30 / horizon
+    } else {
+        floor[c as usize] + (y - horizon) * 60 / (h - horizon).max(1)
+    };
+    let (cx, cy) = ((n % w) as i64, i64::from(horizon) - i64::from(h / 6));
+    let (dx, dy) = (i64::from(x) - cx, i64::from(y) - cy);
+    let r = i64::from(h / 6);
+    let disc = if dx * dx + dy * dy <= r * r { 90 } else { 0 };
+    (base + disc).min(255) as u8
+}
+
+/// A `sensor_msgs/CompressedImage` payload holding a real `w` x `h` JPEG of
+/// camera frame `seq` ([`camera_pixel`], quality 75).
+pub fn jpeg_image_payload(seq: u32, stamp: u64, w: u32, h: u32) -> Vec<u8> {
+    let mut rgb = Vec::with_capacity((w * h * 3) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            for c in 0..3 {
+                rgb.push(camera_pixel(seq, x, y, c, w, h));
+            }
+        }
+    }
+    let pixels =
+        logsql_media::images::Pixels::new(logsql_media::images::PixelFormat::Rgb8, w, h, rgb);
+    let jpeg = logsql_media::images::codec::encode_jpeg(&pixels, 75).expect("a JPEG of pixels");
+    let mut out = Ros1::with_capacity(jpeg.len() + 64);
+    out.header(seq, stamp, "camera_optical_frame");
+    out.string("jpeg");
+    out.u32(jpeg.len() as u32);
+    out.0.extend_from_slice(&jpeg);
+    out.0
+}
+
 /// A `tf2_msgs/TFMessage` payload with one transform `odom -> base_link`.
 pub fn tf_payload(seq: u32, stamp: u64) -> Vec<u8> {
     let t = (stamp - START_NS) as f64 / 1e9;
@@ -566,6 +610,10 @@ imu_to_base: [0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 1.0]\n";
             let log_time = base + offset;
             let (channel_id, data) = match slot {
                 0 => (imu_ch, imu_payload(seq, log_time, &mut rng)),
+                1 if opts.jpeg.is_some() => {
+                    let (w, h) = opts.jpeg.unwrap_or_default();
+                    (cam_ch, jpeg_image_payload(seq, log_time, w, h))
+                }
                 1 => {
                     let jitter = opts.image_bytes / 10;
                     let len = opts.image_bytes - jitter

@@ -25,7 +25,7 @@ case "${1:-}" in
 esac
 
 cargo build --quiet --example gen_mcap --example gen_bag --example gen_record \
-    --example gen_bddf --example gen_carla --example gen_db3 --example gen_images
+    --example gen_bddf --example gen_carla --example gen_db3 --example gen_images --example gen_robot
 bin="${CARGO_TARGET_DIR:-$root/target}/debug/examples"
 
 if [ "$check" = 1 ]; then
@@ -37,7 +37,7 @@ fi
 
 # The exact commands; tests/it/self_contained.rs and docs/testing.md
 # describe what each file holds.
-"$bin/gen_mcap" "$out/demo.mcap" --seconds 10 --image-bytes 1000 --chunk-size 65536 >/dev/null
+"$bin/gen_mcap" "$out/demo.mcap" --seconds 10 --jpeg 64x48 --chunk-size 65536 >/dev/null
 "$bin/gen_bag" "$out/demo.bag" --compression lz4 --seconds 2 --chunk-size 16384 --image-bytes 1000 >/dev/null
 "$bin/gen_record" "$out/demo.record" --size-kb 150 --image-bytes 500 --lidar-points 40 \
     --chunk-interval-ms 500 >/dev/null
@@ -45,10 +45,11 @@ fi
 "$bin/gen_carla" "$out/demo.log" --frames 100 --vehicles 6 --walkers 3 --traffic-lights 2 >/dev/null 2>&1
 "$bin/gen_db3" "$out/demo.db3" --seconds 2 2>/dev/null
 "$bin/gen_images" "$out/images.mcap"
+"$bin/gen_robot" "$out/robot.mcap" --seconds 2 --width 64 --height 48 --wrist >/dev/null
 
 if [ "$check" = 1 ]; then
     status=0
-    for f in demo.mcap demo.bag demo.record demo.bddf demo.log demo.db3 images.mcap; do
+    for f in demo.mcap demo.bag demo.record demo.bddf demo.log demo.db3 images.mcap robot.mcap; do
         if cmp -s "$out/$f" "tests/data/$f"; then
             echo "tests/data/$f: same as the generator writes"
         else

@@ -378,8 +378,37 @@ def main():
                 os.remove(path)
             write(path, msgs)
             check_recording(ls, checks, name, path, msgs)
+    check_qoi(ls, checks)
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
+
+
+def check_qoi(ls, checks):
+    """The QOI frame of qoi_image_transport's own test bag (a Spot hand camera,
+    tests/public/qoi_image_transport/): rosbags reads the message, Pillow
+    decodes its QOI stream, and logsql's pixels equal Pillow's and the raw bag's."""
+    from rosbags.highlevel import AnyReader
+    from pathlib import Path
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    bag = os.path.join(repo, "tests", "public", "qoi_image_transport", "compressed.bag")
+    topic = "/spot/camera/hand_color/image/qoi"
+
+    def pixels():
+        with AnyReader([Path(bag)]) as reader:
+            conns = [c for c in reader.connections if c.topic == topic]
+            msgs = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages(connections=conns)]
+        if len(msgs) != 1 or not msgs[0].format.startswith("qoi"):
+            return f"{len(msgs)} messages, format {msgs[0].format if msgs else None}"
+        pil = np.asarray(Image.open(io.BytesIO(bytes(msgs[0].data)), formats=["QOI"]).convert("RGB"))
+        rows = ls.query(f"SELECT encoding, width, height, encode(image_pixels(image, 'rgb8'), 'hex') AS p "
+                       f"FROM read_images('{bag}', '{topic}')")
+        got = np.frombuffer(bytes.fromhex(rows[0]["p"]), dtype=np.uint8).reshape(pil.shape)
+        if (rows[0]["encoding"], rows[0]["width"], rows[0]["height"]) != ("qoi", pil.shape[1], pil.shape[0]):
+            return f"header {rows[0]['encoding']} {rows[0]['width']}x{rows[0]['height']}, Pillow {pil.shape}"
+        return None if np.array_equal(got, pil) else f"{int((got != pil).sum())} samples differ from Pillow's"
+
+    checks.check("qoi_image_transport's QOI frame: logsql's pixels equal Pillow's decode", pixels)
 
 
 if __name__ == "__main__":

@@ -697,3 +697,33 @@ fn the_newest_messages_read_the_newest_chunks_only() {
         "{plan}"
     );
 }
+
+/// `metadata_cache()` names a local file as the user does: relative to the
+/// working directory when it lies below it, else by its absolute path.
+#[test]
+fn metadata_cache_shows_local_paths_as_the_user_names_them() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere.mcap");
+    std::fs::copy(format!("{root}/tests/data/demo.mcap"), &elsewhere).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .current_dir(root)
+        .args([
+            "--format",
+            "csv",
+            "-c",
+            "SELECT count(*) FROM 'tests/data/demo.bag' WHERE length(data) > 0",
+            "-c",
+            &format!("SELECT count(*) FROM '{}' WHERE length(data) > 0", elsewhere.display()),
+            "SELECT path FROM metadata_cache() ORDER BY path",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let tail: Vec<&str> = printed.lines().rev().take(2).collect();
+    let canonical = elsewhere.canonicalize().unwrap();
+    assert!(tail.contains(&"tests/data/demo.bag"), "{printed}");
+    assert!(tail.contains(&canonical.to_str().unwrap()), "{printed}");
+}

@@ -419,11 +419,13 @@ fn info_lists_cameras() {
         json.contains(r#""encoding": "jpeg""#) && json.contains(r#""topic": "/cam/jpeg""#),
         "{json}"
     );
-    // The demo file's camera holds bytes that are no JPEG: the cause is shown.
+    // The demo file's camera holds real JPEG frames; a camera whose bytes
+    // are no image shows the cause (the ROS1 demo bag's are noise).
     let out = ok(&["info", "tests/data/demo.mcap"]);
+    assert!(out.contains("  /camera/compressed  64x48  jpeg"), "{out}");
+    let out = ok(&["info", "tests/data/demo.bag"]);
     assert!(
-        out.contains("  /camera/compressed  ?  corrupt jpeg image")
-            || out.contains("  /camera/compressed  ?  unsupported"),
+        out.contains("  /camera/image/compressed  ?  unsupported: compressed image (format \"jpeg\") is neither JPEG, PNG nor QOI"),
         "{out}"
     );
 }

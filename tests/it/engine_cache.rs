@@ -169,7 +169,7 @@ async fn setting_a_runtime_option_keeps_logsql_length() {
         mcap.display()
     );
     let before = crate::sql::text(&ctx, &sql).await;
-    assert!(before.contains("| 792561 "), "{before}");
+    assert!(before.contains("| 804595 "), "{before}");
     for _ in 0..4 {
         ctx.sql("SET datafusion.runtime.metadata_cache_limit = '10M'")
             .await

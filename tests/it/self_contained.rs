@@ -84,11 +84,11 @@ const CARLA_TOPICS: [(&str, i64, i64, i64); 15] = {
 };
 
 const DEMOS: [Demo; 6] = [
-    // gen_mcap --seconds 10 --image-bytes 1000 --chunk-size 65536: the
+    // gen_mcap --seconds 10 --jpeg 64x48 --chunk-size 65536: the
     // generator's table (examples/gen_mcap.rs); SHA-1 as the `mcap` package reads it.
     Demo {
         path: "tests/data/demo.mcap",
-        size: 254_620,
+        size: 188_393,
         topics: &[
             (
                 "/camera/compressed",
@@ -115,7 +115,7 @@ const DEMOS: [Demo; 6] = [
                 1_700_000_009_982_000_000,
             ),
         ],
-        payload_sha1: "0ed5dd13bcc5a5c54a7005ced20026214a8e128e",
+        payload_sha1: "d21086ddf7eb83cdc7760496af2e46f92b6060e5",
         chunks: (15, 3),
     },
     // gen_bag --compression lz4 --seconds 2 --chunk-size 16384 --image-bytes 1000:

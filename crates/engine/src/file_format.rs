@@ -27,7 +27,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::datasource::source::LogSource;
 use crate::scanner::error::df_err;
-use crate::scanner::options::{LogsqlOptions, OnError};
+use crate::scanner::options::LogsqlOptions;
 use crate::scanner::schema::{col, messages_table_schema, table_schema};
 use crate::scanner::shared_chunks::SharedChunkRegistry;
 use crate::scanner::target::{DecodedSpec, ScanTarget, TableSpec};
@@ -136,24 +136,18 @@ impl LogFileFormat {
     /// The statistics of the file at `loc` from its `summary` (its own, or
     /// the catalog's): the `messages` table's or a topic scan's, with the
     /// `file` column's bounds where its name is known.
-    ///
-    /// Under `logsql.on_error = 'warn'` they are inexact: the rows are then
-    /// those that decode, which a damaged chunk's stated count and times may
-    /// not be, so `count(*)` or `min(log_time)` must not be answered from them.
+    /// (Under `logsql.on_error = 'warn'` no answer is taken from them:
+    /// see [`crate::surface::statistics_answers`].)
     fn file_statistics(
         &self,
         summary: &Summary,
         schema: &SchemaRef,
         loc: &FileLocation,
-        options: &LogsqlOptions,
     ) -> Statistics {
-        let mut stats = match self.target.is_messages() {
+        let stats = match self.target.is_messages() {
             true => summary_statistics(summary, schema),
             false => topic_statistics(summary, schema),
         };
-        if options.on_error == OnError::Warn {
-            stats = stats.to_inexact();
-        }
         match loc.local || self.store_url.is_some() {
             true => with_file_bounds(stats, schema, loc),
             false => stats,
@@ -315,7 +309,7 @@ impl FileFormat for LogFileFormat {
         if let Some(catalog) = catalog_of(state, &options).await?
             && let Some(entry) = catalog.entry(&loc.display_name(), object, self.format.as_ref())
         {
-            return Ok(self.file_statistics(&entry.summary, &table_schema, &loc, &options));
+            return Ok(self.file_statistics(&entry.summary, &table_schema, &loc));
         }
         let cache = summary_cache::of(state.runtime_env());
         let limits = options.limits();
@@ -334,7 +328,7 @@ impl FileFormat for LogFileFormat {
             }
             Err(e) => return Err(df_err(e)),
         };
-        Ok(self.file_statistics(&cached.summary, &table_schema, &loc, &options))
+        Ok(self.file_statistics(&cached.summary, &table_schema, &loc))
     }
 
     async fn create_physical_plan(

@@ -158,18 +158,13 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
                     .any(|r| r.name() == rule.name())
             })
             .collect();
-        if !rules.is_empty() {
+        let (existing, guarded) =
+            surface::statistics_answers::guarded(state.physical_optimizers().to_vec());
+        if !rules.is_empty() || guarded {
             let session_id = state.session_id().to_string();
             *state = SessionStateBuilder::new_from_existing(state.clone())
                 .with_session_id(session_id)
-                .with_physical_optimizer_rules(
-                    state
-                        .physical_optimizers()
-                        .iter()
-                        .cloned()
-                        .chain(rules)
-                        .collect(),
-                )
+                .with_physical_optimizer_rules(existing.into_iter().chain(rules).collect())
                 .build();
         }
         *state = logsql_asof::install(state.clone())?;
@@ -250,11 +245,15 @@ pub fn session_context_with_config(config: SessionConfig) -> SessionContext {
         scanner::shared_chunks::SharedChunkRegistry::install(walking_subdirectories(config));
     // The state is built once, with logsql's optimizer rules, so that
     // `register` does not rebuild it (process start-up, `logsql "SELECT 1"`).
+    let (defaults, _) = surface::statistics_answers::guarded(
+        datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules,
+    );
     let builder = physical_rules(true).into_iter().fold(
         SessionStateBuilder::new()
             .with_config(config.with_option_extension(LogsqlOptions::default()))
             .with_runtime_env(runtime_env())
-            .with_default_features(),
+            .with_default_features()
+            .with_physical_optimizer_rules(defaults),
         |builder, rule| builder.with_physical_optimizer_rule(rule),
     );
     let ctx = SessionContext::new_with_state(builder.build());

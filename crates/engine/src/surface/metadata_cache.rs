@@ -90,7 +90,7 @@ impl TableProvider for MetadataCacheTable {
         let logsql: Vec<Option<CachedSummary>> = entries.iter().map(|(_, e)| summary(e)).collect();
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from_iter_values(
-                entries.iter().map(|(p, _)| p.to_string()),
+                entries.iter().map(|(p, _)| shown_path(p.as_ref())),
             )),
             Arc::new(UInt64Array::from_iter_values(
                 entries.iter().map(|(_, e)| e.value.meta.size),
@@ -132,4 +132,19 @@ impl TableProvider for MetadataCacheTable {
             projection.cloned(),
         )?)
     }
+}
+
+/// An entry's path as a user names the file: an object-store key that is a
+/// local file is shown as its file system path, relative to the working
+/// directory when it lies below it (`tests/data/demo.mcap`); other keys as
+/// they are.
+fn shown_path(key: &str) -> String {
+    let local = std::path::PathBuf::from(format!("/{key}"));
+    if !local.is_file() {
+        return key.to_string();
+    }
+    let relative = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| local.strip_prefix(cwd).ok().map(|r| r.display().to_string()));
+    relative.unwrap_or_else(|| local.display().to_string())
 }

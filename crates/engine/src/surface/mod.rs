@@ -5,7 +5,9 @@
 //! one value a function makes ([`value_caps`]), `ASOF
 //! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
 //! physical rule that reads log tables in file order ([`file_order`]), and the
-//! one that defers scan errors to the query's root (`defer_errors`). The top
+//! one that defers scan errors to the query's root (`defer_errors`), and
+//! DataFusion's answers from statistics kept from `warn` scans
+//! (`statistics_answers`). The top
 //! layer: nothing below imports it.
 
 pub(crate) mod cap_rewrite;
@@ -19,6 +21,7 @@ pub mod metadata_cache;
 pub mod read_images;
 pub mod read_points;
 pub mod read_topic;
+pub(crate) mod statistics_answers;
 pub mod table_functions;
 pub mod time_grid;
 pub mod typed_tables;
