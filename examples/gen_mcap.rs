@@ -65,7 +65,9 @@ fn parse_args() -> Result<(PathBuf, gen_support::Options), String> {
                     .split_once('x')
                     .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
                     .filter(|&(w, h): &(u32, u32)| w >= 8 && h >= 8 && w <= 4096 && h <= 4096);
-                opts.jpeg = Some(size.ok_or_else(|| format!("--jpeg {v:?} is not WxH (8 to 4096)\n{USAGE}"))?);
+                opts.jpeg = Some(
+                    size.ok_or_else(|| format!("--jpeg {v:?} is not WxH (8 to 4096)\n{USAGE}"))?,
+                );
             }
             "--seed" => opts.seed = num("--seed", value("--seed")?)?,
             "--start" => opts.start = num("--start", value("--start")?)?,

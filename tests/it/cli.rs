@@ -714,13 +714,20 @@ fn metadata_cache_shows_local_paths_as_the_user_names_them() {
             "-c",
             "SELECT count(*) FROM 'tests/data/demo.bag' WHERE length(data) > 0",
             "-c",
-            &format!("SELECT count(*) FROM '{}' WHERE length(data) > 0", elsewhere.display()),
+            &format!(
+                "SELECT count(*) FROM '{}' WHERE length(data) > 0",
+                elsewhere.display()
+            ),
             "SELECT path FROM metadata_cache() ORDER BY path",
         ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let printed = String::from_utf8(out.stdout).unwrap();
     let tail: Vec<&str> = printed.lines().rev().take(2).collect();
     let canonical = elsewhere.canonicalize().unwrap();

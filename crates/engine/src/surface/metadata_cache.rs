@@ -143,8 +143,11 @@ fn shown_path(key: &str) -> String {
     if !local.is_file() {
         return key.to_string();
     }
-    let relative = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| local.strip_prefix(cwd).ok().map(|r| r.display().to_string()));
+    let relative = std::env::current_dir().ok().and_then(|cwd| {
+        local
+            .strip_prefix(cwd)
+            .ok()
+            .map(|r| r.display().to_string())
+    });
     relative.unwrap_or_else(|| local.display().to_string())
 }
