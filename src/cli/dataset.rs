@@ -110,7 +110,7 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
     say(format!(
         "{target}: {} frames written ({})",
         written.frames,
-        episodes(written.episodes as usize)
+        episodes(written.episodes)
     ))?;
     if !written.skipped.is_empty() {
         say(format!("{} skipped:", episodes(written.skipped.len())))?;

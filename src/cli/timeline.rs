@@ -50,11 +50,12 @@ pub fn text(timeline: &Timeline, ascii: bool) -> String {
                 n => levels[((n * levels.len() as u64 - 1) / top) as usize],
             })
             .collect();
-        let _ = writeln!(
-            s,
-            "  {topic:<name_width$}  |{bar}|  peak {:.1} Hz",
-            top as f64 / (timeline.bucket_ns as f64 / 1e9)
-        );
+        // A recording of one instant has no rate.
+        let peak = match timeline.end > timeline.start {
+            true => format!("{:.1} Hz", top as f64 / (timeline.bucket_ns as f64 / 1e9)),
+            false => "-".to_string(),
+        };
+        let _ = writeln!(s, "  {topic:<name_width$}  |{bar}|  peak {peak}");
     }
     let gaps: Vec<(&String, &(u64, u64))> = timeline
         .topics

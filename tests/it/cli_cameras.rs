@@ -410,4 +410,6 @@ fn qoi_frames_of_a_real_recording_equal_the_raw_frame() {
     // logsql info lists the camera.
     let (info, _) = ok(&["info", &qoi]);
     assert!(info.contains(&format!("{q}  640x480  qoi")), "{info}");
+    // One message, one instant: no rate to show.
+    assert!(info.contains("|  peak -\n"), "{info}");
 }
