@@ -107,9 +107,12 @@ pub fn run(app: &App, a: &DatasetArgs, out: &mut dyn Write) -> CliResult {
         1 => "1 episode".to_string(),
         n => format!("{n} episodes"),
     };
+    let frames = match written.frames {
+        1 => "1 frame".to_string(),
+        n => format!("{n} frames"),
+    };
     say(format!(
-        "{target}: {} frames written ({})",
-        written.frames,
+        "{target}: {frames} written ({})",
         episodes(written.episodes)
     ))?;
     if !written.skipped.is_empty() {

@@ -70,7 +70,8 @@ pub fn run(
     let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     writeln!(
         out,
-        "exported {frames} frames to {output} ({}) in {:.2} s",
+        "exported {frames} frame{} to {output} ({}) in {:.2} s",
+        if frames == 1 { "" } else { "s" },
         bytes(size),
         started.elapsed().as_secs_f64()
     )

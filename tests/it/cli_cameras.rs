@@ -5,7 +5,9 @@
 //! skipped with their episode under `skip_bad_episodes`), images too small
 //! for a video, and QOI-compressed frames of a real Spot recording
 //! (`tests/public/qoi_image_transport/`, the codec's own test data) against
-//! the same frame recorded raw.
+//! the same frame recorded raw. The noise and broken-frame cases run on
+//! generated robot recordings and on the real Spot bags (the raw frame's
+//! pixels replaced by noise; the QOI body destroyed).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -412,4 +414,106 @@ fn qoi_frames_of_a_real_recording_equal_the_raw_frame() {
     assert!(info.contains(&format!("{q}  640x480  qoi")), "{info}");
     // One message, one instant: no rate to show.
     assert!(info.contains("|  peak -\n"), "{info}");
+}
+
+/// `tests/public/qoi_image_transport/raw.bag` with its frame's pixels
+/// replaced by sensor noise (the message, connection and index as the
+/// recorder wrote them).
+fn spot_noise(dir: &Path) -> PathBuf {
+    let (_, raw) = qoi_bags();
+    let mut bytes = std::fs::read(raw).unwrap();
+    // The rgb8 frame: a uint8[] of 640 * 480 * 3 bytes after its length.
+    let len = (640u32 * 480 * 3).to_le_bytes();
+    let at = bytes
+        .windows(4)
+        .position(|w| w == len)
+        .expect("the frame's length")
+        + 4;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in &mut bytes[at..at + 640 * 480 * 3] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = (x >> 32) as u8;
+    }
+    let path = dir.join("spot_noise.bag");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn a_real_spot_recording_with_a_noise_frame_and_a_broken_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let noise = spot_noise(dir.path());
+    let n = noise.to_str().unwrap();
+    let topic = "/spot/camera/hand_color/image";
+    // The noise frame into an MP4, at a lowered quality with a warning.
+    let clip = dir.path().join("noise.mp4");
+    let (said, warned) = ok(&["export", n, clip.to_str().unwrap(), "--topic", topic]);
+    assert!(said.contains("exported 1 frame to"), "{said}");
+    assert!(
+        warned.contains(&format!(
+            "the rgb8 image of {n} at log_time 1672826398618465547: the H.264 encoder could not fit the frame at quality 75"
+        )),
+        "{warned}"
+    );
+    assert_eq!(mp4_samples(&clip), [(0, true)]);
+    // A dataset of the real QOI recording and a copy whose QOI body is
+    // destroyed: the good one is kept, the broken one skipped for its cause.
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let (qoi, _) = qoi_bags();
+    std::fs::copy(&qoi, runs.join("a.bag")).unwrap();
+    let mut bytes = std::fs::read(&qoi).unwrap();
+    let body = bytes.windows(4).position(|w| w == b"qoif").unwrap() + 14;
+    bytes[body..body + 200_000].fill(0);
+    std::fs::write(runs.join("b.bag"), bytes).unwrap();
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "input = \"{}/\"\nfps = 30\n[cameras]\n\"observation.images.hand\" = \"/spot/camera/hand_color/image/qoi\"\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("ds");
+    let (said, _) = ok(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--skip-bad-episodes",
+    ]);
+    assert!(said.contains("1 frame written (1 episode)"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "  episode 1 ({}/b.bag): camera \"observation.images.hand\" (topic /spot/camera/hand_color/image/qoi) at log_time 1672826398618465547 ns: corrupt qoi image",
+            runs.display()
+        )),
+        "{said}"
+    );
+    // The noise frame into a dataset too.
+    let spec = dir.path().join("noise.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "input = \"{n}\"\nfps = 30\n[cameras]\n\"observation.images.hand\" = \"{topic}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("noise_ds");
+    let (said, warned) = ok(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(said.contains("1 frame written (1 episode)"), "{said}");
+    assert!(
+        warned.contains(&format!(
+            "LeRobot dataset: episode 0 ({n}): camera \"observation.images.hand\": frame 0 of the episode: the H.264 encoder could not fit"
+        )),
+        "{warned}"
+    );
 }
