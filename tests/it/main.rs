@@ -52,6 +52,7 @@ mod hostile_inputs;
 mod lerobot;
 mod mcap_writer;
 mod mcp;
+mod moments;
 mod ops;
 mod points;
 mod queries;

@@ -63,6 +63,7 @@ mod scanner;
 mod storage;
 mod surface;
 mod task;
+pub mod units;
 pub mod write;
 
 use std::sync::Arc;
@@ -175,6 +176,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     typed_tables::register(ctx);
     read_topic::register(ctx);
     surface::time_grid::register(ctx);
+    surface::intervals::register(ctx);
     surface::read_points::register(ctx);
     surface::read_images::register(ctx);
     surface::image_functions::register(ctx);

@@ -39,7 +39,8 @@ pub mod recover;
 pub mod statements;
 pub mod text;
 pub mod timeline;
-pub mod units;
+/// Human units (a module of the crate root, which the SQL surface reads too).
+pub use crate::units;
 
 /// `s` as a SQL string literal (`'it''s'`).
 pub fn sql_literal(s: &str) -> String {

@@ -1,6 +1,6 @@
 //! The SQL surface: `SELECT ... FROM 'path'` ([`url_table`]), the table
 //! functions ([`table_functions`], [`typed_tables`], [`read_topic`],
-//! [`read_points`], [`read_images`], [`time_grid`], [`metadata_cache`]) and the message-header counts `topics()` shares with
+//! [`read_points`], [`read_images`], [`time_grid`], [`intervals`], [`metadata_cache`]) and the message-header counts `topics()` shares with
 //! `logsql info` ([`header_walk`]), scalar functions ([`functions`], [`image_functions`]) and the cap on
 //! one value a function makes ([`value_caps`]), `ASOF
 //! JOIN` (the crate `logsql_asof`, installed by [`crate::register`]) and the
@@ -17,6 +17,7 @@ pub mod file_order;
 pub mod functions;
 pub mod header_walk;
 pub mod image_functions;
+pub mod intervals;
 pub mod metadata_cache;
 pub mod read_images;
 pub mod read_points;
