@@ -310,6 +310,13 @@ fn every_tool_answers(start: impl Fn(&Path, &[&str]) -> Agent) {
     );
     let text = page["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(text.contains("read_topic"), "{page}");
+    assert!(uris.contains(&"logsql://docs/moments"), "{resources}");
+    let page = agent.call("resources/read", json!({"uri": "logsql://docs/moments"}));
+    let text = page["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("intervals(source, topic, condition"),
+        "{page}"
+    );
     let missing = agent.call("resources/read", json!({"uri": "logsql://docs/nope"}));
     assert!(missing["error"].is_object(), "{missing}");
 

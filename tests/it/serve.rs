@@ -207,6 +207,10 @@ fn answers_equal_the_clis() {
             "SELECT count(*) AS n, round(avg(linear_acceleration['z']), 6) AS z \
              FROM read_topic('{f}', '/imu')"
         ),
+        // Moments.
+        format!(
+            "SELECT CAST(start_time AS BIGINT) AS s, messages FROM intervals('{f}', '/imu',              'linear_acceleration.z > 9.83', '20 ms', '5 ms') ORDER BY s"
+        ),
         // Windows: messages per second of each topic, the busiest seconds.
         format!(
             "SELECT topic, CAST(date_bin(INTERVAL '1 second', log_time) AS BIGINT) AS s, \

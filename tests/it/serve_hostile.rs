@@ -139,6 +139,13 @@ fn a_link_inside_a_root_shows_nothing_outside_it() {
         format!("SELECT count(*) FROM '{recordings}'"),
         format!("SELECT * FROM topics('{recordings}')"),
         format!("SELECT * FROM '{}' LIMIT 1", r.join("leak.mcap").display()),
+        format!("SELECT * FROM intervals('{recordings}', '/imu', 'linear_acceleration.z > 0')"),
+        // A condition reading outside through a subquery.
+        format!(
+            "SELECT * FROM intervals('{}', '/imu', 'linear_acceleration.z > (SELECT count(*) FROM ''{}'')')",
+            dir.path().join("demo.mcap").display(),
+            d.join("leak.csv").display()
+        ),
     ] {
         let out = server.psql(&sql);
         let text = format!(

@@ -1,12 +1,13 @@
 //! The SQL reference an agent reads as MCP resources, so it needs no other
 //! documentation: the user guide's pages on the `messages` table, the table
-//! functions, decoded messages, camera images and ASOF JOIN, as written in
+//! functions, decoded messages, camera images, ASOF JOIN and moments
+//! (`intervals`), as written in
 //! `docs/` (compiled in, so they match the server that serves them).
 
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};
 
 /// Each page: its URI, name, what it covers, and its text.
-const PAGES: [(&str, &str, &str, &str); 5] = [
+const PAGES: [(&str, &str, &str, &str); 6] = [
     (
         "logsql://docs/messages-table",
         "The messages table",
@@ -36,6 +37,12 @@ const PAGES: [(&str, &str, &str, &str); 5] = [
         "ASOF JOIN",
         "aligning topics in time, resampling on a time grid",
         include_str!("../../../../docs/asof.md"),
+    ),
+    (
+        "logsql://docs/moments",
+        "Moments",
+        "intervals(path, topic, condition): the stretches where a condition over a topic holds",
+        include_str!("../../../../docs/moments.md"),
     ),
 ];
 
