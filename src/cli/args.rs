@@ -311,6 +311,47 @@ pub enum Command {
     /// becomes `COPY (...) TO 'OUT_DIR' STORED AS LEROBOT`, which
     /// --print-sql prints.
     Dataset(DatasetArgs),
+    /// Writes one complete recording per moment: the intervals where a
+    /// condition over a topic holds (`intervals()`), padded by --before and
+    /// --after (padded windows that overlap merge), every message of the
+    /// window as an MCAP file, a ROS1 bag or a ROS 2 bag directory in DIR.
+    Clips(ClipsArgs),
+}
+
+/// Arguments of `logsql clips`.
+#[derive(Debug, clap::Args)]
+pub struct ClipsArgs {
+    /// A recording, directory, glob or object-store URL.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// The topic the condition judges.
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: String,
+    /// A SQL condition over the topic's decoded fields, as `read_topic`
+    /// names them (`twist.twist.linear.x > 2.0`).
+    #[arg(long, value_name = "CONDITION")]
+    pub when: String,
+    /// Moments this close (`200 ms`) merge into one.
+    #[arg(long, value_name = "DURATION")]
+    pub max_gap: Option<String>,
+    /// Moments shorter than this are left out.
+    #[arg(long, value_name = "DURATION")]
+    pub min_duration: Option<String>,
+    /// Each clip starts this long before its moment (`5 s`).
+    #[arg(long, value_name = "DURATION")]
+    pub before: Option<String>,
+    /// Each clip ends this long after its moment.
+    #[arg(long, value_name = "DURATION")]
+    pub after: Option<String>,
+    /// Only these topics in the clips (repeatable; default: every topic).
+    #[arg(long = "topics", value_name = "TOPIC")]
+    pub topics: Vec<String>,
+    /// The directory the clips are written to (created if missing).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    /// `mcap` (default), `bag` or `db3`.
+    #[arg(long = "as", value_name = "FORMAT")]
+    pub as_format: Option<String>,
 }
 
 /// Arguments of `logsql index`.
@@ -651,7 +692,7 @@ fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
         "doctor" => Some(&["format"]),
         "recover" => Some(&["target_partitions", "descriptors", "msg_path"]),
         "index" => Some(&["catalog", "format"]),
-        "export" | "plot" | "serve" | "frames" => Some(&[
+        "export" | "plot" | "serve" | "frames" | "clips" => Some(&[
             "catalog",
             "on_error",
             "target_partitions",

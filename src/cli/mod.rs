@@ -21,6 +21,7 @@
 //! output never blocks the runtime's workers.
 
 pub mod args;
+pub mod clips;
 pub mod dataset;
 pub mod doctor;
 pub mod error;
@@ -177,6 +178,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Plot(p) => plot::run(app, p, p.quiet || args.quiet, out),
             Command::Frames(f) => frames::run(app, f, out),
             Command::Dataset(d) => dataset::run(app, d, out),
+            Command::Clips(c) => clips::run(app, c, out),
             Command::Topics { path } => app.run_table_function("topics", path, out),
             Command::Chunks { path } => app.run_table_function("chunks", path, out),
             Command::Attachments { path } => app.run_table_function("attachments", path, out),

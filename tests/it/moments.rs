@@ -223,3 +223,121 @@ fn intervals_through_the_cli() {
          /joint_states,2023-11-14T22:13:20.750000000Z,2023-11-14T22:13:22.000000000Z,1.25,126\n"
     );
 }
+
+/// `(topic, log_time, md5(data))` of `sql`'s rows, in order.
+async fn messages(ctx: &SessionContext, sql: &str) -> Vec<(String, i64, String)> {
+    let mut out = Vec::new();
+    for b in query(ctx, sql).await {
+        let (topic, t, h) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_primitive::<Int64Type>(),
+            b.column(2).as_string::<i32>(),
+        );
+        for i in 0..b.num_rows() {
+            out.push((
+                topic.value(i).to_string(),
+                t.value(i),
+                h.value(i).to_string(),
+            ));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn clips_hold_every_message_of_each_padded_moment() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.mcap");
+    let out = dir.path().join("clips");
+    let cond = "linear_acceleration.z > 9.83";
+    let run = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "clips",
+            demo,
+            "--topic",
+            "/imu",
+            "--when",
+            cond,
+            "--max-gap",
+            "20 ms",
+            "--min-duration",
+            "5 ms",
+            "--before",
+            "100 ms",
+            "--after",
+            "100 ms",
+            "-o",
+        ])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let said = String::from_utf8(run.stdout).unwrap();
+    // The windows: the moments padded by 100 ms, merged where they overlap.
+    let ctx = logsql::session_context();
+    let mut moments = intervals(
+        &ctx,
+        &format!("intervals('{demo}', '/imu', '{cond}', '20 ms', '5 ms')"),
+    )
+    .await;
+    moments.sort_by_key(|m| m.1);
+    let mut windows: Vec<(i64, i64)> = Vec::new();
+    for (_, lo, hi, _) in &moments {
+        let (lo, hi) = (lo - 100_000_000, hi + 100_000_000);
+        match windows.last_mut() {
+            Some(w) if lo <= w.1 => w.1 = w.1.max(hi),
+            _ => windows.push((lo, hi)),
+        }
+    }
+    assert!(
+        windows.len() > 5 && windows.len() < moments.len(),
+        "{windows:?}"
+    );
+    let mut total = 0;
+    for (k, (lo, hi)) in windows.iter().enumerate() {
+        let clip = out.join(format!("demo_{k:03}.mcap"));
+        let got = messages(
+            &ctx,
+            &format!(
+                "SELECT topic, CAST(log_time AS BIGINT) AS t, arrow_cast(md5(data), 'Utf8') AS h FROM '{}' ORDER BY t, topic",
+                clip.display()
+            ),
+        )
+        .await;
+        let want = messages(
+            &ctx,
+            &format!(
+                "SELECT topic, CAST(log_time AS BIGINT) AS t, arrow_cast(md5(data), 'Utf8') AS h FROM '{demo}' \
+                 WHERE CAST(log_time AS BIGINT) BETWEEN {lo} AND {hi} ORDER BY t, topic"
+            ),
+        )
+        .await;
+        assert_eq!(got, want, "{}", clip.display());
+        total += got.len();
+        // The clip keeps the recording's schemas, metadata and attachment.
+        let kept = query(
+            &ctx,
+            &format!(
+                "SELECT (SELECT count(*) FROM metadata('{c}')) AS m, (SELECT count(*) FROM attachments('{c}')) AS a",
+                c = clip.display()
+            ),
+        )
+        .await;
+        assert_eq!(kept[0].column(0).as_primitive::<Int64Type>().value(0), 1);
+        assert_eq!(kept[0].column(1).as_primitive::<Int64Type>().value(0), 1);
+    }
+    assert!(!out.join(format!("demo_{:03}.mcap", windows.len())).exists());
+    assert!(
+        said.contains(&format!(
+            "{} clips of {} moments, {total} messages",
+            windows.len(),
+            moments.len()
+        )),
+        "{said}"
+    );
+}
