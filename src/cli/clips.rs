@@ -82,7 +82,7 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
     }
     let windows = windows(&moments, before, after);
     std::fs::create_dir_all(&a.output)
-        .map_err(|e| CliError::io(&a.output.display().to_string(), e))?;
+        .map_err(|e| CliError::io(a.output.display().to_string(), e))?;
     let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
     let mut written = 0u64;
     for (k, w) in windows.iter().enumerate() {
