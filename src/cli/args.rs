@@ -316,6 +316,30 @@ pub enum Command {
     /// --after (padded windows that overlap merge), every message of the
     /// window as an MCAP file, a ROS1 bag or a ROS 2 bag directory in DIR.
     Clips(ClipsArgs),
+    /// Writes one window of a recording (every message from --start to
+    /// --end, both included) as OUT.mcap, OUT.bag or a ROS 2 bag directory,
+    /// with its channels, schemas, metadata and attachments.
+    Clip(ClipArgs),
+}
+
+/// Arguments of `logsql clip`.
+#[derive(Debug, clap::Args)]
+pub struct ClipArgs {
+    /// A recording, directory, glob or object-store URL.
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// The window's first log time (RFC 3339, or a number with ns, us, ms or s).
+    #[arg(long, value_name = "TIME")]
+    pub start: String,
+    /// The window's last log time (included).
+    #[arg(long, value_name = "TIME")]
+    pub end: String,
+    /// Only these topics (repeatable; default: every topic).
+    #[arg(long = "topics", value_name = "TOPIC")]
+    pub topics: Vec<String>,
+    /// OUT.mcap, OUT.bag, or a ROS 2 bag directory.
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
 }
 
 /// Arguments of `logsql clips`.
@@ -692,7 +716,7 @@ fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
         "doctor" => Some(&["format"]),
         "recover" => Some(&["target_partitions", "descriptors", "msg_path"]),
         "index" => Some(&["catalog", "format"]),
-        "export" | "plot" | "serve" | "frames" | "clips" => Some(&[
+        "export" | "plot" | "serve" | "frames" | "clips" | "clip" => Some(&[
             "catalog",
             "on_error",
             "target_partitions",

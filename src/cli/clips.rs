@@ -6,7 +6,7 @@
 //! with the recording's channels, schemas, metadata and attachments, as an
 //! MCAP file, a ROS1 bag or a ROS 2 bag directory ([`export::write_log_of`]).
 //! Each window's query is a time filter, so only the chunks it overlaps are
-//! read.
+//! read. `logsql clip SOURCE --start T --end T -o OUT` writes one window.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -18,11 +18,11 @@ use datafusion::arrow::datatypes::Int64Type;
 
 use logsql::ops::export::{self, export_sql};
 use logsql::ops::sql_literal;
-use logsql::ops::units::{parse_duration, rfc3339};
+use logsql::ops::units::{parse_duration, parse_time, rfc3339};
 use logsql::write::sink::LogWrite;
 
 use super::App;
-use super::args::ClipsArgs;
+use super::args::{ClipArgs, ClipsArgs};
 use super::error::{CliError, CliResult};
 
 /// One clip to write: the recording and its window (ns, both inclusive).
@@ -87,38 +87,13 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
     let mut written = 0u64;
     for (k, w) in windows.iter().enumerate() {
         let path = clip_path(&a.output, &w.file, k, &ext);
-        // `export_sql` takes an exclusive end.
-        let sql = format!(
-            "{} ORDER BY log_time",
-            export_sql(
-                &w.file,
-                &topics,
-                Some(w.start),
-                Some(w.end.saturating_add(1))
-            )
-        );
-        log::info!("clips: {sql}");
-        let driven = app.rt.block_on(export::write_log_of(
-            &app.ctx,
-            &w.file,
-            std::slice::from_ref(&sql),
-            &path,
-            &write,
-            &|_| {},
-        ))?;
-        if let Some(e) = driven.stream_error {
-            return Err(CliError::from(e.context(format!(
-                "{} holds the {} messages read before the error",
-                path.display(),
-                driven.report.rows
-            ))));
-        }
-        written += driven.report.rows;
+        let rows = write_clip(app, &w.file, &topics, (w.start, w.end), &path, &write)?;
+        written += rows;
         writeln!(
             out,
             "{}: {} messages of {} from {} to {} ({} moment{})",
             path.display(),
-            driven.report.rows,
+            rows,
             shown(&w.file),
             rfc3339(w.start),
             rfc3339(w.end),
@@ -134,6 +109,84 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
         if windows.len() == 1 { "" } else { "s" },
         moments.len(),
         if moments.len() == 1 { "" } else { "s" },
+        started.elapsed().as_secs_f64()
+    )
+    .map_err(|e| CliError::io("stdout", e))
+}
+
+/// Writes the messages of `source` (of `topics`, or all) from `window.0` to
+/// `window.1` (ns, inclusive) to `path` as `write` says; the messages
+/// written.
+fn write_clip(
+    app: &App,
+    source: &str,
+    topics: &BTreeSet<&str>,
+    window: (i64, i64),
+    path: &Path,
+    write: &LogWrite,
+) -> CliResult<u64> {
+    // `export_sql` takes an exclusive end.
+    let sql = format!(
+        "{} ORDER BY log_time",
+        export_sql(
+            source,
+            topics,
+            Some(window.0),
+            Some(window.1.saturating_add(1))
+        )
+    );
+    log::info!("clips: {sql}");
+    let driven = app.rt.block_on(export::write_log_of(
+        &app.ctx,
+        source,
+        std::slice::from_ref(&sql),
+        path,
+        write,
+        &|_| {},
+    ))?;
+    match driven.stream_error {
+        None => Ok(driven.report.rows),
+        Some(e) => Err(CliError::from(e.context(format!(
+            "{} holds the {} messages read before the error",
+            path.display(),
+            driven.report.rows
+        )))),
+    }
+}
+
+/// `logsql clip SOURCE --start T --end T -o OUT`: one window of a recording
+/// (or of a directory's recordings, merged in time), `--end` included, as
+/// MCAP (`OUT.mcap`), a ROS1 bag (`OUT.bag`) or a ROS 2 bag (any other
+/// OUT: a directory).
+pub fn run_one(app: &App, a: &ClipArgs, out: &mut dyn Write) -> CliResult {
+    let started = Instant::now();
+    let time =
+        |t: &str, flag: &str| parse_time(t).map_err(|e| CliError::msg(format!("{flag}: {e}")));
+    let (start, end) = (time(&a.start, "--start")?, time(&a.end, "--end")?);
+    if end < start {
+        return Err(CliError::msg(format!(
+            "--end ({}) is before --start ({})",
+            rfc3339(end),
+            rfc3339(start)
+        )));
+    }
+    let format = match a.output.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("mcap") => "mcap",
+        Some(e) if e.eq_ignore_ascii_case("bag") => "bag",
+        _ => "db3",
+    };
+    let write = LogWrite::of_format(format, &HashMap::new())
+        .map_err(CliError::from)?
+        .ok_or_else(|| CliError::msg("no writer for the clip's format"))?;
+    let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
+    let rows = write_clip(app, &a.source, &topics, (start, end), &a.output, &write)?;
+    writeln!(
+        out,
+        "{}: {rows} messages of {} from {} to {} in {:.2} s",
+        a.output.display(),
+        shown(&a.source),
+        rfc3339(start),
+        rfc3339(end),
         started.elapsed().as_secs_f64()
     )
     .map_err(|e| CliError::io("stdout", e))

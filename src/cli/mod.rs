@@ -179,6 +179,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Frames(f) => frames::run(app, f, out),
             Command::Dataset(d) => dataset::run(app, d, out),
             Command::Clips(c) => clips::run(app, c, out),
+            Command::Clip(c) => clips::run_one(app, c, out),
             Command::Topics { path } => app.run_table_function("topics", path, out),
             Command::Chunks { path } => app.run_table_function("chunks", path, out),
             Command::Attachments { path } => app.run_table_function("attachments", path, out),

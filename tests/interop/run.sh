@@ -17,7 +17,7 @@
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
 # boto3, and for images Pillow numpy foxglove-schemas-protobuf). LOGSQL_INTEROP_SUITES picks suites
-# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog;
+# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog moments;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -45,7 +45,9 @@
 # installed into LOGSQL_MCP_INSPECTOR, default ~/.cache/logsql-mcp-inspector); catalog_interop.py
 # indexes a fleet the official writers wrote (benches/support/fleet.py), checks the catalog
 # against the official readers, reads it with DuckDB and pyarrow, and indexes an S3 fleet
-# into an S3 catalog on moto, counting requests; lerobot_interop.py, not in the default list,
+# into an S3 catalog on moto, counting requests; moments_interop.py compares intervals() with
+# DuckDB's gaps-and-islands answer and reads the clips of `logsql clips` / `clip` with the
+# official mcap reader and rosbags; lerobot_interop.py, not in the default list,
 # loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
 # package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
 # (default ~/.cache/logsql-lerobot-venv), and needs the gen_robot example beside the
@@ -101,8 +103,8 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-video} " == *" video "* ]] && ! "$venv/bin/pyth
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "av>=12,<20" numpy
 fi
 
-if [[ " ${LOGSQL_INTEROP_SUITES:-asof json catalog} " =~ " "(asof|json|catalog)" " ]] && ! "$venv/bin/python" -c "import duckdb" 2>/dev/null; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2"
+if [[ " ${LOGSQL_INTEROP_SUITES:-asof json catalog moments} " =~ " "(asof|json|catalog|moments)" " ]] && ! "$venv/bin/python" -c "import duckdb, pyarrow" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "duckdb>=1.1,<2" "pyarrow>=16"
 fi
 
 if [[ " ${LOGSQL_INTEROP_SUITES:-mcp} " == *" mcp "* ]] && ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
@@ -127,7 +129,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog moments}; do
     log=$(mktemp)
     status=0
     python="$venv/bin/python"

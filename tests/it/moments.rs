@@ -341,3 +341,65 @@ async fn clips_hold_every_message_of_each_padded_moment() {
         "{said}"
     );
 }
+
+#[tokio::test]
+async fn clip_writes_one_window_end_included_as_mcap_or_bag() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.mcap");
+    let ctx = logsql::session_context();
+    // 22:13:21 to 22:13:22.005: the window ends on an /imu message.
+    let (lo, hi) = (1_700_000_001_000_000_000i64, 1_700_000_002_005_000_000i64);
+    let want = messages(
+        &ctx,
+        &format!(
+            "SELECT topic, CAST(log_time AS BIGINT) AS t, arrow_cast(md5(data), 'Utf8') AS h FROM '{demo}' \
+             WHERE topic IN ('/imu', '/tf') AND CAST(log_time AS BIGINT) BETWEEN {lo} AND {hi} ORDER BY t, topic"
+        ),
+    )
+    .await;
+    assert_eq!(
+        want.last().map(|m| m.1),
+        Some(hi),
+        "the last message is at --end"
+    );
+    for name in ["one.mcap", "one.bag"] {
+        let out = dir.path().join(name);
+        let run = Command::new(env!("CARGO_BIN_EXE_logsql"))
+            .args([
+                "clip",
+                demo,
+                "--start",
+                "2023-11-14T22:13:21Z",
+                "--end",
+                "2023-11-14T22:13:22.005Z",
+                "--topics",
+                "/imu",
+                "--topics",
+                "/tf",
+                "-o",
+            ])
+            .arg(&out)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let said = String::from_utf8(run.stdout).unwrap();
+        assert!(
+            said.contains(&format!(": {} messages of ", want.len())),
+            "{said}"
+        );
+        let got = messages(
+            &ctx,
+            &format!(
+                "SELECT topic, CAST(log_time AS BIGINT) AS t, arrow_cast(md5(data), 'Utf8') AS h FROM '{}' ORDER BY t, topic",
+                out.display()
+            ),
+        )
+        .await;
+        assert_eq!(got, want, "{name}");
+    }
+}

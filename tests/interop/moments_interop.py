@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Interop test: moments. ``intervals()`` against DuckDB's answer to the
+gaps-and-islands query, and the clips of ``logsql clips`` / ``logsql clip``
+read by the official readers.
+
+Recordings written by the official ``mcap`` writer (``mcap-ros1-support``):
+three of a ``/speed`` topic (``std_msgs/Float64``-like ``float64 data``) at
+50 Hz with noise, short blips above the threshold,
+moments at a recording's first and last message, a NaN (which DataFusion and
+DuckDB both order above every number), and a ``/other`` topic at 10 Hz. The speeds are also written to Parquet here (pyarrow); DuckDB runs the
+gaps-and-islands query over them. Checks:
+
+- for several conditions, merge gaps and minimum durations, ``intervals``
+  gives DuckDB's rows (file, start, end, messages) exactly;
+- each clip of ``logsql clips`` (MCAP and ``--as bag``), read by the official
+  ``mcap`` reader and by ``rosbags``, holds exactly the source's messages of
+  its padded window (topic, log time, payload), with the same channels and
+  schemas;
+- ``logsql clip --start --end`` holds the window, both ends included.
+
+Usage: moments_interop.py --logsql PATH/TO/logsql [--keep DIR]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+from mcap.reader import make_reader
+from mcap.writer import Writer
+
+from common import Checks
+
+START = 1_700_000_000_000_000_000
+FLOAT64 = b"float64 data\n"
+
+
+def write_recording(path, seed):
+    """50 Hz /speed and 10 Hz /other for 6 s; returns [(t, speed)]."""
+    rng = random.Random(seed)
+    rows = []
+    with open(path, "wb") as f:
+        w = Writer(f)
+        w.start(profile="ros1", library="moments_interop")
+        schema = w.register_schema(name="std_msgs/Float64", encoding="ros1msg", data=FLOAT64)
+        speed = w.register_channel(topic="/speed", message_encoding="ros1", schema_id=schema)
+        other = w.register_channel(topic="/other", message_encoding="ros1", schema_id=schema)
+        n = 300
+        for i in range(n):
+            t = START + seed * 100_000_000_000 + i * 20_000_000
+            v = 1.0 + 0.3 * math.sin(i / 17.0 + seed) + rng.gauss(0, 0.05)
+            if 40 <= i < 90 or 200 <= i < 230:
+                v += 1.5  # moments
+            if i in (120, 121, 250):
+                v += 2.0  # blips
+            if i == 0 or i == n - 1:
+                v = 3.0  # at the first and last message
+            if i == 60:
+                v = float("nan")  # a value the condition judges false
+            rows.append((t, v))
+            w.add_message(speed, log_time=t, publish_time=t, data=struct.pack("<d", v), sequence=i)
+            if i % 5 == 2:
+                w.add_message(other, log_time=t + 1, publish_time=t + 1, data=struct.pack("<d", i), sequence=i)
+        w.finish()
+    return rows
+
+
+def logsql(binary, *args):
+    proc = subprocess.run([binary, *args], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"logsql {args}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def ndjson(binary, sql):
+    return [json.loads(l) for l in logsql(binary, "--format", "ndjson", sql).splitlines() if l.strip()]
+
+
+DUCKDB_ISLANDS = """
+WITH m AS (SELECT file, t, coalesce({cond}, false) AS c FROM speeds),
+starts AS (SELECT file, t, c, c AND NOT coalesce(lag(c) OVER (PARTITION BY file ORDER BY t), false) AS s FROM m),
+runs AS (SELECT file, t, c, sum(CASE WHEN s THEN 1 ELSE 0 END) OVER (PARTITION BY file ORDER BY t ROWS UNBOUNDED PRECEDING) AS run FROM starts),
+islands AS (SELECT file, min(t) AS lo, max(t) AS hi, count(*) AS n FROM runs WHERE c GROUP BY file, run),
+gaps AS (SELECT *, lo - lag(hi) OVER (PARTITION BY file ORDER BY lo) AS gap FROM islands),
+groups AS (SELECT *, sum(CASE WHEN coalesce(gap <= {gap}, false) THEN 0 ELSE 1 END) OVER (PARTITION BY file ORDER BY lo ROWS UNBOUNDED PRECEDING) AS g FROM gaps)
+SELECT file, min(lo), max(hi), sum(n)::BIGINT FROM groups GROUP BY file, g HAVING max(hi) - min(lo) >= {min} ORDER BY 1, 2
+"""
+
+
+def official_messages(path, lo, hi):
+    """(topic, log_time, payload) of an MCAP or bag, by the official readers."""
+    if str(path).endswith(".mcap"):
+        with open(path, "rb") as f:
+            r = make_reader(f)
+            return sorted((c.topic, m.log_time, bytes(m.data)) for _, c, m in r.iter_messages())
+    from rosbags.rosbag1 import Reader
+
+    with Reader(Path(path)) as r:
+        return sorted((c.topic, t, bytes(raw)) for c, t, raw in r.messages())
+
+
+def source_messages(path, lo, hi):
+    with open(path, "rb") as f:
+        r = make_reader(f)
+        return sorted((c.topic, m.log_time, bytes(m.data)) for _, c, m in r.iter_messages()
+                      if lo <= m.log_time <= hi)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--logsql", required=True)
+    ap.add_argument("--keep")
+    args = ap.parse_args()
+    checks = Checks()
+    with tempfile.TemporaryDirectory(prefix="logsql-moments-") as tmp:
+        out = Path(args.keep or tmp)
+        fleet = out / "fleet"
+        fleet.mkdir(parents=True, exist_ok=True)
+        table = {"file": [], "t": [], "v": []}
+        for seed in range(3):
+            path = fleet / f"r{seed}.mcap"
+            for t, v in write_recording(path, seed):
+                table["file"].append(str(path))
+                table["t"].append(t)
+                table["v"].append(v)
+        pq.write_table(pa.table(table), out / "speeds.parquet")
+        db = duckdb.connect()
+        db.execute(f"CREATE VIEW speeds AS SELECT * FROM '{out / 'speeds.parquet'}'")
+        cases = [
+            ("data > 2.0", "v > 2.0", "0 s", 0, "0 s", 0),
+            ("data > 2.0", "v > 2.0", "100 ms", 100_000_000, "0 s", 0),
+            ("data > 2.0", "v > 2.0", "0 s", 0, "100 ms", 100_000_000),
+            ("data > 2.0", "v > 2.0", "2 s", 2_000_000_000, "0.5 s", 500_000_000),
+            ("data < 0.9 OR data > 2.2", "v < 0.9 OR v > 2.2", "40 ms", 40_000_000, "0 s", 0),
+        ]
+        for cond, duck, gap, gap_ns, min_d, min_ns in cases:
+            def same(cond=cond, duck=duck, gap=gap, gap_ns=gap_ns, min_d=min_d, min_ns=min_ns):
+                want = [tuple(r) for r in db.execute(DUCKDB_ISLANDS.format(cond=duck, gap=gap_ns, min=min_ns)).fetchall()]
+                got = [(r["file"], r["lo"], r["hi"], r["messages"]) for r in ndjson(
+                    args.logsql,
+                    f"SELECT file, CAST(start_time AS BIGINT) AS lo, CAST(end_time AS BIGINT) AS hi, messages "
+                    f"FROM intervals('{fleet}/', '/speed', '{cond}', '{gap}', '{min_d}') ORDER BY file, lo")]
+                if not want:
+                    return "DuckDB found no interval: the case tests nothing"
+                return None if got == want else f"logsql {got[:4]}... ({len(got)}), DuckDB {want[:4]}... ({len(want)})"
+
+            checks.check(f"intervals('{cond}', '{gap}', '{min_d}') equals DuckDB's gaps and islands", same)
+
+        for fmt in ["mcap", "bag"]:
+            def clips(fmt=fmt):
+                d = out / f"clips_{fmt}"
+                said = logsql(args.logsql, "clips", f"{fleet}/", "--topic", "/speed", "--when", "data > 2.0",
+                              "--max-gap", "100 ms", "--before", "200 ms", "--after", "300 ms", "-o", str(d),
+                              "--as", fmt)
+                lines = [l for l in said.splitlines() if ": " in l and " messages of " in l]
+                if len(lines) < 6:
+                    return f"{len(lines)} clips: {said}"
+                for line in lines:
+                    clip, rest = line.split(": ", 1)
+                    source = rest.split(" messages of ", 1)[1].split(" from ", 1)[0]
+                    span = rest.split(" from ", 1)[1].split(" (", 1)[0]
+                    first, last = span.split(" to ")
+                    bounds = ndjson(args.logsql, f"SELECT CAST(TIMESTAMP '{first}' AS BIGINT) AS a, CAST(TIMESTAMP '{last}' AS BIGINT) AS b")[0]
+                    want = source_messages(source if os.path.isabs(source) else os.path.abspath(source), bounds["a"], bounds["b"])
+                    got = official_messages(clip, bounds["a"], bounds["b"])
+                    if got != want:
+                        return f"{clip}: {len(got)} messages, the source's window holds {len(want)}"
+                return None
+
+            checks.check(f"logsql clips --as {fmt}: every clip, read by the official reader, holds exactly its window", clips)
+
+        def one_clip():
+            src = fleet / "r1.mcap"
+            lo = START + 100_000_000_000 + 40 * 20_000_000
+            hi = START + 100_000_000_000 + 89 * 20_000_000
+            clip = out / "one.mcap"
+            logsql(args.logsql, "clip", str(src), "--start", f"{lo}ns", "--end", f"{hi}ns", "-o", str(clip))
+            want = source_messages(src, lo, hi)
+            got = official_messages(clip, lo, hi)
+            if not any(m[1] == hi for m in got):
+                return "the message at --end is missing"
+            with open(clip, "rb") as f:
+                schemas = {s.name for s in make_reader(f).get_summary().schemas.values()}
+            if schemas != {"std_msgs/Float64"}:
+                return f"schemas {schemas}"
+            return None if got == want else f"{len(got)} messages, the window holds {len(want)}"
+
+        checks.check("logsql clip --start --end: the window, both ends included, with its schema", one_clip)
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    sys.exit(1 if checks.failed else 0)
+
+
+if __name__ == "__main__":
+    main()
