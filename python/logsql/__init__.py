@@ -33,7 +33,8 @@ from typing import Any, Mapping, Optional, Union
 
 from . import _native
 
-__all__ = ["table", "topic_table", "sql", "info", "QueryError", "DATAFUSION_MAJOR", "__version__"]
+__all__ = ["table", "topic_table", "sql", "info", "index", "catalog", "Catalog", "QueryError",
+           "DATAFUSION_MAJOR", "__version__"]
 
 __version__: str = _native.__version__
 
@@ -154,3 +155,65 @@ def info(path: PathLike) -> dict:
         f"FROM topics({_literal(path)}) ORDER BY topic, message_type"
     ).to_pylist()
     return summary
+
+
+def index(
+    sources,
+    catalog: str,
+    dry_run: bool = False,
+    device_key: Optional[str] = None,
+    options: Optional[Mapping[str, Any]] = None,
+) -> dict:
+    """``logsql index SOURCE... --catalog CATALOG``: the fleet catalog at
+    ``catalog`` (a directory or an object-store prefix) brought up to date with
+    the recordings ``sources`` (paths, globs or URLs; one or a list) list: new
+    and changed recordings are read (summaries and indexes only), deleted ones
+    dropped. Returns what changed: ``added``, ``changed``, ``removed`` (lists of
+    locations), ``unchanged``, ``unreadable`` and ``damaged`` (location, reason),
+    ``generation`` (``None`` when nothing was written), ``recordings``."""
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    return _native.index([os.fspath(s) for s in sources], os.fspath(catalog), dry_run, device_key,
+                         _options(options))
+
+
+class Catalog:
+    """A fleet catalog ``logsql index`` wrote (see :func:`catalog`)."""
+
+    def __init__(self, location: str, options: Optional[Mapping[str, Any]] = None):
+        self.location = os.fspath(location)
+        self._options = dict(options or {})
+
+    def sql(self, query: str, options: Optional[Mapping[str, Any]] = None):
+        """Runs ``query`` with this catalog as ``logsql.catalog``: ``recordings``
+        and ``topics`` are its tables, and scans of catalogued recordings are
+        pruned by it before any is opened. Returns a ``pyarrow.Table``."""
+        return sql(query, {**self._options, **dict(options or {}), "catalog": self.location})
+
+    def recordings(self):
+        """One row per recording (location, format, size, times, counts, device,
+        metadata, health, ...), as a ``pyarrow.Table``."""
+        return sql(f"SELECT * FROM recordings({_literal(self.location)})", self._options)
+
+    def topics(self):
+        """One row per recording and topic (type, count, times, rate, largest gap, ...)."""
+        return sql(f"SELECT * FROM catalog_topics({_literal(self.location)})", self._options)
+
+    def chunks(self):
+        """Each recording's chunk index, as the catalog keeps it."""
+        return sql(f"SELECT * FROM catalog_chunks({_literal(self.location)})", self._options)
+
+    def __repr__(self) -> str:
+        return f"logsql.Catalog({self.location!r})"
+
+
+def catalog(location: PathLike, options: Optional[Mapping[str, Any]] = None) -> Catalog:
+    """The fleet catalog at ``location`` (a directory or an object-store
+    prefix ``logsql index`` wrote): its ``recordings()``, ``topics()`` and
+    ``chunks()`` tables, and ``sql()`` with the catalog set::
+
+        fleet = logsql.catalog("catalog/")
+        fleet.sql("SELECT device, count(*) FROM recordings GROUP BY device")
+        fleet.sql("SELECT file, count(*) FROM 'fleet/' WHERE log_time BETWEEN ... GROUP BY file")
+    """
+    return Catalog(os.fspath(location), options)

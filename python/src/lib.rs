@@ -7,6 +7,7 @@
 //!   the scan runs in parallel inside the user's own datafusion-python session;
 //! - [`sql`]: a query run by logsql's own session, its result an Arrow C stream
 //!   (`__arrow_c_stream__`) that pyarrow, pandas and polars import without copying;
+//! - [`index`]: `logsql index`, a fleet catalog brought up to date;
 //! - [`summary`]: a file's summary (format, index, times, chunks, channels) as a
 //!   dict, the facts `logsql info` reports ([`logsql::ops::info`]).
 //!
@@ -231,6 +232,43 @@ async fn gather(ctx: &SessionContext, path: &str) -> Result<(info::Facts, Cached
     .map_err(|e| format!("info task failed: {e}"))?
 }
 
+/// `logsql.index(sources, catalog, ...)`: `logsql index` ([`logsql::ops::index`]):
+/// the catalog at `catalog` brought up to date with the recordings `sources`
+/// list; what changed, as a dict.
+#[pyfunction]
+#[pyo3(signature = (sources, catalog, dry_run=false, device_key=None, options=None))]
+fn index<'py>(
+    py: Python<'py>,
+    sources: Vec<String>,
+    catalog: String,
+    dry_run: bool,
+    device_key: Option<String>,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let ctx = session(options)?;
+    let asked = logsql::ops::index::IndexOptions {
+        sources,
+        catalog,
+        dry_run,
+        device_key,
+    };
+    let report = py
+        .detach(|| RUNTIME.block_on(logsql::ops::index::index(&ctx, &asked, &|_| {})))
+        .map_err(py_err)?;
+    let d = PyDict::new(py);
+    d.set_item("catalog", report.catalog)?;
+    d.set_item("added", report.added)?;
+    d.set_item("changed", report.changed)?;
+    d.set_item("removed", report.removed)?;
+    d.set_item("unchanged", report.unchanged)?;
+    d.set_item("unreadable", report.unreadable)?;
+    d.set_item("damaged", report.damaged)?;
+    d.set_item("generation", report.generation)?;
+    d.set_item("recordings", report.recordings)?;
+    d.set_item("dry_run", report.dry_run)?;
+    Ok(d)
+}
+
 /// The DataFusion (and datafusion-ffi) major version this module is built on.
 #[pyfunction]
 fn datafusion_major() -> u64 {
@@ -268,6 +306,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(topic_table, m)?)?;
     m.add_function(wrap_pyfunction!(sql, m)?)?;
     m.add_function(wrap_pyfunction!(summary, m)?)?;
+    m.add_function(wrap_pyfunction!(index, m)?)?;
     m.add_function(wrap_pyfunction!(datafusion_major, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

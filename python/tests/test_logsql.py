@@ -360,3 +360,35 @@ def test_copy_to_bag_and_db3_is_read_back_by_rosbags(tmp_path, relative, kind):
     with AnyReader([out]) as reader:
         decoded = [reader.deserialize(d, c.msgtype) for c, _, d in reader.messages()]
     assert len(decoded) == len(expected)
+
+
+def test_index_and_catalog(tmp_path):
+    # A fleet of two recordings (hive directories), indexed, then queried
+    # through the catalog; a new recording is added by a second run.
+    for robot in ["r1", "r2"]:
+        d = tmp_path / "fleet" / f"robot={robot}"
+        d.mkdir(parents=True)
+        shutil.copy(DEMO, d / "run.mcap")
+    cat = str(tmp_path / "cat")
+    report = logsql.index(str(tmp_path / "fleet"), cat)
+    assert len(report["added"]) == 2 and report["recordings"] == 2 and report["generation"] is not None
+    fleet = logsql.catalog(cat)
+    rec = fleet.recordings().to_pydict()
+    assert sorted(rec["device"]) == ["r1", "r2"]
+    assert rec["message_count"] == [2610, 2610]
+    topics = fleet.topics().to_pydict()
+    assert sorted(set(topics["topic"])) == ["/camera/compressed", "/diagnostics", "/imu", "/tf"]
+    assert fleet.chunks().num_rows == 30
+    n = fleet.sql("SELECT count(*) AS n FROM recordings WHERE device = 'r2'").to_pydict()["n"]
+    assert n == [1]
+    # A scan of the fleet pruned by the catalog: the same answer as without it.
+    q = f"SELECT count(*) AS n FROM '{tmp_path / 'fleet'}/' WHERE topic = '/imu'"
+    assert fleet.sql(q).to_pydict()["n"] == logsql.sql(q).to_pydict()["n"] == [4000]
+    d = tmp_path / "fleet" / "robot=r3"
+    d.mkdir()
+    shutil.copy(DEMO, d / "run.mcap")
+    again = logsql.index([str(tmp_path / "fleet")], cat, dry_run=True)
+    assert len(again["added"]) == 1 and again["generation"] is None
+    again = logsql.index([str(tmp_path / "fleet")], cat)
+    assert len(again["added"]) == 1 and again["unchanged"] == 2 and again["recordings"] == 3
+    assert repr(fleet) == f"logsql.Catalog({cat!r})"
