@@ -133,7 +133,10 @@ impl<'a> Image<'a> {
             // A compressed image as its message states it (`read_images`'
             // unchecked mode): the message's format, no size. Its bytes say
             // what they are, or why they are not an image.
-            Err(_) if (self.width, self.height, self.step) == (0, 0, 0) => {
+            Err(_)
+                if (self.width, self.height, self.step) == (0, 0, 0)
+                    && RawEncoding::parse(self.encoding).is_err() =>
+            {
                 codec::decode(self.encoding, self.data)
             }
             Err(_) => RawImage {
@@ -393,5 +396,22 @@ mod tests {
         .decode()
         .unwrap_err();
         assert!(matches!(e, MediaError::Unsupported(_)));
+        // As `read_images(..., 'unchecked')` hands on a compressed image whose
+        // header does not read: its bytes say why; a 0x0 raw image is empty.
+        let stated = Image {
+            encoding: "bgr8; jpeg compressed bgr8",
+            width: 0,
+            height: 0,
+            step: 0,
+            is_bigendian: false,
+            data: b"GIF89a..",
+        };
+        let e = stated.decode().unwrap_err().to_string();
+        assert!(e.contains("neither JPEG, PNG nor QOI"), "{e}");
+        let empty = Image {
+            encoding: "rgb8",
+            ..stated
+        };
+        assert!(empty.decode().unwrap().data.is_empty());
     }
 }
