@@ -4,7 +4,8 @@
 //! windows of one recording that overlap merge, and every message of the
 //! window (of every topic, or of `--topics`) is written, in log-time order,
 //! with the recording's channels, schemas, metadata and attachments, as an
-//! MCAP file, a ROS1 bag or a ROS 2 bag directory ([`export::write_log_of`]).
+//! MCAP file, a ROS1 bag or a ROS 2 bag directory (`recover`'s
+//! `write_windows`, on [`logsql::ops::export::write_log_of`]).
 //! Each window's query is a time filter, so only the chunks it overlaps are
 //! read. `logsql clip SOURCE --start T --end T -o OUT` writes one window.
 
@@ -16,7 +17,7 @@ use std::time::Instant;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
 
-use logsql::ops::export::{self, export_sql};
+use logsql::ops::export::export_sql;
 use logsql::ops::sql_literal;
 use logsql::ops::units::{parse_duration, parse_time, rfc3339};
 use logsql::write::sink::LogWrite;
@@ -136,22 +137,9 @@ fn write_clip(
         )
     );
     log::info!("clips: {sql}");
-    let driven = app.rt.block_on(export::write_log_of(
-        &app.ctx,
-        source,
-        std::slice::from_ref(&sql),
-        path,
-        write,
-        &|_| {},
-    ))?;
-    match driven.stream_error {
-        None => Ok(driven.report.rows),
-        Some(e) => Err(CliError::from(e.context(format!(
-            "{} holds the {} messages read before the error",
-            path.display(),
-            driven.report.rows
-        )))),
-    }
+    let report =
+        super::recover::write_windows(app, source, std::slice::from_ref(&sql), path, write)?;
+    Ok(report.rows)
 }
 
 /// `logsql clip SOURCE --start T --end T -o OUT`: one window of a recording

@@ -100,7 +100,7 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
 /// `output`, as `write` says. An error in the stream after some rows (a
 /// damaged input) still completes the output, and is returned with a note
 /// saying so.
-fn write_windows(
+pub(super) fn write_windows(
     app: &App,
     input: &str,
     sqls: &[String],

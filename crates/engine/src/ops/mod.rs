@@ -42,7 +42,5 @@ pub mod timeline;
 /// Human units (a module of the crate root, which the SQL surface reads too).
 pub use crate::units;
 
-/// `s` as a SQL string literal (`'it''s'`).
-pub fn sql_literal(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
+/// `s` as a SQL string literal (`'it''s'`); the SQL surface quotes with it too.
+pub use crate::surface::table_functions::sql_literal;

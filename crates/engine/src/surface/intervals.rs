@@ -26,7 +26,7 @@ use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use super::table_functions::{literal_text, plan_on_thread};
+use super::table_functions::{literal_text, plan_on_thread, sql_literal};
 use crate::units::parse_duration;
 
 /// Registers `intervals`.
@@ -109,8 +109,11 @@ impl Spec {
     /// runs merged over gaps of at most `max_gap`, then the short ones left
     /// out.
     fn sql(&self) -> String {
-        let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
-        let (path, topic, condition) = (quote(&self.path), quote(&self.topic), &self.condition);
+        let (path, topic, condition) = (
+            sql_literal(&self.path),
+            sql_literal(&self.topic),
+            &self.condition,
+        );
         let (gap, min) = (self.max_gap_ns, self.min_duration_ns);
         format!(
             "WITH m AS (

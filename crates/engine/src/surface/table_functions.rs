@@ -39,6 +39,11 @@ use logsql_readers::formats::FormatReader;
 use logsql_readers::limits::Limits;
 use logsql_readers::model::{ChunkMeta, Summary};
 
+/// `s` as a SQL string literal (`'it''s'`).
+pub fn sql_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
 /// A literal argument of a table function as text (strings and integers).
 pub(crate) fn literal_text(e: &Expr) -> Option<String> {
     match e {

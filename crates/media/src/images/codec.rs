@@ -79,7 +79,6 @@ pub(crate) fn qoi_is_bgr(format: &str) -> bool {
     format
         .split_once(';')
         .is_some_and(|(_, order)| order.trim().to_ascii_lowercase().starts_with("bgr"))
-        || format == QOI_BGR
 }
 
 /// What the header of a compressed image says.

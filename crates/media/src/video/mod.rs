@@ -192,12 +192,6 @@ impl H264Encoder {
         })
     }
 
-    /// The quality frames are encoded at now: the one asked for, or lower
-    /// after a frame that did not fit.
-    pub fn quality(&self) -> u8 {
-        self.options.quality
-    }
-
     /// The lowering of the quality since the last call, if any.
     pub fn take_quality_drop(&mut self) -> Option<QualityDrop> {
         self.dropped.take()
