@@ -74,4 +74,5 @@ mod sql;
 mod sql_sweep;
 mod summary_counts;
 mod time_order;
+mod transforms;
 mod walk_sweep;

@@ -177,6 +177,9 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     read_topic::register(ctx);
     surface::time_grid::register(ctx);
     surface::intervals::register(ctx);
+    surface::transforms::register(ctx);
+    surface::tf_lookup::register(ctx);
+    surface::pose_functions::register(ctx);
     surface::read_points::register(ctx);
     surface::read_images::register(ctx);
     surface::image_functions::register(ctx);
