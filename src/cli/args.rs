@@ -16,6 +16,7 @@ Tables:
   series('spot.bddf'), pod('spot.bddf', 'imu/accel'), positions('town.log'), actors('town.log'), ...
   read_topic('p', '/imu' [, 'flatten'])   one topic decoded: every message field a typed column
   read_points('p', '/lidar')              a point-cloud topic: log_time, frame_id, point_count, points
+  transforms('p')                         every /tf transform; tf_lookup(file, 'map', 'base_link', time) a pose
   Columns: topic, log_time, publish_time, sequence, message_type, message_encoding, data, file
            (+ frame, elapsed for CARLA; additional_indexes for BDDF)
 

@@ -317,6 +317,9 @@ fn every_tool_answers(start: impl Fn(&Path, &[&str]) -> Agent) {
         text.contains("intervals(source, topic, condition"),
         "{page}"
     );
+    let page = agent.call("resources/read", json!({"uri": "logsql://docs/transforms"}));
+    let text = page["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains("tf_lookup(file, target_frame"), "{page}");
     let missing = agent.call("resources/read", json!({"uri": "logsql://docs/nope"}));
     assert!(missing["error"].is_object(), "{missing}");
 

@@ -44,6 +44,12 @@ const PAGES: [(&str, &str, &str, &str); 6] = [
         "intervals(path, topic, condition): the stretches where a condition over a topic holds",
         include_str!("../../../../docs/moments.md"),
     ),
+    (
+        "logsql://docs/transforms",
+        "Coordinate frames",
+        "transforms(path), tf_lookup(file, target, source, time): frames and poses as tf2 resolves them",
+        include_str!("../../../../docs/transforms.md"),
+    ),
 ];
 
 /// The pages, listed.
