@@ -156,6 +156,17 @@ pub struct Args {
     pub command: Option<Command>,
 }
 
+/// `logsql check`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Recordings: files, directories, globs or object-store URLs.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<String>,
+    /// The expectations (TOML; see docs/check.md).
+    #[arg(long, value_name = "EXPECT.toml")]
+    pub expect: PathBuf,
+}
+
 /// Result output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -167,6 +178,8 @@ pub enum Format {
     Json,
     /// One JSON object per line.
     Ndjson,
+    /// JUnit XML (`logsql check` only).
+    Junit,
 }
 
 /// The value of `--max-rows`: a row limit, or `None` for every row.
@@ -299,6 +312,12 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE|DIR")]
         paths: Vec<String>,
     },
+    /// Checks recordings against expectations (EXPECT.toml: required topics,
+    /// durations, per-topic rates, gaps, counts, header stamps, and doctor's
+    /// health): a report per recording as text, --format json / ndjson or
+    /// --format junit (JUnit XML for CI). Exit status 0 every recording
+    /// passes, 1 one fails, 2 one cannot be read.
+    Check(CheckArgs),
     /// Writes every readable message of a (damaged) log into a valid,
     /// indexed, time-sorted MCAP file with its channels, schemas, metadata
     /// and attachments, and reports what was lost. Never writes INPUT; OUTPUT

@@ -47,9 +47,9 @@ pub fn run(app: &App, paths: &[String], format: Format, out: &mut dyn Write) -> 
             Format::Table => write(out, &text(&checked))?,
             Format::Ndjson => write(out, &format!("{}\n", to_json(&checked)))?,
             Format::Json => objects.push(to_json(&checked)),
-            Format::Csv => {
+            Format::Csv | Format::Junit => {
                 return Err(CliError::msg(
-                    "doctor prints text (--format table), json or ndjson, not csv",
+                    "doctor prints text (--format table), json or ndjson, not csv or junit",
                 ));
             }
         }

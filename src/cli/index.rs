@@ -40,9 +40,9 @@ pub fn run(app: &App, args: &Args, index: &IndexArgs, out: &mut dyn Write) -> Cl
         Format::Table => text(&report),
         Format::Json => format!("{:#}\n", to_json(&report)),
         Format::Ndjson => format!("{}\n", to_json(&report)),
-        Format::Csv => {
+        Format::Csv | Format::Junit => {
             return Err(CliError::msg(
-                "index prints text (--format table), json or ndjson, not csv",
+                "index prints text (--format table), json or ndjson, not csv or junit",
             ));
         }
     };

@@ -21,6 +21,7 @@
 //! output never blocks the runtime's workers.
 
 pub mod args;
+pub mod check;
 pub mod clips;
 pub mod dataset;
 pub mod doctor;
@@ -174,6 +175,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Index(i) => index::run(app, args, i, out),
             Command::Export(e) => export::run(app, e, out),
             Command::Doctor { paths } => doctor::run(app, paths, args.format, out),
+            Command::Check(c) => check::run(app, c, args.format, out),
             Command::Recover(r) => recover::run(app, r, out),
             Command::Plot(p) => plot::run(app, p, p.quiet || args.quiet, out),
             Command::Frames(f) => frames::run(app, f, out),

@@ -123,6 +123,11 @@ impl Printer {
         let flush =
             |out: &mut dyn Write| out.flush().map_err(|e| CliError::io("writing output", e));
         match self.format {
+            Format::Junit => {
+                return Err(CliError::msg(
+                    "--format junit is for logsql check; query results print as table, csv, json or ndjson",
+                ));
+            }
             Format::Table => {
                 let printer = if is_explain(&schema) {
                     // Plans print whole: every line, every metric.

@@ -17,7 +17,7 @@
 # Needs python3 (with venv) and PyPI access the first time (pip install mcap rosbags
 # cyber_record bosdyn-core mcap-ros1-support mcap-ros2-support mcap-protobuf-support moto[server]
 # boto3, and for images Pillow numpy foxglove-schemas-protobuf). LOGSQL_INTEROP_SUITES picks suites
-# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog moments transforms;
+# (default: mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog moments transforms check;
 # mcap_writer_interop.py reads MCAP files logsql wrote with the official reader and decoders;
 # carla_interop.py
 # checks logsql against an independent Python walk of CARLA files: no pip package exists;
@@ -49,7 +49,9 @@
 # DuckDB's gaps-and-islands answer and reads the clips of `logsql clips` / `clip` with the
 # official mcap reader and rosbags; transforms_interop.py compares transforms() and
 # tf_lookup() on trees rosbags, mcap-protobuf-support and mcap wrote (and on real /tf
-# recordings) with an independent NumPy/SciPy lookup, pip `scipy`; lerobot_interop.py, not in the default list,
+# recordings) with an independent NumPy/SciPy lookup, pip `scipy`; check_interop.py runs
+# `logsql check` on recordings with known faults and reads its JUnit XML with pip
+# `junitparser`; lerobot_interop.py, not in the default list,
 # loads the LeRobot datasets of `COPY ... STORED AS LEROBOT` with the official `lerobot`
 # package, which brings torch (several GB): it gets its own venv, LOGSQL_LEROBOT_VENV
 # (default ~/.cache/logsql-lerobot-venv), and needs the gen_robot example beside the
@@ -113,6 +115,10 @@ if [[ " ${LOGSQL_INTEROP_SUITES:-transforms} " == *" transforms "* ]] && ! "$ven
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "scipy>=1.11,<2" numpy "mcap-ros1-support>=0.7,<1" "mcap-protobuf-support>=0.5,<1" "foxglove-schemas-protobuf>=0.3,<1"
 fi
 
+if [[ " ${LOGSQL_INTEROP_SUITES:-check} " == *" check "* ]] && ! "$venv/bin/python" -c "import junitparser, mcap" 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "junitparser>=3,<6" "mcap>=1.2,<2"
+fi
+
 if [[ " ${LOGSQL_INTEROP_SUITES:-mcp} " == *" mcp "* ]] && ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp>=1.9,<2"
 fi
@@ -135,7 +141,7 @@ fi
 # Run every suite, then print the combined count last.
 passed=0
 failed=0
-for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog moments transforms}; do
+for suite in ${LOGSQL_INTEROP_SUITES:-mcap bag apollo carla bddf ros2 mcap_writer s3 asof json serve points video images recover copy_bag mcp catalog moments transforms check}; do
     log=$(mktemp)
     status=0
     python="$venv/bin/python"

@@ -4,6 +4,8 @@
 //! - [`info`]: the facts of a file's summary (`logsql info`, `logsql.info()`),
 //!   with [`timeline`], its topics' timelines and gaps, and [`info_json`],
 //!   the JSON `logsql info --format json` prints;
+//! - [`check`]: `logsql check`: recordings against expectations (rates,
+//!   gaps, durations, stamps, health), a pass or a fail per check;
 //! - [`doctor`]: the files a health check takes (a directory's log files,
 //!   walked without following a link into a loop), and each file's check;
 //! - [`export`]: `logsql export`'s queries and its Parquet output;
@@ -27,6 +29,7 @@
 //!   users type them.
 
 pub mod chart;
+pub mod check;
 pub mod dataset_spec;
 pub mod doctor;
 pub mod export;

@@ -7,7 +7,7 @@
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};
 
 /// Each page: its URI, name, what it covers, and its text.
-const PAGES: [(&str, &str, &str, &str); 6] = [
+const PAGES: [(&str, &str, &str, &str); 7] = [
     (
         "logsql://docs/messages-table",
         "The messages table",
