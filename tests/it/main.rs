@@ -13,6 +13,7 @@ mod bddf_sql;
 mod carla_facts;
 mod carla_sql;
 mod catalog;
+mod check;
 mod cli;
 mod cli_cameras;
 mod cli_damage;

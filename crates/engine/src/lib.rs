@@ -180,6 +180,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::transforms::register(ctx);
     surface::tf_lookup::register(ctx);
     surface::pose_functions::register(ctx);
+    ops::check::register(ctx);
     surface::read_points::register(ctx);
     surface::read_images::register(ctx);
     surface::image_functions::register(ctx);

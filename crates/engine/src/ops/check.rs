@@ -22,20 +22,32 @@
 //! keeps per-message times, no payload decoded); only the stamp checks decode
 //! the topic (`read_topic`'s `header.stamp`). Each recording gives a
 //! [`Report`]: its outcomes, or why it could not be read.
+//!
+//! The same checks from SQL: `check_recordings(source, expectations)` (the
+//! expectations as TOML text), one row per check of each recording: `file`,
+//! `verdict`, `check`, `topic`, `passed`, `value`, `expected`, `detail` (an
+//! unreadable recording is one row, check `read`, with its error).
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::datasource::MemTable;
+use datafusion::error::DataFusionError;
 use datafusion::execution::SessionState;
-use datafusion::prelude::DataFrame;
+use datafusion::prelude::{DataFrame, SessionContext};
 use logsql_readers::limits::Limits;
 use serde::Deserialize;
 
 use super::info::{self, Gather, InfoFile};
 use super::sql_literal;
+use crate::LogsqlOptions;
+use crate::storage::roots::DataRoots;
+use crate::surface::table_functions::{literal_text, plan_on_thread};
 use crate::units::{duration, parse_duration, rfc3339};
 
 /// Expectations that cannot be used: what is wrong.
@@ -407,11 +419,9 @@ fn health(checked: Result<super::doctor::Checked, String>) -> Outcome {
                     .cloned()
                     .collect::<Vec<_>>()
                     .join("; ");
-                (
-                    false,
-                    format!("{} problems", problems.len()),
-                    format!("doctor: {shown}"),
-                )
+                let n = problems.len();
+                let s = if n == 1 { "" } else { "s" };
+                (false, format!("{n} problem{s}"), format!("doctor: {shown}"))
             }
         },
     };
@@ -577,6 +587,103 @@ fn stamp_checks(topic: &str, t: &TopicExpect, s: &Stamps, out: &mut Vec<Outcome>
             },
         });
     }
+}
+
+/// Registers `check_recordings(source, expectations)`.
+pub fn register(ctx: &SessionContext) {
+    ctx.register_udtf("check_recordings", Arc::new(CheckFunction));
+}
+
+const USAGE: &str = "check_recordings() takes a path (a file, directory, glob or URL) and the expectations as TOML text, e.g. check_recordings('runs/', '[topics.\"/imu\"]\nrate = 200')";
+
+#[derive(Debug)]
+struct CheckFunction;
+
+impl TableFunctionImpl for CheckFunction {
+    fn call_with_args(
+        &self,
+        args: TableFunctionArgs,
+    ) -> datafusion::error::Result<Arc<dyn TableProvider>> {
+        let texts: Vec<Option<String>> = args.exprs().iter().map(literal_text).collect();
+        let [Some(path), Some(toml)] = texts.as_slice() else {
+            return Err(DataFusionError::Plan(USAGE.into()));
+        };
+        let expect = Expect::parse(toml).map_err(|e| {
+            DataFusionError::Plan(format!("check_recordings(): the expectations: {e}"))
+        })?;
+        let path = path.clone();
+        let what = format!("check_recordings('{path}', ...)");
+        plan_on_thread(&args, &what, |state| async move {
+            if let Some(roots) = DataRoots::of(state.config())
+                && !path.contains("://")
+            {
+                roots.check_local(std::path::Path::new(&path), &path)?;
+            }
+            let limits = LogsqlOptions::from_config(state.config_options()).limits();
+            let files = recordings(&state, std::slice::from_ref(&path))
+                .await
+                .map_err(|e| DataFusionError::Plan(e.to_string()))?;
+            let mut reports = Vec::new();
+            for file in files {
+                reports.push(check(&state, file, &expect, limits).await);
+            }
+            let batch = table(&reports)?;
+            let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
+            Ok(Arc::new(table) as Arc<dyn TableProvider>)
+        })
+    }
+}
+
+/// The rows of `check_recordings`.
+fn table(reports: &[Report]) -> datafusion::error::Result<RecordBatch> {
+    let mut cols: [Vec<Option<String>>; 7] = Default::default();
+    let mut passed = Vec::new();
+    for r in reports {
+        let mut row =
+            |check: &str, topic: Option<&str>, ok: bool, v: &str, x: &str, d: Option<&str>| {
+                let values = [
+                    Some(r.file.as_str()),
+                    Some(r.verdict().as_str()),
+                    Some(check),
+                    topic,
+                    Some(v),
+                    Some(x),
+                    d,
+                ];
+                for (c, v) in cols.iter_mut().zip(values) {
+                    c.push(v.map(str::to_string));
+                }
+                passed.push(ok);
+            };
+        if let Some(e) = &r.unreadable {
+            row("read", None, false, "unreadable", "readable", Some(e));
+        }
+        for o in &r.outcomes {
+            let detail = (!o.passed).then_some(o.detail.as_str());
+            row(
+                o.check,
+                o.topic.as_deref(),
+                o.passed,
+                &o.value,
+                &o.expected,
+                detail,
+            );
+        }
+    }
+    let names = [
+        "file", "verdict", "check", "topic", "value", "expected", "detail",
+    ];
+    let mut fields: Vec<Field> = names
+        .iter()
+        .map(|n| Field::new(*n, DataType::Utf8, matches!(*n, "topic" | "detail")))
+        .collect();
+    fields.insert(4, Field::new("passed", DataType::Boolean, false));
+    let mut arrays: Vec<ArrayRef> = cols
+        .into_iter()
+        .map(|c| Arc::new(StringArray::from(c)) as ArrayRef)
+        .collect();
+    arrays.insert(4, Arc::new(BooleanArray::from(passed)));
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
 #[cfg(test)]
