@@ -25,6 +25,7 @@ Examples:
   logsql --format csv \"SELECT topic, log_time FROM 'logs/' WHERE topic = '/tf' LIMIT 10\"
   logsql -f queries/04_rates.sql
   logsql info run.mcap
+  logsql check runs/ --expect EXPECT.toml --format junit
   logsql export run.mcap tf.parquet --topic /tf --start 2022-11-08T04:07:03Z
   logsql \"COPY (SELECT * FROM 'run.mcap' WHERE topic = '/tf') TO 'tf.parquet'\"
   logsql \"SELECT avg(linear_acceleration.x) FROM read_topic('run.mcap', '/imu')\"
@@ -159,8 +160,9 @@ pub struct Args {
 /// `logsql check`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Recordings: files, directories, globs or object-store URLs.
-    #[arg(required = true, value_name = "SOURCE")]
+    /// Recordings: files, directories, globs or object-store URLs (none with
+    /// --catalog: every recording of the catalog).
+    #[arg(value_name = "SOURCE")]
     pub sources: Vec<String>,
     /// The expectations (TOML; see docs/check.md).
     #[arg(long, value_name = "EXPECT.toml")]

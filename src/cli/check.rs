@@ -6,6 +6,9 @@
 
 use std::io::Write;
 
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
 use logsql::LogsqlOptions;
 use logsql::ops::check::{Expect, Outcome, Report, Verdict, check, recordings};
 use quick_xml::escape::escape;
@@ -28,9 +31,14 @@ pub fn run(app: &App, args: &CheckArgs, format: Format, out: &mut dyn Write) -> 
     let expect = Expect::parse(&text).map_err(|e| CliError::msg(format!("{path}: {e}")))?;
     let state = app.ctx.state();
     let limits = LogsqlOptions::from_config(state.config_options()).limits();
+    let sources = if args.sources.is_empty() {
+        catalog_recordings(app)?
+    } else {
+        args.sources.clone()
+    };
     let files = app
         .rt
-        .block_on(recordings(&state, &args.sources))
+        .block_on(recordings(&state, &sources))
         .map_err(|e| CliError::msg(e.to_string()))?;
     let mut worst = Verdict::Pass;
     let mut reports = Vec::new();
@@ -71,6 +79,35 @@ pub fn run(app: &App, args: &CheckArgs, format: Format, out: &mut dyn Write) -> 
         out.flush().map_err(|e| CliError::io("writing output", e))?;
         Err(CliError::Status(worst.exit_status()))
     }
+}
+
+/// Every recording of the session's catalog (`--catalog`), by location.
+fn catalog_recordings(app: &App) -> CliResult<Vec<String>> {
+    let configured = !LogsqlOptions::from_config(app.ctx.state().config_options())
+        .catalog
+        .is_empty();
+    if !configured {
+        return Err(CliError::msg(
+            "check needs recordings: SOURCE... (files, directories, globs, URLs) or --catalog CAT",
+        ));
+    }
+    let batches = app.rt.block_on(async {
+        app.ctx
+            .sql("SELECT location FROM recordings ORDER BY location")
+            .await?
+            .collect()
+            .await
+    })?;
+    let mut out = Vec::new();
+    for b in batches {
+        let col = cast(b.column(0), &DataType::Utf8)?;
+        let col = col.as_string::<i32>();
+        out.extend(col.iter().flatten().map(str::to_string));
+    }
+    if out.is_empty() {
+        return Err(CliError::msg("the catalog holds no recording"));
+    }
+    Ok(out)
 }
 
 fn write(out: &mut dyn Write, s: &str) -> CliResult {
