@@ -481,6 +481,7 @@ mod tests {
                     assert_eq!(v.as_array().unwrap().len(), 4);
                 }
                 Format::Ndjson => assert_eq!(out.lines().count(), 4, "{out}"),
+                Format::Junit => unreachable!("not a query format"),
             }
         }
         // An error before any row prints no (empty) table; JSON stays valid.

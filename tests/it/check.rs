@@ -5,7 +5,7 @@
 
 use std::process::{Command, Output, Stdio};
 
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::AsArray;
 
 use crate::sql::{error, query};
 

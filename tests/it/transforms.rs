@@ -301,10 +301,9 @@ async fn pose_functions_take_every_pose_shape() {
             "named_struct('position', named_struct('x', 1.0, 'y', 2.0, 'z', 3.0), \
              'orientation', named_struct('x', 0.0, 'y', 0.0, 'z', {half}, 'w', {half}))"
         ),
-        format!(
-            "named_struct('translation', named_struct('x', 1, 'y', 2, 'z', 3), \
-             'rotation', named_struct('x', 0, 'y', 0, 'z', 1, 'w', 1))"
-        ),
+        "named_struct('translation', named_struct('x', 1, 'y', 2, 'z', 3), \
+         'rotation', named_struct('x', 0, 'y', 0, 'z', 1, 'w', 1))"
+            .to_string(),
     ];
     for pose in &shapes {
         let sql = format!(

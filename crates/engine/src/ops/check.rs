@@ -302,14 +302,11 @@ pub async fn check(
         return unreadable(e.clone());
     }
     let mut out = Vec::new();
-    if expect.healthy {
-        if loc.local {
-            let path = std::path::PathBuf::from(format!("/{}", loc.meta.location));
-            let checked =
-                tokio::task::spawn_blocking(move || super::doctor::check_path(&path, &limits))
-                    .await;
-            out.push(health(checked.map_err(|e| e.to_string())));
-        }
+    if expect.healthy && loc.local {
+        let path = std::path::PathBuf::from(format!("/{}", loc.meta.location));
+        let checked =
+            tokio::task::spawn_blocking(move || super::doctor::check_path(&path, &limits)).await;
+        out.push(health(checked.map_err(|e| e.to_string())));
     }
     let count = |topic: &str| -> Option<u64> {
         let row = facts.topics.get(topic)?;
@@ -355,7 +352,7 @@ pub async fn check(
         let present = n > 0;
         // A required topic's absence is reported once, above.
         let required = expect.required_topics.contains(topic);
-        if !(required && !present) {
+        if !required || present {
             out.push(Outcome {
                 check: "present",
                 topic: Some(topic.clone()),

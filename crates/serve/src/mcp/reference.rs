@@ -7,7 +7,7 @@
 use rmcp::model::{ListResourcesResult, ReadResourceResult, Resource, ResourceContents};
 
 /// Each page: its URI, name, what it covers, and its text.
-const PAGES: [(&str, &str, &str, &str); 7] = [
+const PAGES: [(&str, &str, &str, &str); 8] = [
     (
         "logsql://docs/messages-table",
         "The messages table",
@@ -49,6 +49,12 @@ const PAGES: [(&str, &str, &str, &str); 7] = [
         "Coordinate frames",
         "transforms(path), tf_lookup(file, target, source, time): frames and poses as tf2 resolves them",
         include_str!("../../../../docs/transforms.md"),
+    ),
+    (
+        "logsql://docs/check",
+        "A data-quality gate",
+        "check_recordings(path, expectations): recordings against expected topics, rates, gaps, stamps",
+        include_str!("../../../../docs/check.md"),
     ),
 ];
 
