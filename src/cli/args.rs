@@ -599,6 +599,10 @@ pub struct McpArgs {
     /// Queries that run at once; others wait for a slot.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_queries: u32,
+    /// Adds the tools that write (`export_clip`, `export_dataset`), writing
+    /// below DIR only (a local directory).
+    #[arg(long, value_name = "DIR")]
+    pub allow_write: Option<String>,
 }
 
 /// Arguments of `logsql frames`.

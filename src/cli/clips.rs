@@ -17,7 +17,7 @@ use std::time::Instant;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
 
-use logsql::ops::export::export_sql;
+use logsql::ops::export::clip_sql;
 use logsql::ops::sql_literal;
 use logsql::ops::units::{parse_duration, parse_time, rfc3339};
 use logsql::write::sink::LogWrite;
@@ -126,16 +126,7 @@ fn write_clip(
     path: &Path,
     write: &LogWrite,
 ) -> CliResult<u64> {
-    // `export_sql` takes an exclusive end.
-    let sql = format!(
-        "{} ORDER BY log_time",
-        export_sql(
-            source,
-            topics,
-            Some(window.0),
-            Some(window.1.saturating_add(1))
-        )
-    );
+    let sql = clip_sql(source, topics, window.0, window.1);
     log::info!("clips: {sql}");
     let report =
         super::recover::write_windows(app, source, std::slice::from_ref(&sql), path, write)?;

@@ -23,10 +23,12 @@ pub fn run(args: &Args, serve: &ServeArgs) -> CliResult {
 }
 
 /// Runs `logsql mcp` until the agent disconnects: the session under the
-/// serving policy of `mcp`'s roots and limits (read-only), served over stdio.
+/// serving policy of `mcp`'s roots and limits (read-only unless
+/// `--allow-write DIR`), served over stdio.
 pub fn run_mcp(args: &Args, mcp: &McpArgs) -> CliResult {
     let config = ServeConfig {
         roots: mcp.roots.clone(),
+        write_root: mcp.allow_write.clone(),
         limits: Limits {
             max_queries: mcp.max_queries as usize,
             query_timeout: Some(mcp.query_timeout),

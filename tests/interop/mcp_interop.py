@@ -99,6 +99,45 @@ async def drive(binary, root, checks):
             await drive_session(session, root, checks)
 
 
+async def drive_writes(binary, root, out, checks):
+    """``export_clip`` over stdio with ``--allow-write``: the clip read by the
+    official reader holds exactly the window's messages."""
+    params = StdioServerParameters(command=binary, args=["mcp", "--root", root, "--allow-write", out])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            checks.check("with --allow-write the export tools are listed",
+                         lambda: None if {"export_clip", "export_dataset"} <= names else f"{sorted(names)}")
+            start, end = START + 1_000_000_000, START + 2_000_000_000
+            r = await session.call_tool("export_clip", {
+                "path": "run.mcap", "start": f"{start}ns", "end": f"{end}ns", "name": "window"})
+
+            def clip():
+                if r.isError:
+                    return text_of(r)
+                counts, xs = Counter(), []
+                with open(os.path.join(out, "window.mcap"), "rb") as f:
+                    for _, channel, message in make_reader(f).iter_messages():
+                        counts[channel.topic] += 1
+                        if not start <= message.log_time <= end:
+                            return f"a message at {message.log_time}, outside the window"
+                        if channel.topic == "/pose":
+                            xs.append(json.loads(message.data)["x"])
+                # /pose every 20 ms and /status every 200 ms, both ends included.
+                if dict(counts) != {"/pose": 51, "/status": 6}:
+                    return f"{dict(counts)}"
+                if xs != [i / 10 for i in range(50, 101)]:
+                    return f"/pose x {xs[:3]}..."
+                return None
+
+            checks.check("export_clip: the official reader reads exactly the window", clip)
+            r = await session.call_tool("export_clip", {
+                "path": "run.mcap", "start": f"{start}ns", "end": f"{end}ns", "name": "../out"})
+            checks.check("export_clip refuses a name with a directory",
+                         lambda: None if r.isError and "plain file name" in text_of(r) else text_of(r))
+
+
 PASSWORD = "an agent's password"
 
 
@@ -306,6 +345,8 @@ def main():
         write_recording(os.path.join(root, "run.mcap"))
         asyncio.run(drive(os.path.abspath(args.logsql), root, checks))
         asyncio.run(drive_http(os.path.abspath(args.logsql), root, checks))
+        with tempfile.TemporaryDirectory() as out:
+            asyncio.run(drive_writes(os.path.abspath(args.logsql), root, out, checks))
         checks.check("the Inspector runs", lambda: inspector(os.path.abspath(args.logsql), root, checks))
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)

@@ -567,3 +567,115 @@ fn mcp_beyond_loopback_without_a_password_is_refused_at_start() {
         "{err}"
     );
 }
+
+#[test]
+fn with_allow_write_an_agent_exports_clips_and_datasets() {
+    exports(Agent::start);
+}
+
+#[test]
+fn with_allow_write_over_http_an_agent_exports_clips_and_datasets() {
+    exports(|root, extra| Agent::start_http(root, extra, None));
+}
+
+/// The CLI's one-line CSV answer to `sql`.
+fn cli_row(sql: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args(["--format", "csv", sql])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn exports(start: impl Fn(&Path, &[&str]) -> Agent) {
+    let dir = root();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    std::fs::copy(data.join("robot.mcap"), dir.path().join("robot.mcap")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut agent = start(dir.path(), &["--allow-write", out.path().to_str().unwrap()]);
+    let tools = agent.call("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"export_clip") && names.contains(&"export_dataset"),
+        "{names:?}"
+    );
+
+    // One second of /imu, both ends included, as MCAP; and the same window as a bag.
+    let window = json!({"path": "demo.mcap", "start": "2023-11-14T22:13:21Z",
+                        "end": "2023-11-14T22:13:22Z", "topics": ["/imu"], "name": "imu-clip"});
+    let text = agent.text("export_clip", window.clone());
+    assert!(
+        text.contains("imu-clip.mcap: 201 messages of demo.mcap"),
+        "{text}"
+    );
+    let clip = out.path().join("imu-clip.mcap");
+    assert_eq!(
+        cli_row(&format!(
+            "SELECT count(*), min(log_time), max(log_time), min(topic), max(message_type) FROM '{}'",
+            clip.display()
+        )),
+        "201,2023-11-14T22:13:21.000000000Z,2023-11-14T22:13:22.000000000Z,/imu,sensor_msgs/Imu"
+    );
+    let mut bag = window.clone();
+    bag["format"] = json!("bag");
+    bag["name"] = json!("imu-clip");
+    let text = agent.text("export_clip", bag);
+    assert!(text.contains("imu-clip.bag: 201 messages"), "{text}");
+    // Names, paths and windows it refuses.
+    for (change, wanted) in [
+        (json!({"name": "../escape"}), "plain file name"),
+        (json!({"name": "sub/dir"}), "plain file name"),
+        (json!({"name": ".hidden"}), "plain file name"),
+        (json!({"name": "imu-clip"}), "exists in the write directory"),
+        (
+            json!({"path": "/etc/passwd", "name": "x"}),
+            "outside the data roots",
+        ),
+        (
+            json!({"end": "2023-11-14T22:13:20Z", "name": "y"}),
+            "is before start",
+        ),
+        (
+            json!({"format": "parquet", "name": "z"}),
+            "mcap, bag or db3",
+        ),
+    ] {
+        let mut args = window.clone();
+        for (k, v) in change.as_object().unwrap() {
+            args[k] = v.clone();
+        }
+        let err = agent.error("export_clip", args.clone());
+        assert!(err.contains(wanted), "{args}: {err}");
+    }
+    assert!(!out.path().join("x.mcap").exists() && !dir.path().join("escape.mcap").exists());
+
+    // A dataset from a spec.
+    let spec = "input = \"robot.mcap\"\nfps = 10\ntask = \"reach\"\n\n[features]\n\"observation.state\" = { topic = \"/joint_states\", field = \"position\" }\n";
+    let text = agent.text("export_dataset", json!({"spec": spec, "name": "reach"}));
+    assert!(text.contains("frames, 1 episodes"), "{text}");
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("reach/meta/info.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(info["total_episodes"], 1);
+    let err = agent.error("export_dataset", json!({"spec": "fps = ", "name": "bad"}));
+    assert!(!err.is_empty());
+    // And it goes on answering.
+    let list = agent.text("list_recordings", json!({}));
+    assert!(list.contains("robot.mcap"), "{list}");
+}

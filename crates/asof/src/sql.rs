@@ -33,7 +33,7 @@ use datafusion::logical_expr::planner::{
 use datafusion::logical_expr::utils::split_conjunction_owned;
 use datafusion::logical_expr::{BinaryExpr, Expr, Extension, LogicalPlan, Operator};
 use datafusion::prelude::SessionContext;
-use datafusion::sql::parser::{CopyToSource, DFParser, Statement as DFStatement};
+use datafusion::sql::parser::{CopyToSource, CopyToStatement, DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
     Expr as SqlExpr, Ident, Join, JoinConstraint, JoinOperator, Query, SetExpr, TableFactor,
     TableWithJoins, VisitMut, VisitorMut,
@@ -84,10 +84,38 @@ pub fn normalize(sql: &str) -> Result<String> {
         .into_iter()
         .map(|mut statement| {
             nest_asof_joins(&mut statement);
-            statement.to_string()
+            match &statement {
+                DFStatement::CopyTo(copy) => copy_text(copy),
+                _ => statement.to_string(),
+            }
         })
         .collect();
     Ok(texts.join(";\n"))
+}
+
+/// A `COPY ... TO` statement as text that parses back to it: DataFusion's
+/// `Display` leaves the target unquoted (`TO /tmp/out`), which does not.
+fn copy_text(copy: &CopyToStatement) -> String {
+    let quoted = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let mut text = format!("COPY {} TO {}", copy.source, quoted(&copy.target));
+    if let Some(stored_as) = &copy.stored_as {
+        text.push_str(&format!(" STORED AS {stored_as}"));
+    }
+    if !copy.partitioned_by.is_empty() {
+        text.push_str(&format!(
+            " PARTITIONED BY ({})",
+            copy.partitioned_by.join(", ")
+        ));
+    }
+    if !copy.options.is_empty() {
+        let options: Vec<String> = copy
+            .options
+            .iter()
+            .map(|(k, v)| format!("{} {v}", quoted(k)))
+            .collect();
+        text.push_str(&format!(" OPTIONS ({})", options.join(", ")));
+    }
+    text
 }
 
 /// The byte offset of a tokenizer location in `text` (lines and columns from 1).
@@ -551,6 +579,22 @@ fn plan_asof(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_normalized_copy_parses_back_with_its_target() {
+        let sql = "COPY (SELECT * FROM a ASOF JOIN b MATCH_CONDITION (a.t >= b.t)) \
+                   TO '/tmp/it''s out' STORED AS LEROBOT OPTIONS (fps '10')";
+        let text = normalize(sql).unwrap();
+        assert!(
+            text.contains("TO '/tmp/it''s out' STORED AS LEROBOT OPTIONS ('fps' '10')"),
+            "{text}"
+        );
+        let back = DFParser::parse_sql_with_dialect(&text, &GenericDialect {}).unwrap();
+        let DFStatement::CopyTo(copy) = &back[0] else {
+            panic!("{text}");
+        };
+        assert_eq!(copy.target, "/tmp/it's out");
+    }
 
     #[test]
     fn duckdb_spelling_gets_a_marker_match_condition() {

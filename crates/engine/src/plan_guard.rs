@@ -33,6 +33,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::atomic_write::sink::AtomicSink;
 use crate::datasource::source::LogSource;
 use crate::storage::roots::DataRoots;
+use crate::write::lerobot::LeRobotSink;
 use crate::write::mp4::VideoSink;
 use crate::write::sink::WriterSink;
 
@@ -220,7 +221,7 @@ fn check_sink(sink: &dyn DataSink, roots: &DataRoots) -> Result<()> {
 
 /// The file-sink configuration (its targets) of the sinks logsql plans:
 /// DataFusion's Parquet, CSV and JSON sinks, the sink of the log formats
-/// (MCAP, ROS1 bag, ROS 2 bag), and either
+/// (MCAP, ROS1 bag, ROS 2 bag), MP4 video and LeRobot datasets, and either
 /// within the staging wrapper every local write is given.
 fn sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
     let any: &dyn Any = sink;
@@ -231,6 +232,9 @@ fn sink_config(sink: &dyn DataSink) -> Option<&FileSinkConfig> {
         return Some(s.config());
     }
     if let Some(s) = any.downcast_ref::<VideoSink>() {
+        return Some(s.config());
+    }
+    if let Some(s) = any.downcast_ref::<LeRobotSink>() {
         return Some(s.config());
     }
     if let Some(s) = any.downcast_ref::<ParquetSink>() {
@@ -318,7 +322,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn bag_and_db3_writes_are_refused_without_writes_and_outside_the_write_roots() {
+    async fn bag_db3_and_lerobot_writes_are_refused_without_writes_and_outside_the_write_roots() {
         let dir = tempfile::tempdir().unwrap();
         let inside = dir.path().join("inside");
         std::fs::create_dir(&inside).unwrap();
@@ -334,6 +338,11 @@ mod tests {
             format!(
                 "COPY (SELECT * FROM '{bag}') TO '{}/' STORED AS DB3",
                 inside.join("y").display()
+            ),
+            format!(
+                "COPY (SELECT episode_index, log_time, file, 1.0 AS \"observation.state\" \
+                 FROM time_grid('{bag}', 10)) TO '{}' STORED AS LEROBOT OPTIONS (fps '10')",
+                inside.join("ds").display()
             ),
         ];
         let write_roots = Arc::new(DataRoots::parse(&[inside.to_str().unwrap()]).unwrap());

@@ -5,6 +5,7 @@
 //! the one [`ServeSession`] the policy makes of a session, so what a client
 //! may do does not depend on the protocol it speaks.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::common::TableReference;
@@ -113,13 +114,18 @@ impl Policy {
         register_tables(&ctx, &self.tables).await?;
         pg_catalog::install(&ctx)?;
         shared_state::hide(&ctx);
+        let write_dir = self
+            .write_roots
+            .as_ref()
+            .and_then(|r| r.first_local().map(Path::to_path_buf));
         Ok(ServeSession::new(
             ctx,
             StatementGuard {
                 writes: self.writes(),
             },
             Arc::new(RunningQueries::default()),
-        ))
+        )
+        .with_write_dir(write_dir))
     }
 }
 

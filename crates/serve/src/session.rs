@@ -5,6 +5,7 @@
 //! The plan guard and the query limits are the session's own (its last
 //! physical optimizer rule), so they hold however a statement reaches it.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::execution::SessionState;
@@ -24,6 +25,8 @@ pub struct ServeSession {
     ctx: SessionContext,
     guard: Arc<StatementGuard>,
     running: Arc<RunningQueries>,
+    /// The directory writes go below (`--allow-write`), when local.
+    write_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for ServeSession {
@@ -45,7 +48,19 @@ impl ServeSession {
             ctx,
             guard: Arc::new(guard),
             running,
+            write_dir: None,
         }
+    }
+
+    /// The session writing below `dir` (the write root, when it is local).
+    pub(crate) fn with_write_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.write_dir = dir;
+        self
+    }
+
+    /// The local directory writes go below, when writes are allowed there.
+    pub fn write_dir(&self) -> Option<&Path> {
+        self.write_dir.as_deref().filter(|_| self.guard.writes)
     }
 
     /// The guarded session (shared by every client: nothing a client runs

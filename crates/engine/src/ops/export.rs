@@ -56,6 +56,17 @@ pub fn time_where(start: Option<i64>, end: Option<i64>) -> String {
     }
 }
 
+/// The query of a clip (`logsql clip`, `logsql clips`, MCP's
+/// `export_clip`): every message of `input`, of `topics` (all when empty),
+/// from `start` to `end` (ns, both included), in log-time order.
+pub fn clip_sql(input: &str, topics: &BTreeSet<&str>, start: i64, end: i64) -> String {
+    // `export_sql` takes an exclusive end.
+    format!(
+        "{} ORDER BY log_time",
+        export_sql(input, topics, Some(start), Some(end.saturating_add(1)))
+    )
+}
+
 /// The query of an export: every message of `input`, of `topics` (all when
 /// empty), in the window.
 pub fn export_sql(

@@ -170,6 +170,13 @@ pub(crate) struct LeRobotSink {
     target: PathBuf,
 }
 
+impl LeRobotSink {
+    /// The sink's configuration (its target, for the plan guard).
+    pub(crate) fn config(&self) -> &FileSinkConfig {
+        &self.config
+    }
+}
+
 impl fmt::Debug for LeRobotSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LeRobotSink")

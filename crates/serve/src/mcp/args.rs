@@ -75,3 +75,38 @@ pub struct SampleFrames {
     #[serde(default)]
     pub size: Option<u32>,
 }
+
+/// `export_clip` (only with `--allow-write DIR`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ExportClip {
+    /// The recording (or a directory of recordings, merged in time), as
+    /// `list_recordings` names it.
+    pub path: String,
+    /// The window's first log time: RFC 3339 (`2024-05-01T10:00:00Z`) or a
+    /// time since the epoch with its unit (`1714557600s`).
+    pub start: String,
+    /// The window's last log time (included).
+    pub end: String,
+    /// Only these topics (default: every topic).
+    #[serde(default)]
+    pub topics: Vec<String>,
+    /// The clip's file name in the write directory (letters, digits, `-`,
+    /// `_`, `.`; no directory); `.mcap` or `.bag` is added for those formats.
+    pub name: String,
+    /// `mcap` (default), `bag` (ROS 1) or `db3` (a ROS 2 bag directory).
+    #[serde(default)]
+    pub format: Option<String>,
+}
+
+/// `export_dataset` (only with `--allow-write DIR`).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ExportDataset {
+    /// The dataset spec, as `logsql dataset SPEC.toml` takes it (TOML):
+    /// `input` (recordings below the data roots), `fps`, `[features]`
+    /// (a topic and field each), `[cameras]`, `task` (the user guide's
+    /// "Robot-learning datasets" page).
+    pub spec: String,
+    /// The dataset's directory name in the write directory (letters,
+    /// digits, `-`, `_`, `.`).
+    pub name: String,
+}

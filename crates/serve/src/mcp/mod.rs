@@ -75,10 +75,16 @@ impl McpServer {
         let roots = DataRoots::of(session.state().config()).ok_or_else(|| {
             ServeError::Config("an MCP server needs a session with data roots".to_string())
         })?;
+        let mut tool_router = Self::tool_router();
+        // The tools that write are there only when writes are allowed.
+        if session.write_dir().is_none() {
+            tool_router.remove_route("export_clip");
+            tool_router.remove_route("export_dataset");
+        }
         Ok(Self {
             session,
             roots,
-            tool_router: Self::tool_router(),
+            tool_router,
         })
     }
 
@@ -146,6 +152,26 @@ impl McpServer {
         Parameters(args): Parameters<args::SampleFrames>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(tools::reply(self.frames(args).await))
+    }
+
+    #[tool(
+        description = "Writes one window of a recording (every message from start to end, both included, of every topic or of `topics`) as a complete recording with its channels, schemas and metadata: an MCAP file, a ROS 1 bag or a ROS 2 bag directory, named `name` in the server's write directory. Only on a server started with --allow-write."
+    )]
+    async fn export_clip(
+        &self,
+        Parameters(args): Parameters<args::ExportClip>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(tools::reply(self.clip(args).await))
+    }
+
+    #[tool(
+        description = "Writes a LeRobot v3 dataset from recordings, as a `logsql dataset` spec (TOML: input, fps, [features], [cameras], task) describes it, into the directory `name` of the server's write directory; says how many frames and episodes it wrote. Only on a server started with --allow-write."
+    )]
+    async fn export_dataset(
+        &self,
+        Parameters(args): Parameters<args::ExportDataset>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(tools::reply(self.dataset(args).await))
     }
 }
 

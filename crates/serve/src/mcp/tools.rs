@@ -362,3 +362,118 @@ impl McpServer {
         Ok(content)
     }
 }
+
+/// A name for a file or directory in the write directory: letters, digits,
+/// `-`, `_` and `.`, not starting with `.`, at most 100 characters.
+fn plain_name(name: &str) -> Result<&str, String> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(name)
+    } else {
+        Err(format!(
+            "name {name:?}: a plain file name of letters, digits, '-', '_' and '.' (no directory, not starting with '.'), at most 100 characters"
+        ))
+    }
+}
+
+impl McpServer {
+    /// Where a new file or directory `name` goes: the write directory's,
+    /// when writes are allowed and nothing is there yet.
+    fn output(&self, name: &str, tool: &str) -> Result<std::path::PathBuf, String> {
+        let dir = self.session.write_dir().ok_or_else(|| {
+            format!("{tool} writes files: the server must be started with --allow-write DIR")
+        })?;
+        let out = dir.join(plain_name(name)?);
+        if out.exists() {
+            return Err(format!(
+                "{name} exists in the write directory: choose another name"
+            ));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn clip(&self, a: args::ExportClip) -> Reply {
+        let path = self.path(&a.path)?;
+        let time = |t: &str, what: &str| parse_time(t).map_err(|e| format!("{what}: {t}: {e}"));
+        let (start, end) = (time(&a.start, "start")?, time(&a.end, "end")?);
+        if end < start {
+            return Err(format!("end ({}) is before start ({})", a.end, a.start));
+        }
+        let format = a.format.as_deref().unwrap_or("mcap");
+        let name = match format {
+            "mcap" | "bag" if !a.name.ends_with(&format!(".{format}")) => {
+                format!("{}.{format}", a.name)
+            }
+            "mcap" | "bag" | "db3" => a.name.clone(),
+            other => return Err(format!("format {other}: mcap, bag or db3")),
+        };
+        let out = self.output(&name, "export_clip")?;
+        let write = logsql::write::sink::LogWrite::of_format(format, &Default::default())
+            .map_err(|e| say(e.into()))?
+            .ok_or_else(|| format!("no writer for {format}"))?;
+        let topics: std::collections::BTreeSet<&str> =
+            a.topics.iter().map(String::as_str).collect();
+        let sql = logsql::ops::export::clip_sql(&path, &topics, start, end);
+        let driven = logsql::ops::export::write_log_of(
+            self.session.context(),
+            &path,
+            std::slice::from_ref(&sql),
+            &out,
+            &write,
+            &|_| {},
+        )
+        .await
+        .map_err(|e| say(e.into()))?;
+        let mut text = format!(
+            "wrote {}: {} messages of {} from {} to {}",
+            out.display(),
+            driven.report.rows,
+            a.path,
+            rfc3339(start),
+            rfc3339(end)
+        );
+        if let Some(e) = driven.stream_error {
+            text.push_str(&format!(
+                " (the recording is damaged: every readable message of the window was written; {})",
+                say(e.into())
+            ));
+        }
+        Ok(vec![ContentBlock::text(text)])
+    }
+
+    pub(super) async fn dataset(&self, a: args::ExportDataset) -> Reply {
+        let out = self.output(&a.name, "export_dataset")?;
+        let spec = logsql::ops::dataset_spec::Spec::parse(Path::new("spec"), &a.spec)
+            .map_err(|e| e.to_string())?;
+        let sql = spec.copy_sql(&out.display().to_string(), false);
+        let rows = self.rows(&sql).await?;
+        let frames = rows
+            .first()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| {
+                datafusion::arrow::compute::cast(
+                    b.column(0),
+                    &datafusion::arrow::datatypes::DataType::Int64,
+                )
+            })
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .map(|c| c.as_primitive::<Int64Type>().value(0));
+        let info = std::fs::read_to_string(out.join("meta").join("info.json")).ok();
+        let episodes = info
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|v| v["total_episodes"].as_u64());
+        Ok(vec![ContentBlock::text(format!(
+            "wrote the LeRobot dataset {}: {} frames, {} episodes",
+            out.display(),
+            frames.map_or("?".to_string(), |f| f.to_string()),
+            episodes.map_or("?".to_string(), |e| e.to_string())
+        ))])
+    }
+}
