@@ -679,3 +679,75 @@ fn exports(start: impl Fn(&Path, &[&str]) -> Agent) {
     let list = agent.text("list_recordings", json!({}));
     assert!(list.contains("robot.mcap"), "{list}");
 }
+
+#[test]
+fn with_a_catalog_list_recordings_filters_by_device_time_topic_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    for (robot, file) in [
+        ("r1", "demo.mcap"),
+        ("r2", "demo.bag"),
+        ("r2", "robot.mcap"),
+    ] {
+        let d = dir.path().join(format!("robot={robot}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(data.join(file), d.join(file)).unwrap();
+    }
+    // The catalog is read under the roots too.
+    let catalog = dir.path().join("catalog");
+    let cat = catalog.to_str().unwrap();
+    let indexed = Command::new(env!("CARGO_BIN_EXE_logsql"))
+        .args([
+            "index",
+            dir.path().to_str().unwrap(),
+            "--catalog",
+            cat,
+            "--device-key",
+            "robot",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        indexed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&indexed.stderr)
+    );
+    let mut agent = Agent::start(dir.path(), &["--catalog", cat]);
+    let all = agent.text("list_recordings", json!({}));
+    assert!(all.ends_with("3 recordings (from the catalog)"), "{all}");
+    assert!(
+        all.contains("demo.mcap (4 topics, 188393 bytes, 2023-11-14T22:13:20"),
+        "{all}"
+    );
+    let r2 = agent.text("list_recordings", json!({"device": "r2"}));
+    assert!(
+        r2.ends_with("2 recordings (from the catalog)") && !r2.contains("demo.mcap"),
+        "{r2}"
+    );
+    // demo.bag spans 22:13:20 to 22:13:22; demo.mcap to 22:13:29.
+    let late = agent.text(
+        "list_recordings",
+        json!({"start": "2023-11-14T22:13:25Z", "end": "2023-11-14T22:13:26Z"}),
+    );
+    assert!(
+        late.ends_with("1 recordings (from the catalog)") && late.contains("demo.mcap"),
+        "{late}"
+    );
+    let tf = agent.text("list_recordings", json!({"topic": "/tf_static"}));
+    assert!(
+        tf.ends_with("1 recordings (from the catalog)") && tf.contains("demo.bag"),
+        "{tf}"
+    );
+    let none = agent.text("list_recordings", json!({"metadata": {"no": "such"}}));
+    assert!(
+        none.ends_with("no recordings found in the catalog"),
+        "{none}"
+    );
+    let err = agent.error("list_recordings", json!({"start": "soon"}));
+    assert!(err.contains("start: soon"), "{err}");
+    drop(agent);
+    // Without a catalog, the catalog's filters say what they need.
+    let mut agent = Agent::start(dir.path(), &[]);
+    let err = agent.error("list_recordings", json!({"device": "r1"}));
+    assert!(err.contains("--catalog CAT"), "{err}");
+}

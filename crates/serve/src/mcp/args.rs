@@ -17,6 +17,21 @@ pub struct ListRecordings {
     /// At most this many recordings (default 100).
     #[serde(default)]
     pub limit: Option<u32>,
+    /// With a catalog (`--catalog`): only this device's recordings (the
+    /// catalog's `device` column).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// With a catalog: only recordings that end at or after this time (RFC
+    /// 3339, or a time with its unit such as `1714557600s`).
+    #[serde(default)]
+    pub start: Option<String>,
+    /// With a catalog: only recordings that start at or before this time.
+    #[serde(default)]
+    pub end: Option<String>,
+    /// With a catalog: only recordings whose metadata has each of these
+    /// keys with this value.
+    #[serde(default)]
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// `describe_recording`.

@@ -87,7 +87,144 @@ impl McpServer {
         stream.try_collect().await.map_err(|e| say(e.into()))
     }
 
+    /// Whether the session reads a catalog (`--catalog`).
+    fn catalog(&self) -> bool {
+        !logsql::LogsqlOptions::from_config(self.session.state().config_options())
+            .catalog
+            .is_empty()
+    }
+
+    /// `list_recordings` from the catalog's tables, with its filters; only
+    /// recordings below the roots are listed.
+    async fn list_catalogued(&self, a: &args::ListRecordings) -> Reply {
+        let time = |t: &Option<String>, what: &str| -> Result<Option<i64>, String> {
+            t.as_deref()
+                .map(|t| parse_time(t).map_err(|e| format!("{what}: {t}: {e}")))
+                .transpose()
+        };
+        let ts = |ns: i64| format!("arrow_cast({ns}, 'Timestamp(ns, \"UTC\")')");
+        let mut filters = Vec::new();
+        if let Some(d) = &a.device {
+            filters.push(format!("r.device = {}", quote(d)));
+        }
+        if let Some(start) = time(&a.start, "start")? {
+            filters.push(format!("r.end_time >= {}", ts(start)));
+        }
+        if let Some(end) = time(&a.end, "end")? {
+            filters.push(format!("r.start_time <= {}", ts(end)));
+        }
+        if let Some(topic) = &a.topic {
+            filters.push(format!(
+                "r.location IN (SELECT location FROM topics WHERE topic = {})",
+                quote(topic)
+            ));
+        }
+        for (k, v) in &a.metadata {
+            filters.push(format!("r.metadata[{}] = {}", quote(k), quote(v)));
+        }
+        if let Some(p) = &a.path {
+            let full = self.path(p)?;
+            filters.push(format!("starts_with(r.location, {})", quote(&full)));
+        }
+        let sql = format!(
+            "SELECT r.location, r.device, CAST(r.start_time AS BIGINT), CAST(r.end_time AS BIGINT), \
+             r.size, t.topic, t.message_type FROM recordings r LEFT JOIN topics t ON r.location = t.location{} \
+             ORDER BY r.location, t.topic",
+            if filters.is_empty() {
+                String::new()
+            } else {
+                format!(" WHERE {}", filters.join(" AND "))
+            }
+        );
+        // (device, start, end, size, topics) per location.
+        type Entry = (Option<String>, i64, i64, u64, Vec<String>);
+        let mut files: BTreeMap<String, Entry> = BTreeMap::new();
+        for b in self.rows(&sql).await? {
+            let text = |i: usize| {
+                datafusion::arrow::compute::cast(
+                    b.column(i),
+                    &datafusion::arrow::datatypes::DataType::Utf8,
+                )
+            };
+            let (loc, dev, topic, ty) = (
+                text(0).map_err(|e| e.to_string())?,
+                text(1).map_err(|e| e.to_string())?,
+                text(5).map_err(|e| e.to_string())?,
+                text(6).map_err(|e| e.to_string())?,
+            );
+            let (loc, dev, topic, ty) = (
+                loc.as_string::<i32>(),
+                dev.as_string::<i32>(),
+                topic.as_string::<i32>(),
+                ty.as_string::<i32>(),
+            );
+            let (start, end) = (
+                b.column(2).as_primitive::<Int64Type>(),
+                b.column(3).as_primitive::<Int64Type>(),
+            );
+            let size = datafusion::arrow::compute::cast(
+                b.column(4),
+                &datafusion::arrow::datatypes::DataType::UInt64,
+            )
+            .map_err(|e| e.to_string())?;
+            let size = size.as_primitive::<datafusion::arrow::datatypes::UInt64Type>();
+            for i in 0..b.num_rows() {
+                let location = loc.value(i);
+                let entry = files.entry(location.to_string()).or_insert_with(|| {
+                    (
+                        dev.is_valid(i).then(|| dev.value(i).to_string()),
+                        if start.is_valid(i) { start.value(i) } else { 0 },
+                        if end.is_valid(i) { end.value(i) } else { 0 },
+                        if size.is_valid(i) { size.value(i) } else { 0 },
+                        Vec::new(),
+                    )
+                });
+                if topic.is_valid(i) {
+                    let t = match ty.is_null(i) {
+                        true => topic.value(i).to_string(),
+                        false => format!("{} ({})", topic.value(i), ty.value(i)),
+                    };
+                    entry.4.push(t);
+                }
+            }
+        }
+        // The catalog may hold recordings beyond the roots: those are not shown.
+        files.retain(|location, _| self.path(location).is_ok());
+        let limit = a.limit.unwrap_or(RECORDINGS).max(1) as usize;
+        let total = files.len();
+        let mut text = String::new();
+        for (file, (device, start, end, size, topics)) in files.iter().take(limit) {
+            let device = device
+                .as_deref()
+                .map_or(String::new(), |d| format!(", device {d}"));
+            text.push_str(&format!(
+                "{file} ({} topics, {size} bytes, {} to {}{device})\n",
+                topics.len(),
+                rfc3339(*start),
+                rfc3339(*end)
+            ));
+            for t in topics {
+                text.push_str(&format!("  {t}\n"));
+            }
+        }
+        text.push_str(&match total {
+            0 => "no recordings found in the catalog".to_string(),
+            n if n > limit => format!("{limit} of {n} recordings (raise limit for more)"),
+            n => format!("{n} recordings (from the catalog)"),
+        });
+        Ok(vec![ContentBlock::text(text)])
+    }
+
     pub(super) async fn list(&self, a: args::ListRecordings) -> Reply {
+        if self.catalog() {
+            return self.list_catalogued(&a).await;
+        }
+        if a.device.is_some() || a.start.is_some() || a.end.is_some() || !a.metadata.is_empty() {
+            return Err(
+                "device, start, end and metadata filter a catalog's recordings: the server must be started with --catalog CAT (one `logsql index` wrote)"
+                    .to_string(),
+            );
+        }
         let paths: Vec<String> = match &a.path {
             Some(p) => vec![self.path(p)?],
             None => self.roots.names(),
