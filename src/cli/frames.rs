@@ -76,7 +76,7 @@ pub fn run(app: &App, a: &FramesArgs, out: &mut dyn Write) -> CliResult {
         )));
     }
     let (sheet, width, height) = draw(&frames, a.size)?;
-    let bytes = super::plot::image::encode_png(&sheet, width, height)?;
+    let bytes = logsql::ops::chart_image::encode_png(&sheet, width, height)?;
     super::write_atomically(&a.output, &bytes)?;
     writeln!(
         out,
@@ -170,10 +170,10 @@ fn draw(frames: &[Frame], size: u32) -> CliResult<(Vec<u8>, u32, u32)> {
             sheet[at..at + row_bytes].copy_from_slice(src);
         }
     }
-    super::plot::image::register_font()?;
+    logsql::ops::chart_image::register_font()?;
     {
         let root = BitMapBackend::with_buffer(&mut sheet, (width, height)).into_drawing_area();
-        let style = TextStyle::from((super::plot::image::FONT, 12).into_font()).color(&WHITE);
+        let style = TextStyle::from((logsql::ops::chart_image::FONT, 12).into_font()).color(&WHITE);
         for (i, frame) in frames.iter().enumerate() {
             let (x0, y0) = origin(i as u32);
             let label = rfc3339(frame.time);

@@ -276,6 +276,7 @@ fn every_tool_answers(start: impl Fn(&Path, &[&str]) -> Agent) {
             "describe_recording",
             "describe_topic",
             "list_recordings",
+            "plot",
             "query",
             "sample_frames"
         ]
@@ -397,6 +398,27 @@ fn every_tool_answers(start: impl Fn(&Path, &[&str]) -> Agent) {
         // The 32x24 camera, its longer side brought to 16.
         assert_eq!((w, h), (16, 12));
     }
+
+    // A chart of a query, as a PNG of the size asked.
+    let (failed, content) = agent.tool(
+        "plot",
+        json!({"sql": "SELECT log_time, linear_acceleration.z AS z FROM read_topic('demo.mcap', '/imu')",
+               "kind": "step", "title": "z", "width": 400, "height": 300}),
+    );
+    assert!(!failed, "{content:?}");
+    assert_eq!(content[0]["text"], "z against log_time: 400 x 300 PNG");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(content[1]["data"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 400);
+    let err = agent.error("plot", json!({"sql": "SELECT 'a' AS x, 'b' AS y"}));
+    assert!(!err.is_empty());
+    let err = agent.error("plot", json!({"sql": "COPY (SELECT 1) TO '/tmp/x.csv'"}));
+    assert!(
+        err.contains("not allowed") || err.contains("writes no files"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -3,15 +3,13 @@
 //! The first column is the x axis (timestamps drawn as UTC times), every other
 //! numeric column a series (struct columns give one series per numeric field,
 //! `linear_acceleration.x`). With `-o FILE.png` / `.svg` the chart is an image
-//! ([`image`]); without, a text chart on stdout ([`text`]).
+//! ([`logsql::ops::chart_image`]); without, a text chart on stdout ([`text`]).
 //!
 //! Results stream through [`logsql::ops::chart::Chart`], which keeps memory bounded by
 //! reducing each series to the first, last, lowest and highest point of fine
 //! x buckets; drawing then keeps those four per pixel column, so spikes stay
 //! visible however long the result. What was drawn is said on stderr.
 
-pub mod axis;
-pub mod image;
 pub mod text;
 
 use std::io::{IsTerminal, Write};
@@ -22,21 +20,17 @@ use futures::StreamExt;
 use super::App;
 use super::args::{Kind, PlotArgs};
 use super::error::{CliError, CliResult};
-use image::ImageType;
 use logsql::ops::chart::Chart;
+use logsql::ops::chart_image::{self as image, ImageType, Look};
 use logsql::ops::statements;
 
-/// What an image looks like.
-#[derive(Debug, Clone)]
-pub struct Look {
-    /// How series are drawn.
-    pub kind: Kind,
-    /// A caption above the chart.
-    pub title: Option<String>,
-    /// Pixels across.
-    pub width: u32,
-    /// Pixels down.
-    pub height: u32,
+/// The chart library's kind of a `--kind`.
+pub fn series_kind(kind: Kind) -> image::Kind {
+    match kind {
+        Kind::Line => image::Kind::Line,
+        Kind::Scatter => image::Kind::Scatter,
+        Kind::Step => image::Kind::Step,
+    }
 }
 
 /// Runs `logsql plot`: writes the image (replacing it) or prints a text chart to
@@ -54,7 +48,7 @@ pub fn run(app: &App, a: &PlotArgs, quiet: bool, out: &mut dyn Write) -> CliResu
     match (&a.output, image) {
         (Some(path), Some(kind)) => {
             let look = Look {
-                kind: a.kind,
+                kind: series_kind(a.kind),
                 title: a.title.clone(),
                 width: a.width.unwrap_or(1200).clamp(200, 16_000),
                 height: a.height.unwrap_or(600).clamp(150, 16_000),

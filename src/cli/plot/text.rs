@@ -7,10 +7,10 @@
 use textplots::{Chart as TextChart, LabelBuilder, LabelFormat, Plot, Shape};
 
 use super::Kind;
-use super::axis::{XAxis, number};
-use super::image::steps;
 use crate::cli::error::CliResult;
 use logsql::ops::chart::{Chart, reduce};
+use logsql::ops::chart_axis::{XAxis, number};
+use logsql::ops::chart_image::steps;
 
 /// Narrowest text chart, in characters (textplots needs 32 dots, 16 characters).
 const MIN_COLUMNS: u32 = 40;

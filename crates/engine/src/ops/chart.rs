@@ -19,7 +19,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 pub struct ChartError(String);
 
 impl ChartError {
-    fn msg(why: impl Into<String>) -> Self {
+    pub(crate) fn msg(why: impl Into<String>) -> Self {
         Self(why.into())
     }
 }

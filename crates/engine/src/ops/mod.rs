@@ -22,13 +22,16 @@
 //! - [`statements`]: SQL text split into statements at `;` (scripts, the
 //!   shell's unfinished input);
 //! - [`chart`]: a query's result as chart series, in bounded memory (`logsql
-//!   plot`);
+//!   plot`, MCP's `plot`), drawn as PNG or SVG by [`chart_image`] on the
+//!   axis of [`chart_axis`];
 //! - [`text`]: query results as text (fixed-digit RFC 3339 timestamps,
 //!   JSON's non-finite floats), the same in every output that prints them;
 //! - [`units`]: times, durations and sizes as the CLI shows them and as
 //!   users type them.
 
 pub mod chart;
+pub mod chart_axis;
+pub mod chart_image;
 pub mod check;
 pub mod dataset_spec;
 pub mod doctor;

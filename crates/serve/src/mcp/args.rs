@@ -125,3 +125,24 @@ pub struct ExportDataset {
     /// digits, `-`, `_`, `.`).
     pub name: String,
 }
+
+/// `plot`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Plot {
+    /// One read-only SQL query: its first column is the x axis (timestamps
+    /// drawn as UTC times), every other numeric column a series (a struct
+    /// column one series per numeric field).
+    pub sql: String,
+    /// `line` (default), `scatter` or `step`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// A caption above the chart.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Pixels across (default 1000, 200 to 2000).
+    #[serde(default)]
+    pub width: Option<u32>,
+    /// Pixels down (default 500, 150 to 1500).
+    #[serde(default)]
+    pub height: Option<u32>,
+}

@@ -155,6 +155,16 @@ impl McpServer {
     }
 
     #[tool(
+        description = "Draws a query's result as a PNG chart (MCP image content): the first column is the x axis (timestamps as UTC times), every other numeric column a series (struct columns one series per numeric field). Long results are reduced to each pixel column's first, last, lowest and highest point, so spikes stay visible. Aggregate with date_bin for long spans."
+    )]
+    async fn plot(
+        &self,
+        Parameters(args): Parameters<args::Plot>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(tools::reply(self.draw(args).await))
+    }
+
+    #[tool(
         description = "Writes one window of a recording (every message from start to end, both included, of every topic or of `topics`) as a complete recording with its channels, schemas and metadata: an MCAP file, a ROS 1 bag or a ROS 2 bag directory, named `name` in the server's write directory. Only on a server started with --allow-write."
     )]
     async fn export_clip(

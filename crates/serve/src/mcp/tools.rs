@@ -614,3 +614,41 @@ impl McpServer {
         ))])
     }
 }
+
+impl McpServer {
+    pub(super) async fn draw(&self, a: args::Plot) -> Reply {
+        use logsql::ops::chart::Chart;
+        use logsql::ops::chart_image::{self as image, ImageType, Look};
+        let kind = match a.kind.as_deref().unwrap_or("line") {
+            "line" => image::Kind::Line,
+            "scatter" => image::Kind::Scatter,
+            "step" => image::Kind::Step,
+            other => return Err(format!("kind {other}: line, scatter or step")),
+        };
+        let mut stream = self.session.query(&a.sql).await.map_err(say)?;
+        let mut chart = Chart::new(stream.schema().as_ref()).map_err(|e| e.to_string())?;
+        while let Some(batch) = futures::StreamExt::next(&mut stream).await {
+            let batch = batch.map_err(|e| say(e.into()))?;
+            chart.push(&batch).map_err(|e| e.to_string())?;
+        }
+        let look = Look {
+            kind,
+            title: a.title.clone(),
+            width: a.width.unwrap_or(1000).clamp(200, 2000),
+            height: a.height.unwrap_or(500).clamp(150, 1500),
+        };
+        let png = image::draw(&chart, &look, ImageType::Png).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+        let data = base64::engine::general_purpose::STANDARD.encode(&png);
+        Ok(vec![
+            ContentBlock::text(format!(
+                "{} against {}: {} x {} PNG",
+                names.join(", "),
+                chart.x_name,
+                look.width,
+                look.height
+            )),
+            ContentBlock::image(data, "image/png"),
+        ])
+    }
+}

@@ -5,8 +5,8 @@
 //! on small numbers); the labels turn them back into UTC times, with the
 //! precision the span needs.
 
-use logsql::ops::chart::XKind;
-use logsql::ops::units::rfc3339;
+use super::chart::XKind;
+use crate::units::rfc3339;
 
 /// An x axis: values are drawn at `(x - origin) / scale`.
 #[derive(Debug, Clone)]

@@ -9,13 +9,35 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::axis::{XAxis, number};
-use super::{Kind, Look};
-use crate::cli::error::{CliError, CliResult};
-use logsql::ops::chart::{Chart, reduce};
+use super::chart::{Chart, ChartError, Result, reduce};
+use super::chart_axis::{XAxis, number};
+
+/// How series are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Points joined by straight lines.
+    Line,
+    /// Points only.
+    Scatter,
+    /// Each value held until the next point (signals that change in steps).
+    Step,
+}
+
+/// What an image looks like.
+#[derive(Debug, Clone)]
+pub struct Look {
+    /// How series are drawn.
+    pub kind: Kind,
+    /// A caption above the chart.
+    pub title: Option<String>,
+    /// Pixels across.
+    pub width: u32,
+    /// Pixels down.
+    pub height: u32,
+}
 
 /// The font family the chart's text is set in.
-pub(crate) const FONT: &str = "sans-serif";
+pub const FONT: &str = "sans-serif";
 
 /// Series colours, in order (repeating past the last).
 const PALETTE: [RGBColor; 8] = [
@@ -30,13 +52,15 @@ const PALETTE: [RGBColor; 8] = [
 ];
 
 /// Registers the embedded font with plotters (once per process).
-pub(crate) fn register_font() -> CliResult {
+pub fn register_font() -> Result {
     static ONCE: Once = Once::new();
     let mut result = Ok(());
     ONCE.call_once(|| {
         if plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_err()
         {
-            result = Err(CliError::msg("the embedded DejaVu Sans font did not load"));
+            result = Err(ChartError::msg(
+                "the embedded DejaVu Sans font did not load",
+            ));
         }
     });
     result
@@ -52,7 +76,7 @@ pub enum ImageType {
 }
 
 /// The bytes of `chart` drawn as an image of `look.width` x `look.height` pixels.
-pub fn draw(chart: &Chart, look: &Look, kind: ImageType) -> CliResult<Vec<u8>> {
+pub fn draw(chart: &Chart, look: &Look, kind: ImageType) -> Result<Vec<u8>> {
     register_font()?;
     let size = (look.width, look.height);
     match kind {
@@ -78,9 +102,9 @@ pub fn draw(chart: &Chart, look: &Look, kind: ImageType) -> CliResult<Vec<u8>> {
 }
 
 /// An RGB buffer as PNG bytes.
-pub(crate) fn encode_png(rgb: &[u8], width: u32, height: u32) -> CliResult<Vec<u8>> {
+pub fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    let err = |e: png::EncodingError| CliError::msg(format!("encoding the PNG: {e}"));
+    let err = |e: png::EncodingError| ChartError::msg(format!("encoding the PNG: {e}"));
     let mut encoder = png::Encoder::new(&mut bytes, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
@@ -90,13 +114,13 @@ pub(crate) fn encode_png(rgb: &[u8], width: u32, height: u32) -> CliResult<Vec<u
     Ok(bytes)
 }
 
-/// A plotters error as a CLI error.
-fn drawing<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> CliError {
-    CliError::msg(format!("drawing the chart: {e}"))
+/// A plotters error as a chart error.
+fn drawing<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ChartError {
+    ChartError::msg(format!("drawing the chart: {e}"))
 }
 
 /// Draws the chart on `root`: title, axes with labels, one series per colour, legend.
-fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart, look: &Look) -> CliResult
+fn paint<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart, look: &Look) -> Result
 where
     DB::ErrorType: 'static,
 {
