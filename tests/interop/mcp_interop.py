@@ -11,7 +11,9 @@ official ``mcap`` writer wrote (JSON messages, two topics, known values); each
 tool's answer is held to what the official reader reads from the same file,
 and a hostile agent's calls (writes, DDL, SET, several statements, paths and
 URLs outside the root) come back as tool errors while the server keeps
-answering and nothing is written.
+answering and nothing is written. With ``--allow-write``, ``export_clip``'s
+clip is read by the official reader and holds exactly the window; ``plot``
+gives a PNG of the size asked.
 
 Usage: mcp_interop.py --logsql PATH/TO/logsql [--keep DIR]
 Prints one line per check and finally ``N passed, M failed``; exits 1 on any failure.
@@ -19,9 +21,11 @@ Prints one line per check and finally ``N passed, M failed``; exits 1 on any fai
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -196,7 +200,7 @@ async def drive_session(session, root, checks, label=""):
     init = await session.initialize()
     checks.check("the server names itself", lambda: None if init.serverInfo.name == "logsql" else init)
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    want = {"list_recordings", "describe_recording", "describe_topic", "query", "sample_frames"}
+    want = {"list_recordings", "describe_recording", "describe_topic", "query", "sample_frames", "plot"}
     checks.check("the tools are listed with schemas", lambda: None if want <= set(tools) and
                  tools["query"].inputSchema["required"] == ["sql"] else sorted(tools))
 
@@ -226,6 +230,19 @@ async def drive_session(session, root, checks, label=""):
     checks.check("describe_topic's statistics are the official reader's",
                  lambda: None if line.startswith(want) and abs(float(line.rsplit(" ", 1)[1]) - sum(xs) / len(xs)) < 1e-9
                  else f"{line!r} vs {want!r}")
+
+    r = await session.call_tool("plot", {"sql": "SELECT log_time, x FROM read_topic('run.mcap', '/pose')",
+                                         "width": 320, "height": 200})
+
+    def plot():
+        images = [c for c in r.content if c.type == "image"]
+        if r.isError or len(images) != 1 or images[0].mimeType != "image/png":
+            return text_of(r)
+        png = base64.b64decode(images[0].data)
+        width, height = struct.unpack(">II", png[16:24])
+        return None if png[:8] == b"\x89PNG\r\n\x1a\n" and (width, height) == (320, 200) else (width, height)
+
+    checks.check("plot draws a PNG of the size asked", plot)
 
     r = await session.call_tool("query", {"sql": "SELECT topic, count(*) AS n FROM 'run.mcap' GROUP BY topic ORDER BY topic"})
     rows = json.loads(r.content[1].text)["rows"]
