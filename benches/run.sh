@@ -37,6 +37,7 @@
 #   recover       recover of a damaged ~1 GB MCAP: time against scan + write, RSS  recover_compare.sh
 #   lerobot       a recording to a LeRobot dataset against LeRobot's own writer     lerobot_compare.sh
 #   catalog       logsql index and fleet questions on 10,000 recordings             catalog_compare.sh
+#   transforms    tf_lookup lookups per second; logsql check over 100 recordings    transforms_compare.py
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
@@ -50,7 +51,7 @@ export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
 results=$BENCH_RESULTS
 mkdir -p "$results"
 
-all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot catalog)
+all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot catalog transforms)
 update_docs=${UPDATE_DOCS:-}
 selected=()
 for arg in "$@"; do
@@ -79,6 +80,7 @@ run_one() {
     serve) bash benches/serve_compare.sh ;;
     lerobot) bash benches/lerobot_compare.sh ;;
     catalog) bash benches/catalog_compare.sh ;;
+    transforms) "${LOGSQL_BENCH_PYTHON:-python3}" benches/transforms_compare.py ;;
     *)
         echo "unknown comparison '$1' (one of: ${all[*]})" >&2
         return 2
