@@ -11,6 +11,8 @@
 //! typed [`LookupError`] where the chain is broken or the time lies outside a
 //! link's data. [`math`] holds the rigid-body arithmetic.
 
+#![forbid(unsafe_code)]
+
 pub mod buffer;
 pub mod error;
 pub mod math;
