@@ -181,7 +181,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"check interop: {checks.passed} passed, {checks.failed} failed")
+    print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
 
 

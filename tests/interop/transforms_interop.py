@@ -594,7 +594,7 @@ def main():
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"transforms interop: {checks.passed} passed, {checks.failed} failed")
+    print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
 
 
