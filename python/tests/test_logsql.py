@@ -156,6 +156,29 @@ def test_decoded_topic_in_both_paths():
     assert ("linear_acceleration.x", "Float64") in flat.columns()
 
 
+def test_frames_and_checks_from_python():
+    bag = ROOT / "tests" / "data" / "demo.bag"
+    got = logsql.sql(
+        f"SELECT count(*) AS n, count(tf_lookup(file, 'map', 'camera_link', log_time)) AS posed, "
+        f"max(quat_to_euler(tf_lookup(file, 'odom', 'base_link', log_time))['yaw']) AS yaw "
+        f"FROM read_topic('{bag}', '/imu')"
+    ).to_pylist()[0]
+    assert got["n"] == 400 and got["posed"] > 390 and got["yaw"] is not None
+    links = logsql.sql(
+        f"SELECT parent_frame, child_frame, is_static, count(*) AS n FROM transforms('{bag}') "
+        "GROUP BY ALL ORDER BY 1, 2"
+    ).to_pylist()
+    assert [(r["parent_frame"], r["child_frame"], r["is_static"], r["n"]) for r in links] == [
+        ("base_link", "camera_link", True, 1),
+        ("map", "odom", False, 100),
+        ("odom", "base_link", False, 100),
+    ]
+    checks = logsql.sql(
+        f"SELECT check, passed FROM check_recordings('{DEMO}', '[topics.\"/imu\"]\nrate = 200') ORDER BY check"
+    ).to_pylist()
+    assert {(r["check"], r["passed"]) for r in checks} == {("health", True), ("present", True), ("rate", True)}
+
+
 def test_pandas_and_polars_frames():
     pytest.importorskip("pandas")
     polars = pytest.importorskip("polars")

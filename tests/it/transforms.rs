@@ -439,3 +439,18 @@ fn the_server_looks_up_inside_its_roots_only() {
     // And it goes on answering.
     assert_eq!(server.ok("SELECT 1"), "1\n");
 }
+
+#[tokio::test]
+async fn a_query_outliving_its_context_still_looks_up() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/demo.bag");
+    let ctx = logsql::session_context();
+    let df = ctx
+        .sql(&format!(
+            "SELECT count(tf_lookup(file, 'map', 'camera_link', log_time)) FROM read_topic('{demo}', '/imu')"
+        ))
+        .await
+        .unwrap();
+    drop(ctx);
+    let b = df.collect().await.unwrap();
+    assert!(b[0].column(0).as_primitive::<Int64Type>().value(0) > 390);
+}

@@ -178,7 +178,6 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::time_grid::register(ctx);
     surface::intervals::register(ctx);
     surface::transforms::register(ctx);
-    surface::tf_lookup::register(ctx);
     surface::pose_functions::register(ctx);
     ops::check::register(ctx);
     surface::read_points::register(ctx);
@@ -188,6 +187,8 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     surface::value_caps::register(ctx);
     surface::cap_rewrite::register(ctx)?;
     url_table::install(ctx)?;
+    // Last: it keeps a copy of the session as registered so far.
+    surface::tf_lookup::register(ctx);
     Ok(())
 }
 

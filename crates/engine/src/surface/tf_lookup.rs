@@ -47,11 +47,19 @@ pub const MAX_TRANSFORMS: usize = 20_000_000;
 const USAGE: &str = "tf_lookup(file, target_frame, source_frame, time [, 'strict']), e.g. tf_lookup(file, 'map', 'base_link', log_time)";
 
 /// Registers `tf_lookup` on `ctx` (it reads transforms through `ctx`'s session).
+///
+/// The reads go through `ctx`'s live session; when `ctx` is gone (a
+/// `DataFrame` outlives the context it was planned on, as Python's results
+/// do), through a copy of the session as it was when `tf_lookup` was
+/// registered (its data roots, stores and functions, not options set later).
+/// Call it last, when everything else is registered.
 pub fn register(ctx: &SessionContext) {
     let session = Arc::downgrade(&ctx.state_ref());
+    let registered = ctx.state();
     ctx.register_udf(ScalarUDF::new_from_impl(TfLookup {
         signature: Signature::user_defined(Volatility::Stable),
         session,
+        registered,
         kept: Mutex::new(Vec::new()),
     }));
 }
@@ -97,6 +105,9 @@ type Slot = Arc<Mutex<Option<Arc<TransformBuffer>>>>;
 struct TfLookup {
     signature: Signature,
     session: Weak<RwLock<SessionState>>,
+    /// The session as it was at registration (it holds no `tf_lookup`, so
+    /// no cycle), for when `session` is gone.
+    registered: SessionState,
     /// Most recently used last.
     kept: Mutex<Vec<(Key, Slot)>>,
 }
@@ -286,12 +297,10 @@ impl TfLookup {
     /// Reads `file`'s transforms with a query on the session, on a thread
     /// of its own (this runs inside an executing plan).
     fn load(&self, file: &str) -> Result<TransformBuffer> {
-        let state = self
-            .session
-            .upgrade()
-            .ok_or_else(|| DataFusionError::Internal("the session has ended".into()))?
-            .read()
-            .clone();
+        let state = match self.session.upgrade() {
+            Some(live) => live.read().clone(),
+            None => self.registered.clone(),
+        };
         let sql = format!(
             "SELECT stamp, parent_frame, child_frame, translation, rotation, is_static \
              FROM transforms({}) ORDER BY log_time",
