@@ -152,6 +152,13 @@ pub struct Args {
     #[arg(long, value_name = "CAT", global = true)]
     pub catalog: Option<String>,
 
+    /// A directory of events (local or an object-store prefix), for a team
+    /// without a catalog: queries see them as `events`, `logsql events`
+    /// appends to them. Sets `logsql.events`. Without it, `--catalog CAT`
+    /// keeps them in `CAT/events/`.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub events: Option<String>,
+
     /// What to do instead of running SQL.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -167,6 +174,70 @@ pub struct CheckArgs {
     /// The expectations (TOML; see docs/check.md).
     #[arg(long, value_name = "EXPECT.toml")]
     pub expect: PathBuf,
+}
+
+/// `logsql events`'s actions.
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Appends one event.
+    Add(EventAddArgs),
+    /// Prints the events, oldest first, as any query's result (--format).
+    List,
+    /// Writes the events as JSON lines in the shape Foxglove's events API
+    /// uses (deviceName, start, end, metadata, with logsql's id, type,
+    /// recording and createdAt).
+    Export {
+        /// The file to write (replaced when complete); without it, stdout.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Exactly Foxglove's create-an-event bodies: type and recording go
+        /// into metadata, id and createdAt are left out.
+        #[arg(long)]
+        foxglove: bool,
+    },
+    /// Appends the events of JSON-lines files (as `export` writes them, or
+    /// Foxglove's own: `device.name`, `deviceId`, a JSON array), each file
+    /// whole or, on an error naming its line, not at all.
+    Import {
+        /// JSON-lines files (`-`: stdin).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// `logsql events add`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct EventAddArgs {
+    /// What kind of event it is (`hard_brake`).
+    #[arg(long = "type", value_name = "TYPE")]
+    pub kind: Option<String>,
+    /// When it started: RFC 3339 (`2024-05-01T12:00:03.5Z`) or a number with
+    /// its unit (`1714564803s`, `...ms`, `...ns`).
+    #[arg(long, value_name = "TIME")]
+    pub start: String,
+    /// When it ended (default: the start).
+    #[arg(long, value_name = "TIME")]
+    pub end: Option<String>,
+    /// The device it belongs to.
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// The recording it belongs to (its location as `recordings` names it).
+    #[arg(long, value_name = "LOCATION")]
+    pub recording: Option<String>,
+    /// A property, `KEY=VALUE`; repeatable.
+    #[arg(long = "property", short = 'p', value_name = "KEY=VALUE", value_parser = parse_property)]
+    pub properties: Vec<(String, String)>,
+    /// Its id (default: a new UUID).
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+}
+
+/// Parses `KEY=VALUE`.
+fn parse_property(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not KEY=VALUE")),
+    }
 }
 
 /// Result output formats.
@@ -314,6 +385,12 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE|DIR")]
         paths: Vec<String>,
     },
+    /// Adds, lists, exports and imports events (moments kept beside the
+    /// recordings: a device or recording, start, end, type, properties), in
+    /// --events DIR or the --catalog's `events/`. SQL reads them as `events`
+    /// and appends with `INSERT INTO events SELECT ...`.
+    #[command(subcommand)]
+    Events(EventsCommand),
     /// Checks recordings against expectations (EXPECT.toml: required topics,
     /// durations, per-topic rates, gaps, counts, header stamps, and doctor's
     /// health): a report per recording as text, --format json / ndjson or
@@ -742,8 +819,10 @@ fn global_options_used(subcommand: &str) -> Option<&'static [&'static str]> {
         "doctor" => Some(&["format"]),
         "recover" => Some(&["target_partitions", "descriptors", "msg_path"]),
         "index" => Some(&["catalog", "format"]),
+        "events" => Some(&["catalog", "events", "format", "max_rows", "max_width"]),
         "export" | "plot" | "serve" | "frames" | "clips" | "clip" => Some(&[
             "catalog",
+            "events",
             "on_error",
             "target_partitions",
             "descriptors",
@@ -889,7 +968,7 @@ mod tests {
             Some(
                 "--max-width does not apply to `logsql export` (of the global options it \
                  reads only --on-error, --target-partitions, --descriptors, --msg-path, --no-verify, \
-                 --catalog)"
+                 --catalog, --events)"
             )
         );
         assert_eq!(

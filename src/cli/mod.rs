@@ -8,6 +8,7 @@
 //!   `logsql recover` (every readable message into a valid MCAP), with
 //!   [`recover_to`] for its `--to bag|db3` outputs;
 //! - [`index`]: `logsql index`, recordings into a catalog, with progress;
+//! - [`events`]: `logsql events`, the events table's add, list, export, import;
 //! - [`timeline`]: the per-topic timelines and gaps `info` prints;
 //! - [`export`]: `logsql export`, filtered messages to Parquet;
 //! - [`plot`]: `logsql plot`, a query's result as a PNG, SVG or text chart;
@@ -26,6 +27,7 @@ pub mod clips;
 pub mod dataset;
 pub mod doctor;
 pub mod error;
+pub mod events;
 pub mod export;
 pub mod export_files;
 pub mod export_video;
@@ -176,6 +178,7 @@ fn run_with(app: &mut App, args: &Args, out: &mut dyn Write) -> CliResult {
             Command::Export(e) => export::run(app, e, out),
             Command::Doctor { paths } => doctor::run(app, paths, args.format, out),
             Command::Check(c) => check::run(app, c, args.format, out),
+            Command::Events(e) => events::run(app, e, out),
             Command::Recover(r) => recover::run(app, r, out),
             Command::Plot(p) => plot::run(app, p, p.quiet || args.quiet, out),
             Command::Frames(f) => frames::run(app, f, out),
@@ -394,6 +397,9 @@ impl App {
         }
         if let Some(catalog) = &args.catalog {
             settings.push(format!("SET logsql.catalog = {}", quote(catalog)));
+        }
+        if let Some(events) = &args.events {
+            settings.push(format!("SET logsql.events = {}", quote(events)));
         }
         for set in settings {
             app.rt.block_on(app.ctx.sql(&set))?;

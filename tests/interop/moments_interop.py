@@ -17,6 +17,11 @@ gaps-and-islands query over them. Checks:
   its padded window (topic, log time, payload), with the same channels and
   schemas;
 - ``logsql clip --start --end`` holds the window, both ends included.
+- events appended by ``INSERT INTO events SELECT ... FROM intervals(...)``
+  are DuckDB's islands when DuckDB reads the events directory, pyarrow reads
+  the table, and psycopg appends through ``logsql serve --allow-write``.
+
+Needs ``mcap``, ``rosbags``, ``duckdb``, ``pyarrow`` and ``psycopg``.
 
 Usage: moments_interop.py --logsql PATH/TO/logsql [--keep DIR]
 """
@@ -115,6 +120,60 @@ def source_messages(path, lo, hi):
                       if lo <= m.log_time <= hi)
 
 
+def events_checks(checks, binary, out, fleet, db):
+    """Events appended from intervals (the CLI's INSERT, and psycopg through
+    ``logsql serve --allow-write``), read by DuckDB and pyarrow without
+    logsql."""
+    events = out / "events"
+    want = [tuple(r) for r in db.execute(DUCKDB_ISLANDS.format(cond="v > 2.0", gap=100_000_000, min=0)).fetchall()]
+
+    def insert_then_duckdb():
+        logsql(binary, "--events", str(events),
+               "INSERT INTO events (device, recording, start_time, end_time, type, properties) "
+               "SELECT 'r', file, start_time, end_time, 'fast', MAP {'messages': CAST(messages AS VARCHAR)} "
+               f"FROM intervals('{fleet}/', '/speed', 'data > 2.0', '100 ms')")
+        got = db.execute(
+            "SELECT recording, epoch_ns(start_time), epoch_ns(end_time), CAST(properties['messages'] AS BIGINT) "
+            f"FROM read_parquet('{events}/*.parquet') WHERE type = 'fast' ORDER BY 1, 2").fetchall()
+        got = [tuple(r) for r in got]
+        if not want:
+            return "DuckDB found no interval: the check tests nothing"
+        return None if got == want else f"DuckDB reads {got[:3]}... ({len(got)}), islands {want[:3]}... ({len(want)})"
+
+    checks.check("INSERT INTO events SELECT ... FROM intervals(...): DuckDB reads the events directory, the islands' rows", insert_then_duckdb)
+
+    def pyarrow_reads():
+        table = pq.read_table(str(events))
+        if table.num_rows != len(want):
+            return f"pyarrow reads {table.num_rows} rows, not {len(want)}"
+        first = table.sort_by([("recording", "ascending"), ("start_time", "ascending")]).to_pylist()[0]
+        props = dict(first["properties"])
+        ok = first["type"] == "fast" and int(props["messages"]) == want[0][3] and len(first["id"]) == 36
+        return None if ok else f"first row {first}"
+
+    checks.check("pyarrow reads the events table: a UUID id, the type, the properties map", pyarrow_reads)
+
+    def psycopg_inserts():
+        import psycopg
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from serve_start import start
+
+        proc, port, _ = start(binary, str(out), None, "--allow-write", str(events), "--events", str(events))
+        try:
+            with psycopg.connect(host="127.0.0.1", port=port, user="logsql", dbname="logsql", autocommit=True) as conn:
+                conn.execute("INSERT INTO events (device, start_time, type) "
+                             "VALUES ('r9', TIMESTAMP '2024-05-01 12:00:00', 'from_psql')")
+                n = conn.execute("SELECT count(*) FROM events WHERE type = 'from_psql'").fetchone()[0]
+        finally:
+            proc.kill()
+            proc.wait()
+        rows = ndjson(binary, f"SELECT device, CAST(start_time AS BIGINT) AS t FROM events('{events}') WHERE type = 'from_psql'")
+        want_rows = [{"device": "r9", "t": 1714564800 * 10**9}]
+        return None if n == 1 and rows == want_rows else f"the server counted {n}; a new process reads {rows}"
+
+    checks.check("psycopg: INSERT INTO events through logsql serve --allow-write, read by a new process", psycopg_inserts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--logsql", required=True)
@@ -154,6 +213,8 @@ def main():
                 return None if got == want else f"logsql {got[:4]}... ({len(got)}), DuckDB {want[:4]}... ({len(want)})"
 
             checks.check(f"intervals('{cond}', '{gap}', '{min_d}') equals DuckDB's gaps and islands", same)
+
+        events_checks(checks, args.logsql, out, fleet, db)
 
         for fmt in ["mcap", "bag"]:
             def clips(fmt=fmt):

@@ -41,6 +41,7 @@ mod engine_fleet;
 mod engine_mcap;
 mod engine_ros2;
 mod engine_semantics;
+mod events;
 use logsql_fixtures as fixtures;
 /// The BDDF generator of the benchmarks, for files of several chunks.
 #[path = "../../examples/gen_bddf.rs"]

@@ -56,6 +56,7 @@ pub mod catalog;
 mod datasource;
 #[cfg(feature = "distributed")]
 pub mod distributed;
+pub mod events;
 mod file_format;
 pub mod ops;
 mod plan_guard;
@@ -177,6 +178,7 @@ pub(crate) fn register_with(ctx: &SessionContext, defer_errors: bool) -> Result<
     read_topic::register(ctx);
     surface::time_grid::register(ctx);
     surface::intervals::register(ctx);
+    events::table::register(ctx);
     surface::transforms::register(ctx);
     surface::pose_functions::register(ctx);
     ops::check::register(ctx);

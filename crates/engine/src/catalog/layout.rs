@@ -249,7 +249,13 @@ impl CatalogLocation {
             .common_prefixes
             .iter()
             .any(|p| p.filename() == Some(LOG_DIR));
-        if !has_log && (!listing.objects.is_empty() || !listing.common_prefixes.is_empty()) {
+        // Events appended before the first index (`CAT/events/`) are the
+        // catalog's too.
+        let others = listing
+            .common_prefixes
+            .iter()
+            .any(|p| p.filename() != Some(crate::events::CATALOG_EVENTS_DIR));
+        if !has_log && (!listing.objects.is_empty() || others) {
             return Err(CatalogError::NotACatalog {
                 catalog: self.name.clone(),
             });

@@ -89,6 +89,10 @@ config_namespace! {
         /// `recordings('CAT')` and `catalog_topics('CAT')` are. Empty (the
         /// default): no catalog.
         pub catalog: String, default = String::new()
+        /// A directory of events (local or an object-store prefix): the name
+        /// `events` is then its table, as `events('DIR')` is. Empty (the default):
+        /// the catalog's `events/` directory, with `logsql.catalog` set.
+        pub events: String, default = String::new()
     }
 }
 

@@ -65,9 +65,14 @@ impl TableFunctionImpl for CatalogFunction {
     }
 }
 
-/// The catalog table a bare name stands for under `logsql.catalog`:
-/// `recordings` and `topics`. `None` for other names, or without a catalog.
+/// The table a bare name stands for under `logsql.catalog`: `recordings`
+/// and `topics`, and `events` (also under `logsql.events` alone). `None` for
+/// other names, or without a catalog.
 pub(crate) fn named(options: &LogsqlOptions, name: &str) -> Option<Arc<dyn TableProvider>> {
+    if name == "events" {
+        return crate::events::location_of(options)
+            .map(|dir| Arc::new(crate::events::EventsTable::new(dir)) as Arc<dyn TableProvider>);
+    }
     if options.catalog.is_empty() {
         return None;
     }
