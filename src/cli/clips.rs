@@ -5,7 +5,8 @@
 //! window (of every topic, or of `--topics`) is written, in log-time order,
 //! with the recording's channels, schemas, metadata and attachments, as an
 //! MCAP file, a ROS1 bag or a ROS 2 bag directory (`recover`'s
-//! `write_windows`, on [`logsql::ops::export::write_log_of`]).
+//! `write_windows`, on [`logsql::ops::export::write_log_with`]); an MCAP clip
+//! also holds a `logsql.clip` metadata record: its source, window and moments.
 //! Each window's query is a time filter, so only the chunks it overlaps are
 //! read. `logsql clip SOURCE --start T --end T -o OUT` writes one window.
 
@@ -17,10 +18,11 @@ use std::time::Instant;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Int64Type;
 
-use logsql::ops::export::clip_sql;
+use logsql::ops::export::{clip_metadata as clip_record, clip_sql};
 use logsql::ops::sql_literal;
 use logsql::ops::units::{parse_duration, parse_time, rfc3339};
 use logsql::write::sink::LogWrite;
+use logsql_readers::model::MetadataInfo;
 
 use super::App;
 use super::args::{ClipArgs, ClipsArgs};
@@ -32,8 +34,8 @@ struct Window {
     file: String,
     start: i64,
     end: i64,
-    /// The moments it holds.
-    moments: usize,
+    /// The moments it holds (ns, both inclusive).
+    moments: Vec<(i64, i64)>,
 }
 
 /// Runs `logsql clips`.
@@ -88,7 +90,31 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
     let mut written = 0u64;
     for (k, w) in windows.iter().enumerate() {
         let path = clip_path(&a.output, &w.file, k, &ext);
-        let rows = write_clip(app, &w.file, &topics, (w.start, w.end), &path, &write)?;
+        let mut record = clip_record(&w.file, (w.start, w.end));
+        let moments: Vec<String> = w
+            .moments
+            .iter()
+            .map(|&(lo, hi)| format!("{}/{}", rfc3339(lo), rfc3339(hi)))
+            .collect();
+        let given = |v: &Option<String>| v.clone().unwrap_or_else(|| "0 s".to_string());
+        record.metadata.extend([
+            ("moments".to_string(), moments.join(",")),
+            ("topic".to_string(), a.topic.clone()),
+            ("condition".to_string(), a.when.clone()),
+            ("max_gap".to_string(), given(&a.max_gap)),
+            ("min_duration".to_string(), given(&a.min_duration)),
+            ("before".to_string(), given(&a.before)),
+            ("after".to_string(), given(&a.after)),
+        ]);
+        let rows = write_clip(
+            app,
+            &w.file,
+            &topics,
+            (w.start, w.end),
+            &path,
+            &write,
+            record,
+        )?;
         written += rows;
         writeln!(
             out,
@@ -98,8 +124,8 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
             shown(&w.file),
             rfc3339(w.start),
             rfc3339(w.end),
-            w.moments,
-            if w.moments == 1 { "" } else { "s" }
+            w.moments.len(),
+            if w.moments.len() == 1 { "" } else { "s" }
         )
         .map_err(|e| CliError::io("stdout", e))?;
     }
@@ -116,8 +142,8 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
 }
 
 /// Writes the messages of `source` (of `topics`, or all) from `window.0` to
-/// `window.1` (ns, inclusive) to `path` as `write` says; the messages
-/// written.
+/// `window.1` (ns, inclusive) to `path` as `write` says, with `record` after
+/// the source's metadata (MCAP); the messages written.
 fn write_clip(
     app: &App,
     source: &str,
@@ -125,11 +151,18 @@ fn write_clip(
     window: (i64, i64),
     path: &Path,
     write: &LogWrite,
+    record: MetadataInfo,
 ) -> CliResult<u64> {
     let sql = clip_sql(source, topics, window.0, window.1);
     log::info!("clips: {sql}");
-    let report =
-        super::recover::write_windows(app, source, std::slice::from_ref(&sql), path, write)?;
+    let report = super::recover::write_windows(
+        app,
+        source,
+        std::slice::from_ref(&sql),
+        path,
+        write,
+        vec![record],
+    )?;
     Ok(report.rows)
 }
 
@@ -158,7 +191,16 @@ pub fn run_one(app: &App, a: &ClipArgs, out: &mut dyn Write) -> CliResult {
         .map_err(CliError::from)?
         .ok_or_else(|| CliError::msg("no writer for the clip's format"))?;
     let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
-    let rows = write_clip(app, &a.source, &topics, (start, end), &a.output, &write)?;
+    let record = clip_record(&a.source, (start, end));
+    let rows = write_clip(
+        app,
+        &a.source,
+        &topics,
+        (start, end),
+        &a.output,
+        &write,
+        record,
+    )?;
     writeln!(
         out,
         "{}: {rows} messages of {} from {} to {} in {:.2} s",
@@ -180,13 +222,13 @@ fn windows(moments: &[(String, i64, i64)], before: i64, after: i64) -> Vec<Windo
         match out.last_mut() {
             Some(w) if &w.file == file && start <= w.end => {
                 w.end = w.end.max(end);
-                w.moments += 1;
+                w.moments.push((*lo, *hi));
             }
             _ => out.push(Window {
                 file: file.clone(),
                 start,
                 end,
-                moments: 1,
+                moments: vec![(*lo, *hi)],
             }),
         }
     }
@@ -235,18 +277,18 @@ mod tests {
             50,
             10,
         );
-        let w = |f: &str, start, end, moments| Window {
+        let w = |f: &str, start, end, moments: &[(i64, i64)]| Window {
             file: f.into(),
             start,
             end,
-            moments,
+            moments: moments.to_vec(),
         };
         assert_eq!(
             got,
             [
-                w("a", 50, 310, 2),
-                w("a", 950, 1010, 1),
-                w("b", 210, 280, 1)
+                w("a", 50, 310, &[(100, 200), (250, 300)]),
+                w("a", 950, 1010, &[(1000, 1000)]),
+                w("b", 210, 280, &[(260, 270)])
             ]
         );
         assert_eq!(

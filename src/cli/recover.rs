@@ -5,7 +5,7 @@
 //! The loss report is `doctor`'s ([`super::doctor`]): the byte ranges no
 //! reader can use, the chunks dropped and, where the file's index states
 //! them, the messages lost. The messages are then written as `logsql export
-//! OUT.mcap` writes them ([`logsql::ops::export::write_log_of`]): `SELECT * FROM
+//! OUT.mcap` writes them ([`logsql::ops::export::write_log_with`]): `SELECT * FROM
 //! 'INPUT' ORDER BY log_time` under `logsql.on_error = 'warn'`, with each
 //! channel's schema, metadata and attachments from the input, into a
 //! temporary file renamed over OUTPUT only when complete.
@@ -23,7 +23,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use logsql::LogsqlOptions;
-use logsql::ops::export::write_log_of;
+use logsql::ops::export::write_log_with;
 use logsql::ops::recover::{settings, summaries, window_sqls, writes_input};
 use logsql::write::sink::{LogWrite, Report};
 
@@ -69,7 +69,7 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     // would only repeat it.
     let level = log::max_level();
     log::set_max_level(level.min(log::LevelFilter::Error));
-    let written = write_windows(app, &a.input, &sqls, &a.output, &writer);
+    let written = write_windows(app, &a.input, &sqls, &a.output, &writer, Vec::new());
     log::set_max_level(level);
     let Report { rows, left_out } = written?;
     let read: u64 = checked
@@ -106,10 +106,17 @@ pub(super) fn write_windows(
     sqls: &[String],
     output: &std::path::Path,
     write: &LogWrite,
+    metadata: Vec<logsql_readers::model::MetadataInfo>,
 ) -> CliResult<Report> {
-    let driven = app
-        .rt
-        .block_on(write_log_of(&app.ctx, input, sqls, output, write, &|_| {}))?;
+    let driven = app.rt.block_on(write_log_with(
+        &app.ctx,
+        input,
+        sqls,
+        output,
+        write,
+        metadata,
+        &|_| {},
+    ))?;
     let rows = driven.report.rows;
     let complete = match write {
         LogWrite::Mcap(_) => "a complete MCAP file",

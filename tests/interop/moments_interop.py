@@ -120,6 +120,18 @@ def source_messages(path, lo, hi):
                       if lo <= m.log_time <= hi)
 
 
+def ns_of(text):
+    """Nanoseconds since the epoch of an RFC 3339 UTC time (9 digits at most)."""
+    if not text:
+        return None
+    from datetime import datetime, timezone
+
+    body = text.rstrip("Z")
+    whole, _, frac = body.partition(".")
+    secs = int(datetime.fromisoformat(whole).replace(tzinfo=timezone.utc).timestamp())
+    return secs * 10**9 + int((frac + "000000000")[:9])
+
+
 def events_checks(checks, binary, out, fleet, db):
     """Events appended from intervals (the CLI's INSERT, and psycopg through
     ``logsql serve --allow-write``), read by DuckDB and pyarrow without
@@ -253,9 +265,14 @@ def main():
                 schemas = {s.name for s in make_reader(f).get_summary().schemas.values()}
             if schemas != {"std_msgs/Float64"}:
                 return f"schemas {schemas}"
+            with open(clip, "rb") as f:
+                records = {m.name: dict(m.metadata) for m in make_reader(f).iter_metadata()}
+            record = records.get("logsql.clip", {})
+            if record.get("source") != str(src) or ns_of(record.get("start")) != lo or ns_of(record.get("end")) != hi:
+                return f"the clip's logsql.clip metadata, read by the official reader: {record}"
             return None if got == want else f"{len(got)} messages, the window holds {len(want)}"
 
-        checks.check("logsql clip --start --end: the window, both ends included, with its schema", one_clip)
+        checks.check("logsql clip --start --end: the window, both ends included, with its schema and a logsql.clip record of its source and window", one_clip)
     print(f"{checks.passed} passed, {checks.failed} failed")
     sys.exit(1 if checks.failed else 0)
 

@@ -319,17 +319,47 @@ async fn clips_hold_every_message_of_each_padded_moment() {
         .await;
         assert_eq!(got, want, "{}", clip.display());
         total += got.len();
-        // The clip keeps the recording's schemas, metadata and attachment.
+        // The clip keeps the recording's schemas, metadata and attachment,
+        // and says where it came from and which moments it holds.
         let kept = query(
             &ctx,
             &format!(
-                "SELECT (SELECT count(*) FROM metadata('{c}')) AS m, (SELECT count(*) FROM attachments('{c}')) AS a",
+                "SELECT (SELECT count(*) FROM metadata('{c}') WHERE name <> 'logsql.clip') AS m, \
+                 (SELECT count(*) FROM attachments('{c}')) AS a",
                 c = clip.display()
             ),
         )
         .await;
         assert_eq!(kept[0].column(0).as_primitive::<Int64Type>().value(0), 1);
         assert_eq!(kept[0].column(1).as_primitive::<Int64Type>().value(0), 1);
+        let record = query(
+            &ctx,
+            &format!(
+                "SELECT metadata['source'], metadata['start'], metadata['end'], metadata['moments'], \
+                 metadata['condition'], metadata['before'] \
+                 FROM metadata('{}') WHERE name = 'logsql.clip'",
+                clip.display()
+            ),
+        )
+        .await;
+        let text = |i: usize| record[0].column(i).as_string::<i32>().value(0).to_string();
+        let rfc = logsql::units::rfc3339;
+        let held: Vec<String> = moments
+            .iter()
+            .filter(|m| m.1 - 100_000_000 >= *lo && m.2 + 100_000_000 <= *hi)
+            .map(|m| format!("{}/{}", rfc(m.1), rfc(m.2)))
+            .collect();
+        assert_eq!(
+            (text(0), text(1), text(2), text(3), text(4), text(5)),
+            (
+                demo.to_string(),
+                rfc(*lo),
+                rfc(*hi),
+                held.join(","),
+                cond.to_string(),
+                "100 ms".to_string()
+            )
+        );
     }
     assert!(!out.join(format!("demo_{:03}.mcap", windows.len())).exists());
     assert!(

@@ -67,6 +67,25 @@ pub fn clip_sql(input: &str, topics: &BTreeSet<&str>, start: i64, end: i64) -> S
     )
 }
 
+/// The name of a clip's own metadata record (in MCAP clips).
+pub const CLIP_RECORD: &str = "logsql.clip";
+
+/// A clip's own metadata record ([`CLIP_RECORD`]): its `source` and window
+/// (`start`, `end`: RFC 3339, both included); `logsql clips` adds the
+/// moments and how they were found.
+pub fn clip_metadata(source: &str, window: (i64, i64)) -> logsql_readers::model::MetadataInfo {
+    logsql_readers::model::MetadataInfo {
+        offset: None,
+        name: CLIP_RECORD.to_string(),
+        metadata: [
+            ("source".to_string(), source.to_string()),
+            ("start".to_string(), crate::units::rfc3339(window.0)),
+            ("end".to_string(), crate::units::rfc3339(window.1)),
+        ]
+        .into(),
+    }
+}
+
 /// The query of an export: every message of `input`, of `topics` (all when
 /// empty), in the window.
 pub fn export_sql(
@@ -274,6 +293,21 @@ pub async fn write_log_of(
     write: &LogWrite,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<Driven<Report>> {
+    write_log_with(ctx, input, sqls, output, write, Vec::new(), progress).await
+}
+
+/// [`write_log_of`], with metadata records of the output's own (`metadata`:
+/// a clip's window and source) written after the source's, where the format
+/// has metadata records (MCAP).
+pub async fn write_log_with(
+    ctx: &SessionContext,
+    input: &str,
+    sqls: &[String],
+    output: &Path,
+    write: &LogWrite,
+    metadata: Vec<logsql_readers::model::MetadataInfo>,
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<Driven<Report>> {
     let ctx = write_session(ctx, input);
     let mut plans: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(sqls.len());
     for sql in sqls {
@@ -300,6 +334,7 @@ pub async fn write_log_of(
         scanned: &scanned,
         env: ctx.runtime_env(),
         pool: LogsqlOptions::from_config(ctx.state().config_options()).descriptor_pool()?,
+        extra_metadata: metadata,
     };
     write_log(
         stream,

@@ -313,6 +313,10 @@ pub struct LogSources<'a> {
     pub env: Arc<datafusion::execution::runtime_env::RuntimeEnv>,
     /// The session's protobuf descriptors.
     pub pool: Option<Arc<prost_reflect::DescriptorPool>>,
+    /// Metadata records of the output's own (a clip's window and source),
+    /// written after the first source file's (formats without metadata
+    /// records, ROS1 and ROS 2 bags, leave them out).
+    pub extra_metadata: Vec<logsql_readers::model::MetadataInfo>,
 }
 
 /// Writes `stream` as `write` says to `target`, published only when
@@ -331,7 +335,8 @@ pub async fn write_log(
 ) -> Result<Driven<Report>> {
     write.check_schema(&stream.schema())?;
     let (staged, writer) = write.start(target)?;
-    let resolver = SourceResolver::new(sources.env, sources.pool, sources.scanned, target.name());
+    let resolver = SourceResolver::new(sources.env, sources.pool, sources.scanned, target.name())
+        .with_extra_metadata(sources.extra_metadata);
     let options = Drive {
         what: write.what(),
         target: target.name(),
@@ -411,6 +416,7 @@ impl DataSink for WriterSink {
             scanned: &self.scanned,
             env: context.runtime_env(),
             pool: options.descriptor_pool()?,
+            extra_metadata: Vec::new(),
         };
         let driven = write_log(
             data,

@@ -84,6 +84,8 @@ pub struct SourceResolver {
     /// The output's name, for the warning about files the query did not read.
     target: String,
     warned: bool,
+    /// Metadata records added to the first source file read.
+    extra_metadata: Vec<logsql_readers::model::MetadataInfo>,
 }
 
 impl SourceResolver {
@@ -102,7 +104,18 @@ impl SourceResolver {
             seen: HashSet::new(),
             target,
             warned: false,
+            extra_metadata: Vec::new(),
         }
+    }
+
+    /// The resolver, adding `records` to the first source file read (an
+    /// output's own metadata, written once).
+    pub fn with_extra_metadata(
+        mut self,
+        records: Vec<logsql_readers::model::MetadataInfo>,
+    ) -> Self {
+        self.extra_metadata = records;
+        self
     }
 
     /// The files of `batch` not met before, each with what could be read of it.
@@ -135,7 +148,10 @@ impl SourceResolver {
                 continue;
             };
             let info = match self.load(loc).await {
-                Ok(info) => Some(Arc::new(info)),
+                Ok(mut info) => {
+                    info.metadata.append(&mut self.extra_metadata);
+                    Some(Arc::new(info))
+                }
                 Err(e) => {
                     log::warn!(
                         "writing {}: no channels from {f:?} ({e}); its rows get channels from their own columns",

@@ -556,12 +556,13 @@ impl McpServer {
         let topics: std::collections::BTreeSet<&str> =
             a.topics.iter().map(String::as_str).collect();
         let sql = logsql::ops::export::clip_sql(&path, &topics, start, end);
-        let driven = logsql::ops::export::write_log_of(
+        let driven = logsql::ops::export::write_log_with(
             self.session.context(),
             &path,
             std::slice::from_ref(&sql),
             &out,
             &write,
+            vec![logsql::ops::export::clip_metadata(&a.path, (start, end))],
             &|_| {},
         )
         .await
