@@ -1280,3 +1280,82 @@ fn a_camera_named_out_of_the_dataset_or_an_empty_feature_name_is_refused_before_
         .collect();
     assert!(!beside.iter().any(|n| n.contains("victim")), "{beside:?}");
 }
+
+/// `[moments]`: each padded moment of each recording is one episode of the
+/// grid frames in its window (overlapping windows merged), the rest of the
+/// recording left out.
+#[test]
+fn dataset_of_moments_makes_each_padded_moment_one_episode() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = recordings(dir.path());
+    let r = runs.to_str().unwrap();
+    let when = "position[6] > 1.2";
+    let spec = spec(
+        dir.path(),
+        &[&runs],
+        &format!(
+            "task = \"moment\"\n[features]\n\"observation.state\" = {{ topic = \"/joint_states\", field = \"position\" }}\n\
+             [moments]\ntopic = \"/joint_states\"\nwhen = \"{when}\"\nmax_gap = \"50 ms\"\n\
+             before = \"100 ms\"\nafter = \"100 ms\"\n"
+        ),
+    );
+    let out = dir.path().join("ds");
+    ok(&[
+        "dataset",
+        spec.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    // The windows, padded and merged here from intervals()' rows.
+    let moments = rows(&format!(
+        "SELECT file, CAST(start_time AS BIGINT), CAST(end_time AS BIGINT) \
+         FROM intervals('{r}/', '/joint_states', '{when}', '50 ms') ORDER BY 1, 2"
+    ));
+    let mut windows: Vec<(String, i64, i64)> = Vec::new();
+    for m in &moments {
+        let (lo, hi) = (
+            m[1].parse::<i64>().unwrap() - 100_000_000,
+            m[2].parse::<i64>().unwrap() + 100_000_000,
+        );
+        match windows.last_mut() {
+            Some(w) if w.0 == m[0] && lo <= w.2 => w.2 = w.2.max(hi),
+            _ => windows.push((m[0].clone(), lo, hi)),
+        }
+    }
+    assert!(windows.len() >= 3, "{moments:?}");
+    // Each episode: the grid frames in its window, in recording and time order.
+    let grid = rows(&format!(
+        "SELECT file, CAST(log_time AS BIGINT) FROM time_grid('{r}/', 30) ORDER BY 1, 2"
+    ));
+    let lengths: Vec<i64> = windows
+        .iter()
+        .map(|(f, lo, hi)| {
+            grid.iter()
+                .filter(|g| &g[0] == f && (*lo..=*hi).contains(&g[1].parse::<i64>().unwrap()))
+                .count() as i64
+        })
+        .collect();
+    let eps = episode_rows(&out);
+    assert_eq!(
+        eps.iter().map(|e| e.1).collect::<Vec<_>>(),
+        lengths,
+        "{windows:?}"
+    );
+    assert_eq!(info(&out)["total_episodes"], windows.len());
+    // An episode's first frame shows the joint state at its window's first
+    // grid frame.
+    let data = data_rows(&out);
+    let (file, lo, _) = &windows[0];
+    let first = grid
+        .iter()
+        .find(|g| &g[0] == file && g[1].parse::<i64>().unwrap() >= *lo)
+        .unwrap();
+    let seed = if file.ends_with("a.mcap") { 0 } else { 1 };
+    let start = if seed == 0 {
+        START
+    } else {
+        START + 100_000_000_000
+    };
+    let t = (first[1].parse::<i64>().unwrap() - start as i64) as f64 / 1e9;
+    assert_eq!(f32s(&data[0]["s"]), state(seed, t));
+}

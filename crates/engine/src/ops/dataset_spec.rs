@@ -29,7 +29,20 @@
 //!
 //! [cameras]
 //! "observation.images.front" = "/camera/front"
+//!
+//! [moments]                   # only the moments, one episode each
+//! topic = "/joint_states"
+//! when = "position[1] > 0.5"  # as intervals() takes it
+//! max_gap = "200 ms"          # the rest optional
+//! min_duration = "100 ms"
+//! before = "1s"
+//! after = "1s"
 //! ```
+//!
+//! With `[moments]`, each moment `intervals(input, topic, when, max_gap,
+//! min_duration)` gives, padded by `before` and `after` (padded windows of a
+//! recording that overlap merge, as `logsql clips` merges them), is one
+//! episode of the frames in it; `[episodes]` cuts may split it further.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -89,6 +102,95 @@ pub struct Spec {
     split_on_gap: Option<u64>,
     /// `[episodes] split_when`: a SQL condition on a frame's row.
     split_when: Option<String>,
+    /// `[moments]`: only the frames of moments, one episode each.
+    moments: Option<Moments>,
+}
+
+/// The `[moments]` section: which stretches of each recording are episodes.
+#[derive(Debug, Clone, PartialEq)]
+struct Moments {
+    topic: String,
+    when: String,
+    /// `intervals`' own arguments, as given (it parses them).
+    max_gap: String,
+    min_duration: String,
+    /// Padding, nanoseconds.
+    before: i64,
+    after: i64,
+}
+
+impl Moments {
+    /// The section, checked.
+    fn parse(path: &Path, table: &toml::Value) -> Result<Self, SpecError> {
+        let t = table
+            .as_table()
+            .ok_or_else(|| spec_err(path, "[moments] must be a table"))?;
+        known_keys(
+            path,
+            " in [moments]",
+            t,
+            &[
+                "topic",
+                "when",
+                "max_gap",
+                "min_duration",
+                "before",
+                "after",
+            ],
+        )?;
+        let text = |key: &str| -> Result<Option<String>, SpecError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+                Some(v) => Err(spec_err(
+                    path,
+                    format!("[moments] {key} must be non-empty text, not {v}"),
+                )),
+            }
+        };
+        let duration = |key: &str| -> Result<(String, i64), SpecError> {
+            let Some(s) = text(key)? else {
+                return Ok(("0 s".to_string(), 0));
+            };
+            let d =
+                parse_duration(&s).map_err(|e| spec_err(path, format!("[moments] {key}: {e}")))?;
+            let ns = i64::try_from(d.as_nanos())
+                .map_err(|_| spec_err(path, format!("[moments] {key}: too long")))?;
+            Ok((s, ns))
+        };
+        let need = |key: &str, what: &str| -> Result<String, SpecError> {
+            text(key)?.ok_or_else(|| spec_err(path, format!("[moments] needs {key}: {what}")))
+        };
+        Ok(Self {
+            topic: need("topic", "the topic the condition judges")?,
+            when: need(
+                "when",
+                "a SQL condition over the topic's fields, as intervals() takes it",
+            )?,
+            max_gap: duration("max_gap")?.0,
+            min_duration: duration("min_duration")?.0,
+            before: duration("before")?.1,
+            after: duration("after")?.1,
+        })
+    }
+
+    /// The padded, merged windows of `input`'s moments: `file`, `lo`, `hi`
+    /// (nanoseconds, both included), disjoint within a recording.
+    fn windows(&self, input: &str) -> String {
+        format!(
+            "SELECT file, min(lo) AS lo, max(hi) AS hi FROM (\n\
+             SELECT file, lo, hi, sum(opens) OVER (PARTITION BY file ORDER BY lo ROWS UNBOUNDED PRECEDING) AS k FROM (\n\
+             SELECT file, lo, hi, CASE WHEN lo <= max(hi) OVER (PARTITION BY file ORDER BY lo ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) THEN 0 ELSE 1 END AS opens FROM (\n\
+             SELECT file, CAST(start_time AS BIGINT) - {before} AS lo, CAST(end_time AS BIGINT) + {after} AS hi\n\
+             FROM intervals({input}, {topic}, {when}, {gap}, {min})))) GROUP BY file, k",
+            before = self.before,
+            after = self.after,
+            topic = sql_literal(&self.topic),
+            when = sql_literal(&self.when),
+            gap = sql_literal(&self.max_gap),
+            min = sql_literal(&self.min_duration),
+        )
+    }
 }
 
 fn spec_err(path: &Path, m: impl std::fmt::Display) -> SpecError {
@@ -128,6 +230,7 @@ impl Spec {
                 "episodes",
                 "features",
                 "cameras",
+                "moments",
             ],
         )?;
         let text_of = |key: &str| -> Result<Option<String>, SpecError> {
@@ -278,13 +381,20 @@ impl Spec {
             cameras,
             split_on_gap,
             split_when,
+            moments: table
+                .get("moments")
+                .map(|m| Moments::parse(path, m))
+                .transpose()?,
         })
     }
 
     /// Whether the rows need numbering into episodes in SQL (several inputs
     /// or cuts), rather than `time_grid`'s one episode per recording.
     fn numbered(&self) -> bool {
-        self.inputs.len() > 1 || self.split_on_gap.is_some() || self.split_when.is_some()
+        self.inputs.len() > 1
+            || self.split_on_gap.is_some()
+            || self.split_when.is_some()
+            || self.moments.is_some()
     }
 
     /// The rows of input `n` (`input`): one per frame of `time_grid`, with a
@@ -314,6 +424,9 @@ impl Spec {
         };
         columns.push("g.log_time".into());
         columns.push("g.file".into());
+        if self.moments.is_some() {
+            columns.push("g.moment".into());
+        }
         let mut watched = Vec::new();
         for (key, topic, fields) in &self.features {
             let a = alias(topic, false);
@@ -370,11 +483,21 @@ impl Spec {
             .map(|((topic, image), a)| (a, topic, image))
             .collect();
         joins.sort_by_key(|(a, _, _)| a[1..].parse::<usize>().unwrap_or(0));
-        let mut sql = format!(
-            "SELECT {}\nFROM time_grid({input}, {}) g",
-            columns.join(",\n       "),
-            self.fps
-        );
+        let grid = match &self.moments {
+            None => format!("time_grid({input}, {})", self.fps),
+            // Only the frames of the windows, each with its window's start;
+            // the few windows are the join's build side, the grid streams
+            // through it in its order.
+            Some(m) => format!(
+                "(SELECT f.episode_index, f.log_time, f.file, w.lo AS moment\n\
+                 FROM ({windows}) w\n\
+                 JOIN time_grid({input}, {fps}) f ON f.file = w.file \
+                 AND CAST(f.log_time AS BIGINT) BETWEEN w.lo AND w.hi)",
+                fps = self.fps,
+                windows = m.windows(&input),
+            ),
+        };
+        let mut sql = format!("SELECT {}\nFROM {grid} g", columns.join(",\n       "));
         for (a, topic, image) in joins {
             // Images unchecked: one that does not decode reaches the writer,
             // which names it and (skip_bad_episodes) skips its episode.
@@ -420,6 +543,9 @@ impl Spec {
         // where the frame before was left out; frames further than the gap
         // from `last_message` are left out.
         let mut cuts = Vec::new();
+        if self.moments.is_some() {
+            cuts.push("moment <> lag(moment) OVER w".to_string());
+        }
         if let Some(c) = &self.split_when {
             cuts.push(format!("({c}) AND NOT coalesce(lag({c}) OVER w, false)"));
         }
@@ -499,12 +625,23 @@ impl Spec {
         )
     }
 
-    /// The frames of every input's grid (the progress bar's length).
+    /// The frames of every input's grid (the progress bar's length); with
+    /// `[moments]`, those of the moments' windows.
     pub fn count_sql(&self) -> String {
         let grids: Vec<String> = self
             .inputs
             .iter()
-            .map(|i| format!("SELECT 1 FROM time_grid({}, {})", sql_literal(i), self.fps))
+            .map(|i| {
+                let (input, fps) = (sql_literal(i), self.fps);
+                match &self.moments {
+                    None => format!("SELECT 1 FROM time_grid({input}, {fps})"),
+                    Some(m) => format!(
+                        "SELECT 1 FROM ({}) w JOIN time_grid({input}, {fps}) f ON f.file = w.file \
+                         AND CAST(f.log_time AS BIGINT) BETWEEN w.lo AND w.hi",
+                        m.windows(&input)
+                    ),
+                }
+            })
             .collect();
         format!("SELECT count(*) FROM ({})", grids.join(" UNION ALL "))
     }
@@ -622,6 +759,35 @@ task = "it's"
         assert!(
             e("input = 'a'\n[episodes]\nsplit = '1s'")
                 .contains("unknown key 'split' in [episodes]")
+        );
+        assert!(e("input = 'a'\n[moments]\nwhen = 'x > 1'").contains("[moments] needs topic"));
+        assert!(e("input = 'a'\n[moments]\ntopic = '/j'").contains("[moments] needs when"));
+        assert!(
+            e("input = 'a'\n[moments]\ntopic = '/j'\nwhen = 'x'\nbefore = 'soon'")
+                .contains("[moments] before: 'soon' is not a duration")
+        );
+        assert!(
+            e("input = 'a'\n[moments]\ntopic = '/j'\nwhen = 'x'\npad = '1s'")
+                .contains("unknown key 'pad' in [moments]")
+        );
+        let moments = parse(
+            "input = 'a'\n[moments]\ntopic = '/j'\nwhen = 'p > 1'\nmax_gap = '1s'\nafter = '2s'",
+        )
+        .unwrap()
+        .select();
+        assert!(
+            moments.contains("FROM intervals('a', '/j', 'p > 1', '1s', '0 s')"),
+            "{moments}"
+        );
+        assert!(
+            moments.contains(
+                "CAST(start_time AS BIGINT) - 0 AS lo, CAST(end_time AS BIGINT) + 2000000000 AS hi"
+            ),
+            "{moments}"
+        );
+        assert!(
+            moments.contains("moment <> lag(moment) OVER w"),
+            "{moments}"
         );
         let spec = parse("input = ['a', 'b']\ntask = { metadata = 'ep', key = 'task' }").unwrap();
         let sql = spec.select();
