@@ -598,13 +598,13 @@ fn global_options_a_subcommand_ignores_are_errors() {
             vec!["export", &f, t, "--format", "csv"],
             "--format",
             "export",
-            "--on-error, --target-partitions, --descriptors, --msg-path, --no-verify, --catalog",
+            "--on-error, --target-partitions, --descriptors, --msg-path, --no-verify, --catalog, --events",
         ),
         (
             vec!["--max-width", "10", "export", &f, t],
             "--max-width",
             "export",
-            "--on-error, --target-partitions, --descriptors, --msg-path, --no-verify, --catalog",
+            "--on-error, --target-partitions, --descriptors, --msg-path, --no-verify, --catalog, --events",
         ),
     ] {
         let out = run(&args, &[]);
