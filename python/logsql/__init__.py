@@ -203,6 +203,12 @@ class Catalog:
         """Each recording's chunk index, as the catalog keeps it."""
         return sql(f"SELECT * FROM catalog_chunks({_literal(self.location)})", self._options)
 
+    def events(self):
+        """The events kept with the catalog (``CAT/events/``: id, device,
+        recording, start and end time, type, properties, created_at), oldest
+        first; ``sql("INSERT INTO events ...")`` appends."""
+        return self.sql("SELECT * FROM events ORDER BY start_time, end_time, id")
+
     def __repr__(self) -> str:
         return f"logsql.Catalog({self.location!r})"
 

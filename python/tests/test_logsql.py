@@ -415,3 +415,16 @@ def test_index_and_catalog(tmp_path):
     again = logsql.index([str(tmp_path / "fleet")], cat)
     assert len(again["added"]) == 1 and again["unchanged"] == 2 and again["recordings"] == 3
     assert repr(fleet) == f"logsql.Catalog({cat!r})"
+    # Events kept with the catalog: appended from intervals(), joined to recordings.
+    assert fleet.events().num_rows == 0
+    fleet.sql(
+        "INSERT INTO events (recording, start_time, end_time, type) "
+        "SELECT file, start_time, end_time, 'high_z' FROM intervals("
+        f"'{tmp_path / 'fleet'}/robot=r1/run.mcap', '/imu', 'linear_acceleration.z > 9.83', '20 ms', '5 ms')"
+    )
+    events = fleet.events().to_pydict()
+    assert len(events["id"]) == 14 and set(events["type"]) == {"high_z"}
+    joined = fleet.sql(
+        "SELECT r.device, count(*) AS n FROM events e JOIN recordings r ON e.recording = r.location GROUP BY 1"
+    ).to_pydict()
+    assert joined == {"device": ["r1"], "n": [14]}
