@@ -20,7 +20,7 @@ use datafusion::arrow::datatypes::Int64Type;
 
 use logsql::ops::export::{clip_metadata as clip_record, clip_sql};
 use logsql::ops::sql_literal;
-use logsql::ops::units::{parse_duration, parse_time, rfc3339};
+use logsql::ops::units::{bytes, parse_duration, parse_time, rfc3339};
 use logsql::write::sink::LogWrite;
 use logsql_readers::model::MetadataInfo;
 
@@ -88,6 +88,7 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
         .map_err(|e| CliError::io(a.output.display().to_string(), e))?;
     let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
     let mut written = 0u64;
+    let mut read_total = 0u64;
     for (k, w) in windows.iter().enumerate() {
         let path = clip_path(&a.output, &w.file, k, &ext);
         let mut record = clip_record(&w.file, (w.start, w.end));
@@ -106,7 +107,7 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
             ("before".to_string(), given(&a.before)),
             ("after".to_string(), given(&a.after)),
         ]);
-        let rows = write_clip(
+        let (rows, read) = write_clip(
             app,
             &w.file,
             &topics,
@@ -116,6 +117,7 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
             record,
         )?;
         written += rows;
+        read_total += read;
         writeln!(
             out,
             "{}: {} messages of {} from {} to {} ({} moment{})",
@@ -131,19 +133,20 @@ pub fn run(app: &App, a: &ClipsArgs, out: &mut dyn Write) -> CliResult {
     }
     writeln!(
         out,
-        "{} clip{} of {} moment{}, {written} messages, in {:.2} s",
+        "{} clip{} of {} moment{}, {written} messages, in {:.2} s; the clips read {}",
         windows.len(),
         if windows.len() == 1 { "" } else { "s" },
         moments.len(),
         if moments.len() == 1 { "" } else { "s" },
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        bytes(read_total)
     )
     .map_err(|e| CliError::io("stdout", e))
 }
 
 /// Writes the messages of `source` (of `topics`, or all) from `window.0` to
 /// `window.1` (ns, inclusive) to `path` as `write` says, with `record` after
-/// the source's metadata (MCAP); the messages written.
+/// the source's metadata (MCAP); the messages written and the bytes read.
 fn write_clip(
     app: &App,
     source: &str,
@@ -152,10 +155,10 @@ fn write_clip(
     path: &Path,
     write: &LogWrite,
     record: MetadataInfo,
-) -> CliResult<u64> {
+) -> CliResult<(u64, u64)> {
     let sql = clip_sql(source, topics, window.0, window.1);
     log::info!("clips: {sql}");
-    let report = super::recover::write_windows(
+    let (report, read) = super::recover::write_windows(
         app,
         source,
         std::slice::from_ref(&sql),
@@ -163,7 +166,7 @@ fn write_clip(
         write,
         vec![record],
     )?;
-    Ok(report.rows)
+    Ok((report.rows, read))
 }
 
 /// `logsql clip SOURCE --start T --end T -o OUT`: one window of a recording
@@ -192,7 +195,7 @@ pub fn run_one(app: &App, a: &ClipArgs, out: &mut dyn Write) -> CliResult {
         .ok_or_else(|| CliError::msg("no writer for the clip's format"))?;
     let topics: BTreeSet<&str> = a.topics.iter().map(String::as_str).collect();
     let record = clip_record(&a.source, (start, end));
-    let rows = write_clip(
+    let (rows, read) = write_clip(
         app,
         &a.source,
         &topics,
@@ -203,12 +206,13 @@ pub fn run_one(app: &App, a: &ClipArgs, out: &mut dyn Write) -> CliResult {
     )?;
     writeln!(
         out,
-        "{}: {rows} messages of {} from {} to {} in {:.2} s",
+        "{}: {rows} messages of {} from {} to {} in {:.2} s; {} read ({read} bytes)",
         a.output.display(),
         shown(&a.source),
         rfc3339(start),
         rfc3339(end),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        bytes(read)
     )
     .map_err(|e| CliError::io("stdout", e))
 }

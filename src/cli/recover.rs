@@ -71,7 +71,7 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
     log::set_max_level(level.min(log::LevelFilter::Error));
     let written = write_windows(app, &a.input, &sqls, &a.output, &writer, Vec::new());
     log::set_max_level(level);
-    let Report { rows, left_out } = written?;
+    let (Report { rows, left_out }, _) = written?;
     let read: u64 = checked
         .iter()
         .filter_map(|c| c.report.as_ref().ok())
@@ -97,7 +97,8 @@ pub fn run(app: &mut App, a: &RecoverArgs, out: &mut dyn Write) -> CliResult {
 }
 
 /// Writes the windows' queries one after the other as one output at
-/// `output`, as `write` says. An error in the stream after some rows (a
+/// `output`, as `write` says; the writer's report and the bytes the scans
+/// read. An error in the stream after some rows (a
 /// damaged input) still completes the output, and is returned with a note
 /// saying so.
 pub(super) fn write_windows(
@@ -107,8 +108,8 @@ pub(super) fn write_windows(
     output: &std::path::Path,
     write: &LogWrite,
     metadata: Vec<logsql_readers::model::MetadataInfo>,
-) -> CliResult<Report> {
-    let driven = app.rt.block_on(write_log_with(
+) -> CliResult<(Report, u64)> {
+    let written = app.rt.block_on(write_log_with(
         &app.ctx,
         input,
         sqls,
@@ -117,13 +118,14 @@ pub(super) fn write_windows(
         metadata,
         &|_| {},
     ))?;
+    let driven = written.driven;
     let rows = driven.report.rows;
     let complete = match write {
         LogWrite::Mcap(_) => "a complete MCAP file",
         _ => "complete and indexed",
     };
     match driven.stream_error {
-        None => Ok(driven.report),
+        None => Ok((driven.report, written.bytes_read)),
         Some(e) => Err(CliError::from(e.context(format!(
             "{} holds the {rows} messages read before the error ({complete})",
             output.display()

@@ -422,6 +422,17 @@ async fn clip_writes_one_window_end_included_as_mcap_or_bag() {
             said.contains(&format!(": {} messages of ", want.len())),
             "{said}"
         );
+        // What the scan read, as the line ends: "...; 25.85 KiB read (26474 bytes)".
+        // One second of a ten-second recording reads its summary and the
+        // chunks of that second, not the file.
+        let read: u64 = said
+            .trim_end()
+            .strip_suffix(" bytes)")
+            .and_then(|s| s.rsplit_once('(').map(|(_, n)| n))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no bytes read in {said}"));
+        let size = std::fs::metadata(demo).unwrap().len();
+        assert!(read > 0 && read < size / 3, "{read} of {size}: {said}");
         let got = messages(
             &ctx,
             &format!(

@@ -293,7 +293,11 @@ pub async fn write_log_of(
     write: &LogWrite,
     progress: &(dyn Fn(u64) + Send + Sync),
 ) -> Result<Driven<Report>> {
-    write_log_with(ctx, input, sqls, output, write, Vec::new(), progress).await
+    Ok(
+        write_log_with(ctx, input, sqls, output, write, Vec::new(), progress)
+            .await?
+            .driven,
+    )
 }
 
 /// [`write_log_of`], with metadata records of the output's own (`metadata`:
@@ -307,7 +311,7 @@ pub async fn write_log_with(
     write: &LogWrite,
     metadata: Vec<logsql_readers::model::MetadataInfo>,
     progress: &(dyn Fn(u64) + Send + Sync),
-) -> Result<Driven<Report>> {
+) -> Result<WindowsWritten> {
     let ctx = write_session(ctx, input);
     let mut plans: Vec<Arc<dyn ExecutionPlan>> = Vec::with_capacity(sqls.len());
     for sql in sqls {
@@ -322,6 +326,7 @@ pub async fn write_log_with(
     let scanned = ScannedFiles::of_plan(first);
     let schema = first.schema();
     let task = ctx.task_ctx();
+    let executed = plans.clone();
     let batches = futures::stream::iter(plans).flat_map(move |plan| {
         match execute_stream(plan, Arc::clone(&task)) {
             Ok(stream) => stream.boxed(),
@@ -336,7 +341,7 @@ pub async fn write_log_with(
         pool: LogsqlOptions::from_config(ctx.state().config_options()).descriptor_pool()?,
         extra_metadata: metadata,
     };
-    write_log(
+    let driven = write_log(
         stream,
         write,
         &Target::Local(output.to_path_buf()),
@@ -345,7 +350,30 @@ pub async fn write_log_with(
         &|p| progress(p.rows),
         std::future::pending(),
     )
-    .await
+    .await?;
+    let bytes_read = executed.iter().map(bytes_read).sum();
+    Ok(WindowsWritten { driven, bytes_read })
+}
+
+/// What [`write_log_with`] wrote: the writer's report, and what the scans
+/// of its queries read.
+#[derive(Debug)]
+pub struct WindowsWritten {
+    /// The writer's report and the input's error, if any.
+    pub driven: Driven<Report>,
+    /// The bytes the scans read (the sum of their `bytes_read` metrics, the
+    /// figure `EXPLAIN ANALYZE` shows): the chunks and indexes of the messages
+    /// (a summary read while the query was planned is not in it).
+    pub bytes_read: u64,
+}
+
+/// The bytes the scans in `plan` read (their `bytes_read` metrics).
+fn bytes_read(plan: &Arc<dyn ExecutionPlan>) -> u64 {
+    let own = plan
+        .metrics()
+        .and_then(|m| m.sum_by_name("bytes_read"))
+        .map_or(0, |v| v.as_usize() as u64);
+    own + plan.children().into_iter().map(bytes_read).sum::<u64>()
 }
 
 #[cfg(test)]

@@ -556,7 +556,7 @@ impl McpServer {
         let topics: std::collections::BTreeSet<&str> =
             a.topics.iter().map(String::as_str).collect();
         let sql = logsql::ops::export::clip_sql(&path, &topics, start, end);
-        let driven = logsql::ops::export::write_log_with(
+        let written = logsql::ops::export::write_log_with(
             self.session.context(),
             &path,
             std::slice::from_ref(&sql),
@@ -567,13 +567,15 @@ impl McpServer {
         )
         .await
         .map_err(|e| say(e.into()))?;
+        let driven = written.driven;
         let mut text = format!(
-            "wrote {}: {} messages of {} from {} to {}",
+            "wrote {}: {} messages of {} from {} to {} ({} read)",
             out.display(),
             driven.report.rows,
             a.path,
             rfc3339(start),
-            rfc3339(end)
+            rfc3339(end),
+            logsql::ops::units::bytes(written.bytes_read)
         );
         if let Some(e) = driven.stream_error {
             text.push_str(&format!(
