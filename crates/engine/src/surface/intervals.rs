@@ -107,7 +107,13 @@ struct Spec {
 impl Spec {
     /// The gaps-and-islands query: runs of true conditions per file, then
     /// runs merged over gaps of at most `max_gap`, then the short ones left
-    /// out.
+    /// out. A run is found from its edges: one pass of window functions over
+    /// the messages marks each run's first and last message (and numbers the
+    /// messages), and only those edge rows go on, so the work past the scan is
+    /// one sort and one window pass over the topic, and the rest is over two
+    /// rows per run (numbering the runs with a running count over every
+    /// message, as the hand-written form does, took three times the
+    /// compute past the scan).
     fn sql(&self) -> String {
         let (path, topic, condition) = (
             sql_literal(&self.path),
@@ -120,18 +126,23 @@ impl Spec {
   SELECT file, CAST(log_time AS BIGINT) AS t, coalesce(({condition}), false) AS c
   FROM read_topic({path}, {topic})
 ),
-starts AS (
-  SELECT file, t, c, c AND NOT coalesce(lag(c) OVER (PARTITION BY file ORDER BY t), false) AS s
+edges AS (
+  SELECT file, t,
+         c AND NOT coalesce(lag(c) OVER (PARTITION BY file ORDER BY t), false) AS s,
+         c AND NOT coalesce(lead(c) OVER (PARTITION BY file ORDER BY t), false) AS e,
+         CAST(row_number() OVER (PARTITION BY file ORDER BY t) AS BIGINT) AS rn
   FROM m
 ),
-runs AS (
-  SELECT file, t, c,
-         sum(CASE WHEN s THEN 1 ELSE 0 END) OVER (PARTITION BY file ORDER BY t ROWS UNBOUNDED PRECEDING) AS run
-  FROM starts
+bounds AS (
+  SELECT file, t, s, e, rn FROM edges WHERE s OR e
 ),
 islands AS (
-  SELECT file, min(t) AS lo, max(t) AS hi, count(*) AS n
-  FROM runs WHERE c GROUP BY file, run
+  SELECT file, lo, hi, n FROM (
+    SELECT file, s, t AS lo,
+           CASE WHEN e THEN t ELSE lead(t) OVER (PARTITION BY file ORDER BY rn) END AS hi,
+           CASE WHEN e THEN 1 ELSE lead(rn) OVER (PARTITION BY file ORDER BY rn) - rn + 1 END AS n
+    FROM bounds
+  ) WHERE s
 ),
 gaps AS (
   SELECT file, lo, hi, n, lo - lag(hi) OVER (PARTITION BY file ORDER BY lo) AS gap
