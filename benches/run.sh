@@ -38,6 +38,8 @@
 #   lerobot       a recording to a LeRobot dataset against LeRobot's own writer     lerobot_compare.sh
 #   catalog       logsql index and fleet questions on 10,000 recordings             catalog_compare.sh
 #   transforms    tf_lookup lookups per second; logsql check over 100 recordings    transforms_compare.py
+#   clip          a 10 s clip of a 1 GB and a 20 GB MCAP against Python mcap; intervals clip_compare.sh
+#   mcp           an agent's first answer from a cold MCP server, against mcap-mcp-server mcp_compare.sh
 #
 # Environment: CARGO_TARGET_DIR (default $HOME/.cache/logsql-target), RUNS,
 # SKIP_BUILD=1 (as each script takes them), BENCH_RESULTS (default
@@ -51,7 +53,7 @@ export BENCH_RESULTS="${BENCH_RESULTS:-target/bench-results}"
 results=$BENCH_RESULTS
 mkdir -p "$results"
 
-all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot catalog transforms)
+all=(compare raw bag ros2 formats mcap-write decode asof memory distributed media recover serve lerobot catalog transforms clip mcp)
 update_docs=${UPDATE_DOCS:-}
 selected=()
 for arg in "$@"; do
@@ -81,6 +83,8 @@ run_one() {
     lerobot) bash benches/lerobot_compare.sh ;;
     catalog) bash benches/catalog_compare.sh ;;
     transforms) "${LOGSQL_BENCH_PYTHON:-python3}" benches/transforms_compare.py ;;
+    clip) bash benches/clip_compare.sh ;;
+    mcp) bash benches/mcp_compare.sh ;;
     *)
         echo "unknown comparison '$1' (one of: ${all[*]})" >&2
         return 2
