@@ -98,19 +98,9 @@ read -r with with_sd _ < <(hyperfine_time with "$logsql" --catalog "$cat" "$sql"
 read -r cov cov_sd _ < <(hyperfine_time coverage "$logsql" --catalog "$cat" "$coverage")
 read -r pyt pyt_sd _ < <(hyperfine_time python "$py" "$tmp/summaries.py" "$fleet" "$lo_ns" "$hi_ns")
 
-drop() { "$py" - "$@" <<'PY'
-import os, sys
-for top in sys.argv[1:]:
-    for d, _, files in os.walk(top):
-        for name in files:
-            fd = os.open(os.path.join(d, name), os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd)
-PY
-}
-drop "$fleet" "$cat"
+drop_cache "$fleet" "$cat"
 cold_with=$(seconds "$logsql" --catalog "$cat" "$sql")
-drop "$fleet" "$cat"
+drop_cache "$fleet" "$cat"
 cold_without=$(seconds "$logsql" "$sql")
 
 plan=$("$logsql" --catalog "$cat" "EXPLAIN ANALYZE $sql")

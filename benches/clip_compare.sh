@@ -53,13 +53,10 @@ trap 'rm -rf "$tmp"' EXIT
 # cold CMD...: "SECONDS BYTES": one run of CMD with the recording ($rec) dropped from the page
 # cache first; BYTES are what it read from storage (ru_inblock x 512, read-ahead included).
 cold() {
-    python3 - "$rec" "$@" <<'PY'
+    drop_cache "$rec"
+    python3 - "$@" <<'PY'
 import os, subprocess, sys, time
-rec, cmd = sys.argv[1], sys.argv[2:]
-fd = os.open(rec, os.O_RDONLY)
-os.fsync(fd)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-os.close(fd)
+cmd = sys.argv[1:]
 t0 = time.monotonic()
 p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
 _, status, usage = os.wait4(p.pid, 0)

@@ -49,18 +49,12 @@ settle_cache "$logsql" "$rec"
 
 # first KIND PROGRAM: one run's JSON line.
 first() { "$py" benches/support/mcp_first_answer.py "$1" "$2" "$root_dir" "$name"; }
-# drop: the recording out of the page cache.
-drop() {
-    python3 -c "
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)" "$rec"
-}
 # series KIND PROGRAM: "describe_mean answer_mean answer_min cold_describe cold_answer ANSWER".
 series() {
     local kind=$1 program=$2
     first "$kind" "$program" >/dev/null # warm-up
     for _ in $(seq "$runs"); do first "$kind" "$program"; done >"$tmp/$kind.jsonl"
-    drop
+    drop_cache "$rec"
     first "$kind" "$program" >"$tmp/$kind-cold.json"
     python3 - "$tmp/$kind.jsonl" "$tmp/$kind-cold.json" <<'PY'
 import json, statistics, sys

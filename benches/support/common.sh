@@ -67,9 +67,21 @@ fi
 settle_cache() {
     [[ "${CACHE:-settle}" == as-is ]] && return 0
     log "page cache: dropping and re-reading $*"
+    page_cache settle "$@"
+}
+
+# drop_cache PATH...: the files (directories: every file under them) dropped from the page
+# cache (posix_fadvise DONTNEED, after fsync so that none is dirty): the next read of them is
+# from disk (a cold run). Unlike settle_cache, CACHE=as-is does not skip it.
+drop_cache() { page_cache drop "$@"; }
+
+# page_cache drop|settle PATH...: what drop_cache and settle_cache do (settle: each file also
+# read once front to back after it is dropped).
+page_cache() {
     python3 - "$@" <<'PY'
 import os, sys
-for top in sys.argv[1:]:
+mode, tops = sys.argv[1], sys.argv[2:]
+for top in tops:
     if os.path.isdir(top):
         paths = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
     else:
@@ -79,7 +91,7 @@ for top in sys.argv[1:]:
         try:
             os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            while os.read(fd, 1 << 20):
+            while mode == "settle" and os.read(fd, 1 << 20):
                 pass
         finally:
             os.close(fd)
