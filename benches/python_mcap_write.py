@@ -18,10 +18,14 @@ logsql's `export`, done with the official libraries (`rosbags` to read ROS1 bags
         every payload of a bag concatenated (the zstd baseline's input)
 """
 
+import os
 import sys
 
 from mcap.reader import make_reader
 from mcap.writer import CompressionType, Writer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from mcap_clip import copy_messages  # noqa: E402
 
 
 def bag2mcap(src, dst):
@@ -54,35 +58,17 @@ def bag2mcap(src, dst):
 
 
 def window(src, dst, topics, start, end):
-    n = 0
     with open(src, "rb") as f, open(dst, "wb") as out:
         reader = make_reader(f)
         header = reader.get_header()
         w = Writer(out, compression=CompressionType.ZSTD)
         w.start(profile=header.profile, library="python mcap")
-        schemas, channels = {}, {}
-        for schema, channel, message in reader.iter_messages(
-            topics=topics.split(","), starting_at=start, ending_before=end, log_time_order=True
-        ):
-            if channel.id not in channels:
-                sid = 0
-                if schema is not None:
-                    if schema.id not in schemas:
-                        schemas[schema.id] = w.register_schema(
-                            schema.name, schema.encoding, schema.data
-                        )
-                    sid = schemas[schema.id]
-                channels[channel.id] = w.register_channel(
-                    channel.topic, channel.message_encoding, sid, channel.metadata
-                )
-            w.add_message(
-                channels[channel.id],
-                log_time=message.log_time,
-                data=message.data,
-                publish_time=message.publish_time,
-                sequence=message.sequence,
-            )
-            n += 1
+        n = copy_messages(
+            w,
+            reader.iter_messages(
+                topics=topics.split(","), starting_at=start, ending_before=end, log_time_order=True
+            ),
+        )
         w.finish()
     print(n)
 

@@ -19,36 +19,44 @@ from mcap.reader import make_reader
 from mcap.writer import Writer
 
 
+def copy_messages(writer, messages):
+    """Writes the (schema, channel, message) triples of an mcap reader's `iter_messages`
+    with `writer`, each schema and channel registered before its first message as the
+    source had it; the messages written. (benches/python_mcap_write.py's window too.)"""
+    schemas, channels = {}, {}
+    n = 0
+    for schema, channel, message in messages:
+        if channel.id not in channels:
+            sid = 0
+            if schema is not None:
+                if schema.id not in schemas:
+                    schemas[schema.id] = writer.register_schema(
+                        schema.name, schema.encoding, schema.data
+                    )
+                sid = schemas[schema.id]
+            channels[channel.id] = writer.register_channel(
+                channel.topic, channel.message_encoding, sid, channel.metadata
+            )
+        writer.add_message(
+            channels[channel.id],
+            log_time=message.log_time,
+            data=message.data,
+            publish_time=message.publish_time,
+            sequence=message.sequence,
+        )
+        n += 1
+    return n
+
+
 def clip(src, out, start, end):
     with open(src, "rb") as f, open(out, "wb") as o:
         reader = make_reader(f)
         header = reader.get_header()
         writer = Writer(o)
         writer.start(profile=header.profile, library="mcap python clip")
-        schemas, channels = {}, {}
-        n = 0
-        for schema, channel, message in reader.iter_messages(
-            start_time=start, ending_at=end, log_time_order=True
-        ):
-            if channel.id not in channels:
-                sid = 0
-                if schema is not None:
-                    if schema.id not in schemas:
-                        schemas[schema.id] = writer.register_schema(
-                            schema.name, schema.encoding, schema.data
-                        )
-                    sid = schemas[schema.id]
-                channels[channel.id] = writer.register_channel(
-                    channel.topic, channel.message_encoding, sid, channel.metadata
-                )
-            writer.add_message(
-                channels[channel.id],
-                message.log_time,
-                message.data,
-                message.publish_time,
-                message.sequence,
-            )
-            n += 1
+        n = copy_messages(
+            writer, reader.iter_messages(starting_at=start, ending_at=end, log_time_order=True)
+        )
         for metadata in reader.iter_metadata():
             writer.add_metadata(metadata.name, metadata.metadata)
         writer.finish()
