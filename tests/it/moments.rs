@@ -423,8 +423,8 @@ async fn clip_writes_one_window_end_included_as_mcap_or_bag() {
             "{said}"
         );
         // What the scan read, as the line ends: "...; 25.85 KiB read (26474 bytes)".
-        // One second of a ten-second recording reads its summary and the
-        // chunks of that second, not the file.
+        // One second of a ten-second recording reads the chunks of that
+        // second, not the file.
         let read: u64 = said
             .trim_end()
             .strip_suffix(" bytes)")

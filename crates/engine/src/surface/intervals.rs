@@ -133,15 +133,12 @@ edges AS (
          CAST(row_number() OVER (PARTITION BY file ORDER BY t) AS BIGINT) AS rn
   FROM m
 ),
-bounds AS (
-  SELECT file, t, s, e, rn FROM edges WHERE s OR e
-),
 islands AS (
   SELECT file, lo, hi, n FROM (
     SELECT file, s, t AS lo,
            CASE WHEN e THEN t ELSE lead(t) OVER (PARTITION BY file ORDER BY rn) END AS hi,
            CASE WHEN e THEN 1 ELSE lead(rn) OVER (PARTITION BY file ORDER BY rn) - rn + 1 END AS n
-    FROM bounds
+    FROM edges WHERE s OR e
   ) WHERE s
 ),
 gaps AS (
